@@ -1,0 +1,3 @@
+module github.com/vastfake/vastfake
+
+go 1.26

@@ -1,0 +1,186 @@
+// Package rules holds every VAST Event Broker 5.5 rule that vastfake enforces,
+// as one struct with one field per rule.
+//
+// The sources are named on each field: [000] is VAST's "Consume events" page
+// (shared/seeds/000), [KB] VAST's knowledge-base pages on Kafka protocol
+// support and identity policies, [API] VAST's management API schema, and
+// [choice] marks an answer vastfake chose where VAST publishes none.
+//
+// VAST returns the profile the broker starts with; Kafka returns the same
+// struct with every rule lifted, so a test can run one scenario under both.
+// Nothing outside this package hard-codes a VAST limit.
+package rules
+
+import "time"
+
+// Rules is the set of VAST behaviours a broker enforces. The zero value lifts
+// every rule (it behaves like Apache Kafka); use VAST for the VAST profile.
+type Rules struct {
+	// ---- Groups and offsets ----
+
+	// ClassicGroupsOnly hides the KIP-848 consumer-group and share-group
+	// APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe, Share*) from
+	// ApiVersions. [000]
+	ClassicGroupsOnly bool
+
+	// EagerAssignorsOnly restricts the JoinGroup protocol vote to the eager
+	// assignors in EagerAssignors; a member offering none of them gets
+	// INCONSISTENT_GROUP_PROTOCOL. [000][KB], error code [choice]
+	EagerAssignorsOnly bool
+
+	// EagerAssignors names the assignors VAST accepts. [000][KB]
+	EagerAssignors []string
+
+	// IgnoreGroupInstanceID accepts group.instance.id but treats the member
+	// as an ordinary dynamic member: no fencing, a restart rebalances. [000]
+	IgnoreGroupInstanceID bool
+
+	// MaxGroups caps consumer groups per view; a request that would create
+	// one more gets GROUP_MAX_SIZE_REACHED and ListGroups returns at most
+	// this many. 0 means no limit. [000], error code [choice]
+	MaxGroups int
+
+	// OffsetsNeverExpire keeps committed offsets forever. With it off,
+	// offsets of an empty group expire after OffsetsRetention, as in Kafka's
+	// offsets.retention.minutes. [000]
+	OffsetsNeverExpire bool
+
+	// OffsetsRetention is Kafka's offsets.retention.minutes, used only when
+	// OffsetsNeverExpire is off.
+	OffsetsRetention time.Duration
+
+	// NoOffsetDelete hides OffsetDelete (key 47) from ApiVersions. [000]
+	NoOffsetDelete bool
+
+	// ---- Fetching and offsets ----
+
+	// NoFetchSessions makes every fetch a full fetch: Fetch v7+ answers
+	// SessionID 0, and an incremental request (epoch > 0) gets
+	// FETCH_SESSION_ID_NOT_FOUND. [000]
+	NoFetchSessions bool
+
+	// NoDelayedFetch answers Fetch at once, ignoring fetch.wait.max.ms and
+	// fetch.min.bytes. With it off, an empty fetch waits for data up to
+	// MaxWaitMillis as Kafka does. [000]
+	NoDelayedFetch bool
+
+	// MaxFetchVersion caps Fetch at the last version without topic IDs
+	// (v12). 0 means the highest version vastfake implements. [KB]
+	MaxFetchVersion int16
+
+	// StaleEndOffset makes ListOffsets(latest) and the high watermark in
+	// ListOffsets trail writes by this duration on the broker's clock. Off
+	// (0) by default even in the VAST profile; VAST documents 10-55 s. [000]
+	StaleEndOffset time.Duration
+
+	// ---- Producing and topics ----
+
+	// NoIdempotence hides InitProducerID and the transaction APIs, and
+	// refuses a batch that carries a producer id with
+	// UNSUPPORTED_FOR_MESSAGE_FORMAT. [KB][000], error code [choice]
+	NoIdempotence bool
+
+	// NoCompression refuses compressed batches with
+	// UNSUPPORTED_COMPRESSION_TYPE. [KB][000]
+	NoCompression bool
+
+	// MaxMessageBytes caps a record batch (Kafka's message.max.bytes); a
+	// larger one gets MESSAGE_TOO_LARGE. 0 means Kafka's default of
+	// 1048588. [KB]
+	MaxMessageBytes int
+
+	// MaxKeyBytes and MaxValueBytes cap one record's key and value; a larger
+	// one gets MESSAGE_TOO_LARGE. 0 means no limit. [KB]
+	MaxKeyBytes   int
+	MaxValueBytes int
+
+	// NoAutoCreateTopics answers UNKNOWN_TOPIC_OR_PARTITION for a topic that
+	// does not exist and never creates it. With it off, Metadata with
+	// AllowAutoTopicCreation creates it as Kafka does. [KB]
+	NoAutoCreateTopics bool
+
+	// FixedPartitions hides CreatePartitions: partition counts are fixed at
+	// creation. [KB]
+	FixedPartitions bool
+
+	// MaxPartitionsPerTopic and MaxPartitionsPerView cap partition counts;
+	// CreateTopics over either gets INVALID_PARTITIONS. 0 means no limit.
+	// [KB]
+	MaxPartitionsPerTopic int
+	MaxPartitionsPerView  int
+
+	// VASTTopicConfigsOnly accepts only retention.ms,
+	// message.timestamp.type, message.timestamp.before.max.ms and
+	// message.timestamp.after.max.ms; any other key gets INVALID_CONFIG.
+	// [API]
+	VASTTopicConfigsOnly bool
+}
+
+// KafkaMessageMaxBytes is Apache Kafka's default message.max.bytes.
+const KafkaMessageMaxBytes = 1048588
+
+// VAST returns the rules of VAST Event Broker 5.5.
+func VAST() Rules {
+	return Rules{
+		ClassicGroupsOnly:     true,
+		EagerAssignorsOnly:    true,
+		EagerAssignors:        []string{"range", "roundrobin"},
+		IgnoreGroupInstanceID: true,
+		MaxGroups:             256,
+		OffsetsNeverExpire:    true,
+		NoOffsetDelete:        true,
+
+		NoFetchSessions: true,
+		NoDelayedFetch:  true,
+		MaxFetchVersion: 12,
+
+		NoIdempotence:         true,
+		NoCompression:         true,
+		MaxMessageBytes:       1 << 20,   // "1 MB"
+		MaxKeyBytes:           126 << 10, // "126 KB"
+		MaxValueBytes:         126 << 10,
+		NoAutoCreateTopics:    true,
+		FixedPartitions:       true,
+		MaxPartitionsPerTopic: 20_000,
+		MaxPartitionsPerView:  200_000,
+		VASTTopicConfigsOnly:  true,
+	}
+}
+
+// Kafka returns the rules with every VAST restriction lifted: the broker then
+// behaves like Apache Kafka 4.x for everything vastfake implements.
+func Kafka() Rules {
+	return Rules{
+		OffsetsRetention: 7 * 24 * time.Hour,
+	}
+}
+
+// ForProfile returns the rules for a profile name, "vast" or "kafka", and
+// false for any other name.
+func ForProfile(name string) (Rules, bool) {
+	switch name {
+	case "vast", "VAST", "":
+		return VAST(), true
+	case "kafka", "Kafka":
+		return Kafka(), true
+	}
+	return Rules{}, false
+}
+
+// MessageMaxBytes returns the batch size cap in force.
+func (r *Rules) MessageMaxBytes() int {
+	if r.MaxMessageBytes > 0 {
+		return r.MaxMessageBytes
+	}
+	return KafkaMessageMaxBytes
+}
+
+// EagerAssignor reports whether name is one of the assignors VAST accepts.
+func (r *Rules) EagerAssignor(name string) bool {
+	for _, a := range r.EagerAssignors {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
