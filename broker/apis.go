@@ -1,0 +1,101 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// api is one row of the API table: the versions vastfake serves for a key
+// and the function that answers it. A nil response means "send nothing"
+// (Produce with acks=0).
+type api struct {
+	key      int16
+	min, max int16
+	handle   func(*Broker, *request) kmsg.Response
+	// hiddenBy, when set, names the rule that removes this API: it is
+	// neither advertised nor served while the rule is on.
+	hiddenBy func(*rules.Rules) bool
+	// capBy, when set, lowers max while a rule is on.
+	capBy func(*rules.Rules) int16
+}
+
+const maxAPIKey = kmsg.MaxKey
+
+// apiTable is every Kafka API vastfake serves, in key order. ApiVersions is
+// derived from it, so the broker can never advertise an API it does not
+// serve. Minimum versions follow Kafka 4.x, which dropped the pre-2.1
+// versions (and with them message formats v0 and v1).
+var apiTable = []api{
+	{key: 0, min: 3, max: 13, handle: handleProduce, capBy: noTopicIDs(12)},
+	{key: 1, min: 4, max: 16, handle: handleFetch, capBy: noTopicIDs(12)},
+	{key: 2, min: 1, max: 10, handle: handleListOffsets},
+	{key: 3, min: 0, max: 12, handle: handleMetadata},
+	{key: 8, min: 2, max: 9, handle: handleOffsetCommit},
+	{key: 9, min: 1, max: 9, handle: handleOffsetFetch},
+	{key: 10, min: 0, max: 6, handle: handleFindCoordinator},
+	{key: 11, min: 0, max: 9, handle: handleJoinGroup},
+	{key: 12, min: 0, max: 4, handle: handleHeartbeat},
+	{key: 13, min: 0, max: 5, handle: handleLeaveGroup},
+	{key: 14, min: 0, max: 5, handle: handleSyncGroup},
+	{key: 15, min: 0, max: 5, handle: handleDescribeGroups},
+	{key: 16, min: 0, max: 5, handle: handleListGroups},
+	{key: 18, min: 0, max: 4, handle: handleApiVersions},
+	{key: 19, min: 2, max: 7, handle: handleCreateTopics},
+	{key: 20, min: 1, max: 6, handle: handleDeleteTopics},
+	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},
+	{key: 22, min: 0, max: 5, handle: handleInitProducerID, hiddenBy: func(r *rules.Rules) bool { return r.NoIdempotence }},
+	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs},
+	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},
+	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, hiddenBy: func(r *rules.Rules) bool { return r.FixedPartitions }},
+	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},
+	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs},
+	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, hiddenBy: func(r *rules.Rules) bool { return r.NoOffsetDelete }},
+}
+
+func noTopicIDs(max int16) func(*rules.Rules) int16 {
+	return func(r *rules.Rules) int16 {
+		if r.NoTopicIDs {
+			return max
+		}
+		return -1
+	}
+}
+
+// buildAPIs applies the rules to the table: hidden APIs are dropped and
+// capped ones lowered.
+func buildAPIs(r *rules.Rules) []api {
+	out := make([]api, 0, len(apiTable))
+	for _, a := range apiTable {
+		if a.hiddenBy != nil && a.hiddenBy(r) {
+			continue
+		}
+		if a.capBy != nil {
+			if m := a.capBy(r); m >= 0 && m < a.max {
+				a.max = m
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// handleApiVersions answers ApiVersions v0-v4 with the table in force.
+//
+// v3+ carry the client's software name and version, which vastfake ignores.
+// VAST: no KIP-848 or share-group keys, no OffsetDelete, no InitProducerID
+// or transactions, no CreatePartitions; Fetch and Produce stop at v12 (no
+// topic IDs). All of that follows from the table and the rules.
+func handleApiVersions(b *Broker, r *request) kmsg.Response {
+	return b.apiVersionsResponse(r.version)
+}
+
+func (b *Broker) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(version)
+	for _, a := range b.apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}

@@ -1,0 +1,370 @@
+// Package broker is vastfake's Kafka broker: a TCP server that speaks the
+// Kafka wire protocol, keeps its partitions in memory (package log), runs
+// consumer groups (package coordinator) and enforces the VAST rules it is
+// given (package rules).
+//
+// A request's path is short: read a frame, look its API up in the one table
+// in apis.go, decode it with kmsg, run the handler, encode with kmsg, write.
+// Handlers are grouped by concept: produce.go, fetch.go, offsets.go,
+// topics.go, groups.go, configs.go.
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// Broker is one in-memory Kafka broker. Create it with New; it serves until
+// Close.
+type Broker struct {
+	cfg   config
+	rules rules.Rules
+	clock clock.Clock
+	log   *slog.Logger
+
+	ln         net.Listener
+	host       string // advertised host and port
+	port       int32
+	clusterID  string
+	coord      *coordinator.Coordinator
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+	connsMu    sync.Mutex
+	conns      map[*clientConn]struct{}
+	stopSweep  func() bool
+	sweepMu    sync.Mutex
+	data       *store
+	apis       []api // the table, with the rules applied
+	apiByKey   [maxAPIKey + 1]*api
+	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
+	notifyMu   sync.Mutex
+
+	// appendMu makes a produce request visible all at once: Produce holds
+	// it exclusively while it appends every partition of the request;
+	// Fetch and ListOffsets hold it shared while they read.
+	appendMu       sync.RWMutex
+	nextProducerID atomic.Int64
+	staleEnd       atomic.Int64 // StaleEndOffset in nanoseconds
+}
+
+type config struct {
+	listen      string
+	advertise   string
+	nodeID      int32
+	clusterID   string
+	rules       rules.Rules
+	rulesSet    bool
+	clock       clock.Clock
+	logger      *slog.Logger
+	topics      []TopicSpec
+	rebalDelay  time.Duration
+	retentionEv time.Duration
+	err         error
+}
+
+// Option configures a Broker.
+type Option func(*config)
+
+// WithListen sets the address to listen on, "127.0.0.1:0" by default (a
+// random free port; Addr tells which).
+func WithListen(addr string) Option { return func(c *config) { c.listen = addr } }
+
+// WithAdvertise sets the host:port that Metadata tells clients to connect
+// to. By default it is the listener's real address.
+func WithAdvertise(addr string) Option { return func(c *config) { c.advertise = addr } }
+
+// WithRules sets the rules to enforce. The default is rules.VAST().
+func WithRules(r rules.Rules) Option {
+	return func(c *config) { c.rules, c.rulesSet = r, true }
+}
+
+// WithProfile sets the rules by profile name, "vast" or "kafka"; New fails
+// for any other name.
+func WithProfile(name string) Option {
+	return func(c *config) {
+		r, ok := rules.ForProfile(name)
+		if !ok {
+			c.err = fmt.Errorf("vastfake: unknown profile %q (want vast or kafka)", name)
+			return
+		}
+		c.rules, c.rulesSet = r, true
+	}
+}
+
+// WithClock sets the broker's clock. The default is the wall clock; a
+// *clock.Manual lets a test move time.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithLogger sets the logger; by default the broker logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithNodeID sets the broker's node id, 0 by default.
+func WithNodeID(id int32) Option { return func(c *config) { c.nodeID = id } }
+
+// WithClusterID sets the cluster id reported in Metadata.
+func WithClusterID(id string) Option { return func(c *config) { c.clusterID = id } }
+
+// WithTopics creates topics before the broker accepts connections.
+func WithTopics(topics ...TopicSpec) Option {
+	return func(c *config) { c.topics = append(c.topics, topics...) }
+}
+
+// WithInitialRebalanceDelay sets Kafka's group.initial.rebalance.delay.ms:
+// how long a new group waits for more members before its first rebalance.
+// It is 0 by default so tests form groups at once; VAST waits "a few
+// seconds".
+func WithInitialRebalanceDelay(d time.Duration) Option {
+	return func(c *config) { c.rebalDelay = d }
+}
+
+// WithRetentionCheckInterval sets how often, on the broker's clock, retention
+// runs over every partition (Kafka's log.retention.check.interval.ms). The
+// default is 1s; a test on a manual clock gets retention when it advances
+// the clock past the interval.
+func WithRetentionCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.retentionEv = d }
+}
+
+// TopicSpec describes a topic to create at start.
+type TopicSpec struct {
+	Name       string
+	Partitions int32
+	Configs    map[string]string
+}
+
+// ErrClosed is returned by calls on a closed broker.
+var ErrClosed = errors.New("broker is closed")
+
+// New starts a broker listening on its configured address and returns it
+// once it accepts connections. It fails if the address cannot be bound, the
+// profile is unknown, or a seed topic is invalid.
+func New(opts ...Option) (*Broker, error) {
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if !cfg.rulesSet {
+		cfg.rules = rules.VAST()
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if cfg.clock == nil {
+		cfg.clock = clock.Real{}
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.clusterID == "" {
+		cfg.clusterID = randomID()
+	}
+	b := &Broker{
+		cfg:        cfg,
+		rules:      cfg.rules,
+		clock:      cfg.clock,
+		log:        cfg.logger,
+		clusterID:  cfg.clusterID,
+		conns:      make(map[*clientConn]struct{}),
+		data:       newStore(),
+		dataNotify: make(chan struct{}),
+	}
+	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
+	b.apis = buildAPIs(&b.rules)
+	for i := range b.apis {
+		b.apiByKey[b.apis[i].key] = &b.apis[i]
+	}
+	for _, t := range cfg.topics {
+		if code := b.createTopic(t.Name, t.Partitions, t.Configs, false); code != 0 {
+			return nil, fmt.Errorf("vastfake: topic %q: %s", t.Name, errName(code))
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return nil, fmt.Errorf("vastfake: listen: %w", err)
+	}
+	b.ln = ln
+	adv := cfg.advertise
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, portStr, err := net.SplitHostPort(adv)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("vastfake: advertise %q: %w", adv, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		ln.Close()
+		return nil, fmt.Errorf("vastfake: advertise %q: bad port", adv)
+	}
+	b.host, b.port = host, int32(port)
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.coord = coordinator.New(coordinator.Config{
+		Rules:                 cfg.rules,
+		Clock:                 cfg.clock,
+		InitialRebalanceDelay: cfg.rebalDelay,
+		Logger:                cfg.logger,
+	})
+	b.scheduleRetention()
+	b.wg.Add(1)
+	go b.acceptLoop()
+	return b, nil
+}
+
+// Addr returns the address the broker listens on, host:port.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// AdvertisedAddr returns the host:port that Metadata hands to clients.
+func (b *Broker) AdvertisedAddr() string {
+	return net.JoinHostPort(b.host, strconv.Itoa(int(b.port)))
+}
+
+// Rules returns the rules the broker enforces.
+func (b *Broker) Rules() rules.Rules { return b.rules }
+
+// Clock returns the broker's clock.
+func (b *Broker) Clock() clock.Clock { return b.clock }
+
+// Close stops accepting connections, closes every open connection, fails
+// requests that are waiting (a JoinGroup in a rebalance, a delayed fetch) and
+// returns once every goroutine the broker started has exited. Stored data is
+// dropped with the broker. Close is safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.cancel()
+		b.ln.Close()
+		b.connsMu.Lock()
+		for c := range b.conns {
+			c.nc.Close()
+		}
+		b.connsMu.Unlock()
+		b.coord.Close()
+		b.sweepMu.Lock()
+		if b.stopSweep != nil {
+			b.stopSweep()
+			b.stopSweep = nil
+		}
+		b.sweepMu.Unlock()
+		b.wg.Wait()
+	})
+	return nil
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			if b.ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			b.log.Warn("accept failed", "err", err)
+			return
+		}
+		c := newClientConn(b, nc)
+		b.connsMu.Lock()
+		if b.ctx.Err() != nil {
+			b.connsMu.Unlock()
+			nc.Close()
+			return
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.connsMu.Unlock()
+		go func() {
+			defer b.wg.Done()
+			c.serve()
+			b.connsMu.Lock()
+			delete(b.conns, c)
+			b.connsMu.Unlock()
+		}()
+	}
+}
+
+// scheduleRetention runs retention over every partition every
+// retention-check interval on the broker's clock.
+func (b *Broker) scheduleRetention() {
+	b.sweepMu.Lock()
+	defer b.sweepMu.Unlock()
+	if b.ctx.Err() != nil || b.cfg.retentionEv <= 0 {
+		return
+	}
+	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
+		b.ApplyRetention()
+		b.scheduleRetention()
+	})
+}
+
+// ApplyRetention drops, from every partition, the batches older than its
+// topic's retention.ms on the broker's clock, and moves log start offsets.
+// The broker runs it periodically; tests on a manual clock may call it
+// directly after advancing time.
+func (b *Broker) ApplyRetention() {
+	now := b.clock.Now()
+	for _, t := range b.data.all() {
+		ret := t.config().retention
+		for _, p := range t.partitions {
+			p.ApplyRetention(now, ret)
+		}
+	}
+}
+
+// notifyData wakes fetches waiting for new records (Kafka profile only).
+func (b *Broker) notifyData() {
+	b.notifyMu.Lock()
+	close(b.dataNotify)
+	b.dataNotify = make(chan struct{})
+	b.notifyMu.Unlock()
+}
+
+func (b *Broker) dataWaiter() <-chan struct{} {
+	b.notifyMu.Lock()
+	defer b.notifyMu.Unlock()
+	return b.dataNotify
+}
+
+func randomID() string {
+	var id [16]byte
+	if _, err := io.ReadFull(rand.Reader, id[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// StaleEndOffset returns how far ListOffsets(latest) trails writes.
+func (b *Broker) StaleEndOffset() time.Duration { return time.Duration(b.staleEnd.Load()) }
+
+// SetStaleEndOffset makes ListOffsets(latest) report the high watermark as
+// it was d ago on the broker's clock, emulating VAST's end offset that
+// trails a burst of writes [000]. 0 turns it off.
+func (b *Broker) SetStaleEndOffset(d time.Duration) { b.staleEnd.Store(int64(d)) }
+
+// errName names a Kafka error code.
+func errName(code int16) string {
+	if err := kerr.ErrorForCode(code); err != nil {
+		return err.Error()
+	}
+	return "NONE"
+}

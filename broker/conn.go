@@ -1,0 +1,235 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxFrameSize is Kafka's socket.request.max.bytes default: a request
+// claiming a larger size closes its connection.
+const maxFrameSize = 100 << 20
+
+// clientConn is one client connection. Like Kafka's network layer it
+// processes one request at a time, in order: a request is read, handled and
+// answered before the next is read, so responses always go out in request
+// order.
+type clientConn struct {
+	b      *Broker
+	nc     net.Conn
+	r      *bufio.Reader
+	w      *bufio.Writer
+	ctx    context.Context
+	cancel context.CancelFunc
+	remote string
+
+	// Scratch buffers reused across requests on this connection.
+	frame []byte
+	out   []byte
+
+	mu       sync.Mutex
+	clientID string
+}
+
+func newClientConn(b *Broker, nc net.Conn) *clientConn {
+	ctx, cancel := context.WithCancel(b.ctx)
+	return &clientConn{
+		b:      b,
+		nc:     nc,
+		r:      bufio.NewReaderSize(nc, 64<<10),
+		w:      bufio.NewWriterSize(nc, 64<<10),
+		ctx:    ctx,
+		cancel: cancel,
+		remote: nc.RemoteAddr().String(),
+	}
+}
+
+// request is one decoded request as a handler sees it.
+type request struct {
+	ctx      context.Context
+	conn     *clientConn
+	key      int16
+	version  int16
+	clientID string
+	kreq     kmsg.Request
+	rule     string // the VAST rule that refused (part of) the request
+}
+
+// refuse records that a VAST rule refused this request, for the request log.
+func (r *request) refuse(rule string) {
+	if r.rule == "" {
+		r.rule = rule
+	}
+}
+
+// errCloseConn asks serve to close the connection after logging.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return e.msg }
+
+func protoErr(format string, args ...any) error {
+	return &protocolError{msg: fmt.Sprintf(format, args...)}
+}
+
+// serve reads and answers requests until the peer closes the connection, a
+// malformed frame arrives, or the broker closes. A panic in a handler is
+// logged and closes this connection only.
+func (c *clientConn) serve() {
+	defer c.cancel()
+	defer c.nc.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			c.b.log.Error("handler panic; closing connection", "remote", c.remote, "panic", r)
+		}
+	}()
+	for {
+		err := c.handleOne()
+		if err == nil {
+			continue
+		}
+		var pe *protocolError
+		switch {
+		case errors.As(err, &pe):
+			c.b.log.Warn("closing connection: bad request", "remote", c.remote, "client_id", c.clientID, "reason", pe.msg)
+		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+		default:
+			c.b.log.Debug("connection closed", "remote", c.remote, "err", err)
+		}
+		return
+	}
+}
+
+// handleOne reads one frame, dispatches it and writes the answer.
+func (c *clientConn) handleOne() error {
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+		return err
+	}
+	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
+	if size < 8 || size > maxFrameSize {
+		return protoErr("frame size %d out of range", size)
+	}
+	if cap(c.frame) < int(size) || cap(c.frame) > 1<<20 && int(size) < cap(c.frame)/4 {
+		c.frame = make([]byte, size)
+	}
+	frame := c.frame[:size]
+	if _, err := io.ReadFull(c.r, frame); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return protoErr("truncated frame")
+		}
+		return err
+	}
+	key := int16(binary.BigEndian.Uint16(frame[0:]))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	corr := int32(binary.BigEndian.Uint32(frame[4:]))
+
+	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
+		return protoErr("unsupported api key %d", key)
+	}
+	a := c.b.apiByKey[key]
+	if version < a.min || version > a.max {
+		if key == int16(kmsg.ApiVersions) {
+			// Kafka answers an ApiVersions it cannot parse with a v0
+			// response carrying UNSUPPORTED_VERSION and its versions,
+			// so the client can retry at one it knows.
+			resp := c.b.apiVersionsResponse(0)
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			return c.write(corr, resp, false)
+		}
+		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
+	}
+	kreq := kmsg.RequestForKey(key)
+	kreq.SetVersion(version)
+	body, clientID, err := parseRequestHeader(frame[8:], kreq.IsFlexible())
+	if err != nil {
+		return err
+	}
+	if err := kreq.ReadFrom(body); err != nil {
+		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
+	}
+	c.mu.Lock()
+	c.clientID = clientID
+	c.mu.Unlock()
+
+	req := &request{ctx: c.ctx, conn: c, key: key, version: version, clientID: clientID, kreq: kreq}
+	resp := a.handle(c.b, req)
+	if req.rule != "" {
+		c.b.log.Info("refused by VAST rule", "rule", req.rule, "api", kmsg.NameForKey(key), "version", version, "client_id", clientID, "remote", c.remote)
+	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
+		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
+	}
+	if resp == nil { // acks=0 produce: no response at all
+		return nil
+	}
+	resp.SetVersion(version)
+	// ApiVersions answers with a v0 response header even when flexible,
+	// so that clients can always parse it.
+	flexHeader := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
+	return c.write(corr, resp, flexHeader)
+}
+
+// write encodes resp with kmsg behind its response header and flushes it.
+func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) error {
+	out := append(c.out[:0], 0, 0, 0, 0)
+	out = binary.BigEndian.AppendUint32(out, uint32(corr))
+	if flexHeader {
+		out = append(out, 0) // no tagged fields
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	if cap(out) <= 1<<20 {
+		c.out = out // keep modest buffers for the next response
+	}
+	if _, err := c.w.Write(out); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// parseRequestHeader reads the client id (a nullable int16 string) and, for a
+// flexible request (header v2), skips the header's tagged fields. It returns
+// the request body.
+func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID string, err error) {
+	if len(b) < 2 {
+		return nil, "", protoErr("truncated request header")
+	}
+	n := int16(binary.BigEndian.Uint16(b))
+	b = b[2:]
+	if n > 0 {
+		if int(n) > len(b) {
+			return nil, "", protoErr("truncated client id")
+		}
+		clientID = string(b[:n])
+		b = b[n:]
+	} else if n < -1 {
+		return nil, "", protoErr("bad client id length %d", n)
+	}
+	if flexible {
+		count, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, "", protoErr("bad header tagged fields")
+		}
+		b = b[k:]
+		for i := uint64(0); i < count; i++ {
+			if _, k = binary.Uvarint(b); k <= 0 {
+				return nil, "", protoErr("bad header tag")
+			}
+			b = b[k:]
+			size, k := binary.Uvarint(b)
+			if k <= 0 || size > uint64(len(b)-k) {
+				return nil, "", protoErr("bad header tag size")
+			}
+			b = b[k+int(size):]
+		}
+	}
+	return b, clientID, nil
+}

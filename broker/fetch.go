@@ -1,0 +1,130 @@
+package broker
+
+// Fetch.
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
+)
+
+// handleFetch answers Fetch v4-v16.
+//
+// v4 adds isolation levels and the last stable offset, v5 the log start
+// offset, v7 fetch sessions, v9 leader epochs, v11 rack ids and preferred
+// read replicas, v12 flexible encoding, v13 topic IDs. Records are served as
+// stored, never re-encoded. Byte limits follow KIP-74: each partition gets
+// at most PartitionMaxBytes and the response at most MaxBytes, except that
+// the first partition with data always gets one whole batch. A fetch below
+// the log start or above the high watermark gets OFFSET_OUT_OF_RANGE.
+// LastStableOffset is the high watermark (there are no transactions) and
+// PreferredReadReplica is -1 (one broker, no racks).
+// VAST: every fetch is a full fetch: SessionID is 0 and an incremental
+// request gets FETCH_SESSION_ID_NOT_FOUND (NoFetchSessions); the answer
+// comes at once, even when empty (NoDelayedFetch). In the kafka profile an
+// empty fetch waits up to MaxWaitMillis for new records (sessions are not
+// emulated there either: the broker answers SessionID 0 and clients fall
+// back to full fetches, as Kafka allows).
+func handleFetch(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.FetchRequest)
+	if req.SessionID != 0 || req.SessionEpoch > 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		if b.rules.NoFetchSessions {
+			r.refuse("NoFetchSessions")
+		}
+		return resp
+	}
+	resp, bytes := b.fetchOnce(req, r.version)
+	if b.rules.NoDelayedFetch || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
+		return resp
+	}
+	// Kafka profile: wait for new data, the wait, or the connection's end.
+	wait := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	defer wait.Stop()
+	for {
+		woken := b.dataWaiter()
+		// Re-check after taking the waiter so an append in between is seen.
+		if resp, bytes = b.fetchOnce(req, r.version); bytes > 0 {
+			return resp
+		}
+		select {
+		case <-woken:
+		case <-wait.C:
+			return resp
+		case <-r.ctx.Done():
+			return resp
+		}
+	}
+}
+
+// fetchOnce reads every requested partition once and returns the response
+// and how many record bytes it carries.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchResponse, int) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if version < 3 || budget <= 0 {
+		budget = 1<<31 - 1
+	}
+	total := 0
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+
+	b.appendMu.RLock()
+	defer b.appendMu.RUnlock()
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		*st = kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		if version >= 13 {
+			t = b.data.getID(rt.TopicID)
+		} else {
+			t = b.data.get(rt.Topic)
+		}
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			if t == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if version >= 13 {
+					sp.ErrorCode = kerr.UnknownTopicID.Code
+				}
+				continue
+			}
+			part := t.partition(rp.Partition)
+			if part == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			if rp.CurrentLeaderEpoch > 0 {
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+				continue
+			}
+			max := int(rp.PartitionMaxBytes)
+			if max > budget-total {
+				max = budget - total
+			}
+			res, err := part.Read(rp.FetchOffset, max)
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			if errors.Is(err, log.ErrOffsetOutOfRange) {
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				continue
+			}
+			if len(res.Records) == 0 || (total > 0 && len(res.Records) > max) || max <= 0 && total > 0 {
+				continue // only the first partition with data may overshoot
+			}
+			sp.RecordBatches = res.Records
+			total += len(res.Records)
+		}
+	}
+	return resp, total
+}

@@ -1,0 +1,235 @@
+package broker
+
+// Produce and InitProducerID.
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
+)
+
+// pendingAppend is one validated partition of a produce request, waiting to
+// be appended with the others.
+type pendingAppend struct {
+	resp  *kmsg.ProduceResponseTopicPartition
+	part  *log.Partition
+	batch log.Batch
+	cfg   topicConfig
+}
+
+// handleProduce answers Produce v3-v13.
+//
+// v3 is the first with v2 record batches and transactional ids, v5 adds the
+// log start offset, v8 per-record errors and messages, v13 topic IDs. Each
+// partition carries exactly one batch (INVALID_RECORD otherwise), checked
+// for CRC and length (CORRUPT_MESSAGE). Every partition of one request is
+// appended under one lock, so a consumer sees all of the request or none of
+// it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
+// VAST: no compression (NoCompression), no producer ids or transactions
+// (NoIdempotence), size caps on batches, keys and values
+// (MaxMessageBytes/MaxKeyBytes/MaxValueBytes), topics never auto-created
+// (NoAutoCreateTopics), and the topic's timestamp window.
+func handleProduce(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	now := b.clock.Now()
+	var pending []pendingAppend
+
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		return produceError(req, resp, kerr.InvalidRequiredAcks.Code, "")
+	}
+	if req.TransactionID != nil && b.rules.NoIdempotence {
+		r.refuse("NoIdempotence")
+		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, "VAST does not support transactions (rule NoIdempotence)")
+	}
+
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		*st = kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		if r.version >= 13 {
+			t = b.data.getID(rt.TopicID)
+		} else {
+			t = b.data.get(rt.Topic)
+		}
+		var cfg topicConfig
+		if t != nil {
+			cfg = t.config()
+		}
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			if t == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if r.version >= 13 {
+					sp.ErrorCode = kerr.UnknownTopicID.Code
+				}
+				continue
+			}
+			part := t.partition(rp.Partition)
+			if part == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			batch, code, msg := b.checkBatch(r, rp.Records, cfg, now.UnixMilli())
+			if code != 0 {
+				sp.ErrorCode = code
+				if msg != "" {
+					sp.ErrorMessage = kmsg.StringPtr(msg)
+				}
+				continue
+			}
+			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg})
+		}
+	}
+
+	if len(pending) > 0 {
+		b.appendMu.Lock()
+		for _, p := range pending {
+			p.resp.BaseOffset = p.part.Append(p.batch, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
+			if p.cfg.logAppendTime {
+				p.resp.LogAppendTime = now.UnixMilli()
+			}
+			p.resp.LogStartOffset = p.part.LogStartOffset()
+		}
+		b.appendMu.Unlock()
+		b.notifyData()
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+// checkBatch parses one partition's records and applies the rules to them.
+// It returns the batch, or the Kafka error code and message refusing it.
+func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64) (log.Batch, int16, string) {
+	if max := b.rules.MessageMaxBytes(); len(raw) > max {
+		r.refuse("MaxMessageBytes")
+		return nil, kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(len(raw)) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxMessageBytes)"
+	}
+	batch, err := log.ParseBatch(raw)
+	switch {
+	case errors.Is(err, log.ErrCorrupt):
+		return nil, kerr.CorruptMessage.Code, ""
+	case err != nil:
+		return nil, kerr.InvalidRecord.Code, err.Error()
+	}
+	if batch.Control() {
+		return nil, kerr.InvalidRecord.Code, "clients may not produce control batches"
+	}
+	if batch.Compression() != 0 && b.rules.NoCompression {
+		r.refuse("NoCompression")
+		return nil, kerr.UnsupportedCompressionType.Code, "VAST does not accept compressed batches; set compression.type=none (rule NoCompression)"
+	}
+	if batch.Compression() > 4 {
+		return nil, kerr.UnsupportedCompressionType.Code, ""
+	}
+	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.rules.NoIdempotence {
+		r.refuse("NoIdempotence")
+		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
+	}
+	checkSizes := (b.rules.MaxKeyBytes > 0 && len(raw) > b.rules.MaxKeyBytes) ||
+		(b.rules.MaxValueBytes > 0 && len(raw) > b.rules.MaxValueBytes)
+	checkTimes := !cfg.logAppendTime && (cfg.beforeMaxMs < nowMs || cfg.afterMaxMs < 1<<62)
+	if batch.Compression() != 0 {
+		// Compressed batches (kafka profile) are stored as received; only
+		// the batch's own timestamps are checked.
+		if checkTimes && !inWindow(batch.FirstTimestamp(), nowMs, cfg) || checkTimes && !inWindow(batch.MaxTimestamp(), nowMs, cfg) {
+			return nil, kerr.InvalidTimestamp.Code, "timestamp outside the topic's message.timestamp.before/after.max.ms window"
+		}
+		return batch, 0, ""
+	}
+	if !checkSizes && !checkTimes {
+		return batch, 0, ""
+	}
+	var code int16
+	var msg string
+	err = batch.EachRecord(func(rec log.Record) bool {
+		if max := b.rules.MaxKeyBytes; max > 0 && len(rec.Key) > max {
+			r.refuse("MaxKeyBytes")
+			code, msg = kerr.MessageTooLarge.Code, "record key of "+strconv.Itoa(len(rec.Key))+" bytes is over the "+strconv.Itoa(max)+"-byte limit (rule MaxKeyBytes)"
+			return false
+		}
+		if max := b.rules.MaxValueBytes; max > 0 && len(rec.Value) > max {
+			r.refuse("MaxValueBytes")
+			code, msg = kerr.MessageTooLarge.Code, "record value of "+strconv.Itoa(len(rec.Value))+" bytes is over the "+strconv.Itoa(max)+"-byte limit (rule MaxValueBytes)"
+			return false
+		}
+		if checkTimes && !inWindow(rec.Timestamp, nowMs, cfg) {
+			code, msg = kerr.InvalidTimestamp.Code, "record timestamp "+strconv.FormatInt(rec.Timestamp, 10)+" is outside the topic's message.timestamp.before/after.max.ms window"
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, kerr.CorruptMessage.Code, ""
+	}
+	if code != 0 {
+		return nil, code, msg
+	}
+	return batch, 0, ""
+}
+
+// inWindow applies message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms to one CreateTime timestamp.
+func inWindow(ts, nowMs int64, cfg topicConfig) bool {
+	if ts < nowMs && nowMs-ts > cfg.beforeMaxMs {
+		return false
+	}
+	if ts > nowMs && ts-nowMs > cfg.afterMaxMs {
+		return false
+	}
+	return true
+}
+
+// produceError answers every partition of a request with one error.
+func produceError(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, code int16, msg string) kmsg.Response {
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			if msg != "" {
+				sp.ErrorMessage = kmsg.StringPtr(msg)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+// handleInitProducerID answers InitProducerID v0-v5, served only in the
+// kafka profile, for idempotent (non-transactional) producers: each call gets
+// a new producer id with epoch 0. Sequence numbers are stored but not
+// checked, so duplicates from retries are not removed.
+//
+// VAST: no idempotence or transactions (NoIdempotence hides this API).
+func handleInitProducerID(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp
+	}
+	resp.ProducerID = b.nextProducerID.Add(1)
+	resp.ProducerEpoch = 0
+	return resp
+}

@@ -1,0 +1,569 @@
+package vastfake_test
+
+// End-to-end tests: a real broker on loopback, real clients (franz-go's kgo
+// and kadm), black-box. The interop/ module repeats the core scenarios with
+// clients written by others (sarama, segmentio/kafka-go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// profiles runs fn once per rules profile.
+func profiles(t *testing.T, fn func(t *testing.T, profile string)) {
+	for _, p := range []string{"vast", "kafka"} {
+		t.Run(p, func(t *testing.T) { fn(t, p) })
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newClient returns a kgo client for addr with VAST-compatible settings.
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append(fixtures.ClientOpts(addr), opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctxT(t), partitions, 1, configs, name)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+}
+
+// produceSync produces records and fails the test on any error.
+func produceSync(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	require.NoError(t, cl.ProduceSync(ctxT(t), recs...).FirstErr())
+}
+
+// consumeAll reads every partition of topic from the start until it has n
+// records, with a fresh direct (group-less) consumer.
+func consumeAll(t *testing.T, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxT(t)
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "consumed %d of %d records", len(out), n)
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// scenarioProduceConsume is the basic scenario run against every broker:
+// produce keyed records to three partitions, read them back in order, check
+// watermarks.
+func scenarioProduceConsume(t *testing.T, addr string) {
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "orders", 3, nil)
+	var recs []*kgo.Record
+	for i := 0; i < 30; i++ {
+		recs = append(recs, &kgo.Record{
+			Topic:     "orders",
+			Partition: int32(i % 3),
+			Key:       []byte(fmt.Sprintf("order-%d", i)),
+			Value:     []byte(fmt.Sprintf(`{"order": %d}`, i)),
+			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte("v")}},
+		})
+	}
+	produceSync(t, cl, recs...)
+
+	got := consumeAll(t, addr, "orders", 30)
+	require.Len(t, got, 30)
+	next := map[int32]int64{}
+	for _, r := range got {
+		assert.Equal(t, next[r.Partition], r.Offset, "offsets are dense and in order within a partition")
+		next[r.Partition]++
+		var n int
+		_, err := fmt.Sscanf(string(r.Key), "order-%d", &n)
+		require.NoError(t, err)
+		assert.Equal(t, int32(n%3), r.Partition)
+		assert.Equal(t, fmt.Sprintf(`{"order": %d}`, n), string(r.Value))
+		assert.Equal(t, []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}, r.Headers)
+	}
+
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctxT(t), "orders")
+	require.NoError(t, err)
+	starts, err := adm.ListStartOffsets(ctxT(t), "orders")
+	require.NoError(t, err)
+	for p := int32(0); p < 3; p++ {
+		end, _ := ends.Lookup("orders", p)
+		start, _ := starts.Lookup("orders", p)
+		assert.Equal(t, int64(10), end.Offset, "high watermark of partition %d", p)
+		assert.Equal(t, int64(0), start.Offset, "log start of partition %d", p)
+	}
+}
+
+// scenarioOffsetsByTime produces records with known timestamps and looks
+// offsets up by time: the first offset at or after t, -1 after the newest.
+func scenarioOffsetsByTime(t *testing.T, addr string) {
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "times", 1, nil)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for i := 0; i < 5; i++ {
+		produceSync(t, cl, &kgo.Record{Topic: "times", Value: []byte{byte(i)}, Timestamp: base.Add(time.Duration(i) * time.Minute)})
+	}
+	lookup := func(ts int64) (int64, int64) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "times"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		p := resp.Topics[0].Partitions[0]
+		require.NoError(t, kerr.ErrorForCode(p.ErrorCode))
+		return p.Offset, p.Timestamp
+	}
+	off, ts := lookup(base.Add(90 * time.Second).UnixMilli())
+	assert.Equal(t, int64(2), off, "first offset at or after the time")
+	assert.Equal(t, base.Add(2*time.Minute).UnixMilli(), ts)
+	off, _ = lookup(base.Add(2 * time.Minute).UnixMilli())
+	assert.Equal(t, int64(2), off, "a timestamp equal to a record's finds that record")
+	off, _ = lookup(base.Add(-time.Hour).UnixMilli())
+	assert.Equal(t, int64(0), off)
+	off, _ = lookup(base.Add(time.Hour).UnixMilli())
+	assert.Equal(t, int64(-1), off, "a time after the newest record finds -1")
+	off, ts = lookup(-3) // max timestamp, ListOffsets v7+
+	assert.Equal(t, int64(4), off)
+	assert.Equal(t, base.Add(4*time.Minute).UnixMilli(), ts)
+}
+
+// scenarioDeleteRecords moves the log start and checks reads below it.
+func scenarioDeleteRecords(t *testing.T, addr string) {
+	cl := newClient(t, addr)
+	createTopic(t, cl, "trim", 1, nil)
+	for i := 0; i < 10; i++ {
+		produceSync(t, cl, &kgo.Record{Topic: "trim", Value: []byte{byte(i)}})
+	}
+	adm := kadm.NewClient(cl)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "trim", Partition: 0, At: 4})
+	res, err := adm.DeleteRecords(ctxT(t), offs)
+	require.NoError(t, err)
+	require.NoError(t, res.Error())
+	starts, err := adm.ListStartOffsets(ctxT(t), "trim")
+	require.NoError(t, err)
+	start, _ := starts.Lookup("trim", 0)
+	assert.Equal(t, int64(4), start.Offset)
+
+	got := consumeAll(t, addr, "trim", 6)
+	require.Len(t, got, 6)
+	assert.Equal(t, int64(4), got[0].Offset, "reading from the start begins at the new log start")
+}
+
+var scenarios = []struct {
+	name string
+	run  func(*testing.T, string)
+}{
+	{"ProduceConsume", scenarioProduceConsume},
+	{"OffsetsByTime", scenarioOffsetsByTime},
+	{"DeleteRecords", scenarioDeleteRecords},
+}
+
+// TestScenarios runs the produce/fetch scenarios against vastfake in both
+// profiles and against kfake, franz-go's reference fake: all three agree.
+func TestScenarios(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			profiles(t, func(t *testing.T, profile string) {
+				b := fixtures.Start(t, broker.WithProfile(profile))
+				sc.run(t, b.Addr())
+			})
+			t.Run("kfake", func(t *testing.T) {
+				c, err := kfake.NewCluster(kfake.NumBrokers(1))
+				require.NoError(t, err)
+				t.Cleanup(c.Close)
+				sc.run(t, c.ListenAddrs()[0])
+			})
+		})
+	}
+}
+
+// apiVersions returns the broker's advertised max version per key.
+func apiVersions(t *testing.T, cl *kgo.Client) map[int16]int16 {
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctxT(t), cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.ErrorCode))
+	out := map[int16]int16{}
+	for _, k := range resp.ApiKeys {
+		out[k.ApiKey] = k.MaxVersion
+	}
+	return out
+}
+
+func TestApiVersionsFollowRules(t *testing.T) {
+	vast := fixtures.Start(t)
+	kafka := fixtures.Start(t, broker.WithProfile("kafka"))
+	v := apiVersions(t, newClient(t, vast.Addr()))
+	k := apiVersions(t, newClient(t, kafka.Addr()))
+
+	for _, key := range []kmsg.Key{kmsg.InitProducerID, kmsg.OffsetDelete, kmsg.CreatePartitions} {
+		assert.NotContains(t, v, int16(key), "VAST hides %s", key.Name())
+		assert.Contains(t, k, int16(key), "the kafka profile serves %s", key.Name())
+	}
+	for _, key := range []kmsg.Key{kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.ShareFetch} {
+		assert.NotContains(t, v, int16(key), "%s is not served", key.Name())
+	}
+	assert.Equal(t, int16(12), v[int16(kmsg.Fetch)], "VAST: no topic IDs, Fetch stops at v12")
+	assert.Equal(t, int16(12), v[int16(kmsg.Produce)])
+	assert.Greater(t, k[int16(kmsg.Fetch)], int16(12))
+}
+
+func TestUnsupportedApiVersionsVersion(t *testing.T) {
+	b := fixtures.Start(t)
+	cl := newClient(t, b.Addr())
+	// kgo pins ApiVersions to what the broker first answers; a raw frame
+	// shows the v0 UNSUPPORTED_VERSION answer.
+	conn := dialRaw(t, b.Addr())
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(99)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	roundTrip(t, conn, 99, req, resp, 0)
+	assert.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
+	assert.NotEmpty(t, resp.ApiKeys, "the answer lists the versions the client can retry with")
+	_ = cl
+}
+
+// TestVASTRules refuses each VAST produce/fetch rule with its error through a
+// real client, and shows the kafka profile lifting it.
+func TestVASTRules(t *testing.T) {
+	t.Run("compression", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "z", Partitions: 1}))
+			for _, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+				cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(codec), kgo.RecordRetries(0))
+				err := cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "z", Value: []byte(strings.Repeat("compress me ", 100))}).FirstErr()
+				if profile == "vast" {
+					assert.ErrorIs(t, err, kerr.UnsupportedCompressionType)
+				} else {
+					assert.NoError(t, err)
+				}
+			}
+			if profile == "kafka" {
+				got := consumeAll(t, b.Addr(), "z", 4)
+				for _, r := range got {
+					assert.Equal(t, strings.Repeat("compress me ", 100), string(r.Value), "compressed batches are served as stored and decode")
+				}
+			}
+		})
+	})
+
+	t.Run("idempotence", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "idem", Partitions: 1}))
+			// A batch carrying a producer id, as an idempotent producer
+			// writes it.
+			cl := newClient(t, b.Addr())
+			resp := rawProduce(t, cl, "idem", 0, func(rb *kmsg.RecordBatch) { rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = 7, 0, 0 })
+			if profile == "vast" {
+				assert.Equal(t, kerr.UnsupportedForMessageFormat.Code, resp.ErrorCode)
+				assert.Contains(t, *resp.ErrorMessage, "NoIdempotence")
+			} else {
+				assert.Equal(t, int16(0), resp.ErrorCode)
+			}
+			if profile == "kafka" {
+				// kgo's default idempotent producer works end to end.
+				idem, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+				require.NoError(t, err)
+				defer idem.Close()
+				require.NoError(t, idem.ProduceSync(ctxT(t), &kgo.Record{Topic: "idem", Value: []byte("x")}).FirstErr())
+			}
+		})
+	})
+
+	t.Run("sizes", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "big", Partitions: 1}))
+			cl := newClient(t, b.Addr(), kgo.ProducerBatchMaxBytes(4<<20), kgo.RecordRetries(0))
+			limit := 126 << 10
+			for _, rec := range []*kgo.Record{
+				{Topic: "big", Key: make([]byte, limit+1), Value: []byte("v")},
+				{Topic: "big", Value: make([]byte, limit+1)},
+			} {
+				err := cl.ProduceSync(ctxT(t), rec).FirstErr()
+				if profile == "vast" {
+					assert.ErrorIs(t, err, kerr.MessageTooLarge)
+				} else {
+					assert.NoError(t, err)
+				}
+			}
+			require.NoError(t, cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "big", Key: make([]byte, limit), Value: make([]byte, limit)}).FirstErr(), "exactly at the limits is fine")
+			// A batch over 1 MB of records that are each within limits:
+			// VAST caps batches at 1 MiB, Kafka at its message.max.bytes
+			// default of 1048588, so both refuse it.
+			resp := rawProduce(t, cl, "big", 0, func(rb *kmsg.RecordBatch) {}, repeatRecords(9, 120<<10)...)
+			assert.Equal(t, kerr.MessageTooLarge.Code, resp.ErrorCode)
+			if profile == "vast" {
+				assert.Contains(t, *resp.ErrorMessage, "MaxMessageBytes")
+			}
+		})
+	})
+
+	t.Run("auto-create", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			b := fixtures.Start(t, broker.WithProfile(profile))
+			cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation(), kgo.RecordRetries(2), kgo.UnknownTopicRetries(2))
+			err := cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "nope", Value: []byte("x")}).FirstErr()
+			topics, lerr := kadm.NewClient(cl).ListTopics(ctxT(t))
+			require.NoError(t, lerr)
+			if profile == "vast" {
+				assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+				assert.False(t, topics.Has("nope"), "VAST never creates topics on demand")
+			} else {
+				assert.NoError(t, err)
+				assert.True(t, topics.Has("nope"))
+			}
+		})
+	})
+
+	t.Run("partitions", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			b := fixtures.Start(t, broker.WithProfile(profile))
+			adm := kadm.NewClient(newClient(t, b.Addr()))
+			// kadm returns a single topic's error as the call's error.
+			_, err := adm.CreateTopic(ctxT(t), 20_001, 1, nil, "wide")
+			if profile == "vast" {
+				assert.ErrorIs(t, err, kerr.InvalidPartitions)
+			} else {
+				assert.NoError(t, err)
+			}
+			_, err = adm.CreateTopic(ctxT(t), 2, 3, nil, "grow") // replication factor 3 is accepted and ignored
+			require.NoError(t, err)
+			cp, err := adm.CreatePartitions(ctxT(t), 2, "grow")
+			if profile == "vast" {
+				assert.Error(t, err, "CreatePartitions is not served: partitions are fixed")
+			} else {
+				require.NoError(t, err)
+				require.NoError(t, cp.Error())
+				td, err := adm.ListTopics(ctxT(t), "grow")
+				require.NoError(t, err)
+				assert.Len(t, td["grow"].Partitions, 4)
+			}
+		})
+	})
+
+	t.Run("topic-configs", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			b := fixtures.Start(t, broker.WithProfile(profile))
+			adm := kadm.NewClient(newClient(t, b.Addr()))
+			_, err := adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "compacted")
+			if profile == "vast" {
+				assert.ErrorIs(t, err, kerr.InvalidConfig)
+			} else {
+				assert.NoError(t, err)
+			}
+			_, err = adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{"retention.ms": kadm.StringPtr("60000"), "message.timestamp.type": kadm.StringPtr("LogAppendTime")}, "cfg")
+			require.NoError(t, err)
+			rc, err := adm.DescribeTopicConfigs(ctxT(t), "cfg")
+			require.NoError(t, err)
+			c, err := rc.On("cfg", nil)
+			require.NoError(t, err)
+			values := map[string]string{}
+			for _, e := range c.Configs {
+				values[e.Key] = e.MaybeValue()
+			}
+			assert.Equal(t, "60000", values["retention.ms"])
+			assert.Equal(t, "LogAppendTime", values["message.timestamp.type"])
+			assert.Equal(t, "9223372036854775807", values["message.timestamp.before.max.ms"])
+			if profile == "vast" {
+				assert.Len(t, values, 4, "VAST topics have exactly four configs")
+			}
+			alter, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "segment.bytes", Value: kadm.StringPtr("1000")}}, "cfg")
+			require.NoError(t, err)
+			if profile == "vast" {
+				assert.ErrorIs(t, alter[0].Err, kerr.InvalidConfig)
+			} else {
+				assert.NoError(t, alter[0].Err)
+			}
+			alter, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "message.timestamp.before.max.ms", Value: kadm.StringPtr("3600000")}}, "cfg")
+			require.NoError(t, err)
+			require.NoError(t, alter[0].Err)
+		})
+	})
+}
+
+func TestLogAppendTime(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
+		Name: "lat", Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"},
+	}))
+	cl := newClient(t, b.Addr())
+	produceSync(t, cl, &kgo.Record{Topic: "lat", Value: []byte("x"), Timestamp: time.Unix(1, 0)})
+	got := consumeAll(t, b.Addr(), "lat", 1)
+	assert.Equal(t, clk.Now().UnixMilli(), got[0].Timestamp.UnixMilli(), "the broker's clock stamps the record")
+	assert.Equal(t, kgo.RecordAttrs{}.TimestampType()+1, got[0].Attrs.TimestampType(), "the record says LogAppendTime")
+}
+
+func TestTimestampWindow(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
+		Name: "win", Partitions: 1, Configs: map[string]string{
+			"message.timestamp.before.max.ms": "60000",
+			"message.timestamp.after.max.ms":  "1000",
+		},
+	}))
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(0))
+	now := clk.Now()
+	assert.NoError(t, cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "win", Timestamp: now.Add(-59 * time.Second)}).FirstErr())
+	assert.ErrorIs(t, cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "win", Timestamp: now.Add(-61 * time.Second)}).FirstErr(), kerr.InvalidTimestamp)
+	assert.ErrorIs(t, cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "win", Timestamp: now.Add(2 * time.Second)}).FirstErr(), kerr.InvalidTimestamp)
+}
+
+func TestRetention(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
+		Name: "ret", Partitions: 1, Configs: map[string]string{"retention.ms": "60000"},
+	}))
+	cl := newClient(t, b.Addr())
+	produceSync(t, cl, &kgo.Record{Topic: "ret", Value: []byte("old"), Timestamp: clk.Now()})
+	clk.Advance(30 * time.Second)
+	produceSync(t, cl, &kgo.Record{Topic: "ret", Value: []byte("new"), Timestamp: clk.Now()})
+	clk.Advance(31 * time.Second) // the first record is now past retention.ms; the sweep runs on the clock
+
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctxT(t), "ret")
+	require.NoError(t, err)
+	start, _ := starts.Lookup("ret", 0)
+	assert.Equal(t, int64(1), start.Offset, "retention moved the log start past the expired record")
+	got := consumeAll(t, b.Addr(), "ret", 1)
+	assert.Equal(t, "new", string(got[0].Value))
+}
+
+func TestStaleEndOffset(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	r := rules.VAST()
+	r.StaleEndOffset = 30 * time.Second
+	b := fixtures.Start(t, broker.WithRules(r), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "s", Partitions: 1}))
+	cl := newClient(t, b.Addr())
+	adm := kadm.NewClient(cl)
+	end := func() int64 {
+		ends, err := adm.ListEndOffsets(ctxT(t), "s")
+		require.NoError(t, err)
+		o, _ := ends.Lookup("s", 0)
+		return o.Offset
+	}
+	produceSync(t, cl, &kgo.Record{Topic: "s", Value: []byte("a")}, &kgo.Record{Topic: "s", Value: []byte("b")})
+	assert.Equal(t, int64(0), end(), "the end offset trails the burst")
+	assert.Len(t, consumeAll(t, b.Addr(), "s", 2), 2, "while consumers already read the records")
+	clk.Advance(30 * time.Second)
+	assert.Equal(t, int64(2), end(), "and catches up once the delay has passed")
+}
+
+func TestFetchSessionsAndDelay(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "f", Partitions: 1}))
+		cl := newClient(t, b.Addr())
+		md, err := kadm.NewClient(cl).ListTopics(ctxT(t), "f")
+		require.NoError(t, err)
+		fetch := func(ctx context.Context, sessionEpoch int32, maxWait int32) (*kmsg.FetchResponse, error) {
+			req := kmsg.NewPtrFetchRequest()
+			req.MaxWaitMillis, req.MinBytes, req.MaxBytes = maxWait, 1, 1<<20
+			req.SessionEpoch = sessionEpoch
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "f", md["f"].ID // Fetch v13+ names topics by id
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			return req.RequestWith(ctx, cl)
+		}
+		resp, err := fetch(ctxT(t), 1, 0)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.FetchSessionIDNotFound.Code, resp.ErrorCode, "an incremental fetch finds no session")
+
+		resp, err = fetch(ctxT(t), 0, 0)
+		require.NoError(t, err)
+		assert.Equal(t, int32(0), resp.SessionID, "no session is ever created")
+		assert.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode)
+
+		if profile == "vast" {
+			// An hour's max wait on an empty partition still answers at
+			// once: the test would time out otherwise.
+			resp, err = fetch(ctxT(t), -1, int32(time.Hour/time.Millisecond))
+			require.NoError(t, err)
+			assert.Empty(t, resp.Topics[0].Partitions[0].RecordBatches)
+			assert.Equal(t, int32(-1), resp.Topics[0].Partitions[0].PreferredReadReplica)
+			return
+		}
+		// Kafka profile: the fetch waits for data.
+		done := make(chan *kmsg.FetchResponse, 1)
+		go func() {
+			r, err := fetch(context.Background(), -1, int32(time.Hour/time.Millisecond))
+			if err != nil {
+				r = nil
+			}
+			done <- r
+		}()
+		producer := newClient(t, b.Addr())
+		produceSync(t, producer, &kgo.Record{Topic: "f", Value: []byte("wake")})
+		select {
+		case r := <-done:
+			require.NotNil(t, r)
+			assert.NotEmpty(t, r.Topics[0].Partitions[0].RecordBatches, "the waiting fetch returns the new record")
+		case <-ctxT(t).Done():
+			t.Fatal("the delayed fetch never returned")
+		}
+	})
+}
+
+func TestTopicIDs(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "ids", Partitions: 2}))
+		cl := newClient(t, b.Addr())
+		td, err := kadm.NewClient(cl).ListTopics(ctxT(t), "ids")
+		require.NoError(t, err)
+		if profile == "vast" {
+			assert.Equal(t, kadm.TopicID{}, td["ids"].ID, "VAST reports zero topic IDs")
+		} else {
+			assert.NotEqual(t, kadm.TopicID{}, td["ids"].ID)
+		}
+		// Either way kgo produces and consumes (at Fetch v12 or v13+).
+		produceSync(t, cl, &kgo.Record{Topic: "ids", Value: []byte("x")})
+		assert.Len(t, consumeAll(t, b.Addr(), "ids", 1), 1)
+	})
+}
+
+func TestDeleteTopic(t *testing.T) {
+	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "gone", Partitions: 1}))
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(1), kgo.UnknownTopicRetries(1))
+	produceSync(t, cl, &kgo.Record{Topic: "gone", Value: []byte("x")})
+	adm := kadm.NewClient(cl)
+	resp, err := adm.DeleteTopics(ctxT(t), "gone")
+	require.NoError(t, err)
+	require.NoError(t, resp.Error())
+	td, err := adm.ListTopics(ctxT(t))
+	require.NoError(t, err)
+	assert.False(t, td.Has("gone"))
+	err = cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "gone", Value: []byte("x")}).FirstErr()
+	assert.True(t, errors.Is(err, kerr.UnknownTopicOrPartition), "got %v", err)
+}

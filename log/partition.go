@@ -1,0 +1,335 @@
+// Package log keeps Kafka partition logs in memory: record batches stored as
+// received, offsets, watermarks, a timestamp index and retention. It knows
+// nothing of sockets or of wall-clock time; callers pass the time in.
+package log
+
+import (
+	"errors"
+	"sort"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// ErrOffsetOutOfRange is returned for a read below the log start offset or
+// above the high watermark (Kafka's OFFSET_OUT_OF_RANGE).
+var ErrOffsetOutOfRange = errors.New("offset out of range")
+
+// Chunk sizes: a partition's first chunk is small, so that a topic with
+// 20,000 quiet partitions stays small, and chunks double up to maxChunk so
+// that a busy partition wastes little room at chunk tails.
+const (
+	minChunk = 4 << 10
+	maxChunk = 1 << 20
+)
+
+// entry indexes one stored batch.
+type entry struct {
+	chunk      []byte // the whole chunk the batch lives in
+	pos, n     int32  // the batch is chunk[pos:pos+n]
+	base       int64
+	last       int64
+	maxTS      int64 // the batch's own max timestamp
+	prefixMax  int64 // max timestamp of this batch and every earlier one
+	appendedAt int64 // broker time of the append, unix ms
+}
+
+// Partition is one partition's log. It is safe for concurrent use: appends
+// serialize, reads run in parallel with each other.
+type Partition struct {
+	mu sync.RWMutex
+
+	entries  []entry
+	chunk    []byte // the chunk being filled; len is its used size
+	logStart int64
+	hwm      int64
+	bytes    int64 // stored batch bytes still in the log
+
+	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
+	maxTS       int64
+	maxTSOffset int64
+}
+
+// NewPartition returns an empty log whose first offset is 0.
+func NewPartition() *Partition {
+	return &Partition{maxTS: -1, maxTSOffset: -1}
+}
+
+// AppendOptions says how the broker wants a batch stored.
+type AppendOptions struct {
+	// Now is the broker's time, stored with the batch for retention,
+	// LogAppendTime and the stale end offset.
+	Now time.Time
+	// LogAppendTime replaces the batch's max timestamp with Now, as
+	// message.timestamp.type=LogAppendTime does.
+	LogAppendTime bool
+}
+
+// Append copies a parsed batch into the log, assigns its base offset and
+// returns it. The batch's bytes are stored as received; only the base offset
+// and leader epoch (outside the CRC) are written, and for LogAppendTime the
+// max timestamp and CRC as Kafka does.
+func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.appendLocked(b, opts)
+}
+
+func (p *Partition) appendLocked(b Batch, opts AppendOptions) int64 {
+	n := len(b)
+	if cap(p.chunk)-len(p.chunk) < n {
+		size := 2 * cap(p.chunk)
+		if size < minChunk {
+			size = minChunk
+		}
+		if size > maxChunk {
+			size = maxChunk
+		}
+		if size < n {
+			size = n
+		}
+		p.chunk = make([]byte, 0, size)
+	}
+	pos := len(p.chunk)
+	p.chunk = append(p.chunk, b...)
+	stored := Batch(p.chunk[pos : pos+n : pos+n])
+
+	base := p.hwm
+	stored.setBaseOffset(base, 0)
+	now := opts.Now.UnixMilli()
+	if opts.LogAppendTime {
+		stored.setLogAppendTime(now)
+	}
+	e := entry{
+		chunk:      p.chunk[:cap(p.chunk)],
+		pos:        int32(pos),
+		n:          int32(n),
+		base:       base,
+		last:       stored.LastOffset(),
+		maxTS:      stored.MaxTimestamp(),
+		appendedAt: now,
+	}
+	e.prefixMax = e.maxTS
+	if k := len(p.entries); k > 0 && p.entries[k-1].prefixMax > e.prefixMax {
+		e.prefixMax = p.entries[k-1].prefixMax
+	}
+	p.entries = append(p.entries, e)
+	p.hwm = e.last + 1
+	p.bytes += int64(n)
+	if e.maxTS > p.maxTS {
+		p.maxTS, p.maxTSOffset = e.maxTS, e.last
+	}
+	return base
+}
+
+// ReadResult is what a read returns: a run of whole stored batches and the
+// partition's watermarks at the time of the read.
+type ReadResult struct {
+	// Records aliases the log's memory: callers must not modify it. It is
+	// nil when there is nothing at or after the offset.
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// Read returns the stored batches from the one holding offset onward, up to
+// maxBytes, without copying them. Like Kafka it always returns at least one
+// whole batch when there is one, even if it is larger than maxBytes. It
+// stops early at a chunk boundary so that the result is one slice; callers
+// fetch again for the rest. An offset below the log start or above the high
+// watermark returns ErrOffsetOutOfRange.
+func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	res := ReadResult{HighWatermark: p.hwm, LogStartOffset: p.logStart}
+	if offset < p.logStart || offset > p.hwm {
+		return res, ErrOffsetOutOfRange
+	}
+	i := p.find(offset)
+	if i == len(p.entries) {
+		return res, nil
+	}
+	first := &p.entries[i]
+	end := first.pos + first.n
+	for j := i + 1; j < len(p.entries); j++ {
+		e := &p.entries[j]
+		if !sameChunk(e.chunk, first.chunk) || e.pos != end || int(end+e.n-first.pos) > maxBytes {
+			break
+		}
+		end += e.n
+	}
+	res.Records = first.chunk[first.pos:end:end]
+	return res, nil
+}
+
+// raw returns the stored batch.
+func (e *entry) raw() Batch { return Batch(e.chunk[e.pos : e.pos+e.n : e.pos+e.n]) }
+
+func sameChunk(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+// find returns the index of the first entry whose last offset is >= offset.
+func (p *Partition) find(offset int64) int {
+	return sort.Search(len(p.entries), func(i int) bool { return p.entries[i].last >= offset })
+}
+
+// HighWatermark returns the offset the next record will get.
+func (p *Partition) HighWatermark() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.hwm
+}
+
+// LogStartOffset returns the earliest offset still readable.
+func (p *Partition) LogStartOffset() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.logStart
+}
+
+// Watermarks returns the log start offset and the high watermark together.
+func (p *Partition) Watermarks() (logStart, highWatermark int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.logStart, p.hwm
+}
+
+// HighWatermarkAt returns the high watermark as it was at time t: the end of
+// the last batch appended at or before t, or the log start if none was. It
+// backs VAST's stale end offset.
+func (p *Partition) HighWatermarkAt(t time.Time) int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ms := t.UnixMilli()
+	i := sort.Search(len(p.entries), func(i int) bool { return p.entries[i].appendedAt > ms })
+	if i == 0 {
+		return p.logStart
+	}
+	return p.entries[i-1].last + 1
+}
+
+// Bytes returns the size of the stored batches still in the log.
+func (p *Partition) Bytes() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.bytes
+}
+
+// MaxTimestamp returns the largest timestamp in the log and the offset of the
+// record that carries it, or (-1, -1) for an empty log. For a batch it
+// reports the batch's last offset, as Kafka's time index does.
+func (p *Partition) MaxTimestamp() (timestamp, offset int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if len(p.entries) == 0 {
+		return -1, -1
+	}
+	return p.maxTS, p.maxTSOffset
+}
+
+// OffsetForTime returns the first offset at or after the log start whose
+// record timestamp is >= ts, and the timestamp of that record, as Kafka's
+// ListOffsets does. It returns (-1, -1) when every record is older. For a
+// compressed batch the batch's base offset and max timestamp stand in for
+// its records, since vastfake never decompresses.
+func (p *Partition) OffsetForTime(ts int64) (offset, timestamp int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	i := sort.Search(len(p.entries), func(i int) bool { return p.entries[i].prefixMax >= ts })
+	for ; i < len(p.entries); i++ {
+		e := &p.entries[i]
+		if e.maxTS < ts {
+			continue
+		}
+		if e.raw().Compression() != 0 {
+			return max(e.base, p.logStart), e.maxTS
+		}
+		found, foundTS := int64(-1), int64(-1)
+		_ = e.raw().EachRecord(func(r Record) bool {
+			if r.Offset >= p.logStart && r.Timestamp >= ts {
+				found, foundTS = r.Offset, r.Timestamp
+				return false
+			}
+			return true
+		})
+		if found >= 0 {
+			return found, foundTS
+		}
+	}
+	return -1, -1
+}
+
+// DeleteBefore moves the log start offset up to offset, as DeleteRecords
+// does, and drops every batch wholly below it. Offset -1 means the high
+// watermark. It returns the new log start offset, or ErrOffsetOutOfRange
+// for an offset above the high watermark.
+func (p *Partition) DeleteBefore(offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if offset == -1 {
+		offset = p.hwm
+	}
+	if offset < 0 || offset > p.hwm {
+		return p.logStart, ErrOffsetOutOfRange
+	}
+	if offset > p.logStart {
+		p.logStart = offset
+		p.dropBelowStartLocked()
+	}
+	return p.logStart, nil
+}
+
+// ApplyRetention drops batches whose max timestamp is older than now minus
+// retention, from the front of the log, and moves the log start offset past
+// them, as Kafka's retention.ms does (per batch rather than per segment, so
+// tests see it exactly). A retention <= 0 keeps everything. It returns how
+// many batches it dropped.
+func (p *Partition) ApplyRetention(now time.Time, retention time.Duration) int {
+	if retention <= 0 {
+		return 0
+	}
+	cutoff := now.Add(-retention).UnixMilli()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for n < len(p.entries) && p.entries[n].maxTS < cutoff {
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	p.logStart = max(p.logStart, p.entries[n-1].last+1)
+	p.dropBelowStartLocked()
+	return n
+}
+
+// dropBelowStartLocked forgets the batches wholly below the log start so
+// their chunks can be freed once no reader holds them.
+func (p *Partition) dropBelowStartLocked() {
+	n := 0
+	for n < len(p.entries) && p.entries[n].last < p.logStart {
+		p.bytes -= int64(p.entries[n].n)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	rest := make([]entry, len(p.entries)-n, cap(p.entries)-n)
+	copy(rest, p.entries[n:])
+	p.entries = rest
+	if len(p.entries) == 0 {
+		p.chunk = nil // let the last chunk go too; the next append starts small
+	}
+}
+
+// Batches calls fn with each stored batch at or after offset, in order,
+// until fn returns false. The batches alias the log; fn must not keep or
+// modify them past its return. It is for inspection, not the fetch path.
+func (p *Partition) Batches(offset int64, fn func(Batch) bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for i := p.find(max(offset, p.logStart)); i < len(p.entries); i++ {
+		if !fn(p.entries[i].raw()) {
+			return
+		}
+	}
+}
