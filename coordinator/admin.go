@@ -1,0 +1,143 @@
+package coordinator
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListGroups lists groups sorted by name, filtered by state (v4+, any case,
+// Kafka's state names) and by type (v5+; every group here is "classic").
+// Under Rules.MaxGroups it returns at most that many groups, as VAST does.
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrListGroupsResponse()
+	resp.Version = req.Version
+	if c.closed {
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+	c.expireAll()
+	match := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	var states, types []string
+	if req.Version >= 4 {
+		states = req.StatesFilter
+	}
+	if req.Version >= 5 {
+		types = req.TypesFilter
+	}
+	for _, name := range c.sortedGroupNames() {
+		g := c.groups[name]
+		if !match(states, g.state.String()) || !match(types, "classic") {
+			continue
+		}
+		if c.rules.MaxGroups > 0 && len(resp.Groups) == c.rules.MaxGroups {
+			c.refuse("ListGroups", "MaxGroups", name, "max", c.rules.MaxGroups)
+			break
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group = name
+		lg.ProtocolType = g.protocolType
+		lg.GroupState = g.state.String()
+		lg.GroupType = "classic"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}
+
+// DescribeGroups describes groups as Kafka does: state, protocol type, and
+// the members with client id and host; the protocol, member metadata and
+// assignments are shown only when the group is Stable. An unknown group is
+// reported with state "Dead", and from v6 on also with GROUP_ID_NOT_FOUND
+// (KIP-1043). AuthorizedOperations is left for the broker to fill.
+func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	resp.Version = req.Version
+	for _, name := range req.Groups {
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group = name
+		if c.closed {
+			dg.ErrorCode = errCoordinatorNotAvailable
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		g := c.lookup(name)
+		if g == nil {
+			dg.State = stateDead.String()
+			if req.Version >= 6 {
+				dg.ErrorCode = errGroupIDNotFound
+				dg.ErrorMessage = kmsg.StringPtr("group " + name + " not found")
+			}
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		dg.State = g.state.String()
+		dg.ProtocolType = g.protocolType
+		stable := g.state == stateStable
+		if stable {
+			dg.Protocol = g.protocol
+		}
+		for _, m := range g.ordered() {
+			dm := kmsg.NewDescribeGroupsResponseGroupMember()
+			dm.MemberID = m.id
+			dm.InstanceID = m.instanceID
+			dm.ClientID = m.clientID
+			dm.ClientHost = m.clientHost
+			dm.ProtocolMetadata = []byte{}
+			dm.MemberAssignment = []byte{}
+			if stable {
+				if md := m.metadataFor(g.protocol); md != nil {
+					dm.ProtocolMetadata = clone(md)
+				}
+				if m.assignment != nil {
+					dm.MemberAssignment = clone(m.assignment)
+				}
+			}
+			dg.Members = append(dg.Members, dm)
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// DeleteGroups deletes groups with their committed offsets: GROUP_ID_NOT_FOUND
+// for an unknown group and NON_EMPTY_GROUP while a group has members, as in
+// Kafka and VAST.
+func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrDeleteGroupsResponse()
+	resp.Version = req.Version
+	for _, name := range req.Groups {
+		dg := kmsg.NewDeleteGroupsResponseGroup()
+		dg.Group = name
+		g := c.lookup(name)
+		switch {
+		case c.closed:
+			dg.ErrorCode = errCoordinatorNotAvailable
+		case g == nil:
+			dg.ErrorCode = errGroupIDNotFound
+		case g.state != stateEmpty:
+			dg.ErrorCode = errNonEmptyGroup
+		default:
+			g.stopTimers(c)
+			g.state = stateDead
+			delete(c.groups, name)
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}

@@ -1,0 +1,382 @@
+// Package coordinator is vastfake's group coordinator: the classic Kafka
+// consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
+// the committed-offset store (OffsetCommit, OffsetFetch, OffsetDelete), with
+// the group administration requests (ListGroups, DescribeGroups,
+// DeleteGroups).
+//
+// It behaves like the classic group coordinator of Apache Kafka 4.x, with the
+// VAST Event Broker 5.5 rules of the "Groups and offsets" table switched on
+// and off through rules.Rules: eager assignors only, group.instance.id
+// ignored, at most MaxGroups groups, offsets that never expire.
+//
+// The coordinator opens no sockets and reads no wall clock: every session
+// timeout, rebalance timeout, initial rebalance delay and offset retention is
+// measured on the clock.Clock it is given, so a test that owns a
+// clock.Manual decides when each of them passes. It starts no goroutines of
+// its own; timers run on the clock, and the only calls that block are
+// JoinGroup and SyncGroup, in the caller's goroutine.
+//
+// The broker passes each decoded request and gets the response back with
+// the request's version. It wraps the ctx of JoinGroup with WithClient so
+// member ids and DescribeGroups carry the client id and host. A refusal made
+// because of a VAST rule is logged with the attribute "rule" set to the
+// rules.Rules field name ("EagerAssignorsOnly", "MaxGroups").
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// Kafka error codes the coordinator answers with.
+const (
+	errNone                      int16 = 0
+	errCoordinatorNotAvailable   int16 = 15
+	errIllegalGeneration         int16 = 22
+	errInconsistentGroupProtocol int16 = 23
+	errInvalidGroupID            int16 = 24
+	errUnknownMemberID           int16 = 25
+	errInvalidSessionTimeout     int16 = 26
+	errRebalanceInProgress       int16 = 27
+	errNonEmptyGroup             int16 = 68
+	errGroupIDNotFound           int16 = 69
+	errMemberIDRequired          int16 = 79
+	errGroupMaxSizeReached       int16 = 81
+	errFencedInstanceID          int16 = 82
+	errGroupSubscribedToTopic    int16 = 86
+)
+
+// Config configures a Coordinator.
+type Config struct {
+	// Rules are the VAST rules in force; the coordinator reads the group
+	// and offset rules from it.
+	Rules rules.Rules
+	// Clock is the only source of time. It must not be nil.
+	Clock clock.Clock
+	// InitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms:
+	// how long the first rebalance of an empty group waits for more
+	// members. Zero completes it as soon as every known member has joined.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout are Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms; a
+	// JoinGroup outside them gets INVALID_SESSION_TIMEOUT. Zero means no
+	// bound, so tests may use any session timeout.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// Logger receives refusals made because of a VAST rule, with the
+	// attribute "rule" naming the rules.Rules field. It may be nil.
+	Logger *slog.Logger
+}
+
+// Coordinator holds every group and its committed offsets. All methods are
+// safe for concurrent use.
+type Coordinator struct {
+	rules        rules.Rules
+	clock        clock.Clock
+	initialDelay time.Duration
+	minSession   time.Duration
+	maxSession   time.Duration
+	log          *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	done    chan struct{} // closed by Close
+	changed chan struct{} // closed and replaced on every unlock; tests wait on it
+	groups  map[string]*group
+	seq     uint64 // join order of members, for leader choice
+}
+
+// New returns a coordinator with no groups.
+func New(cfg Config) *Coordinator {
+	if cfg.Clock == nil {
+		panic("coordinator: Config.Clock is nil")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Coordinator{
+		rules:        cfg.Rules,
+		clock:        cfg.Clock,
+		initialDelay: cfg.InitialRebalanceDelay,
+		minSession:   cfg.MinSessionTimeout,
+		maxSession:   cfg.MaxSessionTimeout,
+		log:          log,
+		done:         make(chan struct{}),
+		changed:      make(chan struct{}),
+		groups:       make(map[string]*group),
+	}
+}
+
+// Close shuts the coordinator down: every JoinGroup and SyncGroup blocked in
+// it returns at once with COORDINATOR_NOT_AVAILABLE, every timer is stopped,
+// and later requests get COORDINATOR_NOT_AVAILABLE. Groups and offsets stay
+// readable through Groups, Group and CommittedOffset. Close is idempotent.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	for _, g := range c.groups {
+		g.stopTimers(c)
+	}
+	close(c.done)
+	c.unlock()
+}
+
+// unlock releases c.mu and wakes anything waiting for a change of state.
+func (c *Coordinator) unlock() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// refuse logs a request refused because of a VAST rule.
+func (c *Coordinator) refuse(api, rule, group string, args ...any) {
+	c.log.Info("coordinator: refused by VAST rule",
+		append([]any{"api", api, "rule", rule, "group", group}, args...)...)
+}
+
+// ---- client identity ----
+
+type clientKey struct{}
+
+type clientInfo struct{ id, host string }
+
+// WithClient returns a context carrying the client id (from the Kafka request
+// header) and the client host of a connection. The broker wraps the ctx it
+// passes to JoinGroup with it, so new member ids read clientID-uuid as in
+// Kafka and DescribeGroups shows ClientID and ClientHost.
+func WithClient(ctx context.Context, clientID, clientHost string) context.Context {
+	return context.WithValue(ctx, clientKey{}, clientInfo{clientID, clientHost})
+}
+
+func clientFrom(ctx context.Context) (id, host string) {
+	if ctx == nil {
+		return "", ""
+	}
+	ci, _ := ctx.Value(clientKey{}).(clientInfo)
+	return ci.id, ci.host
+}
+
+// newMemberID makes a member id as Kafka does: the client id, a dash and a
+// random UUID.
+func newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ---- timers ----
+
+// timer is a clock timer whose function runs under c.mu and never after it
+// was cancelled, even if the clock had already begun to fire it.
+type timer struct {
+	stop func() bool
+	dead bool
+}
+
+// after runs f under c.mu once d has passed on the coordinator's clock,
+// unless the timer is cancelled or the coordinator closed first. Call it with
+// c.mu held.
+func (c *Coordinator) after(d time.Duration, f func()) *timer {
+	t := &timer{}
+	t.stop = c.clock.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.unlock()
+		if t.dead || c.closed {
+			return
+		}
+		t.dead = true
+		f()
+	})
+	return t
+}
+
+// cancel stops t; it is a no-op on nil. Call it with c.mu held.
+func (t *timer) cancel() {
+	if t == nil {
+		return
+	}
+	t.dead = true
+	t.stop()
+}
+
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// canCreateGroup reports whether one more group fits under Rules.MaxGroups.
+func (c *Coordinator) canCreateGroup() bool {
+	return c.rules.MaxGroups <= 0 || len(c.groups) < c.rules.MaxGroups
+}
+
+func (c *Coordinator) newGroup(name string) *group {
+	g := &group{
+		name:       name,
+		members:    make(map[string]*member),
+		pending:    make(map[string]*pendingMember),
+		static:     make(map[string]string),
+		offsets:    make(map[string]map[int32]offset),
+		emptySince: c.clock.Now(),
+	}
+	c.groups[name] = g
+	return g
+}
+
+// instanceID returns the group.instance.id a request carries, or nil when
+// the request's version has none or Rules.IgnoreGroupInstanceID is on (VAST
+// accepts the id and ignores it: the member is dynamic).
+func (c *Coordinator) instanceID(id *string, versionHasIt bool) *string {
+	if !versionHasIt || id == nil || c.rules.IgnoreGroupInstanceID {
+		return nil
+	}
+	s := *id
+	return &s
+}
+
+// ---- inspection ----
+
+// GroupInfo is a deep copy of one group's state, for tests and fixtures.
+type GroupInfo struct {
+	Name string
+	// State is Kafka's name for the group state: "Empty",
+	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead".
+	State        string
+	ProtocolType string
+	Protocol     string
+	Generation   int32
+	Leader       string
+	// Members are in the order they joined.
+	Members []MemberInfo
+	// Offsets are the committed offsets by topic and partition.
+	Offsets map[string]map[int32]OffsetInfo
+}
+
+// MemberInfo is one member of a group.
+type MemberInfo struct {
+	MemberID   string
+	InstanceID string
+	ClientID   string
+	ClientHost string
+	// Assignment is what the leader assigned in the last SyncGroup.
+	Assignment []byte
+	// Metadata is the member's metadata for the group's protocol (its first
+	// protocol while none is chosen).
+	Metadata []byte
+}
+
+// OffsetInfo is one committed offset.
+type OffsetInfo struct {
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// Groups returns every group, sorted by name.
+func (c *Coordinator) Groups() []GroupInfo {
+	c.mu.Lock()
+	defer c.unlock()
+	c.expireAll()
+	out := make([]GroupInfo, 0, len(c.groups))
+	for _, name := range c.sortedGroupNames() {
+		out = append(out, c.groups[name].info())
+	}
+	return out
+}
+
+// Group returns one group, and false if it does not exist.
+func (c *Coordinator) Group(name string) (GroupInfo, bool) {
+	c.mu.Lock()
+	defer c.unlock()
+	g := c.lookup(name)
+	if g == nil {
+		return GroupInfo{}, false
+	}
+	return g.info(), true
+}
+
+// CommittedOffset returns the offset group committed for a partition, and
+// false if it committed none.
+func (c *Coordinator) CommittedOffset(group, topic string, partition int32) (int64, bool) {
+	c.mu.Lock()
+	defer c.unlock()
+	g := c.lookup(group)
+	if g == nil {
+		return -1, false
+	}
+	o, ok := g.offsets[topic][partition]
+	if !ok {
+		return -1, false
+	}
+	return o.off, true
+}
+
+// lookup returns the group named name after expiring its offsets, or nil.
+func (c *Coordinator) lookup(name string) *group {
+	g := c.groups[name]
+	if g == nil {
+		return nil
+	}
+	c.expire(g)
+	return c.groups[name]
+}
+
+func (c *Coordinator) sortedGroupNames() []string {
+	names := make([]string, 0, len(c.groups))
+	for n := range c.groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (g *group) info() GroupInfo {
+	gi := GroupInfo{
+		Name:         g.name,
+		State:        g.state.String(),
+		ProtocolType: g.protocolType,
+		Protocol:     g.protocol,
+		Generation:   g.generation,
+		Leader:       g.leader,
+		Offsets:      make(map[string]map[int32]OffsetInfo, len(g.offsets)),
+	}
+	for _, m := range g.ordered() {
+		mi := MemberInfo{
+			MemberID:   m.id,
+			ClientID:   m.clientID,
+			ClientHost: m.clientHost,
+			Assignment: clone(m.assignment),
+			Metadata:   clone(m.metadataFor(g.protocol)),
+		}
+		if m.instanceID != nil {
+			mi.InstanceID = *m.instanceID
+		}
+		gi.Members = append(gi.Members, mi)
+	}
+	for t, ps := range g.offsets {
+		cp := make(map[int32]OffsetInfo, len(ps))
+		for p, o := range ps {
+			cp[p] = OffsetInfo{Offset: o.off, LeaderEpoch: o.epoch, Metadata: o.meta}
+		}
+		gi.Offsets[t] = cp
+	}
+	return gi
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}

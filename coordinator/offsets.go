@@ -1,0 +1,365 @@
+package coordinator
+
+import (
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// offset is one committed offset.
+type offset struct {
+	off   int64
+	epoch int32
+	meta  string
+	at    time.Time // commit time on the coordinator's clock
+}
+
+// OffsetCommit stores committed offsets, validated as Kafka 4.x validates a
+// classic group's commit: a commit with generation -1 is accepted when the
+// group has no members (it is Empty, or does not exist and is then created
+// Empty: that is how admin tools reset offsets and how an assign()ed
+// consumer's commit creates a group); otherwise the member must be known
+// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and of the current generation
+// (ILLEGAL_GENERATION), and a group in CompletingRebalance answers
+// REBALANCE_IN_PROGRESS. Commits during PreparingRebalance are accepted, as
+// in Kafka, so eager consumers can commit while their partitions are
+// revoked. Creating one group too many under Rules.MaxGroups gets
+// GROUP_MAX_SIZE_REACHED. Topics are taken by name; the broker filters
+// topics that do not exist and caps the version below v10 (topic ids).
+func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.Version = req.Version
+	g, code := c.commitGroup(req)
+	now := c.clock.Now()
+	for _, t := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = t.Topic
+		st.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = p.Partition
+			sp.ErrorCode = code
+			st.Partitions = append(st.Partitions, sp)
+			if code != errNone {
+				continue
+			}
+			o := offset{off: p.Offset, epoch: -1, at: now}
+			if req.Version >= 6 {
+				o.epoch = p.LeaderEpoch
+			}
+			if p.Metadata != nil {
+				o.meta = *p.Metadata
+			}
+			ps := g.offsets[t.Topic]
+			if ps == nil {
+				ps = make(map[int32]offset)
+				g.offsets[t.Topic] = ps
+			}
+			ps[p.Partition] = o
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// commitGroup validates a commit and returns the group it goes to, creating
+// it for a generation -1 commit.
+func (c *Coordinator) commitGroup(req *kmsg.OffsetCommitRequest) (*group, int16) {
+	if c.closed {
+		return nil, errCoordinatorNotAvailable
+	}
+	generation, memberID := req.Generation, req.MemberID
+	if req.Version == 0 {
+		generation, memberID = -1, ""
+	}
+	instanceID := c.instanceID(req.InstanceID, req.Version >= 7)
+	g := c.lookup(req.Group)
+	if g == nil {
+		if generation >= 0 {
+			if req.Version >= 9 {
+				return nil, errGroupIDNotFound
+			}
+			return nil, errIllegalGeneration
+		}
+		if !c.canCreateGroup() {
+			c.refuse("OffsetCommit", "MaxGroups", req.Group, "max", c.rules.MaxGroups)
+			return nil, errGroupMaxSizeReached
+		}
+		return c.newGroup(req.Group), errNone
+	}
+	if generation < 0 && g.state == stateEmpty {
+		return g, errNone
+	}
+	if generation >= 0 || memberID != "" || instanceID != nil {
+		if instanceID != nil {
+			if code := g.checkInstance(*instanceID, memberID); code != errNone {
+				return nil, code
+			}
+		}
+		m := g.members[memberID]
+		if m == nil {
+			return nil, errUnknownMemberID
+		}
+		if generation != g.generation {
+			return nil, errIllegalGeneration
+		}
+		if g.state == stateCompletingRebalance {
+			return nil, errRebalanceInProgress
+		}
+		c.resetSession(g, m)
+		return g, errNone
+	}
+	// Generation -1 and no member id on a group with members.
+	return nil, errUnknownMemberID
+}
+
+// OffsetFetch returns committed offsets: v0-v7 for one group, v8+ for a
+// batch of groups. Topics nil returns every topic the group committed; a
+// requested partition with no commit gets offset -1; an unknown group is not
+// an error (every requested partition gets -1), as in Kafka.
+func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.Version = req.Version
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			sg := kmsg.NewOffsetFetchResponseGroup()
+			sg.Group = rg.Group
+			if c.closed {
+				sg.ErrorCode = errCoordinatorNotAvailable
+				resp.Groups = append(resp.Groups, sg)
+				continue
+			}
+			var want []fetchTopic
+			if rg.Topics != nil {
+				want = make([]fetchTopic, 0, len(rg.Topics))
+				for _, t := range rg.Topics {
+					want = append(want, fetchTopic{t.Topic, t.Partitions})
+				}
+			}
+			for _, t := range c.fetch(rg.Group, want, rg.Topics == nil) {
+				st := kmsg.NewOffsetFetchResponseGroupTopic()
+				st.Topic = t.topic
+				for _, p := range t.parts {
+					sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					sp.Partition = p.part
+					sp.Offset = p.off
+					sp.LeaderEpoch = p.epoch
+					sp.Metadata = kmsg.StringPtr(p.meta)
+					st.Partitions = append(st.Partitions, sp)
+				}
+				sg.Topics = append(sg.Topics, st)
+			}
+			resp.Groups = append(resp.Groups, sg)
+		}
+		return resp
+	}
+	if c.closed {
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+	var want []fetchTopic
+	if req.Topics != nil {
+		want = make([]fetchTopic, 0, len(req.Topics))
+		for _, t := range req.Topics {
+			want = append(want, fetchTopic{t.Topic, t.Partitions})
+		}
+	}
+	for _, t := range c.fetch(req.Group, want, req.Topics == nil) {
+		st := kmsg.NewOffsetFetchResponseTopic()
+		st.Topic = t.topic
+		for _, p := range t.parts {
+			sp := kmsg.NewOffsetFetchResponseTopicPartition()
+			sp.Partition = p.part
+			sp.Offset = p.off
+			sp.LeaderEpoch = p.epoch
+			sp.Metadata = kmsg.StringPtr(p.meta)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+type fetchTopic struct {
+	topic string
+	parts []int32
+}
+
+type fetchedTopic struct {
+	topic string
+	parts []fetchedPartition
+}
+
+type fetchedPartition struct {
+	part  int32
+	off   int64
+	epoch int32
+	meta  string
+}
+
+// fetch reads a group's offsets for the wanted topics, or for all its topics
+// (sorted) when all is set.
+func (c *Coordinator) fetch(name string, want []fetchTopic, all bool) []fetchedTopic {
+	var committed map[string]map[int32]offset
+	if g := c.lookup(name); g != nil {
+		committed = g.offsets
+	}
+	if all {
+		topics := make([]string, 0, len(committed))
+		for t := range committed {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		for _, t := range topics {
+			parts := make([]int32, 0, len(committed[t]))
+			for p := range committed[t] {
+				parts = append(parts, p)
+			}
+			sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+			want = append(want, fetchTopic{t, parts})
+		}
+	}
+	out := make([]fetchedTopic, 0, len(want))
+	for _, t := range want {
+		ft := fetchedTopic{topic: t.topic}
+		for _, p := range t.parts {
+			fp := fetchedPartition{part: p, off: -1, epoch: -1}
+			if o, ok := committed[t.topic][p]; ok {
+				fp.off, fp.epoch, fp.meta = o.off, o.epoch, o.meta
+			}
+			ft.parts = append(ft.parts, fp)
+		}
+		out = append(out, ft)
+	}
+	return out
+}
+
+// OffsetDelete deletes a group's committed offsets for some partitions, as
+// Kafka does: GROUP_ID_NOT_FOUND for an unknown group; for a "consumer"
+// group with members, GROUP_SUBSCRIBED_TO_TOPIC for a topic a member
+// subscribes to; NON_EMPTY_GROUP for any other group with members. The
+// broker only routes it here in the kafka profile (Rules.NoOffsetDelete
+// hides it from ApiVersions).
+func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.Version = req.Version
+	if c.closed {
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+	g := c.lookup(req.Group)
+	if g == nil {
+		resp.ErrorCode = errGroupIDNotFound
+		return resp
+	}
+	var subscribed map[string]bool
+	if g.state != stateEmpty {
+		if g.protocolType != "consumer" {
+			resp.ErrorCode = errNonEmptyGroup
+			return resp
+		}
+		subscribed = g.subscribedTopics()
+	}
+	for _, t := range req.Topics {
+		st := kmsg.NewOffsetDeleteResponseTopic()
+		st.Topic = t.Topic
+		for _, p := range t.Partitions {
+			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			sp.Partition = p.Partition
+			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
+				sp.ErrorCode = errGroupSubscribedToTopic
+			} else if ps := g.offsets[t.Topic]; ps != nil {
+				delete(ps, p.Partition)
+				if len(ps) == 0 {
+					delete(g.offsets, t.Topic)
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// subscribedTopics reads the topics the members of a "consumer" group
+// subscribe to from their ConsumerMemberMetadata; a member whose metadata
+// cannot be read subscribes to everything (key "").
+func (g *group) subscribedTopics() map[string]bool {
+	out := make(map[string]bool)
+	for _, m := range g.members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			out[""] = true
+			continue
+		}
+		for _, t := range md.Topics {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// TopicDeleted removes every group's committed offsets for topic, as VAST and
+// Kafka do when a topic is deleted.
+func (c *Coordinator) TopicDeleted(topic string) {
+	c.mu.Lock()
+	defer c.unlock()
+	for _, g := range c.groups {
+		delete(g.offsets, topic)
+	}
+}
+
+// Failover drops every committed offset, as a VAST failover does (committed
+// offsets are not replicated); groups and their members stay, so consumers
+// restart from auto.offset.reset.
+func (c *Coordinator) Failover() {
+	c.mu.Lock()
+	defer c.unlock()
+	for _, g := range c.groups {
+		g.offsets = make(map[string]map[int32]offset)
+	}
+}
+
+// expireAll applies offset retention to every group.
+func (c *Coordinator) expireAll() {
+	for _, g := range c.groups {
+		c.expire(g)
+	}
+}
+
+// expire applies Kafka's offsets.retention.minutes to g when
+// Rules.OffsetsNeverExpire is off: the offsets of a group without members
+// expire OffsetsRetention after the later of the commit and the moment the
+// group became empty. A group left Empty with no offsets and no pending
+// members is deleted, as Kafka's cleanup does. It is checked when offsets
+// are read rather than on a timer.
+func (c *Coordinator) expire(g *group) {
+	if c.rules.OffsetsNeverExpire || c.rules.OffsetsRetention <= 0 || g.state != stateEmpty || len(g.offsets) == 0 {
+		return
+	}
+	now := c.clock.Now()
+	for t, ps := range g.offsets {
+		for p, o := range ps {
+			base := o.at
+			if g.emptySince.After(base) {
+				base = g.emptySince
+			}
+			if !now.Before(base.Add(c.rules.OffsetsRetention)) {
+				delete(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			delete(g.offsets, t)
+		}
+	}
+	if len(g.offsets) == 0 && len(g.pending) == 0 {
+		delete(c.groups, g.name)
+	}
+}
