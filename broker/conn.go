@@ -233,3 +233,13 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID string, 
 	}
 	return b, clientID, nil
 }
+
+// remoteHost is the client's address as Kafka reports it in DescribeGroups:
+// "/host".
+func (c *clientConn) remoteHost() string {
+	host, _, err := net.SplitHostPort(c.remote)
+	if err != nil {
+		host = c.remote
+	}
+	return "/" + host
+}

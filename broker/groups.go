@@ -6,6 +6,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 )
 
 // Coordinator types in FindCoordinator.
@@ -62,7 +63,8 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 // VAST: eager assignors only (EagerAssignorsOnly), group.instance.id
 // ignored (IgnoreGroupInstanceID), at most 256 groups (MaxGroups).
 func handleJoinGroup(b *Broker, r *request) kmsg.Response {
-	return b.coord.JoinGroup(r.ctx, r.kreq.(*kmsg.JoinGroupRequest))
+	ctx := coordinator.WithClient(r.ctx, r.clientID, r.conn.remoteHost())
+	return b.coord.JoinGroup(ctx, r.kreq.(*kmsg.JoinGroupRequest))
 }
 
 // handleSyncGroup answers SyncGroup v0-v5. A follower's call blocks until

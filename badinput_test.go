@@ -1,0 +1,107 @@
+package vastfake_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/fixtures"
+)
+
+// frame prefixes body with its int32 size.
+func frame(size int32, body []byte) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(size))
+	return append(out, body...)
+}
+
+// header builds a request header v1: key, version, correlation id, client id.
+func header(key, version int16, corr int32) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(key))
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+}
+
+// assertClosed reads until the broker closes the connection.
+func assertClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the broker kept the connection open")
+	}
+}
+
+// TestBadInputClosesOnlyThatConnection sends malformed frames; each closes
+// its own connection while a client on another connection keeps working.
+func TestBadInputClosesOnlyThatConnection(t *testing.T) {
+	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "ok", Partitions: 1}))
+	healthy := newClient(t, b.Addr())
+	produceSync(t, healthy, &kgo.Record{Topic: "ok", Value: []byte("before")})
+
+	cases := map[string][]byte{
+		"negative length":        frame(-5, nil),
+		"oversized length":       frame(200<<20, nil),
+		"length below header":    frame(3, []byte{0, 1, 2}),
+		"unknown api key":        frame(int32(len(header(999, 0, 1))), header(999, 0, 1)),
+		"key not served":         frame(int32(len(header(int16(kmsg.InitProducerID), 0, 1))), header(int16(kmsg.InitProducerID), 0, 1)),
+		"version above table":    frame(int32(len(header(3, 99, 1))), header(3, 99, 1)),
+		"version below table":    frame(int32(len(header(0, 0, 1))), header(0, 0, 1)),
+		"truncated body":         frame(int32(len(header(3, 4, 1))+2), append(header(3, 4, 1), 0, 0)),
+		"array longer than body": frame(16, append(header(3, 4, 1), 0x7f, 0xff, 0xff, 0xff, 0, 0)),
+		"flexible, bad tags":     frame(int32(len(header(3, 12, 1))+1), append(header(3, 12, 1), 0xff)),
+		"bad client id length":   frame(12, []byte{0, 3, 0, 4, 0, 0, 0, 1, 0x80, 0, 0, 0}),
+		"frame cut short":        frame(100, header(3, 4, 1)),
+	}
+	for name, bytes := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := dialRaw(t, b.Addr())
+			_, err := c.Write(bytes)
+			require.NoError(t, err)
+			if name == "frame cut short" {
+				c.(*net.TCPConn).CloseWrite()
+			}
+			assertClosed(t, c)
+			produceSync(t, healthy, &kgo.Record{Topic: "ok", Value: []byte(name)})
+		})
+	}
+	got := consumeAll(t, b.Addr(), "ok", len(cases)+1)
+	assert.Len(t, got, len(cases)+1, "every record acknowledged around the bad input is there")
+}
+
+// TestCorruptBatchIsRefused answers a batch with a bad CRC with
+// CORRUPT_MESSAGE and two batches in one partition with INVALID_RECORD,
+// keeping the connection.
+func TestCorruptBatchIsRefused(t *testing.T) {
+	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "c", Partitions: 1}))
+	c := dialRaw(t, b.Addr())
+	send := func(records []byte) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 1000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "c"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := kmsg.NewPtrProduceResponse()
+		roundTrip(t, c, 9, req, resp, 7)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	good := encodeBatch(func(*kmsg.RecordBatch) {})
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-1] ^= 0xff
+	assert.Equal(t, int16(2), send(bad), "CORRUPT_MESSAGE")
+	assert.Equal(t, int16(87), send(append(append([]byte(nil), good...), good...)), "INVALID_RECORD")
+	assert.Equal(t, int16(2), send(good[:20]), "CORRUPT_MESSAGE for a truncated batch")
+	assert.Equal(t, int16(0), send(good), "the same connection still produces")
+}

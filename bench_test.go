@@ -1,0 +1,143 @@
+package vastfake_test
+
+// Throughput benchmarks through kgo, run side by side against vastfake and
+// kfake so one run shows both:
+//
+//	go test -run '^$' -bench . -benchtime 3s -count 5 . | tee new.txt
+//	benchstat new.txt
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vastfake/vastfake/broker"
+)
+
+const benchValueSize = 100
+
+// benchBrokers starts each broker under test and returns its address.
+var benchBrokers = []struct {
+	name  string
+	start func(b *testing.B) string
+}{
+	{"vastfake", func(b *testing.B) string {
+		br, err := broker.New()
+		require.NoError(b, err)
+		b.Cleanup(func() { br.Close() })
+		return br.Addr()
+	}},
+	{"kfake", func(b *testing.B) string {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		require.NoError(b, err)
+		b.Cleanup(c.Close)
+		return c.ListenAddrs()[0]
+	}},
+}
+
+func benchClient(b *testing.B, addr string, opts ...kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(0),
+	}, opts...)...)
+	require.NoError(b, err)
+	b.Cleanup(cl.Close)
+	return cl
+}
+
+func benchTopic(b *testing.B, cl *kgo.Client, name string) {
+	_, err := kadm.NewClient(cl).CreateTopic(context.Background(), 3, 1, nil, name)
+	require.NoError(b, err)
+}
+
+// produceN produces n 100-byte records asynchronously and waits for every ack.
+func produceN(b *testing.B, cl *kgo.Client, topic string, n int) {
+	value := make([]byte, benchValueSize)
+	errs := make(chan error, 1)
+	for i := 0; i < n; i++ {
+		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	require.NoError(b, cl.Flush(context.Background()))
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
+
+// BenchmarkProduce measures acknowledged 100-byte records per second from one
+// kgo producer into a 3-partition topic.
+func BenchmarkProduce(b *testing.B) {
+	for _, bb := range benchBrokers {
+		b.Run(bb.name, func(b *testing.B) {
+			cl := benchClient(b, bb.start(b))
+			benchTopic(b, cl, "bench")
+			b.SetBytes(benchValueSize)
+			b.ResetTimer()
+			produceN(b, cl, "bench", b.N)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkFetch measures 100-byte records per second consumed by one kgo
+// consumer reading a 3-partition topic from the start.
+func BenchmarkFetch(b *testing.B) {
+	for _, bb := range benchBrokers {
+		b.Run(bb.name, func(b *testing.B) {
+			addr := bb.start(b)
+			cl := benchClient(b, addr)
+			benchTopic(b, cl, "bench")
+			produceN(b, cl, "bench", b.N)
+			consumer := benchClient(b, addr, kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			b.SetBytes(benchValueSize)
+			b.ResetTimer()
+			for got := 0; got < b.N; {
+				fs := consumer.PollFetches(context.Background())
+				if err := fs.Err0(); err != nil {
+					b.Fatal(err)
+				}
+				got += fs.NumRecords()
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkMemoryPerStoredByte measures heap growth per byte of record value
+// stored through the wire: b.N MiB of 100-byte values produced by kgo.
+//
+//	go test -run '^$' -bench MemoryPerStoredByte -benchtime 64x .
+func BenchmarkMemoryPerStoredByte(b *testing.B) {
+	for _, bb := range benchBrokers {
+		b.Run(bb.name, func(b *testing.B) {
+			addr := bb.start(b)
+			cl := benchClient(b, addr, kgo.ProducerLinger(5_000_000))
+			benchTopic(b, cl, "mem")
+			n := b.N * (1 << 20) / benchValueSize
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			produceN(b, cl, "mem", n)
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			ratio := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n*benchValueSize)
+			b.ReportMetric(ratio, "heap-bytes/value-byte")
+		})
+	}
+}

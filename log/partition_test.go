@@ -1,0 +1,317 @@
+package log
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// batch encodes a v2 batch with kmsg whose records carry the given
+// timestamps (ms) and values, as a producer would send it.
+func batch(tb testing.TB, timestamps []int64, values ...string) []byte {
+	tb.Helper()
+	rb := kmsg.NewRecordBatch()
+	rb.Magic = 2
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp = timestamps[0]
+	for _, ts := range timestamps {
+		rb.MaxTimestamp = max(rb.MaxTimestamp, ts)
+	}
+	rb.LastOffsetDelta = int32(len(values) - 1)
+	rb.NumRecords = int32(len(values))
+	for i, v := range values {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.TimestampDelta64 = timestamps[i] - timestamps[0]
+		r.Key = []byte("k")
+		r.Value = []byte(v)
+		body := r.AppendTo(nil)
+		r.Length = int32(len(body) - 1) // a zero Length encodes as one byte
+		rb.Records = r.AppendTo(rb.Records)
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
+	return out
+}
+
+func same(n int, ts int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = ts
+	}
+	return out
+}
+
+func appendRaw(tb testing.TB, p *Partition, raw []byte, opts AppendOptions) int64 {
+	tb.Helper()
+	b, err := ParseBatch(raw)
+	require.NoError(tb, err)
+	if opts.Now.IsZero() {
+		opts.Now = t0
+	}
+	return p.Append(b, opts)
+}
+
+func TestParseBatchRejects(t *testing.T) {
+	good := batch(t, []int64{1}, "a")
+	_, err := ParseBatch(good)
+	require.NoError(t, err)
+
+	_, err = ParseBatch(good[:30])
+	assert.ErrorIs(t, err, ErrCorrupt, "truncated header")
+	_, err = ParseBatch(good[:len(good)-1])
+	assert.ErrorIs(t, err, ErrCorrupt, "truncated records")
+
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)-1] ^= 0xff
+	_, err = ParseBatch(flipped)
+	assert.ErrorIs(t, err, ErrCorrupt, "bad CRC")
+
+	two := append(append([]byte(nil), good...), good...)
+	_, err = ParseBatch(two)
+	assert.ErrorIs(t, err, ErrInvalidRecord, "two batches in one partition")
+
+	old := append([]byte(nil), good...)
+	old[offMagic] = 1
+	_, err = ParseBatch(old)
+	assert.ErrorIs(t, err, ErrInvalidRecord, "magic 1")
+}
+
+func TestAppendAssignsOffsetsWithoutReencoding(t *testing.T) {
+	p := NewPartition()
+	raw := batch(t, same(3, 100), "a", "b", "c")
+	crc := binary.BigEndian.Uint32(raw[offCRC:])
+	assert.Equal(t, int64(0), appendRaw(t, p, raw, AppendOptions{}))
+	assert.Equal(t, int64(3), appendRaw(t, p, batch(t, same(2, 100), "d", "e"), AppendOptions{}))
+	assert.Equal(t, int64(5), p.HighWatermark())
+
+	res, err := p.Read(3, 1<<20)
+	require.NoError(t, err)
+	stored := Batch(res.Records)
+	assert.Equal(t, int64(3), stored.BaseOffset())
+	assert.Equal(t, raw[offAttributes:offAttributes+4], []byte(res.Records[offAttributes:offAttributes+4]))
+	first, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, crc, binary.BigEndian.Uint32(first.Records[offCRC:]), "the CRC is untouched: the batch is stored as received")
+	assert.Equal(t, raw[offAttributes:], first.Records[offAttributes:len(raw)])
+
+	recs, err := Batch(first.Records[:len(raw)]).Records()
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	assert.Equal(t, []int64{0, 1, 2}, []int64{recs[0].Offset, recs[1].Offset, recs[2].Offset})
+	assert.Equal(t, "c", string(recs[2].Value))
+}
+
+func TestReadLimits(t *testing.T) {
+	p := NewPartition()
+	var sizes []int
+	for i := 0; i < 10; i++ {
+		raw := batch(t, []int64{1}, "0123456789")
+		sizes = append(sizes, len(raw))
+		appendRaw(t, p, raw, AppendOptions{})
+	}
+	res, err := p.Read(0, 1)
+	require.NoError(t, err)
+	assert.Len(t, res.Records, sizes[0], "a limit below one batch still returns one whole batch")
+
+	res, err = p.Read(0, 3*sizes[0]+5)
+	require.NoError(t, err)
+	assert.Len(t, res.Records, 3*sizes[0], "whole batches only, within the limit")
+
+	res, err = p.Read(10, 1<<20)
+	require.NoError(t, err)
+	assert.Empty(t, res.Records, "reading at the high watermark returns nothing")
+	assert.Equal(t, int64(10), res.HighWatermark)
+
+	_, err = p.Read(11, 1<<20)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	_, err = p.Read(-1, 1<<20)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+}
+
+func TestReadSpansManyChunks(t *testing.T) {
+	p := NewPartition()
+	value := string(make([]byte, 3000))
+	for i := 0; i < 2000; i++ {
+		appendRaw(t, p, batch(t, []int64{1}, value), AppendOptions{})
+	}
+	// Reading everything in steps crosses every chunk boundary and returns
+	// every batch once, in order.
+	next := int64(0)
+	for next < p.HighWatermark() {
+		res, err := p.Read(next, 256<<10)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Records)
+		rest := res.Records
+		for len(rest) > 0 {
+			b := Batch(rest)
+			n := 12 + int(binary.BigEndian.Uint32(b[offLength:]))
+			require.Equal(t, next, b.BaseOffset())
+			next = b.LastOffset() + 1
+			rest = rest[n:]
+		}
+	}
+	assert.Equal(t, int64(2000), next)
+}
+
+func TestOffsetForTime(t *testing.T) {
+	p := NewPartition()
+	appendRaw(t, p, batch(t, []int64{100, 200, 300}, "a", "b", "c"), AppendOptions{})
+	appendRaw(t, p, batch(t, []int64{150}, "late"), AppendOptions{}) // out of order CreateTime
+	appendRaw(t, p, batch(t, []int64{400, 500}, "d", "e"), AppendOptions{})
+
+	cases := []struct{ ts, off, foundTS int64 }{
+		{0, 0, 100},
+		{100, 0, 100},
+		{101, 1, 200},
+		{250, 2, 300},
+		{301, 4, 400},
+		{500, 5, 500},
+		{501, -1, -1},
+	}
+	for _, c := range cases {
+		off, ts := p.OffsetForTime(c.ts)
+		assert.Equal(t, c.off, off, "offset for %d", c.ts)
+		assert.Equal(t, c.foundTS, ts, "timestamp for %d", c.ts)
+	}
+	ts, off := p.MaxTimestamp()
+	assert.Equal(t, int64(500), ts)
+	assert.Equal(t, int64(5), off)
+}
+
+func TestLogAppendTimeRewritesCRC(t *testing.T) {
+	p := NewPartition()
+	appendRaw(t, p, batch(t, []int64{1, 2}, "a", "b"), AppendOptions{Now: t0, LogAppendTime: true})
+	res, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	b, err := ParseBatch(res.Records)
+	require.NoError(t, err, "the rewritten batch has a valid CRC")
+	assert.True(t, b.LogAppendTime())
+	recs, err := b.Records()
+	require.NoError(t, err)
+	for _, r := range recs {
+		assert.Equal(t, t0.UnixMilli(), r.Timestamp)
+	}
+}
+
+func TestRetentionAndDeleteBefore(t *testing.T) {
+	p := NewPartition()
+	old := t0.Add(-2 * time.Hour).UnixMilli()
+	appendRaw(t, p, batch(t, same(2, old), "a", "b"), AppendOptions{})
+	appendRaw(t, p, batch(t, same(2, t0.UnixMilli()), "c", "d"), AppendOptions{})
+
+	assert.Equal(t, 0, p.ApplyRetention(t0, 0), "retention 0 keeps everything")
+	assert.Equal(t, 1, p.ApplyRetention(t0, time.Hour))
+	assert.Equal(t, int64(2), p.LogStartOffset())
+	_, err := p.Read(1, 1<<20)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+
+	start, err := p.DeleteBefore(3)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), start)
+	res, err := p.Read(3, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), Batch(res.Records).BaseOffset(), "the batch holding the new log start is still served whole")
+	off, _ := p.OffsetForTime(0)
+	assert.Equal(t, int64(3), off, "time lookups never return an offset below the log start")
+
+	_, err = p.DeleteBefore(99)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	start, err = p.DeleteBefore(-1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), start)
+	assert.Equal(t, int64(0), p.Bytes())
+}
+
+func TestHighWatermarkAt(t *testing.T) {
+	p := NewPartition()
+	appendRaw(t, p, batch(t, []int64{1}, "a"), AppendOptions{Now: t0})
+	appendRaw(t, p, batch(t, []int64{1}, "b"), AppendOptions{Now: t0.Add(10 * time.Second)})
+	assert.Equal(t, int64(0), p.HighWatermarkAt(t0.Add(-time.Second)))
+	assert.Equal(t, int64(1), p.HighWatermarkAt(t0.Add(5*time.Second)))
+	assert.Equal(t, int64(2), p.HighWatermarkAt(t0.Add(10*time.Second)))
+}
+
+// BenchmarkAppend measures appending 16 KiB batches of 100-byte records.
+func BenchmarkAppend(b *testing.B) {
+	values := make([]string, 150)
+	for i := range values {
+		values[i] = string(make([]byte, 100))
+	}
+	raw := batch(b, same(len(values), 1), values...)
+	parsed, err := ParseBatch(raw)
+	require.NoError(b, err)
+	p := NewPartition()
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Append(parsed, AppendOptions{Now: t0})
+	}
+}
+
+// BenchmarkRead measures finding and slicing up to 1 MiB of batches from a
+// full log. Reads return sub-slices of the log, so nothing is copied here;
+// the one copy happens when the broker encodes the response.
+func BenchmarkRead(b *testing.B) {
+	values := make([]string, 150)
+	for i := range values {
+		values[i] = string(make([]byte, 100))
+	}
+	raw := batch(b, same(len(values), 1), values...)
+	parsed, _ := ParseBatch(raw)
+	p := NewPartition()
+	for i := 0; i < 2000; i++ {
+		p.Append(parsed, AppendOptions{Now: t0})
+	}
+	b.ReportAllocs()
+	off := int64(0)
+	for b.Loop() {
+		res, err := p.Read(off, 1<<20)
+		if err != nil || len(res.Records) == 0 {
+			off = 0
+			continue
+		}
+		off = Batch(res.Records).LastOffset() + 1 // the next read starts after the first batch
+	}
+}
+
+// BenchmarkMemoryPerStoredByte reports heap bytes held per byte of batch
+// stored, for 100-byte records in 16 KiB batches and in single-record
+// batches (what an unbatched producer sends).
+func BenchmarkMemoryPerStoredByte(b *testing.B) {
+	for _, perBatch := range []int{150, 1} {
+		b.Run(map[int]string{150: "batched", 1: "single"}[perBatch], func(b *testing.B) {
+			values := make([]string, perBatch)
+			for i := range values {
+				values[i] = string(make([]byte, 100))
+			}
+			raw := batch(b, same(perBatch, 1), values...)
+			parsed, _ := ParseBatch(raw)
+			var ratio float64
+			for b.Loop() {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				p := NewPartition()
+				const total = 64 << 20
+				for stored := 0; stored < total; stored += len(raw) {
+					p.Append(parsed, AppendOptions{Now: t0})
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				ratio = float64(after.HeapAlloc-before.HeapAlloc) / float64(p.Bytes())
+				runtime.KeepAlive(p)
+			}
+			b.ReportMetric(ratio, "heap-bytes/stored-byte")
+		})
+	}
+}
