@@ -18,9 +18,10 @@ import "time"
 type Rules struct {
 	// ---- Groups and offsets ----
 
-	// ClassicGroupsOnly hides the KIP-848 consumer-group and share-group
-	// APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe, Share*) from
-	// ApiVersions. [000]
+	// ClassicGroupsOnly keeps the KIP-848 consumer-group and share-group
+	// APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe, Share*) out of
+	// ApiVersions. [000] vastfake implements only the classic protocol, so
+	// those APIs stay absent in the kafka profile too.
 	ClassicGroupsOnly bool
 
 	// EagerAssignorsOnly restricts the JoinGroup protocol vote to the eager
@@ -64,9 +65,10 @@ type Rules struct {
 	// MaxWaitMillis as Kafka does. [000]
 	NoDelayedFetch bool
 
-	// MaxFetchVersion caps Fetch at the last version without topic IDs
-	// (v12). 0 means the highest version vastfake implements. [KB]
-	MaxFetchVersion int16
+	// NoTopicIDs caps Fetch and Produce at v12, the last versions that name
+	// topics rather than topic IDs, and reports zero topic IDs in Metadata.
+	// [KB]
+	NoTopicIDs bool
 
 	// StaleEndOffset makes ListOffsets(latest) and the high watermark in
 	// ListOffsets trail writes by this duration on the broker's clock. Off
@@ -132,7 +134,7 @@ func VAST() Rules {
 
 		NoFetchSessions: true,
 		NoDelayedFetch:  true,
-		MaxFetchVersion: 12,
+		NoTopicIDs:      true,
 
 		NoIdempotence:         true,
 		NoCompression:         true,
