@@ -11,6 +11,8 @@ import (
 	"github.com/vastfake/vastfake/log"
 )
 
+var noRecords = []byte{}
+
 // handleFetch answers Fetch v4-v16.
 //
 // v4 adds isolation levels and the last stable offset, v5 the log start
@@ -91,6 +93,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchRe
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
+			// Kafka sends an empty, non-null record set when there is
+			// nothing to return; kafka-go's reader rejects a null one.
+			sp.RecordBatches = noRecords
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
 			if t == nil {
