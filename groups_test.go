@@ -1,0 +1,407 @@
+package vastfake_test
+
+// Consumer groups end to end through kgo and kadm: sharing partitions,
+// committing and resuming, the seed 001 crash stories, and VAST's group
+// rules.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/fixtures"
+)
+
+// waitFor polls cond every few milliseconds until it holds or the deadline
+// passes, then fails with what.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupConsumer returns a kgo group consumer reading topic from the start.
+func groupConsumer(t *testing.T, addr, group, topic string, opts ...kgo.Opt) *kgo.Client {
+	return newClient(t, addr, append([]kgo.Opt{
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(6 * time.Second),
+		kgo.RebalanceTimeout(6 * time.Second),
+	}, opts...)...)
+}
+
+// pollN polls cl until it has n records, failing on any fetch error.
+func pollN(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
+	ctx := ctxT(t)
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "polled %d of %d records", len(out), n)
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// pollNothingNew produces a marker record and polls until it arrives,
+// returning every record seen before it: what the group had not yet consumed.
+func pollUntilMarker(t *testing.T, producer, cl *kgo.Client, topic string) []*kgo.Record {
+	t.Helper()
+	produceSync(t, producer, &kgo.Record{Topic: topic, Value: []byte("marker")})
+	ctx := ctxT(t)
+	var before []*kgo.Record
+	for {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		for _, r := range fs.Records() {
+			if string(r.Value) == "marker" {
+				return before
+			}
+			before = append(before, r)
+		}
+	}
+}
+
+func assignedSizes(t *testing.T, adm *kadm.Client, group string) []int {
+	groups, err := adm.DescribeGroups(ctxT(t), group)
+	require.NoError(t, err)
+	var sizes []int
+	for _, m := range groups[group].Members {
+		n := 0
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, tp := range a.Topics {
+				n += len(tp.Partitions)
+			}
+		}
+		sizes = append(sizes, n)
+	}
+	sort.Ints(sizes)
+	return sizes
+}
+
+// scenarioGroups is seed 000's group story, run against every broker: a
+// group reads everything and commits, a new member resumes from the commit,
+// two members share three partitions 1 and 2, and another group reads the
+// whole topic independently.
+func scenarioGroups(t *testing.T, addr string) {
+	producer := newClient(t, addr)
+	createTopic(t, producer, "orders", 3, nil)
+	for i := 0; i < 30; i++ {
+		produceSync(t, producer, &kgo.Record{Topic: "orders", Key: []byte(fmt.Sprintf("order-%d", i)), Value: []byte(fmt.Sprint(i))})
+	}
+	adm := kadm.NewClient(producer)
+
+	c := groupConsumer(t, addr, "billing", "orders")
+	got := pollN(t, c, 30)
+	assert.Len(t, got, 30)
+	require.NoError(t, c.CommitUncommittedOffsets(ctxT(t)))
+	offsets, err := adm.FetchOffsets(ctxT(t), "billing")
+	require.NoError(t, err)
+	ends, err := adm.ListEndOffsets(ctxT(t), "orders")
+	require.NoError(t, err)
+	for p := int32(0); p < 3; p++ {
+		committed, _ := offsets.Lookup("orders", p)
+		end, _ := ends.Lookup("orders", p)
+		assert.Equal(t, end.Offset, committed.At, "partition %d: committed is the next offset to read, lag 0", p)
+	}
+	c.Close()
+
+	for i := 30; i < 35; i++ {
+		produceSync(t, producer, &kgo.Record{Topic: "orders", Key: []byte(fmt.Sprintf("order-%d", i)), Value: []byte(fmt.Sprint(i))})
+	}
+	resumed := groupConsumer(t, addr, "billing", "orders")
+	var values []string
+	for _, r := range pollN(t, resumed, 5) {
+		values = append(values, string(r.Value))
+	}
+	sort.Strings(values)
+	assert.Equal(t, []string{"30", "31", "32", "33", "34"}, values, "a new member resumes from the committed offsets")
+	resumed.Close()
+
+	c1 := groupConsumer(t, addr, "rebalance", "orders")
+	c2 := groupConsumer(t, addr, "rebalance", "orders")
+	waitFor(t, "two members sharing three partitions", func() bool {
+		s := assignedSizes(t, adm, "rebalance")
+		return len(s) == 2 && s[0] == 1 && s[1] == 2
+	})
+	_, _ = c1, c2
+
+	other := groupConsumer(t, addr, "audit", "orders")
+	assert.Len(t, pollN(t, other, 35), 35, "another group reads everything, independently")
+
+	deleted, err := adm.DeleteGroups(ctxT(t), "rebalance")
+	require.NoError(t, err)
+	assert.ErrorIs(t, deleted["rebalance"].Err, kerr.NonEmptyGroup, "a group with members cannot be deleted")
+	c1.Close()
+	c2.Close()
+	waitFor(t, "the group to empty", func() bool {
+		groups, err := adm.DescribeGroups(ctxT(t), "rebalance")
+		return err == nil && groups["rebalance"].State == "Empty"
+	})
+	deleted, err = adm.DeleteGroups(ctxT(t), "rebalance")
+	require.NoError(t, err)
+	assert.NoError(t, deleted["rebalance"].Err)
+}
+
+// TestGroupScenarios runs the group story against vastfake in both profiles
+// and against kfake: they agree.
+func TestGroupScenarios(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.Start(t, broker.WithProfile(profile))
+		scenarioGroups(t, b.Addr())
+	})
+	t.Run("kfake", func(t *testing.T) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		scenarioGroups(t, c.ListenAddrs()[0])
+	})
+}
+
+// TestCrashStories retells seed 001: with auto-commit the client commits
+// what it polled before the app processed it, so a crash loses the record;
+// committing after processing redelivers it instead.
+func TestCrashStories(t *testing.T) {
+	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "payments", Partitions: 1}))
+	producer := newClient(t, b.Addr())
+
+	t.Run("auto-commit loses the record", func(t *testing.T) {
+		produceSync(t, producer, &kgo.Record{Topic: "payments", Value: []byte("pay-1")})
+		crashing := newClient(t, b.Addr(), kgo.ConsumerGroup("auto"), kgo.ConsumeTopics("payments"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(100*time.Millisecond))
+		got := pollN(t, crashing, 1)
+		assert.Equal(t, "pay-1", string(got[0].Value))
+		// The app hands pay-1 to a worker and polls again; kgo then treats
+		// the first poll's records as done and its auto-commit timer
+		// commits them.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		crashing.PollFetches(done)
+		waitFor(t, "the background commit", func() bool {
+			off, ok := b.CommittedOffset("auto", "payments", 0)
+			return ok && off == 1
+		})
+		crashing.Close() // the app dies before the worker processed pay-1
+
+		restarted := newClient(t, b.Addr(), kgo.ConsumerGroup("auto"), kgo.ConsumeTopics("payments"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		assert.Empty(t, pollUntilMarker(t, producer, restarted, "payments"), "pay-1 is never seen again")
+	})
+
+	t.Run("commit after processing redelivers", func(t *testing.T) {
+		crashing := groupConsumer(t, b.Addr(), "manual", "payments")
+		first := pollN(t, crashing, 1)
+		crashing.Close() // dies before processing and committing
+
+		restarted := groupConsumer(t, b.Addr(), "manual", "payments")
+		again := pollN(t, restarted, 1)
+		assert.Equal(t, first[0].Value, again[0].Value, "the record is delivered again")
+		assert.Equal(t, first[0].Offset, again[0].Offset)
+	})
+}
+
+// TestCooperativeStickyRefused: VAST supports eager assignors only.
+func TestCooperativeStickyRefused(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
+		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
+		c := groupConsumer(t, b.Addr(), "coop", "t", kgo.Balancers(kgo.CooperativeStickyBalancer()))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for {
+			fs := c.PollFetches(ctx)
+			require.NoError(t, ctx.Err(), "neither a record nor an error arrived")
+			if err := fs.Err0(); err != nil {
+				if profile == "vast" {
+					assert.ErrorIs(t, err, kerr.InconsistentGroupProtocol, "a member offering only cooperative-sticky is refused")
+					return
+				}
+				t.Fatalf("kafka profile: %v", err)
+			}
+			if fs.NumRecords() > 0 {
+				assert.Equal(t, "kafka", profile, "only the kafka profile accepts cooperative-sticky")
+				return
+			}
+		}
+	})
+}
+
+// TestStaticMembershipIgnored: VAST accepts group.instance.id but the member
+// is dynamic, so a restart with the same id rebalances; Kafka replaces the
+// static member without a rebalance.
+func TestStaticMembershipIgnored(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
+		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
+		first := groupConsumer(t, b.Addr(), "static", "t", kgo.InstanceID("pod-1"))
+		pollN(t, first, 1)
+		g, _ := b.Group("static")
+		require.Equal(t, "Stable", g.State)
+		gen := g.Generation
+		first.Close() // a static member does not leave on close
+
+		restarted := groupConsumer(t, b.Addr(), "static", "t", kgo.InstanceID("pod-1"))
+		if profile == "vast" {
+			// The restarted pod is a new member; the old one never left,
+			// so the rebalance waits for it until its rebalance timeout
+			// passes on the broker's clock.
+			waitFor(t, "the restart to start a rebalance", func() bool {
+				g, _ := b.Group("static")
+				return g.State == "PreparingRebalance"
+			})
+			clk.Advance(6 * time.Second)
+		}
+		pollN(t, restarted, 1)
+		g, _ = b.Group("static")
+		if profile == "vast" {
+			assert.Greater(t, g.Generation, gen, "the restart rebalanced the group")
+			assert.Empty(t, g.Members[0].InstanceID, "the instance id is ignored")
+		} else {
+			assert.Equal(t, gen, g.Generation, "Kafka swaps the static member in without a rebalance")
+			assert.Equal(t, "pod-1", g.Members[0].InstanceID)
+		}
+	})
+}
+
+// TestGroupLimit: a view holds at most 256 groups; the 257th is refused and
+// listing returns 256.
+func TestGroupLimit(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+		adm := kadm.NewClient(newClient(t, b.Addr()))
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
+		for i := 0; i < 256; i++ {
+			// A commit with generation -1 creates an empty group, as
+			// assign()+commit does.
+			resp, err := adm.CommitOffsets(ctxT(t), fmt.Sprintf("g%03d", i), offs)
+			require.NoError(t, err)
+			require.NoError(t, resp.Error())
+		}
+		resp, err := adm.CommitOffsets(ctxT(t), "g256", offs)
+		require.NoError(t, err)
+		listed, err := adm.ListGroups(ctxT(t))
+		require.NoError(t, err)
+		if profile == "vast" {
+			assert.ErrorIs(t, resp.Error(), kerr.GroupMaxSizeReached, "the 257th group is refused")
+			assert.Len(t, listed, 256)
+			// A consumer joining as the 257th group is refused too.
+			c := groupConsumer(t, b.Addr(), "joiner", "t")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			fs := c.PollFetches(ctx)
+			assert.ErrorIs(t, fs.Err0(), kerr.GroupMaxSizeReached)
+		} else {
+			assert.NoError(t, resp.Error())
+			assert.Len(t, listed, 257)
+		}
+	})
+}
+
+// TestSessionTimeoutOnBrokerClock: a member that stops heartbeating is
+// removed when the broker's clock passes its session timeout, with no real
+// waiting.
+func TestSessionTimeoutOnBrokerClock(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+	cl := newClient(t, b.Addr())
+
+	// A member that joins and syncs over the wire, then goes silent.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "silent", 10_000, 10_000, "consumer"
+	proto := kmsg.NewJoinGroupRequestProtocol()
+	proto.Name, proto.Metadata = "range", (&kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}).AppendTo(nil)
+	join.Protocols = append(join.Protocols, proto)
+	resp, err := join.RequestWith(ctxT(t), cl)
+	require.NoError(t, err)
+	if resp.ErrorCode == kerr.MemberIDRequired.Code {
+		join.MemberID = resp.MemberID
+		resp, err = join.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int16(0), resp.ErrorCode)
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = "silent", resp.MemberID, resp.Generation
+	sresp, err := sync.RequestWith(ctxT(t), cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), sresp.ErrorCode)
+	g, _ := b.Group("silent")
+	require.Equal(t, "Stable", g.State)
+	require.Len(t, g.Members, 1)
+
+	clk.Advance(9 * time.Second)
+	g, _ = b.Group("silent")
+	assert.Len(t, g.Members, 1, "still inside its session timeout")
+	clk.Advance(2 * time.Second)
+	g, _ = b.Group("silent")
+	assert.Equal(t, "Empty", g.State, "removed once the session timeout passed on the broker's clock")
+	assert.Empty(t, g.Members)
+
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = "silent", resp.MemberID, resp.Generation
+	hresp, err := hb.RequestWith(ctxT(t), cl)
+	require.NoError(t, err)
+	assert.Equal(t, kerr.UnknownMemberID.Code, hresp.ErrorCode, "the removed member learns it on its next heartbeat")
+}
+
+// TestFailoverDropsOffsets: after a VAST failover committed offsets are gone
+// and a group restarts from auto.offset.reset.
+func TestFailoverDropsOffsets(t *testing.T) {
+	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+	producer := newClient(t, b.Addr())
+	for i := 0; i < 3; i++ {
+		produceSync(t, producer, &kgo.Record{Topic: "t", Value: []byte{byte(i)}})
+	}
+	c := groupConsumer(t, b.Addr(), "g", "t")
+	pollN(t, c, 3)
+	require.NoError(t, c.CommitUncommittedOffsets(ctxT(t)))
+	c.Close()
+	off, ok := b.CommittedOffset("g", "t", 0)
+	require.True(t, ok)
+	require.Equal(t, int64(3), off)
+
+	b.Failover()
+	_, ok = b.CommittedOffset("g", "t", 0)
+	assert.False(t, ok, "committed offsets are not replicated")
+	again := groupConsumer(t, b.Addr(), "g", "t")
+	assert.Len(t, pollN(t, again, 3), 3, "the group starts again from earliest")
+}
+
+// TestDeleteTopicDeletesOffsets: deleting a topic removes every group's
+// committed offsets for it.
+func TestDeleteTopicDeletesOffsets(t *testing.T) {
+	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}, broker.TopicSpec{Name: "keep", Partitions: 1}))
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "keep", Partition: 0, At: 0, LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctxT(t), "g", offs)
+	require.NoError(t, err)
+	require.NoError(t, resp.Error())
+	_, err = adm.DeleteTopics(ctxT(t), "t")
+	require.NoError(t, err)
+	_, ok := b.CommittedOffset("g", "t", 0)
+	assert.False(t, ok)
+	_, ok = b.CommittedOffset("g", "keep", 0)
+	assert.True(t, ok)
+}
