@@ -8,6 +8,7 @@ package vastfake_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -138,6 +139,42 @@ func BenchmarkMemoryPerStoredByte(b *testing.B) {
 			runtime.ReadMemStats(&after)
 			ratio := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n*benchValueSize)
 			b.ReportMetric(ratio, "heap-bytes/value-byte")
+		})
+	}
+}
+
+// BenchmarkGroupFirstRecord measures the time from a new group's subscribe
+// to its first record: join, sync, offset fetch and the first fetch, with
+// one kgo consumer on a 3-partition topic that already holds records.
+func BenchmarkGroupFirstRecord(b *testing.B) {
+	for _, bb := range benchBrokers {
+		b.Run(bb.name, func(b *testing.B) {
+			addr := bb.start(b)
+			cl := benchClient(b, addr)
+			benchTopic(b, cl, "bench")
+			produceN(b, cl, "bench", 30)
+			i := 0
+			for b.Loop() {
+				i++
+				c, err := kgo.NewClient(
+					kgo.SeedBrokers(addr),
+					kgo.ConsumerGroup(fmt.Sprintf("g%d", i)),
+					kgo.ConsumeTopics("bench"),
+					kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+					kgo.Balancers(kgo.RangeBalancer()),
+				)
+				require.NoError(b, err)
+				for {
+					fs := c.PollFetches(context.Background())
+					if err := fs.Err0(); err != nil {
+						b.Fatal(err)
+					}
+					if fs.NumRecords() > 0 {
+						break
+					}
+				}
+				c.Close()
+			}
 		})
 	}
 }
