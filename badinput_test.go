@@ -44,7 +44,7 @@ func assertClosed(t *testing.T, c net.Conn) {
 // TestBadInputClosesOnlyThatConnection sends malformed frames; each closes
 // its own connection while a client on another connection keeps working.
 func TestBadInputClosesOnlyThatConnection(t *testing.T) {
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "ok", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "ok", Partitions: 1}))
 	healthy := newClient(t, b.Addr())
 	produceSync(t, healthy, &kgo.Record{Topic: "ok", Value: []byte("before")})
 
@@ -82,7 +82,7 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 // CORRUPT_MESSAGE and two batches in one partition with INVALID_RECORD,
 // keeping the connection.
 func TestCorruptBatchIsRefused(t *testing.T) {
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "c", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "c", Partitions: 1}))
 	c := dialRaw(t, b.Addr())
 	send := func(records []byte) int16 {
 		req := kmsg.NewPtrProduceRequest()

@@ -196,7 +196,7 @@ func TestScenarios(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			profiles(t, func(t *testing.T, profile string) {
-				b := fixtures.Start(t, broker.WithProfile(profile))
+				b := fixtures.StartBroker(t, broker.WithProfile(profile))
 				sc.run(t, b.Addr())
 			})
 			t.Run("kfake", func(t *testing.T) {
@@ -222,8 +222,8 @@ func apiVersions(t *testing.T, cl *kgo.Client) map[int16]int16 {
 }
 
 func TestApiVersionsFollowRules(t *testing.T) {
-	vast := fixtures.Start(t)
-	kafka := fixtures.Start(t, broker.WithProfile("kafka"))
+	vast := fixtures.StartBroker(t)
+	kafka := fixtures.StartBroker(t, broker.WithProfile("kafka"))
 	v := apiVersions(t, newClient(t, vast.Addr()))
 	k := apiVersions(t, newClient(t, kafka.Addr()))
 
@@ -240,7 +240,7 @@ func TestApiVersionsFollowRules(t *testing.T) {
 }
 
 func TestUnsupportedApiVersionsVersion(t *testing.T) {
-	b := fixtures.Start(t)
+	b := fixtures.StartBroker(t)
 	cl := newClient(t, b.Addr())
 	// kgo pins ApiVersions to what the broker first answers; a raw frame
 	// shows the v0 UNSUPPORTED_VERSION answer.
@@ -259,7 +259,7 @@ func TestUnsupportedApiVersionsVersion(t *testing.T) {
 func TestVASTRules(t *testing.T) {
 	t.Run("compression", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
-			b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "z", Partitions: 1}))
+			b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "z", Partitions: 1}))
 			for _, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
 				cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(codec), kgo.RecordRetries(0))
 				err := cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "z", Value: []byte(strings.Repeat("compress me ", 100))}).FirstErr()
@@ -280,7 +280,7 @@ func TestVASTRules(t *testing.T) {
 
 	t.Run("idempotence", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
-			b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "idem", Partitions: 1}))
+			b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "idem", Partitions: 1}))
 			// A batch carrying a producer id, as an idempotent producer
 			// writes it.
 			cl := newClient(t, b.Addr())
@@ -303,7 +303,7 @@ func TestVASTRules(t *testing.T) {
 
 	t.Run("sizes", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
-			b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "big", Partitions: 1}))
+			b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "big", Partitions: 1}))
 			cl := newClient(t, b.Addr(), kgo.ProducerBatchMaxBytes(4<<20), kgo.RecordRetries(0))
 			limit := 126 << 10
 			for _, rec := range []*kgo.Record{
@@ -331,7 +331,7 @@ func TestVASTRules(t *testing.T) {
 
 	t.Run("auto-create", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
-			b := fixtures.Start(t, broker.WithProfile(profile))
+			b := fixtures.StartBroker(t, broker.WithProfile(profile))
 			cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation(), kgo.RecordRetries(2), kgo.UnknownTopicRetries(2))
 			err := cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "nope", Value: []byte("x")}).FirstErr()
 			topics, lerr := kadm.NewClient(cl).ListTopics(ctxT(t))
@@ -348,7 +348,7 @@ func TestVASTRules(t *testing.T) {
 
 	t.Run("partitions", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
-			b := fixtures.Start(t, broker.WithProfile(profile))
+			b := fixtures.StartBroker(t, broker.WithProfile(profile))
 			adm := kadm.NewClient(newClient(t, b.Addr()))
 			// kadm returns a single topic's error as the call's error.
 			_, err := adm.CreateTopic(ctxT(t), 20_001, 1, nil, "wide")
@@ -374,7 +374,7 @@ func TestVASTRules(t *testing.T) {
 
 	t.Run("topic-configs", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
-			b := fixtures.Start(t, broker.WithProfile(profile))
+			b := fixtures.StartBroker(t, broker.WithProfile(profile))
 			adm := kadm.NewClient(newClient(t, b.Addr()))
 			_, err := adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "compacted")
 			if profile == "vast" {
@@ -414,7 +414,7 @@ func TestVASTRules(t *testing.T) {
 
 func TestLogAppendTime(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
+	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
 		Name: "lat", Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"},
 	}))
 	cl := newClient(t, b.Addr())
@@ -426,7 +426,7 @@ func TestLogAppendTime(t *testing.T) {
 
 func TestTimestampWindow(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
+	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
 		Name: "win", Partitions: 1, Configs: map[string]string{
 			"message.timestamp.before.max.ms": "60000",
 			"message.timestamp.after.max.ms":  "1000",
@@ -441,7 +441,7 @@ func TestTimestampWindow(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
+	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
 		Name: "ret", Partitions: 1, Configs: map[string]string{"retention.ms": "60000"},
 	}))
 	cl := newClient(t, b.Addr())
@@ -463,7 +463,7 @@ func TestStaleEndOffset(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	r := rules.VAST()
 	r.StaleEndOffset = 30 * time.Second
-	b := fixtures.Start(t, broker.WithRules(r), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "s", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithRules(r), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "s", Partitions: 1}))
 	cl := newClient(t, b.Addr())
 	adm := kadm.NewClient(cl)
 	end := func() int64 {
@@ -481,7 +481,7 @@ func TestStaleEndOffset(t *testing.T) {
 
 func TestFetchSessionsAndDelay(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
-		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "f", Partitions: 1}))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "f", Partitions: 1}))
 		cl := newClient(t, b.Addr())
 		md, err := kadm.NewClient(cl).ListTopics(ctxT(t), "f")
 		require.NoError(t, err)
@@ -538,7 +538,7 @@ func TestFetchSessionsAndDelay(t *testing.T) {
 
 func TestTopicIDs(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
-		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "ids", Partitions: 2}))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "ids", Partitions: 2}))
 		cl := newClient(t, b.Addr())
 		td, err := kadm.NewClient(cl).ListTopics(ctxT(t), "ids")
 		require.NoError(t, err)
@@ -554,7 +554,7 @@ func TestTopicIDs(t *testing.T) {
 }
 
 func TestDeleteTopic(t *testing.T) {
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "gone", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "gone", Partitions: 1}))
 	cl := newClient(t, b.Addr(), kgo.RecordRetries(1), kgo.UnknownTopicRetries(1))
 	produceSync(t, cl, &kgo.Record{Topic: "gone", Value: []byte("x")})
 	adm := kadm.NewClient(cl)

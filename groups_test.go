@@ -166,7 +166,7 @@ func scenarioGroups(t *testing.T, addr string) {
 // and against kfake: they agree.
 func TestGroupScenarios(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
-		b := fixtures.Start(t, broker.WithProfile(profile))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile))
 		scenarioGroups(t, b.Addr())
 	})
 	t.Run("kfake", func(t *testing.T) {
@@ -181,7 +181,7 @@ func TestGroupScenarios(t *testing.T) {
 // what it polled before the app processed it, so a crash loses the record;
 // committing after processing redelivers it instead.
 func TestCrashStories(t *testing.T) {
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "payments", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "payments", Partitions: 1}))
 	producer := newClient(t, b.Addr())
 
 	t.Run("auto-commit loses the record", func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestCrashStories(t *testing.T) {
 // TestCooperativeStickyRefused: VAST supports eager assignors only.
 func TestCooperativeStickyRefused(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
-		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
 		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
 		c := groupConsumer(t, b.Addr(), "coop", "t", kgo.Balancers(kgo.CooperativeStickyBalancer()))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -251,7 +251,7 @@ func TestCooperativeStickyRefused(t *testing.T) {
 func TestStaticMembershipIgnored(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
 		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
 		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
 		first := groupConsumer(t, b.Addr(), "static", "t", kgo.InstanceID("pod-1"))
 		pollN(t, first, 1)
@@ -287,7 +287,7 @@ func TestStaticMembershipIgnored(t *testing.T) {
 // listing returns 256.
 func TestGroupLimit(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
-		b := fixtures.Start(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 		adm := kadm.NewClient(newClient(t, b.Addr()))
 		offs := kadm.Offsets{}
 		offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
@@ -323,7 +323,7 @@ func TestGroupLimit(t *testing.T) {
 // waiting.
 func TestSessionTimeoutOnBrokerClock(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	b := fixtures.Start(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 	cl := newClient(t, b.Addr())
 
 	// A member that joins and syncs over the wire, then goes silent.
@@ -367,7 +367,7 @@ func TestSessionTimeoutOnBrokerClock(t *testing.T) {
 // TestFailoverDropsOffsets: after a VAST failover committed offsets are gone
 // and a group restarts from auto.offset.reset.
 func TestFailoverDropsOffsets(t *testing.T) {
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 	producer := newClient(t, b.Addr())
 	for i := 0; i < 3; i++ {
 		produceSync(t, producer, &kgo.Record{Topic: "t", Value: []byte{byte(i)}})
@@ -390,7 +390,7 @@ func TestFailoverDropsOffsets(t *testing.T) {
 // TestDeleteTopicDeletesOffsets: deleting a topic removes every group's
 // committed offsets for it.
 func TestDeleteTopicDeletesOffsets(t *testing.T) {
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}, broker.TopicSpec{Name: "keep", Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}, broker.TopicSpec{Name: "keep", Partitions: 1}))
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})

@@ -38,7 +38,10 @@ type Broker struct {
 	clock clock.Clock
 	log   *slog.Logger
 
+	lnMu       sync.Mutex // guards ln and acceptDone across Restart
 	ln         net.Listener
+	acceptDone chan struct{}
+	addr       string
 	host       string // advertised host and port
 	port       int32
 	clusterID  string
@@ -63,6 +66,9 @@ type Broker struct {
 	appendMu       sync.RWMutex
 	nextProducerID atomic.Int64
 	staleEnd       atomic.Int64 // StaleEndOffset in nanoseconds
+
+	faults faultState
+	reqLog requestLog
 }
 
 type config struct {
@@ -201,6 +207,7 @@ func New(opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("vastfake: listen: %w", err)
 	}
 	b.ln = ln
+	b.addr = ln.Addr().String()
 	adv := cfg.advertise
 	if adv == "" {
 		adv = ln.Addr().String()
@@ -224,13 +231,54 @@ func New(opts ...Option) (*Broker, error) {
 		Logger:                cfg.logger,
 	})
 	b.scheduleRetention()
-	b.wg.Add(1)
-	go b.acceptLoop()
+	b.startAccepting(ln)
 	return b, nil
 }
 
 // Addr returns the address the broker listens on, host:port.
-func (b *Broker) Addr() string { return b.ln.Addr().String() }
+func (b *Broker) Addr() string { return b.addr }
+
+// startAccepting serves ln in a new goroutine. Call with lnMu held or
+// before the broker is shared.
+func (b *Broker) startAccepting(ln net.Listener) {
+	b.ln = ln
+	done := make(chan struct{})
+	b.acceptDone = done
+	b.wg.Add(1)
+	go func() {
+		defer close(done)
+		b.acceptLoop(ln)
+	}()
+}
+
+// Restart emulates a broker restart that keeps its data: the listener and
+// every connection close, then the broker listens again on the same
+// address. Topics, records, groups and committed offsets stay, so clients
+// reconnect and carry on. It returns an error if the address cannot be
+// bound again (another process took the port) or the broker is closed.
+func (b *Broker) Restart() error {
+	b.lnMu.Lock()
+	defer b.lnMu.Unlock()
+	if b.ctx.Err() != nil {
+		return ErrClosed
+	}
+	b.ln.Close()
+	<-b.acceptDone
+	b.DropConnections()
+	var ln net.Listener
+	var err error
+	for try := 0; try < 100; try++ {
+		if ln, err = net.Listen("tcp", b.addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the old socket may linger briefly
+	}
+	if err != nil {
+		return fmt.Errorf("vastfake: restart: %w", err)
+	}
+	b.startAccepting(ln)
+	return nil
+}
 
 // AdvertisedAddr returns the host:port that Metadata hands to clients.
 func (b *Broker) AdvertisedAddr() string {
@@ -250,7 +298,9 @@ func (b *Broker) Clock() clock.Clock { return b.clock }
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.cancel()
+		b.lnMu.Lock()
 		b.ln.Close()
+		b.lnMu.Unlock()
 		b.connsMu.Lock()
 		for c := range b.conns {
 			c.nc.Close()
@@ -268,12 +318,12 @@ func (b *Broker) Close() error {
 	return nil
 }
 
-func (b *Broker) acceptLoop() {
+func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
 	for {
-		nc, err := b.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
-			if b.ctx.Err() != nil {
+			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			var ne net.Error

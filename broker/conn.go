@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -161,7 +162,26 @@ func (c *clientConn) handleOne() error {
 	c.mu.Unlock()
 
 	req := &request{ctx: c.ctx, conn: c, key: key, version: version, clientID: clientID, kreq: kreq}
-	resp := a.handle(c.b, req)
+	if d := c.b.latencyFor(key); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return c.ctx.Err()
+		}
+	}
+	var resp kmsg.Response
+	fault := c.b.takeFault(key, kreq)
+	if fault != nil {
+		resp = c.b.applyFault(fault, a, req)
+	} else {
+		resp = a.handle(c.b, req)
+	}
+	c.b.reqLog.add(RequestRecord{
+		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
+		ErrorCode: firstError(resp), Rule: req.rule, Fault: fault != nil,
+	})
 	if req.rule != "" {
 		c.b.log.Info("refused by VAST rule", "rule", req.rule, "api", kmsg.NameForKey(key), "version", version, "client_id", clientID, "remote", c.remote)
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {

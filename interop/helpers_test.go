@@ -43,7 +43,7 @@ func profiles(t *testing.T, fn func(t *testing.T, profile string, b *broker.Brok
 	for _, p := range []string{"vast", "kafka"} {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel()
-			fn(t, p, fixtures.Start(t, append([]broker.Option{broker.WithProfile(p)}, opts...)...))
+			fn(t, p, fixtures.StartBroker(t, append([]broker.Option{broker.WithProfile(p)}, opts...)...))
 		})
 	}
 }

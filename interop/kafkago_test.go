@@ -323,7 +323,7 @@ func (e *kgoEnv) committed(t *testing.T, group, topic string, parts ...int) map[
 func TestKafkaGoConsumerGroup(t *testing.T) {
 	t.Parallel()
 	const group, topic = "billing", "events"
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 3}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 3}))
 	e := newKgoEnv(t, b)
 	e.produceEach(t, topic, 3, 4) // offsets 0-3 on every partition
 
@@ -390,7 +390,7 @@ func TestKafkaGoCooperativeRefused(t *testing.T) {
 func TestKafkaGoDeleteActiveGroup(t *testing.T) {
 	t.Parallel()
 	const group, topic = "doomed", "d"
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 1}))
 	e := newKgoEnv(t, b)
 	e.produceEach(t, topic, 1, 1)
 	m := startKgoMember(t, b.Addr(), group, topic, 1)

@@ -344,7 +344,7 @@ func saramaProduceEach(t *testing.T, addr, topic string, parts int32, n int) {
 func TestSaramaConsumerGroup(t *testing.T) {
 	t.Parallel()
 	const group, topic = "billing", "events"
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 3}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 3}))
 	saramaProduceEach(t, b.Addr(), topic, 3, 4) // offsets 0-3 on every partition
 
 	m1 := startSaramaMember(t, b.Addr(), group, topic, 2, nil)
@@ -414,7 +414,7 @@ func TestSaramaCooperativeRefused(t *testing.T) {
 func TestSaramaDeleteActiveGroup(t *testing.T) {
 	t.Parallel()
 	const group, topic = "doomed", "d"
-	b := fixtures.Start(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 1}))
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 1}))
 	saramaProduceEach(t, b.Addr(), topic, 1, 1)
 	m := startSaramaMember(t, b.Addr(), group, topic, 1, nil)
 	adm := saramaAdmin(t, b.Addr())

@@ -1,0 +1,410 @@
+package broker
+
+// Fault injection for tests: answer requests with an error, slow an API
+// down, drop connections. The error answers are built by mirroring the
+// request's topics, partitions and groups into its response type, so one
+// mechanism serves every API.
+
+import (
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fault makes the broker answer matching requests with an error instead of
+// handling them. A partition-scoped fault strips the matching partitions
+// from the request, handles the rest normally, and answers the stripped ones
+// with the error, so nothing is appended or committed for them.
+type Fault struct {
+	// API is the request kind, e.g. kmsg.Produce.
+	API kmsg.Key
+	// Err is the Kafka error code to answer with, e.g. kerr.NotLeaderForPartition.Code.
+	Err int16
+	// Count is how many requests to fail; 0 fails every matching request
+	// until the fault is cleared.
+	Count int
+	// Topic, when set, limits the fault to requests naming this topic, and
+	// to its partitions within them.
+	Topic string
+	// Partition, when Topic is set and Partition >= 0, limits the fault
+	// further to one partition. Use -1 (or AnyPartition) for all.
+	Partition int32
+	// Group, when set, limits the fault to requests for this group.
+	Group string
+}
+
+// AnyPartition matches every partition of a Fault's topic.
+const AnyPartition = -1
+
+type faultState struct {
+	mu      sync.Mutex
+	faults  []*Fault
+	latency map[int16]time.Duration
+}
+
+// InjectFault adds a fault. Faults are tried in the order added; a request
+// matches at most one.
+func (b *Broker) InjectFault(f Fault) {
+	if f.Topic == "" {
+		f.Partition = AnyPartition
+	}
+	b.faults.mu.Lock()
+	defer b.faults.mu.Unlock()
+	b.faults.faults = append(b.faults.faults, &f)
+}
+
+// ClearFaults removes every fault and every added latency.
+func (b *Broker) ClearFaults() {
+	b.faults.mu.Lock()
+	defer b.faults.mu.Unlock()
+	b.faults.faults = nil
+	b.faults.latency = nil
+}
+
+// SetLatency delays every request of api by d of real time before it is
+// handled (the broker's clock does not apply: client timeouts are real
+// time). 0 removes the delay.
+func (b *Broker) SetLatency(api kmsg.Key, d time.Duration) {
+	b.faults.mu.Lock()
+	defer b.faults.mu.Unlock()
+	if b.faults.latency == nil {
+		b.faults.latency = make(map[int16]time.Duration)
+	}
+	if d <= 0 {
+		delete(b.faults.latency, int16(api))
+		return
+	}
+	b.faults.latency[int16(api)] = d
+}
+
+// DropConnections closes every open client connection, as a network
+// failure would. Clients reconnect; the broker keeps its state.
+func (b *Broker) DropConnections() {
+	b.connsMu.Lock()
+	defer b.connsMu.Unlock()
+	for c := range b.conns {
+		c.nc.Close()
+	}
+}
+
+func (b *Broker) latencyFor(key int16) time.Duration {
+	b.faults.mu.Lock()
+	defer b.faults.mu.Unlock()
+	return b.faults.latency[key]
+}
+
+// takeFault returns the fault that applies to req, consuming one use of it,
+// or nil.
+func (b *Broker) takeFault(key int16, kreq kmsg.Request) *Fault {
+	b.faults.mu.Lock()
+	defer b.faults.mu.Unlock()
+	for i, f := range b.faults.faults {
+		if int16(f.API) != key || !f.matchesRequest(kreq) {
+			continue
+		}
+		if f.Count > 0 {
+			f.Count--
+			if f.Count == 0 {
+				b.faults.faults = append(b.faults.faults[:i:i], b.faults.faults[i+1:]...)
+			}
+		}
+		out := *f
+		return &out
+	}
+	return nil
+}
+
+func (f *Fault) matchesRequest(kreq kmsg.Request) bool {
+	v := reflect.ValueOf(kreq).Elem()
+	if f.Group != "" && !hasGroup(v, f.Group) {
+		return false
+	}
+	if f.Topic != "" {
+		found := false
+		eachTopic(v, func(topic string, parts reflect.Value) {
+			if topic != f.Topic {
+				return
+			}
+			if f.Partition < 0 || !parts.IsValid() {
+				found = true
+				return
+			}
+			for i := 0; i < parts.Len(); i++ {
+				if partitionOf(parts.Index(i)) == f.Partition {
+					found = true
+				}
+			}
+		})
+		return found
+	}
+	return true
+}
+
+// applyFault answers req with f's error. A topic-scoped fault on a request
+// that names other topics or partitions too handles those normally.
+func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
+	reqV := reflect.ValueOf(r.kreq).Elem()
+	if f.Topic == "" || !reqV.FieldByName("Topics").IsValid() {
+		resp := r.kreq.ResponseKind()
+		resp.SetVersion(r.version)
+		mirrorErrors(reqV, reflect.ValueOf(resp).Elem(), f.Err)
+		return resp
+	}
+	match := func(topic string, p int32) bool {
+		return topic == f.Topic && (f.Partition < 0 || p == f.Partition)
+	}
+	// Split the request: the faulted partitions go to a copy answered
+	// with the error, the rest to the handler.
+	failed := reflect.New(reqV.Type()).Elem()
+	failed.Set(reqV)
+	filterPartitions(failed.FieldByName("Topics"), func(t string, p int32) bool { return match(t, p) })
+	filterPartitions(reqV.FieldByName("Topics"), func(t string, p int32) bool { return !match(t, p) })
+	var resp kmsg.Response
+	if reqV.FieldByName("Topics").Len() > 0 {
+		resp = a.handle(b, r)
+	}
+	if resp == nil {
+		resp = r.kreq.ResponseKind()
+		resp.SetVersion(r.version)
+	}
+	errPart := reflect.New(reflect.ValueOf(resp).Elem().Type()).Elem()
+	mirrorErrors(failed, errPart, f.Err)
+	topics := reflect.ValueOf(resp).Elem().FieldByName("Topics")
+	topics.Set(reflect.AppendSlice(topics, errPart.FieldByName("Topics")))
+	return resp
+}
+
+// ---- reflection over kmsg's request and response shapes ----
+//
+// kmsg names fields consistently: requests carry Topics (with Topic and
+// Partitions, whose elements have Partition or are int32s), Group or
+// Groups; responses mirror them with ErrorCode fields. These helpers rely on
+// that naming only.
+
+func hasGroup(v reflect.Value, group string) bool {
+	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String && g.String() == group {
+		return true
+	}
+	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice {
+		for i := 0; i < gs.Len(); i++ {
+			e := gs.Index(i)
+			if e.Kind() == reflect.String && e.String() == group {
+				return true
+			}
+			if e.Kind() == reflect.Struct && hasGroup(e, group) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func stringField(v reflect.Value, name string) (string, bool) {
+	f := v.FieldByName(name)
+	switch {
+	case !f.IsValid():
+		return "", false
+	case f.Kind() == reflect.String:
+		return f.String(), true
+	case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.String:
+		if f.IsNil() {
+			return "", true
+		}
+		return f.Elem().String(), true
+	}
+	return "", false
+}
+
+// eachTopic calls fn with each topic a request names and its partitions
+// slice (invalid if the topic element has none).
+func eachTopic(v reflect.Value, fn func(topic string, parts reflect.Value)) {
+	topics := v.FieldByName("Topics")
+	if !topics.IsValid() || topics.Kind() != reflect.Slice {
+		return
+	}
+	for i := 0; i < topics.Len(); i++ {
+		t := topics.Index(i)
+		if t.Kind() != reflect.Struct {
+			continue
+		}
+		name, _ := stringField(t, "Topic")
+		fn(name, t.FieldByName("Partitions"))
+	}
+}
+
+func partitionOf(p reflect.Value) int32 {
+	if p.Kind() == reflect.Int32 {
+		return int32(p.Int())
+	}
+	if f := p.FieldByName("Partition"); f.IsValid() {
+		return int32(f.Int())
+	}
+	return -1
+}
+
+// filterPartitions keeps, in a Topics slice, the partitions keep accepts and
+// drops topics left with none.
+func filterPartitions(topics reflect.Value, keep func(topic string, p int32) bool) {
+	out := reflect.MakeSlice(topics.Type(), 0, topics.Len())
+	for i := 0; i < topics.Len(); i++ {
+		t := reflect.New(topics.Type().Elem()).Elem()
+		t.Set(topics.Index(i))
+		name, _ := stringField(t, "Topic")
+		parts := t.FieldByName("Partitions")
+		if !parts.IsValid() {
+			continue
+		}
+		kept := reflect.MakeSlice(parts.Type(), 0, parts.Len())
+		for j := 0; j < parts.Len(); j++ {
+			if keep(name, partitionOf(parts.Index(j))) {
+				kept = reflect.Append(kept, parts.Index(j))
+			}
+		}
+		if kept.Len() > 0 {
+			parts.Set(kept)
+			out = reflect.Append(out, t)
+		}
+	}
+	topics.Set(out)
+}
+
+// newElem returns a new element of a kmsg slice type with its defaults set.
+func newElem(t reflect.Type) reflect.Value {
+	p := reflect.New(t)
+	if d := p.MethodByName("Default"); d.IsValid() {
+		d.Call(nil)
+	}
+	return p.Elem()
+}
+
+func copyName(dst, src reflect.Value, dstName, srcName string) {
+	d := dst.FieldByName(dstName)
+	s := src
+	if srcName != "" {
+		s = src.FieldByName(srcName)
+	}
+	if !d.IsValid() || !s.IsValid() || !d.CanSet() {
+		return
+	}
+	switch {
+	case d.Type() == s.Type():
+		d.Set(s)
+	case d.Kind() == reflect.Pointer && s.Kind() == reflect.String:
+		str := s.String()
+		d.Set(reflect.ValueOf(&str))
+	case d.Kind() == reflect.String && s.Kind() == reflect.Pointer && !s.IsNil():
+		d.SetString(s.Elem().String())
+	}
+}
+
+func setErr(v reflect.Value, code int16) bool {
+	f := v.FieldByName("ErrorCode")
+	if f.IsValid() && f.CanSet() && f.Kind() == reflect.Int16 {
+		f.SetInt(int64(code))
+		return true
+	}
+	return false
+}
+
+// mirrorErrors fills resp with one entry per topic, partition, group or
+// coordinator key that req names, each carrying code. A response without
+// such lists gets its top-level ErrorCode set.
+func mirrorErrors(req, resp reflect.Value, code int16) {
+	mirrored := false
+	if rt, st := req.FieldByName("Topics"), resp.FieldByName("Topics"); rt.IsValid() && st.IsValid() && st.Kind() == reflect.Slice && st.Type().Elem().Kind() == reflect.Struct {
+		out := reflect.MakeSlice(st.Type(), 0, rt.Len())
+		for i := 0; i < rt.Len(); i++ {
+			reqT := rt.Index(i)
+			respT := newElem(st.Type().Elem())
+			if reqT.Kind() == reflect.Struct {
+				copyName(respT, reqT, "Topic", "Topic")
+				copyName(respT, reqT, "TopicID", "TopicID")
+			} else {
+				copyName(respT, reqT, "Topic", "")
+			}
+			rp, sp := reqT.FieldByName("Partitions"), respT.FieldByName("Partitions")
+			if reqT.Kind() == reflect.Struct && rp.IsValid() && sp.IsValid() && sp.Type().Elem().Kind() == reflect.Struct {
+				parts := reflect.MakeSlice(sp.Type(), 0, rp.Len())
+				for j := 0; j < rp.Len(); j++ {
+					p := newElem(sp.Type().Elem())
+					p.FieldByName("Partition").SetInt(int64(partitionOf(rp.Index(j))))
+					setErr(p, code)
+					parts = reflect.Append(parts, p)
+				}
+				sp.Set(parts)
+			} else {
+				setErr(respT, code)
+			}
+			out = reflect.Append(out, respT)
+		}
+		st.Set(out)
+		mirrored = rt.Len() > 0
+	}
+	if rg, sg := req.FieldByName("Groups"), resp.FieldByName("Groups"); rg.IsValid() && sg.IsValid() && sg.Kind() == reflect.Slice && sg.Type().Elem().Kind() == reflect.Struct {
+		out := reflect.MakeSlice(sg.Type(), 0, rg.Len())
+		for i := 0; i < rg.Len(); i++ {
+			g := newElem(sg.Type().Elem())
+			if rg.Index(i).Kind() == reflect.String {
+				copyName(g, rg.Index(i), "Group", "")
+			} else {
+				copyName(g, rg.Index(i), "Group", "Group")
+			}
+			setErr(g, code)
+			out = reflect.Append(out, g)
+		}
+		sg.Set(out)
+		mirrored = mirrored || rg.Len() > 0
+	}
+	if rk, sc := req.FieldByName("CoordinatorKeys"), resp.FieldByName("Coordinators"); rk.IsValid() && sc.IsValid() && rk.Len() > 0 {
+		out := reflect.MakeSlice(sc.Type(), 0, rk.Len())
+		for i := 0; i < rk.Len(); i++ {
+			c := newElem(sc.Type().Elem())
+			copyName(c, rk.Index(i), "Key", "")
+			setErr(c, code)
+			out = reflect.Append(out, c)
+		}
+		sc.Set(out)
+		mirrored = true
+	}
+	if !mirrored {
+		setErr(resp, code)
+	}
+}
+
+// firstError returns the first non-zero ErrorCode anywhere in a response,
+// for the request log.
+func firstError(resp kmsg.Response) int16 {
+	if resp == nil {
+		return 0
+	}
+	return firstErrorIn(reflect.ValueOf(resp).Elem(), 0)
+}
+
+func firstErrorIn(v reflect.Value, depth int) int16 {
+	if depth > 4 {
+		return 0
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if f := v.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 && f.Int() != 0 {
+			return int16(f.Int())
+		}
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct {
+				if code := firstErrorIn(f, depth+1); code != 0 {
+					return code
+				}
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if code := firstErrorIn(v.Index(i), depth+1); code != 0 {
+				return code
+			}
+		}
+	}
+	return 0
+}

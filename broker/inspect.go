@@ -1,0 +1,173 @@
+package broker
+
+// Inspection: copies of the broker's state for tests, safe to take while
+// clients run, and the request log.
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
+)
+
+// TopicInfo is a copy of one topic's shape.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions []PartitionInfo
+	// Configs are the topic configs set explicitly; the rest are defaults.
+	Configs map[string]string
+}
+
+// PartitionInfo is one partition's watermarks.
+type PartitionInfo struct {
+	Partition      int32
+	LogStartOffset int64
+	HighWatermark  int64
+	// Bytes is the size of the stored batches.
+	Bytes int64
+}
+
+// Record is one stored record, decoded: the "topic as a table" view of
+// VAST's query topics [000].
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	// LogAppendTime reports whether Timestamp is the broker's.
+	LogAppendTime bool
+	Key           []byte
+	Value         []byte
+	Headers       []kmsg.Header
+	// Compressed is set for a batch stored compressed (kafka profile);
+	// such records are listed one per batch with no key or value, since
+	// the broker never decompresses.
+	Compressed bool
+}
+
+// Topics returns every topic, sorted by name.
+func (b *Broker) Topics() []TopicInfo {
+	var out []TopicInfo
+	for _, t := range b.data.all() {
+		out = append(out, topicInfo(t))
+	}
+	return out
+}
+
+// Topic returns one topic, and false if it does not exist.
+func (b *Broker) Topic(name string) (TopicInfo, bool) {
+	t := b.data.get(name)
+	if t == nil {
+		return TopicInfo{}, false
+	}
+	return topicInfo(t), true
+}
+
+func topicInfo(t *topic) TopicInfo {
+	ti := TopicInfo{Name: t.name, ID: t.id, Configs: map[string]string{}}
+	for k, v := range t.config().set {
+		ti.Configs[k] = v
+	}
+	for i, p := range t.partitions {
+		start, hwm := p.Watermarks()
+		ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: int32(i), LogStartOffset: start, HighWatermark: hwm, Bytes: p.Bytes()})
+	}
+	return ti
+}
+
+// Records returns copies of the records of one partition from offset
+// onward (use 0 for all that retention kept), in offset order. It returns
+// nil for a partition that does not exist.
+func (b *Broker) Records(topic string, partition int32, offset int64) []Record {
+	t := b.data.get(topic)
+	if t == nil || t.partition(partition) == nil {
+		return nil
+	}
+	var out []Record
+	start := t.partition(partition).LogStartOffset()
+	t.partition(partition).Batches(offset, func(batch log.Batch) bool {
+		if batch.Compression() != 0 {
+			out = append(out, Record{Topic: topic, Partition: partition, Offset: batch.BaseOffset(),
+				Timestamp: time.UnixMilli(batch.MaxTimestamp()), LogAppendTime: batch.LogAppendTime(), Compressed: true})
+			return true
+		}
+		_ = batch.EachRecord(func(r log.Record) bool {
+			if r.Offset < offset || r.Offset < start {
+				return true
+			}
+			rec := Record{Topic: topic, Partition: partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
+				LogAppendTime: batch.LogAppendTime(), Key: clone(r.Key), Value: clone(r.Value)}
+			for _, h := range r.Headers {
+				rec.Headers = append(rec.Headers, kmsg.Header{Key: h.Key, Value: clone(h.Value)})
+			}
+			out = append(out, rec)
+			return true
+		})
+		return true
+	})
+	return out
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// RequestRecord is one entry of the request log.
+type RequestRecord struct {
+	// Time is when the broker answered, on its clock.
+	Time     time.Time
+	API      kmsg.Key
+	Version  int16
+	ClientID string
+	// ErrorCode is the first non-zero error code in the answer, or 0.
+	ErrorCode int16
+	// Rule names the VAST rule (a rules.Rules field) that refused the
+	// request or part of it, or is empty.
+	Rule string
+	// Fault is set when an injected fault answered the request.
+	Fault bool
+}
+
+// maxRequestLog bounds the request log; the oldest entries go first.
+const maxRequestLog = 100_000
+
+type requestLog struct {
+	mu      sync.Mutex
+	entries []RequestRecord
+	start   int // ring start once full
+}
+
+func (l *requestLog) add(r RequestRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.entries) < maxRequestLog {
+		l.entries = append(l.entries, r)
+		return
+	}
+	l.entries[l.start] = r
+	l.start = (l.start + 1) % maxRequestLog
+}
+
+// Requests returns a copy of the request log, oldest first: the last
+// 100,000 requests the broker answered.
+func (b *Broker) Requests() []RequestRecord {
+	l := &b.reqLog
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]RequestRecord, 0, len(l.entries))
+	out = append(out, l.entries[l.start:]...)
+	return append(out, l.entries[:l.start]...)
+}
+
+// ResetRequests empties the request log.
+func (b *Broker) ResetRequests() {
+	l := &b.reqLog
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries, l.start = nil, 0
+}
