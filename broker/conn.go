@@ -39,6 +39,12 @@ type clientConn struct {
 
 	mu       sync.Mutex
 	clientID string
+
+	// SASL state, touched only by the connection's own goroutine.
+	user          string // the authenticated user, or ""
+	authenticated bool
+	mechanism     string // set by a successful SaslHandshake
+	rawSASLNext   bool   // after a v0 SaslHandshake: the next frame is a raw token
 }
 
 func newClientConn(b *Broker, nc net.Conn) *clientConn {
@@ -63,6 +69,25 @@ type request struct {
 	clientID string
 	kreq     kmsg.Request
 	rule     string // the VAST rule that refused (part of) the request
+
+	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
+	denied     string // why a policy (or failed authentication) denied (part of) the request
+	closeAfter string // when set, the connection closes after the answer, for this reason
+}
+
+// principal is the name policies match for this request's user.
+func (r *request) principal() string {
+	if r.user == "" {
+		return anonymous
+	}
+	return r.user
+}
+
+// deny records why a policy denied this request, for the request log.
+func (r *request) deny(why string) {
+	if r.denied == "" {
+		r.denied = why
+	}
 }
 
 // refuse records that a VAST rule refused this request, for the request log.
@@ -98,9 +123,12 @@ func (c *clientConn) serve() {
 			continue
 		}
 		var pe *protocolError
+		var ce *closeError
 		switch {
 		case errors.As(err, &pe):
 			c.b.log.Warn("closing connection: bad request", "remote", c.remote, "client_id", c.clientID, "reason", pe.msg)
+		case errors.As(err, &ce):
+			c.b.log.Info("closing connection", "remote", c.remote, "client_id", c.clientID, "user", c.user, "reason", ce.reason)
 		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 		default:
 			c.b.log.Debug("connection closed", "remote", c.remote, "err", err)
@@ -111,12 +139,16 @@ func (c *clientConn) serve() {
 
 // handleOne reads one frame, dispatches it and writes the answer.
 func (c *clientConn) handleOne() error {
+	if c.rawSASLNext {
+		return c.rawSASLAuthenticate()
+	}
 	var lenBuf [4]byte
 	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
 		return err
 	}
 	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
-	if size < 8 || size > maxFrameSize {
+	unauthenticated := c.b.saslRequired() && !c.authenticated
+	if size < 8 || size > maxFrameSize || unauthenticated && size > maxSASLFrameSize {
 		return protoErr("frame size %d out of range", size)
 	}
 	if cap(c.frame) < int(size) || cap(c.frame) > 1<<20 && int(size) < cap(c.frame)/4 {
@@ -144,6 +176,7 @@ func (c *clientConn) handleOne() error {
 			// so the client can retry at one it knows.
 			resp := c.b.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.ApiVersions, Version: version, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
 		}
 		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
@@ -154,6 +187,13 @@ func (c *clientConn) handleOne() error {
 	if err != nil {
 		return err
 	}
+	if unauthenticated && !a.beforeAuth {
+		// Kafka closes a connection that sends anything but
+		// ApiVersions or SASL before authenticating.
+		why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
+		c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID, Denied: why, Closed: true})
+		return &closeError{reason: why}
+	}
 	if err := kreq.ReadFrom(body); err != nil {
 		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
@@ -161,7 +201,7 @@ func (c *clientConn) handleOne() error {
 	c.clientID = clientID
 	c.mu.Unlock()
 
-	req := &request{ctx: c.ctx, conn: c, key: key, version: version, clientID: clientID, kreq: kreq}
+	req := &request{ctx: c.ctx, conn: c, key: key, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -181,9 +221,12 @@ func (c *clientConn) handleOne() error {
 	c.b.reqLog.add(RequestRecord{
 		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
 		ErrorCode: firstError(resp), Rule: req.rule, Fault: fault != nil,
+		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	})
 	if req.rule != "" {
 		c.b.log.Info("refused by VAST rule", "rule", req.rule, "api", kmsg.NameForKey(key), "version", version, "client_id", clientID, "remote", c.remote)
+	} else if req.denied != "" {
+		c.b.log.Info("denied", "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user, "client_id", clientID, "remote", c.remote)
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
 		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
 	}
@@ -194,7 +237,13 @@ func (c *clientConn) handleOne() error {
 	// ApiVersions answers with a v0 response header even when flexible,
 	// so that clients can always parse it.
 	flexHeader := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
-	return c.write(corr, resp, flexHeader)
+	if err := c.write(corr, resp, flexHeader); err != nil {
+		return err
+	}
+	if req.closeAfter != "" {
+		return &closeError{reason: req.closeAfter}
+	}
+	return nil
 }
 
 // write encodes resp with kmsg behind its response header and flushes it.
