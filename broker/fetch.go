@@ -30,6 +30,7 @@ var noRecords = []byte{}
 // empty fetch waits up to MaxWaitMillis for new records (sessions are not
 // emulated there either: the broker answers SessionID 0 and clients fall
 // back to full fetches, as Kafka allows).
+// Authorizes: KafkaRead on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleFetch(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.FetchRequest)
 	if req.SessionID != 0 || req.SessionEpoch > 0 {
@@ -40,17 +41,20 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 		}
 		return resp
 	}
-	resp, bytes := b.fetchOnce(req, r.version)
+	denied := b.fetchDenied(r, req)
+	resp, bytes := b.fetchOnce(req, r.version, denied)
 	if b.rules.NoDelayedFetch || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
 		return resp
 	}
 	// Kafka profile: wait for new data, the wait, or the connection's end.
-	wait := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	// The wait ends a tenth early: kafka-go sets its read deadline to
+	// exactly MaxWait, and an answer at the deadline races it.
+	wait := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond * 9 / 10)
 	defer wait.Stop()
 	for {
 		woken := b.dataWaiter()
 		// Re-check after taking the waiter so an append in between is seen.
-		if resp, bytes = b.fetchOnce(req, r.version); bytes > 0 {
+		if resp, bytes = b.fetchOnce(req, r.version, denied); bytes > 0 {
 			return resp
 		}
 		select {
@@ -63,9 +67,30 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	}
 }
 
-// fetchOnce reads every requested partition once and returns the response
-// and how many record bytes it carries.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchResponse, int) {
+// fetchDenied returns, per requested topic, whether r's user may not read
+// it; nil when every topic may be read.
+func (b *Broker) fetchDenied(r *request, req *kmsg.FetchRequest) []bool {
+	if !b.authz.active() {
+		return nil
+	}
+	denied := make([]bool, len(req.Topics))
+	for i, rt := range req.Topics {
+		name := rt.Topic
+		if r.version >= 13 {
+			t := b.data.getID(rt.TopicID)
+			if t == nil {
+				continue // UNKNOWN_TOPIC_ID
+			}
+			name = t.name
+		}
+		denied[i] = !b.allowTopic(r, KafkaRead, name)
+	}
+	return denied
+}
+
+// fetchOnce reads every requested partition once, except the topics denied
+// marks, and returns the response and how many record bytes it carries.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool) (*kmsg.FetchResponse, int) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if version < 3 || budget <= 0 {
@@ -98,6 +123,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchRe
 			sp.RecordBatches = noRecords
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.PreferredReadReplica = -1
+			if denied != nil && denied[i] {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if t == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if version >= 13 {
