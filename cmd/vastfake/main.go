@@ -3,24 +3,25 @@
 //
 //	go run ./cmd/vastfake                      # VAST profile on 127.0.0.1:9092
 //	go run ./cmd/vastfake -listen 127.0.0.1:0 -topic orders:3 -profile kafka
+//	go run ./cmd/vastfake -topic orders:3:retention.ms=60000 -rule MaxGroups=10 -http 127.0.0.1:8080
 //
 // The first line on stdout is the bootstrap address ("listening on
 // host:port"). Every flag can also be set by the environment variable named
-// in its help. SIGINT or SIGTERM closes the broker.
+// in its help, or by the JSON file named by -config (see config.go for the
+// precedence). SIGINT or SIGTERM closes the broker.
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/clock"
 )
 
 func main() {
@@ -30,67 +31,47 @@ func main() {
 	}
 }
 
-// topicFlags collects repeatable -topic name:partitions flags.
-type topicFlags []broker.TopicSpec
-
-func (t *topicFlags) String() string { return "" }
-
-func (t *topicFlags) Set(v string) error {
-	for _, one := range strings.Split(v, ",") {
-		one = strings.TrimSpace(one)
-		if one == "" {
-			continue
-		}
-		name, parts, ok := strings.Cut(one, ":")
-		n := 1
-		if ok {
-			var err error
-			if n, err = strconv.Atoi(parts); err != nil || n <= 0 {
-				return fmt.Errorf("topic %q: partitions must be a positive number", one)
-			}
-		}
-		*t = append(*t, broker.TopicSpec{Name: name, Partitions: int32(n)})
-	}
-	return nil
-}
-
-// run parses flags, starts the broker, prints its address and serves until
-// a signal arrives or stop is closed (tests use stop).
+// run parses the configuration, starts the broker, prints its address,
+// writes the ready file and serves until a signal arrives or stop is closed
+// (tests use stop).
 func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
-	fs := flag.NewFlagSet("vastfake", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", env("VASTFAKE_LISTEN", "127.0.0.1:9092"), "address to listen on; port 0 picks a free one (env VASTFAKE_LISTEN)")
-	advertise := fs.String("advertise", env("VASTFAKE_ADVERTISE", ""), "host:port clients are told to connect to; default the listen address (env VASTFAKE_ADVERTISE)")
-	profile := fs.String("profile", env("VASTFAKE_PROFILE", "vast"), "rules to enforce: vast or kafka (env VASTFAKE_PROFILE)")
-	logLevel := fs.String("log-level", env("VASTFAKE_LOG_LEVEL", "info"), "debug, info, warn or error (env VASTFAKE_LOG_LEVEL)")
-	var topics topicFlags
-	fs.Var(&topics, "topic", "topic to create at start, name:partitions; repeatable (env VASTFAKE_TOPICS, comma-separated)")
-	if v := os.Getenv("VASTFAKE_TOPICS"); v != "" {
-		if err := topics.Set(v); err != nil {
-			return err
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("log level %q: %w", *logLevel, err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	b, err := broker.New(
-		broker.WithListen(*listen),
-		broker.WithAdvertise(*advertise),
-		broker.WithProfile(*profile),
-		broker.WithTopics(topics...),
-		broker.WithLogger(logger),
-	)
+	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err
 	}
+	logger, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	var clk clock.Clock = clock.Real{}
+	if cfg.ManualClock {
+		clk = clock.NewManual(time.Now())
+	}
+	opts := []broker.Option{
+		broker.WithListen(cfg.Listen),
+		broker.WithAdvertise(cfg.Advertise),
+		broker.WithRules(cfg.Rules),
+		broker.WithTopics(cfg.Topics...),
+		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
+		broker.WithClock(clk),
+		broker.WithLogger(logger),
+	}
+	if cfg.RetentionCheckInterval > 0 {
+		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
+	}
+	b, err := broker.New(opts...)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if cfg.ReadyFile != "" {
+		if err := writeReadyFile(cfg.ReadyFile, b.AdvertisedAddr()); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "listening on %s\n", b.AdvertisedAddr())
-	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", *profile, "topics", len(topics))
+	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", cfg.Profile,
+		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -103,9 +84,28 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	return b.Close()
 }
 
-func env(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
+// newLogger returns the slog logger cfg asks for, writing to w.
+func newLogger(cfg *config, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", cfg.LogLevel, err)
 	}
-	return def
+	ho := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, ho)), nil
+}
+
+// writeReadyFile writes addr and a newline to path through a temporary file
+// and a rename, so a launcher polling for the file never reads half of it.
+func writeReadyFile(path, addr string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	return nil
 }

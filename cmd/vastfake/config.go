@@ -1,0 +1,376 @@
+package main
+
+// Configuration of the binary: flags, environment variables and an optional
+// JSON config file whose keys are the flag names.
+//
+// Precedence for a single-valued setting: a flag on the command line beats
+// the config file, which beats the environment, which beats the built-in
+// default. Repeatable settings (-topic, -rule) add up instead, applied in the
+// order environment, file, command line, so a later -rule for the same rule
+// wins.
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// config is the binary's whole configuration once every source is merged.
+type config struct {
+	Listen                 string
+	Advertise              string
+	Profile                string
+	Topics                 []broker.TopicSpec
+	Rules                  rules.Rules
+	InitialRebalanceDelay  time.Duration
+	RetentionCheckInterval time.Duration
+	ManualClock            bool
+	HTTP                   string
+	ReadyFile              string
+	LogLevel               string
+	LogFormat              string
+}
+
+// listFlag is a repeatable flag whose values come from the environment, the
+// config file and the command line, kept apart so that they apply in that
+// order whatever order they were read in.
+type listFlag struct {
+	env, file, cmd []string
+	split          func(string) []string
+}
+
+func (l *listFlag) String() string { return strings.Join(l.all(), " ") }
+
+func (l *listFlag) Set(v string) error {
+	l.cmd = append(l.cmd, l.split(v)...)
+	return nil
+}
+
+func (l *listFlag) all() []string {
+	return append(append(append([]string{}, l.env...), l.file...), l.cmd...)
+}
+
+// splitSpecs splits a comma-separated list of name[:...]=... items where an
+// item's own value may contain commas: a piece that does not start a new
+// item (continues(piece) is true) is glued back onto the previous one. Topic
+// specs continue with key=value configs (no ':'), rule switches with list
+// elements (no '=').
+func splitSpecs(v string, continues func(string) bool) []string {
+	var out []string
+	for _, piece := range strings.Split(v, ",") {
+		piece = strings.TrimSpace(piece)
+		if piece == "" {
+			continue
+		}
+		if len(out) > 0 && continues(piece) {
+			out[len(out)-1] += "," + piece
+			continue
+		}
+		out = append(out, piece)
+	}
+	return out
+}
+
+func splitTopics(v string) []string {
+	return splitSpecs(v, func(p string) bool { return strings.Contains(p, "=") && !strings.Contains(p, ":") })
+}
+
+func splitRules(v string) []string {
+	return splitSpecs(v, func(p string) bool { return !strings.Contains(p, "=") })
+}
+
+// parseTopic parses name[:partitions[:key=value,key=value...]]. Partitions
+// default to 1.
+func parseTopic(spec string) (broker.TopicSpec, error) {
+	name, rest, _ := strings.Cut(spec, ":")
+	parts, configs, _ := strings.Cut(rest, ":")
+	t := broker.TopicSpec{Name: name, Partitions: 1}
+	if name == "" {
+		return t, fmt.Errorf("topic %q: no name", spec)
+	}
+	if parts != "" {
+		n, err := strconv.Atoi(parts)
+		if err != nil || n <= 0 {
+			return t, fmt.Errorf("topic %q: partitions must be a positive number", spec)
+		}
+		t.Partitions = int32(n)
+	}
+	for _, kv := range strings.Split(configs, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return t, fmt.Errorf("topic %q: config %q is not key=value", spec, kv)
+		}
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		t.Configs[k] = v
+	}
+	return t, nil
+}
+
+// setRule sets one field of r from "Field=value". The field name matches
+// any case; the value is parsed by the field's type: bool, int, a Go
+// duration ("30s") or a comma-separated list of strings.
+func setRule(r *rules.Rules, spec string) error {
+	name, val, ok := strings.Cut(spec, "=")
+	if !ok {
+		return fmt.Errorf("rule %q: want Name=value", spec)
+	}
+	v := reflect.ValueOf(r).Elem()
+	var f reflect.Value
+	for i := 0; i < v.NumField(); i++ {
+		if strings.EqualFold(v.Type().Field(i).Name, strings.TrimSpace(name)) {
+			f = v.Field(i)
+			name = v.Type().Field(i).Name
+		}
+	}
+	if !f.IsValid() {
+		return fmt.Errorf("rule %q: unknown rule; rules are %s", name, strings.Join(ruleNames(), ", "))
+	}
+	val = strings.TrimSpace(val)
+	bad := func(want string) error { return fmt.Errorf("rule %s=%q: want %s", name, val, want) }
+	switch {
+	case f.Type() == reflect.TypeOf(time.Duration(0)):
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return bad("a duration such as 30s")
+		}
+		f.SetInt(int64(d))
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return bad("true or false")
+		}
+		f.SetBool(b)
+	case f.Kind() == reflect.Int:
+		n, err := strconv.Atoi(val)
+		if err != nil {
+			return bad("a number")
+		}
+		f.SetInt(int64(n))
+	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+		var list []string
+		for _, s := range strings.Split(val, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				list = append(list, s)
+			}
+		}
+		f.Set(reflect.ValueOf(list))
+	default:
+		return fmt.Errorf("rule %s cannot be set from the command line", name)
+	}
+	return nil
+}
+
+// ruleNames lists the fields of rules.Rules.
+func ruleNames() []string {
+	t := reflect.TypeOf(rules.Rules{})
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = t.Field(i).Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// envName is the environment variable of a flag: VASTFAKE_ and the flag
+// name in upper case with dashes as underscores.
+func envName(flagName string) string {
+	return "VASTFAKE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseConfig merges the environment, the config file and args into a
+// config. Flag errors and -h print to stderr.
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("vastfake", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(name, def, help string) *string {
+		return fs.String(name, def, help+" (env "+envName(name)+")")
+	}
+	dur := func(name, help string) *string { return str(name, "", help+"; a Go duration such as 3s") }
+	listen := str("listen", "127.0.0.1:9092", "address to listen on; port 0 picks a free one")
+	advertise := str("advertise", "", "host:port clients are told to connect to; default the listen address")
+	profile := str("profile", "vast", "rules to enforce: vast or kafka")
+	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0")
+	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
+	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
+	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
+	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
+	ready := str("ready-file", "", "file to write the bootstrap address to once the broker accepts connections")
+	logLevel := str("log-level", "info", "debug (every request), info (every refusal with its VAST rule), warn or error")
+	logFormat := str("log-format", "text", "text or json")
+	configFile := str("config", "", "JSON file whose keys are flag names, e.g. {\"topic\": [\"orders:3\"], \"rule\": [\"MaxGroups=10\"]}")
+	topics := &listFlag{split: splitTopics}
+	fs.Var(topics, "topic", "topic to create at start: name[:partitions[:key=value,...]], repeatable (env VASTFAKE_TOPICS, comma-separated)")
+	ruleFlags := &listFlag{split: splitRules}
+	fs.Var(ruleFlags, "rule", "override one rule of the profile: Field=value with a rules.Rules field name, repeatable (env VASTFAKE_RULES, comma-separated)")
+
+	// The environment changes the defaults.
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if l, ok := f.Value.(*listFlag); ok {
+			env := "VASTFAKE_" + strings.ToUpper(f.Name) + "S"
+			if v := os.Getenv(env); v != "" {
+				l.env = l.split(v)
+			}
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, e)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile); err != nil {
+			return nil, err
+		}
+	}
+
+	cfg := &config{
+		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr,
+		ReadyFile: *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
+	}
+	r, ok := rules.ForProfile(cfg.Profile)
+	if !ok {
+		return nil, fmt.Errorf("unknown profile %q (want vast or kafka)", cfg.Profile)
+	}
+	for _, d := range []struct {
+		name string
+		val  string
+		dst  *time.Duration
+	}{
+		{"initial-rebalance-delay", *rebal, &cfg.InitialRebalanceDelay},
+		{"stale-end-offset", *stale, &r.StaleEndOffset},
+		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
+	} {
+		if d.val == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.val)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("-%s %q: want a duration such as 3s", d.name, d.val)
+		}
+		*d.dst = v
+	}
+	for _, spec := range ruleFlags.all() {
+		if err := setRule(&r, spec); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Rules = r
+	for _, spec := range topics.all() {
+		t, err := parseTopic(spec)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Topics = append(cfg.Topics, t)
+	}
+	switch cfg.LogFormat {
+	case "text", "json":
+	default:
+		return nil, fmt.Errorf("-log-format %q: want text or json", cfg.LogFormat)
+	}
+	return cfg, nil
+}
+
+// applyConfigFile reads a JSON object whose keys are flag names and sets
+// every flag not given on the command line. A value is a string, number or
+// boolean; a repeatable flag also takes an array, and "rule" an object of
+// rule names to values.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	onCmdLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCmdLine[f.Name] = true })
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		f := fs.Lookup(key)
+		if f == nil || key == "config" {
+			return fmt.Errorf("config file %s: unknown key %q (keys are flag names)", path, key)
+		}
+		var vals []string
+		var list []any
+		var obj map[string]any
+		var one any
+		if json.Unmarshal(m[key], &obj) == nil {
+			names := make([]string, 0, len(obj))
+			for k := range obj {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				vals = append(vals, k+"="+jsonScalar(obj[k]))
+			}
+		} else if json.Unmarshal(m[key], &list) == nil {
+			for _, v := range list {
+				vals = append(vals, jsonScalar(v))
+			}
+		} else if err := json.Unmarshal(m[key], &one); err == nil {
+			vals = []string{jsonScalar(one)}
+		} else {
+			return fmt.Errorf("config file %s: %q: %w", path, key, err)
+		}
+		if l, ok := f.Value.(*listFlag); ok {
+			for _, v := range vals {
+				l.file = append(l.file, l.split(v)...)
+			}
+			continue
+		}
+		if len(vals) != 1 {
+			return fmt.Errorf("config file %s: %q takes one value", path, key)
+		}
+		if onCmdLine[key] {
+			continue
+		}
+		if err := f.Value.Set(vals[0]); err != nil {
+			return fmt.Errorf("config file %s: %q: %w", path, key, err)
+		}
+	}
+	return nil
+}
+
+// jsonScalar renders a decoded JSON value as a flag value.
+func jsonScalar(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}

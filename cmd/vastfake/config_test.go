@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/rules"
+)
+
+func TestParseTopicSpecs(t *testing.T) {
+	cfg, err := parseConfig([]string{
+		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime,audit",
+		"-topic", "events:6",
+	}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []broker.TopicSpec{
+		{Name: "orders", Partitions: 3, Configs: map[string]string{"retention.ms": "60000", "message.timestamp.type": "LogAppendTime"}},
+		{Name: "audit", Partitions: 1},
+		{Name: "events", Partitions: 6},
+	}, cfg.Topics)
+
+	for _, bad := range []string{"x:zero", ":3", "x:1:novalue"} {
+		_, err := parseConfig([]string{"-topic", bad}, io.Discard)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestParseRuleSwitches(t *testing.T) {
+	cfg, err := parseConfig([]string{
+		"-profile", "vast",
+		"-rule", "NoCompression=false,MaxGroups=10",
+		"-rule", "eagerassignors=range,roundrobin,cooperative-sticky",
+		"-rule", "OffsetsRetention=1h",
+		"-stale-end-offset", "30s",
+	}, io.Discard)
+	require.NoError(t, err)
+	want := rules.VAST()
+	want.NoCompression = false
+	want.MaxGroups = 10
+	want.EagerAssignors = []string{"range", "roundrobin", "cooperative-sticky"}
+	want.OffsetsRetention = time.Hour
+	want.StaleEndOffset = 30 * time.Second
+	assert.Equal(t, want, cfg.Rules)
+
+	for _, bad := range []string{"NoSuchRule=true", "MaxGroups=many", "NoCompression", "OffsetsRetention=7"} {
+		_, err := parseConfig([]string{"-rule", bad}, io.Discard)
+		assert.Error(t, err, bad)
+	}
+}
+
+// TestConfigPrecedence checks flag > file > environment > default for
+// single values, and environment, file, flags in that order for lists.
+func TestConfigPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "vastfake.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{
+		"profile": "kafka",
+		"log-level": "debug",
+		"initial-rebalance-delay": "3s",
+		"manual-clock": true,
+		"topic": ["from-file:2:retention.ms=1000"],
+		"rule": {"MaxGroups": 5, "NoCompression": true}
+	}`), 0o644))
+	t.Setenv("VASTFAKE_LOG_LEVEL", "warn")
+	t.Setenv("VASTFAKE_LISTEN", "127.0.0.1:0")
+	t.Setenv("VASTFAKE_TOPICS", "from-env:1")
+	t.Setenv("VASTFAKE_RULES", "MaxGroups=1")
+	t.Setenv("VASTFAKE_CONFIG", file)
+
+	cfg, err := parseConfig([]string{"-log-level", "error", "-rule", "MaxGroups=7"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "error", cfg.LogLevel, "flag beats file and env")
+	assert.Equal(t, "kafka", cfg.Profile, "file beats default")
+	assert.Equal(t, "127.0.0.1:0", cfg.Listen, "env beats default")
+	assert.Equal(t, 3*time.Second, cfg.InitialRebalanceDelay)
+	assert.True(t, cfg.ManualClock)
+	assert.Equal(t, 7, cfg.Rules.MaxGroups, "the flag's rule applies last")
+	assert.True(t, cfg.Rules.NoCompression, "the file's rule applies on the kafka profile")
+	require.Len(t, cfg.Topics, 2)
+	assert.Equal(t, "from-env", cfg.Topics[0].Name)
+	assert.Equal(t, "from-file", cfg.Topics[1].Name)
+
+	require.NoError(t, os.WriteFile(file, []byte(`{"no-such-flag": 1}`), 0o644))
+	_, err = parseConfig(nil, io.Discard)
+	assert.ErrorContains(t, err, "no-such-flag")
+}
+
+// syncBuffer is a bytes.Buffer safe for the broker's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRun runs the binary's run with args and returns the bootstrap
+// address from its first stdout line; the test's cleanup stops it and
+// checks it exited cleanly.
+func startRun(t *testing.T, stderr io.Writer, args ...string) string {
+	t.Helper()
+	out, w := io.Pipe()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- run(args, w, stderr, stop)
+		w.Close()
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		assert.NoError(t, <-done)
+	})
+	br := bufio.NewReader(out)
+	line, err := br.ReadString('\n')
+	require.NoError(t, err)
+	go io.Copy(io.Discard, br)
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	require.True(t, ok, "first line: %q", line)
+	return addr
+}
+
+// TestBinaryConfigReachesBroker starts the binary with a topic config, a
+// rule switch, JSON logs and a ready file, and checks each through a real
+// client: the topic's configs, the group limit refusing a second group, and
+// the JSON log line naming the rule.
+func TestBinaryConfigReachesBroker(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	logs := &syncBuffer{}
+	addr := startRun(t, logs, "-listen", "127.0.0.1:0", "-ready-file", ready, "-log-format", "json",
+		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime", "-rule", "MaxGroups=1")
+
+	got, err := os.ReadFile(ready)
+	require.NoError(t, err, "the ready file exists once the address is printed")
+	assert.Equal(t, addr+"\n", string(got))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	cfgs, err := adm.DescribeTopicConfigs(ctx, "orders")
+	require.NoError(t, err)
+	rc, err := cfgs.On("orders", nil)
+	require.NoError(t, err)
+	values := map[string]string{}
+	for _, c := range rc.Configs {
+		values[c.Key] = c.MaybeValue()
+	}
+	assert.Equal(t, "60000", values["retention.ms"])
+	assert.Equal(t, "LogAppendTime", values["message.timestamp.type"])
+
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctx, "first", offsets)
+	require.NoError(t, err)
+	require.NoError(t, resp.Error())
+	resp, err = adm.CommitOffsets(ctx, "second", offsets)
+	if err == nil {
+		err = resp.Error()
+	}
+	require.ErrorIs(t, err, kerr.GroupMaxSizeReached, "MaxGroups=1 refuses a second group")
+
+	// The refusal is logged as JSON with the rule that made it.
+	var found bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var entry map[string]any
+		if json.Unmarshal([]byte(line), &entry) == nil && entry["rule"] == "MaxGroups" {
+			found = true
+		}
+	}
+	assert.True(t, found, "no JSON log line with rule=MaxGroups in:\n%s", logs.String())
+}
