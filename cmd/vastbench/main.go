@@ -1,0 +1,379 @@
+// Command vastbench runs the same workloads against vastfake and kfake
+// (franz-go's fake cluster) in one run and prints the results side by side
+// with their ratios. The workload is kgo with 100-byte records, three
+// partitions, no compression and no idempotence.
+//
+//	go run ./cmd/vastbench                 # everything, about a minute
+//	go run ./cmd/vastbench -n 200000 -only produce,consume
+//
+// Memory is measured in a child process per broker, as resident-set growth
+// per byte of record value stored.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/internal/bench"
+)
+
+func main() {
+	n := flag.Int("n", 500_000, "records per throughput run")
+	only := flag.String("only", "", "comma-separated workloads to run: produce,consume,first,startclose,memory,rebalance,partitions,connections")
+	child := flag.String("memory-child", "", "internal: measure memory for this broker in this process")
+	flag.Parse()
+	if *child != "" {
+		if err := memoryChild(*child, *n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
+	fmt.Printf("%-58s %12s %12s %8s\n", "workload", "vastfake", "kfake", "ratio")
+	type workload struct {
+		name, unit   string
+		higherBetter bool
+		run          func(b bench.Broker) (float64, error)
+	}
+	workloads := []workload{
+		{"produce", "records/s", true, func(b bench.Broker) (float64, error) { return produceRate(b, *n) }},
+		{"consume", "records/s (group)", true, func(b bench.Broker) (float64, error) { return consumeRate(b, *n) }},
+		{"first", "ms new group → first record (median of 20)", false, firstRecord},
+		{"startclose", "µs in-process start+close (median of 200)", false, startClose},
+		{"memory", "resident bytes per stored value byte", false, func(b bench.Broker) (float64, error) { return memory(b, *n) }},
+		{"rebalance", "ms 256 groups × 4 members to assigned", false, rebalance},
+		{"partitions", "ms 20,000-partition topic create+describe+fetch", false, partitions},
+		{"connections", "ms 1,000 connections opened and answered", false, connections},
+	}
+	for _, w := range workloads {
+		if !want(w.name) {
+			continue
+		}
+		var vals []float64
+		for _, b := range bench.Brokers {
+			runtime.GC()
+			v, err := w.run(b)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, b.Name, err)
+				v = -1
+			}
+			vals = append(vals, v)
+		}
+		ratio := "-"
+		if vals[0] > 0 && vals[1] > 0 {
+			r := vals[0] / vals[1]
+			if !w.higherBetter {
+				r = vals[1] / vals[0]
+			}
+			ratio = fmt.Sprintf("%.2f×", r)
+		}
+		fmt.Printf("%-58s %12s %12s %8s\n", w.name+": "+w.unit, num(vals[0]), num(vals[1]), ratio)
+	}
+	fmt.Println("ratio: how many times better vastfake is (higher is better for vastfake)")
+}
+
+func num(v float64) string {
+	switch {
+	case v < 0:
+		return "error"
+	case v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func withBroker(b bench.Broker, fn func(ctx context.Context, addr string) (float64, error)) (float64, error) {
+	addr, stop, err := b.Start()
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return fn(ctx, addr)
+}
+
+func produceRate(b bench.Broker, n int) (float64, error) {
+	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
+		cl, err := bench.Client(addr)
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		if err := bench.CreateTopic(ctx, cl, "bench", 3); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
+			return 0, err
+		}
+		return float64(n) / time.Since(start).Seconds(), nil
+	})
+}
+
+func consumeRate(b bench.Broker, n int) (float64, error) {
+	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
+		cl, err := bench.Client(addr)
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		if err := bench.CreateTopic(ctx, cl, "bench", 3); err != nil {
+			return 0, err
+		}
+		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if err := bench.ConsumeGroup(ctx, addr, "consume", "bench", n); err != nil {
+			return 0, err
+		}
+		return float64(n) / time.Since(start).Seconds(), nil
+	})
+}
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+func firstRecord(b bench.Broker) (float64, error) {
+	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
+		cl, err := bench.Client(addr)
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		if err := bench.CreateTopic(ctx, cl, "bench", 3); err != nil {
+			return 0, err
+		}
+		if err := bench.Produce(ctx, cl, "bench", 30); err != nil {
+			return 0, err
+		}
+		var ms []float64
+		for i := 0; i < 20; i++ {
+			d, err := bench.FirstRecord(ctx, addr, fmt.Sprintf("first-%d", i), "bench")
+			if err != nil {
+				return 0, err
+			}
+			ms = append(ms, float64(d.Microseconds())/1000)
+		}
+		return median(ms), nil
+	})
+}
+
+func startClose(b bench.Broker) (float64, error) {
+	var us []float64
+	for i := 0; i < 200; i++ {
+		start := time.Now()
+		_, stop, err := b.Start()
+		if err != nil {
+			return 0, err
+		}
+		stop()
+		us = append(us, float64(time.Since(start).Nanoseconds())/1000)
+	}
+	return median(us), nil
+}
+
+// memory runs the memory workload in a child process and reads its answer.
+func memory(b bench.Broker, n int) (float64, error) {
+	out, err := exec.Command(os.Args[0], "-memory-child", b.Name, "-n", strconv.Itoa(n)).Output()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+}
+
+// memoryChild produces n 100-byte records into a fresh broker in this
+// process and prints resident-set growth per value byte stored. The client
+// runs here too; its buffers are freed (Flush waits for every ack) and the
+// GC returns them before the second reading.
+func memoryChild(name string, n int) error {
+	var b bench.Broker
+	for _, c := range bench.Brokers {
+		if c.Name == name {
+			b = c
+		}
+	}
+	if b.Start == nil {
+		return fmt.Errorf("unknown broker %q", name)
+	}
+	addr, stop, err := b.Start()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx := context.Background()
+	cl, err := bench.Client(addr, kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	if err := bench.CreateTopic(ctx, cl, "mem", 3); err != nil {
+		return err
+	}
+	if err := bench.Produce(ctx, cl, "mem", 1000); err != nil { // warm up connections and pools
+		return err
+	}
+	debug.FreeOSMemory()
+	before := rss()
+	if err := bench.Produce(ctx, cl, "mem", n); err != nil {
+		return err
+	}
+	cl.Close()
+	debug.FreeOSMemory()
+	after := rss()
+	fmt.Printf("%.3f\n", float64(after-before)/float64(n*bench.ValueSize))
+	return nil
+}
+
+// rss reads this process's resident set size from /proc.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	pages, _ := strconv.ParseInt(fields[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+func rebalance(b bench.Broker) (float64, error) {
+	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
+		cl, err := bench.Client(addr)
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		if err := bench.CreateTopic(ctx, cl, "rebalance", 4); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if err := bench.Rebalance(ctx, addr, "rebalance", 256, 4); err != nil {
+			return 0, err
+		}
+		return float64(time.Since(start).Microseconds()) / 1000, nil
+	})
+}
+
+func partitions(b bench.Broker) (float64, error) {
+	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
+		cl, err := bench.Client(addr)
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		start := time.Now()
+		if err := bench.CreateTopic(ctx, cl, "wide", 20_000); err != nil {
+			return 0, err
+		}
+		td, err := kadm.NewClient(cl).ListTopics(ctx, "wide")
+		if err != nil {
+			return 0, err
+		}
+		if got := len(td["wide"].Partitions); got != 20_000 {
+			return 0, fmt.Errorf("described %d partitions", got)
+		}
+		// One fetch of every partition.
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes = 50 << 20
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = "wide", td["wide"].ID
+		for p := int32(0); p < 20_000; p++ {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		if got := len(resp.Topics[0].Partitions); got != 20_000 {
+			return 0, fmt.Errorf("fetched %d partitions", got)
+		}
+		return float64(time.Since(start).Microseconds()) / 1000, nil
+	})
+}
+
+// connections opens 1,000 connections at once, each asking for ApiVersions
+// and holding the connection until all have answered.
+func connections(b bench.Broker) (float64, error) {
+	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
+		const n = 1000
+		start := time.Now()
+		conns := make([]net.Conn, n)
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				conns[i] = c
+				c.SetDeadline(time.Now().Add(time.Minute))
+				req := kmsg.NewPtrApiVersionsRequest()
+				req.SetVersion(3)
+				req.ClientSoftwareName, req.ClientSoftwareVersion = "vastbench", "1"
+				if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, int32(i))); err != nil {
+					errs <- err
+					return
+				}
+				var size [4]byte
+				if _, err := readFull(c, size[:]); err != nil {
+					errs <- err
+					return
+				}
+				body := make([]byte, int(size[0])<<24|int(size[1])<<16|int(size[2])<<8|int(size[3]))
+				if _, err := readFull(c, body); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		close(errs)
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+		return float64(elapsed.Microseconds()) / 1000, nil
+	})
+}
+
+func readFull(c net.Conn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := c.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
