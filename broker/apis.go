@@ -17,6 +17,10 @@ type api struct {
 	hiddenBy func(*rules.Rules) bool
 	// capBy, when set, lowers max while a rule is on.
 	capBy func(*rules.Rules) int16
+	// beforeAuth marks the APIs a client may call before it has
+	// authenticated on a listener with users; any other closes the
+	// connection, as in Kafka.
+	beforeAuth bool
 }
 
 const maxAPIKey = kmsg.MaxKey
@@ -39,13 +43,15 @@ var apiTable = []api{
 	{key: 14, min: 0, max: 5, handle: handleSyncGroup},
 	{key: 15, min: 0, max: 5, handle: handleDescribeGroups},
 	{key: 16, min: 0, max: 5, handle: handleListGroups},
-	{key: 18, min: 0, max: 4, handle: handleApiVersions},
+	{key: 17, min: 0, max: 1, handle: handleSaslHandshake, beforeAuth: true},
+	{key: 18, min: 0, max: 4, handle: handleApiVersions, beforeAuth: true},
 	{key: 19, min: 2, max: 7, handle: handleCreateTopics},
 	{key: 20, min: 1, max: 6, handle: handleDeleteTopics},
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},
 	{key: 22, min: 0, max: 5, handle: handleInitProducerID, hiddenBy: func(r *rules.Rules) bool { return r.NoIdempotence }},
 	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs},
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},
+	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, beforeAuth: true},
 	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, hiddenBy: func(r *rules.Rules) bool { return r.FixedPartitions }},
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs},

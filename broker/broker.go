@@ -12,6 +12,7 @@ package broker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -69,6 +70,7 @@ type Broker struct {
 
 	faults faultState
 	reqLog requestLog
+	authz  authorizer
 }
 
 type config struct {
@@ -83,6 +85,11 @@ type config struct {
 	topics      []TopicSpec
 	rebalDelay  time.Duration
 	retentionEv time.Duration
+	users       map[string]string
+	policies    []Policy
+	defaultDeny bool
+	view        string
+	tls         *tls.Config
 	err         error
 }
 
@@ -149,6 +156,48 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 	return func(c *config) { c.retentionEv = d }
 }
 
+// WithUsers adds SASL/PLAIN users, name to password. With at least one user
+// the listener requires authentication, as a VAST view with SASL_PLAINTEXT
+// does [000]: a client may send only ApiVersions, SaslHandshake and
+// SaslAuthenticate until it has authenticated, anything else closes its
+// connection, and wrong credentials get SASL_AUTHENTICATION_FAILED and a
+// closed connection.
+func WithUsers(users map[string]string) Option {
+	return func(c *config) {
+		if c.users == nil {
+			c.users = make(map[string]string, len(users))
+		}
+		for name, pass := range users {
+			c.users[name] = pass
+		}
+	}
+}
+
+// WithPolicies adds identity-policy statements that authorize every request
+// (see Policy). Deny beats allow; a request no statement matches is allowed,
+// VAST's default [KB], unless WithDefaultDeny is set. New fails for a
+// statement with an unknown effect or action or a resource that is not a
+// VAST Kafka resource name.
+func WithPolicies(policies ...Policy) Option {
+	return func(c *config) { c.policies = append(c.policies, policies...) }
+}
+
+// WithDefaultDeny makes a request that no policy statement matches denied
+// rather than allowed, so that a test can list exactly the permissions an
+// app has in production.
+func WithDefaultDeny(deny bool) Option { return func(c *config) { c.defaultDeny = deny } }
+
+// WithView sets the view name used in resource names
+// (vast:kafka:topic:<view>:<topic>); it is DefaultView, "vastfake", unless
+// set.
+func WithView(name string) Option { return func(c *config) { c.view = name } }
+
+// WithTLS makes the listener accept TLS connections only, with cfg (which
+// needs a certificate). Clients then connect with SSL, or SASL_SSL when
+// users are configured. fixtures.SelfSignedTLS makes a configuration for
+// tests.
+func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -173,6 +222,22 @@ func New(opts ...Option) (*Broker, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	for _, p := range cfg.policies {
+		if err := p.validate(); err != nil {
+			return nil, fmt.Errorf("vastfake: %w", err)
+		}
+	}
+	for name := range cfg.users {
+		if name == "" {
+			return nil, errors.New("vastfake: a SASL user needs a name")
+		}
+	}
+	if cfg.view == "" {
+		cfg.view = DefaultView
+	}
+	if t := cfg.tls; t != nil && len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
+		return nil, errors.New("vastfake: the TLS config has no certificate")
+	}
 	if cfg.clock == nil {
 		cfg.clock = clock.Real{}
 	}
@@ -191,6 +256,7 @@ func New(opts ...Option) (*Broker, error) {
 		conns:      make(map[*clientConn]struct{}),
 		data:       newStore(),
 		dataNotify: make(chan struct{}),
+		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 	}
 	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
 	b.apis = buildAPIs(&b.rules)
@@ -202,7 +268,7 @@ func New(opts ...Option) (*Broker, error) {
 			return nil, fmt.Errorf("vastfake: topic %q: %s", t.Name, errName(code))
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.listen)
+	ln, err := b.listen(cfg.listen)
 	if err != nil {
 		return nil, fmt.Errorf("vastfake: listen: %w", err)
 	}
@@ -268,7 +334,7 @@ func (b *Broker) Restart() error {
 	var ln net.Listener
 	var err error
 	for try := 0; try < 100; try++ {
-		if ln, err = net.Listen("tcp", b.addr); err == nil {
+		if ln, err = b.listen(b.addr); err == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond) // the old socket may linger briefly
@@ -278,6 +344,15 @@ func (b *Broker) Restart() error {
 	}
 	b.startAccepting(ln)
 	return nil
+}
+
+// listen listens on addr, with TLS when the broker has a TLS config.
+func (b *Broker) listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil || b.cfg.tls == nil {
+		return ln, err
+	}
+	return tls.NewListener(ln, b.cfg.tls), nil
 }
 
 // AdvertisedAddr returns the host:port that Metadata hands to clients.

@@ -208,6 +208,8 @@ func (b *Broker) brokerConfigs() map[string]string {
 //
 // v1 adds synonyms and sources, v3 config types and documentation.
 // VAST: a topic reports only its four VAST configs (VASTTopicConfigsOnly).
+// Authorizes: KafkaDescribeConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
+// and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -216,6 +218,10 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !b.allowTopic(r, KafkaDescribeConfigs, rr.ResourceName) {
+				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			t := b.data.get(rr.ResourceName)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -223,6 +229,10 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 			}
 			sr.Configs = describeTopicConfigs(b, t.config(), rr.ConfigNames, req.IncludeSynonyms)
 		case kmsg.ConfigResourceTypeBroker:
+			if !b.allowView(r, KafkaDescribeConfigs) {
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
 			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.nodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				sr.ErrorMessage = kmsg.StringPtr("unknown broker " + rr.ResourceName)
@@ -259,6 +269,8 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 // set of configs, as the legacy API does.
 //
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
+// Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
+// and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
@@ -271,6 +283,11 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 				set[c.Name] = *c.Value
 			}
 		}
+		if code := b.allowAlterConfigs(r, rr.ResourceType, rr.ResourceName); code != 0 {
+			sr.ErrorCode = code
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		sr.ErrorCode, sr.ErrorMessage = b.alterTopicConfigs(rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(map[string]string) map[string]string { return set })
 		resp.Resources = append(resp.Resources, sr)
 	}
@@ -282,12 +299,19 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 // topics have none of; they get INVALID_CONFIG).
 //
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
+// Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
+// and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if code := b.allowAlterConfigs(r, rr.ResourceType, rr.ResourceName); code != 0 {
+			sr.ErrorCode = code
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		var badOp bool
 		for _, c := range rr.Configs {
 			if c.Op != kmsg.IncrementalAlterConfigOpSet && c.Op != kmsg.IncrementalAlterConfigOpDelete {
@@ -317,6 +341,22 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp
+}
+
+// allowAlterConfigs checks KafkaAlterConfigs on a config resource: a topic,
+// or the view for the broker. It returns 0 or the authorization error.
+func (b *Broker) allowAlterConfigs(r *request, typ kmsg.ConfigResourceType, name string) int16 {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !b.allowTopic(r, KafkaAlterConfigs, name) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	case kmsg.ConfigResourceTypeBroker:
+		if !b.allowView(r, KafkaAlterConfigs) {
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+	}
+	return 0
 }
 
 // alterTopicConfigs computes a topic's new explicit configs with edit,

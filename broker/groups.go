@@ -62,48 +62,120 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 // phase completes, the connection closes or the broker closes.
 // VAST: eager assignors only (EagerAssignorsOnly), group.instance.id
 // ignored (IgnoreGroupInstanceID), at most 256 groups (MaxGroups).
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleJoinGroup(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.JoinGroupRequest)
+	if !b.allowGroup(r, KafkaRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return resp
+	}
 	ctx := coordinator.WithClient(r.ctx, r.clientID, r.conn.remoteHost())
-	return b.coord.JoinGroup(ctx, r.kreq.(*kmsg.JoinGroupRequest))
+	return b.coord.JoinGroup(ctx, req)
 }
 
 // handleSyncGroup answers SyncGroup v0-v5. A follower's call blocks until
 // the leader has sent the assignment.
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleSyncGroup(b *Broker, r *request) kmsg.Response {
-	return b.coord.SyncGroup(r.ctx, r.kreq.(*kmsg.SyncGroupRequest))
+	req := r.kreq.(*kmsg.SyncGroupRequest)
+	if !b.allowGroup(r, KafkaRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	return b.coord.SyncGroup(r.ctx, req)
 }
 
 // handleHeartbeat answers Heartbeat v0-v4.
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleHeartbeat(b *Broker, r *request) kmsg.Response {
-	return b.coord.Heartbeat(r.kreq.(*kmsg.HeartbeatRequest))
+	req := r.kreq.(*kmsg.HeartbeatRequest)
+	if !b.allowGroup(r, KafkaRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	return b.coord.Heartbeat(req)
 }
 
 // handleLeaveGroup answers LeaveGroup v0-v5 (v3+ leave several members).
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleLeaveGroup(b *Broker, r *request) kmsg.Response {
-	return b.coord.LeaveGroup(r.kreq.(*kmsg.LeaveGroupRequest))
+	req := r.kreq.(*kmsg.LeaveGroupRequest)
+	if !b.allowGroup(r, KafkaRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	return b.coord.LeaveGroup(req)
 }
 
 // handleDescribeGroups answers DescribeGroups v0-v5.
+// Authorizes: KafkaDescribe on each group (GROUP_AUTHORIZATION_FAILED).
 func handleDescribeGroups(b *Broker, r *request) kmsg.Response {
-	return b.coord.DescribeGroups(r.kreq.(*kmsg.DescribeGroupsRequest))
+	resp := b.coord.DescribeGroups(r.kreq.(*kmsg.DescribeGroupsRequest))
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if name := g.Group; !b.allowGroup(r, KafkaDescribe, name) {
+			*g = kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+		}
+	}
+	return resp
 }
 
 // handleListGroups answers ListGroups v0-v5 (v4 filters by state, v5 by
 // type).
 // VAST: at most 256 groups are listed (MaxGroups).
+// Authorizes: KafkaDescribe on each group; the ones the user may not
+// describe are left out, as Kafka does.
 func handleListGroups(b *Broker, r *request) kmsg.Response {
-	return b.coord.ListGroups(r.kreq.(*kmsg.ListGroupsRequest))
+	resp := b.coord.ListGroups(r.kreq.(*kmsg.ListGroupsRequest))
+	if b.authz.active() {
+		visible := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if b.allowGroup(r, KafkaDescribe, g.Group) {
+				visible = append(visible, g)
+			}
+		}
+		resp.Groups = visible
+	}
+	return resp
 }
 
 // handleDeleteGroups answers DeleteGroups v0-v2: a group with members gets
 // NON_EMPTY_GROUP; deleting a group removes its committed offsets [000].
+// Authorizes: KafkaDelete on each group (GROUP_AUTHORIZATION_FAILED) [000].
 func handleDeleteGroups(b *Broker, r *request) kmsg.Response {
-	return b.coord.DeleteGroups(r.kreq.(*kmsg.DeleteGroupsRequest))
+	req := r.kreq.(*kmsg.DeleteGroupsRequest)
+	allowed := *req
+	allowed.Groups = nil
+	var denied []kmsg.DeleteGroupsResponseGroup
+	for _, g := range req.Groups {
+		if b.allowGroup(r, KafkaDelete, g) {
+			allowed.Groups = append(allowed.Groups, g)
+			continue
+		}
+		d := kmsg.NewDeleteGroupsResponseGroup()
+		d.Group, d.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		denied = append(denied, d)
+	}
+	resp := b.coord.DeleteGroups(&allowed)
+	resp.Groups = append(resp.Groups, denied...)
+	return resp
 }
 
 // handleOffsetDelete answers OffsetDelete v0, served only in the kafka
 // profile.
 // VAST: unsupported; delete the group instead (NoOffsetDelete hides it).
+// Authorizes: KafkaDelete on the group (GROUP_AUTHORIZATION_FAILED).
 func handleOffsetDelete(b *Broker, r *request) kmsg.Response {
-	return b.coord.OffsetDelete(r.kreq.(*kmsg.OffsetDeleteRequest))
+	req := r.kreq.(*kmsg.OffsetDeleteRequest)
+	if !b.allowGroup(r, KafkaDelete, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	return b.coord.OffsetDelete(req)
 }

@@ -131,6 +131,20 @@ type RequestRecord struct {
 	Rule string
 	// Fault is set when an injected fault answered the request.
 	Fault bool
+	// User is the SASL user the connection authenticated as, or empty
+	// (no users configured, or not yet authenticated). For
+	// SaslAuthenticate it is the user the client named.
+	User string
+	// Denied says why an identity policy denied the request or part of it
+	// ("policy \"deny alice KafkaRead vast:kafka:topic:vastfake:orders\"
+	// denies alice KafkaRead on vast:kafka:topic:vastfake:orders"), or why
+	// authentication failed or was missing; empty otherwise. A topic or
+	// group hidden from a listing (Metadata, ListGroups, OffsetFetch) is
+	// recorded here too, with no error code.
+	Denied string
+	// Closed is set when the broker closed the connection after (or
+	// instead of) answering: failed or missing authentication.
+	Closed bool
 }
 
 // maxRequestLog bounds the request log; the oldest entries go first.

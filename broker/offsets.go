@@ -27,6 +27,7 @@ const (
 // after it, and -1 when every record is older [000].
 // VAST: with StaleEndOffset set, latest (-1) returns the high watermark as
 // it was that long ago on the broker's clock [000].
+// Authorizes: KafkaDescribe on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleListOffsets(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -38,6 +39,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		t := b.data.get(rt.Topic)
+		describable := b.allowTopic(r, KafkaDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -47,6 +49,8 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 				part = t.partition(rp.Partition)
 			}
 			switch {
+			case !describable:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case part == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.CurrentLeaderEpoch > 0:
@@ -82,6 +86,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 // log start offset up (offset -1 means the high watermark) and drops the
 // batches wholly below it. An offset above the high watermark gets
 // OFFSET_OUT_OF_RANGE.
+// Authorizes: KafkaDelete on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
@@ -89,10 +94,13 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t := b.data.get(rt.Topic)
+		deletable := b.allowTopic(r, KafkaDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
-			if t == nil || t.partition(rp.Partition) == nil {
+			if !deletable {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if t == nil || t.partition(rp.Partition) == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				low, err := t.partition(rp.Partition).DeleteBefore(rp.Offset)
@@ -116,18 +124,31 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 // active members, as admin tools do to reset offsets).
 // VAST: a commit that would create group 257 gets GROUP_MAX_SIZE_REACHED
 // (MaxGroups); committed offsets never expire (OffsetsNeverExpire).
+// Authorizes: KafkaRead on the group (every partition gets
+// GROUP_AUTHORIZATION_FAILED), then KafkaRead on each topic
+// (TOPIC_AUTHORIZATION_FAILED).
 func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
+	groupOK := b.allowGroup(r, KafkaRead, req.Group)
 	known := *req
 	known.Topics = nil
 	var unknown []kmsg.OffsetCommitResponseTopic
 	for _, rt := range req.Topics {
 		t := b.data.get(rt.Topic)
+		code := kerr.UnknownTopicOrPartition.Code
+		switch {
+		case !groupOK:
+			code = kerr.GroupAuthorizationFailed.Code
+		case !b.allowTopic(r, KafkaRead, rt.Topic):
+			code = kerr.TopicAuthorizationFailed.Code
+		case t != nil:
+			code = 0
+		}
 		kt := rt
 		kt.Partitions = nil
 		var ut *kmsg.OffsetCommitResponseTopic
 		for _, rp := range rt.Partitions {
-			if t != nil && t.partition(rp.Partition) != nil {
+			if code == 0 && t.partition(rp.Partition) != nil {
 				kt.Partitions = append(kt.Partitions, rp)
 				continue
 			}
@@ -137,12 +158,20 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 				ut.Topic = rt.Topic
 			}
 			up := kmsg.NewOffsetCommitResponseTopicPartition()
-			up.Partition, up.ErrorCode = rp.Partition, kerr.UnknownTopicOrPartition.Code
+			up.Partition, up.ErrorCode = rp.Partition, code
+			if code == 0 {
+				up.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
 			ut.Partitions = append(ut.Partitions, up)
 		}
 		if len(kt.Partitions) > 0 {
 			known.Topics = append(known.Topics, kt)
 		}
+	}
+	if !groupOK {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = unknown
+		return resp
 	}
 	resp := b.coord.OffsetCommit(&known)
 	resp.Topics = append(resp.Topics, unknown...)
@@ -152,6 +181,76 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 // handleOffsetFetch answers OffsetFetch v1-v9 through the coordinator: v8+
 // ask for several groups at once; a partition with nothing committed reads
 // -1.
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED), then
+// KafkaRead on each topic: a requested topic the user may not read gets
+// TOPIC_AUTHORIZATION_FAILED, and one the user did not name is left out.
 func handleOffsetFetch(b *Broker, r *request) kmsg.Response {
-	return b.coord.OffsetFetch(r.kreq.(*kmsg.OffsetFetchRequest))
+	req := r.kreq.(*kmsg.OffsetFetchRequest)
+	resp := b.coord.OffsetFetch(req)
+	if !b.authz.active() {
+		return resp
+	}
+	if r.version < 8 {
+		if !b.allowGroup(r, KafkaRead, req.Group) {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			if r.version >= 2 {
+				resp.Topics = nil
+				return resp
+			}
+			for i := range resp.Topics { // v1 has no top-level error code
+				for j := range resp.Topics[i].Partitions {
+					p := &resp.Topics[i].Partitions[j]
+					p.Offset, p.Metadata, p.ErrorCode = -1, nil, kerr.GroupAuthorizationFailed.Code
+				}
+			}
+			return resp
+		}
+		resp.Topics = filterOffsetFetchTopics(b, r, resp.Topics, req.Topics == nil,
+			func(t *kmsg.OffsetFetchResponseTopic) string { return t.Topic },
+			func(t *kmsg.OffsetFetchResponseTopic) {
+				for i := range t.Partitions {
+					p := &t.Partitions[i]
+					p.Offset, p.LeaderEpoch, p.Metadata = -1, -1, nil
+					p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+			})
+		return resp
+	}
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if !b.allowGroup(r, KafkaRead, g.Group) {
+			g.Topics = nil
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			continue
+		}
+		all := i < len(req.Groups) && req.Groups[i].Topics == nil
+		g.Topics = filterOffsetFetchTopics(b, r, g.Topics, all,
+			func(t *kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic },
+			func(t *kmsg.OffsetFetchResponseGroupTopic) {
+				for i := range t.Partitions {
+					p := &t.Partitions[i]
+					p.Offset, p.LeaderEpoch, p.Metadata = -1, -1, nil
+					p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+			})
+	}
+	return resp
+}
+
+// filterOffsetFetchTopics applies KafkaRead on topics to an OffsetFetch
+// answer: a topic the user may not read is dropped when the request asked
+// for all topics, and otherwise marked denied.
+func filterOffsetFetchTopics[T any](b *Broker, r *request, topics []T, all bool, name func(*T) string, markDenied func(*T)) []T {
+	out := topics[:0]
+	for i := range topics {
+		t := &topics[i]
+		if !b.allowTopic(r, KafkaRead, name(t)) {
+			if all {
+				continue
+			}
+			markDenied(t)
+		}
+		out = append(out, *t)
+	}
+	return out
 }

@@ -32,6 +32,7 @@ type pendingAppend struct {
 // (NoIdempotence), size caps on batches, keys and values
 // (MaxMessageBytes/MaxKeyBytes/MaxValueBytes), topics never auto-created
 // (NoAutoCreateTopics), and the topic's timestamp window.
+// Authorizes: KafkaWrite on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleProduce(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -59,9 +60,11 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 			t = b.data.get(rt.Topic)
 		}
 		var cfg topicConfig
+		name := rt.Topic
 		if t != nil {
-			cfg = t.config()
+			cfg, name = t.config(), t.name
 		}
+		writable := t == nil && r.version >= 13 || b.allowTopic(r, KafkaWrite, name)
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -69,6 +72,10 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			if !writable {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if t == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if r.version >= 13 {

@@ -98,6 +98,14 @@ func validTopicName(name string) bool {
 // defaultPartitions is Kafka's num.partitions, used for -1 and auto-create.
 const defaultPartitions = 1
 
+// maxPartitionsPerRequest is Kafka's controller limit on the partitions one
+// CreateTopics or CreatePartitions request may create
+// (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH): over it the whole
+// request gets POLICY_VIOLATION. CreateTopics applies it when no VAST view
+// limit (MaxPartitionsPerView) bounds creation instead; without either, one
+// request could ask for two billion partitions.
+const maxPartitionsPerRequest = 10_000
+
 // checkCreate validates a topic creation and returns its parsed configs,
 // or the Kafka error code and message that refuse it.
 func (b *Broker) checkCreate(name string, partitions int32, configs map[string]string) (int32, topicConfig, int16, string) {
@@ -189,6 +197,10 @@ func (b *Broker) topicID(t *topic) [16]byte {
 // every partition with epoch 0.
 // VAST: topics are never auto-created (NoAutoCreateTopics) and topic IDs are
 // zero (NoTopicIDs).
+// Authorizes: KafkaDescribe on each topic: a listing of all topics leaves
+// out the ones the user may not describe, a named one gets
+// TOPIC_AUTHORIZATION_FAILED; auto-creation (kafka profile) needs
+// KafkaCreate on the topic or the view.
 func handleMetadata(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -201,19 +213,32 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	var topics []*topic
 	var missing []string
 	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
+	var denied []string
 	if all {
-		topics = b.data.all()
+		for _, t := range b.data.all() {
+			if b.allowTopic(r, KafkaDescribe, t.name) {
+				topics = append(topics, t)
+			}
+		}
 	} else {
 		autoCreate := !b.rules.NoAutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
 		for _, rt := range req.Topics {
 			var t *topic
 			if rt.Topic != nil {
+				if !b.allowTopic(r, KafkaDescribe, *rt.Topic) {
+					denied = append(denied, *rt.Topic)
+					continue
+				}
 				t = b.data.get(*rt.Topic)
-				if t == nil && autoCreate && b.createTopic(*rt.Topic, defaultPartitions, nil, false) == 0 {
+				if t == nil && autoCreate && b.allowCreate(r, *rt.Topic) && b.createTopic(*rt.Topic, defaultPartitions, nil, false) == 0 {
 					t = b.data.get(*rt.Topic)
 				}
 			} else {
 				t = b.data.getID(rt.TopicID)
+				if t != nil && !b.allowTopic(r, KafkaDescribe, t.name) {
+					denied = append(denied, t.name)
+					continue
+				}
 			}
 			if t == nil {
 				name := ""
@@ -254,7 +279,22 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
+	for _, name := range denied {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		resp.Topics = append(resp.Topics, mt)
+	}
 	return resp
+}
+
+// allowCreate reports whether r's user may create topic: KafkaCreate on
+// the topic or on the view.
+func (b *Broker) allowCreate(r *request, topic string) bool {
+	if !b.authz.active() {
+		return true
+	}
+	return b.allow(r, KafkaCreate, TopicResource(b.cfg.view, topic), ViewResource(b.cfg.view))
 }
 
 // handleCreateTopics answers CreateTopics v2-v7.
@@ -265,12 +305,29 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 // partition), as are replica assignments beyond their partition count.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly); partition
 // limits per topic and per view (MaxPartitionsPerTopic/PerView).
+// Authorizes: KafkaCreate on the topic or on the view
+// (TOPIC_AUTHORIZATION_FAILED); a deny on either denies.
 func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := make(map[string]int)
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
+	}
+	tooMany := false
+	if b.rules.MaxPartitionsPerView == 0 {
+		total := 0
+		for _, rt := range req.Topics {
+			switch {
+			case len(rt.ReplicaAssignment) > 0:
+				total += len(rt.ReplicaAssignment)
+			case rt.NumPartitions == -1:
+				total += defaultPartitions
+			case rt.NumPartitions > 0:
+				total += int(rt.NumPartitions)
+			}
+		}
+		tooMany = total > maxPartitionsPerRequest
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
@@ -290,6 +347,10 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		var msg string
 		if seen[rt.Topic] > 1 {
 			code, msg = kerr.InvalidRequest.Code, "topic listed more than once"
+		} else if tooMany {
+			code, msg = kerr.PolicyViolation.Code, "Excessively large number of partitions per request."
+		} else if !b.allowCreate(r, rt.Topic) {
+			code, msg = kerr.TopicAuthorizationFailed.Code, "denied by the identity policies: KafkaCreate on "+TopicResource(b.cfg.view, rt.Topic)
 		} else {
 			code, msg = b.createTopicMsg(rt.Topic, partitions, configs, req.ValidateOnly)
 		}
@@ -324,6 +385,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 //
 // v6 names topics by name or id. Deleting a topic deletes every group's
 // committed offsets for it, as VAST documents [000] (and Kafka does).
+// Authorizes: KafkaDelete on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -347,7 +409,15 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 		} else {
 			t = b.data.getID(tg.id)
 		}
+		name := ""
+		if tg.name != nil {
+			name = *tg.name
+		} else if t != nil {
+			name = t.name
+		}
 		switch {
+		case name != "" && !b.allowTopic(r, KafkaDelete, name):
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case t == nil && tg.name == nil:
 			st.ErrorCode = kerr.UnknownTopicID.Code
 		case t == nil:
@@ -369,6 +439,22 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	grow := 0
+	for _, rt := range req.Topics {
+		if t := b.data.get(rt.Topic); t != nil && int(rt.Count) > len(t.partitions) {
+			grow += int(rt.Count) - len(t.partitions)
+		}
+	}
+	if grow > maxPartitionsPerRequest {
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic = rt.Topic
+			st.ErrorCode = kerr.PolicyViolation.Code
+			st.ErrorMessage = kmsg.StringPtr("Unable to perform excessively large batch operation.")
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic

@@ -1,0 +1,401 @@
+package broker
+
+// Security: SASL/PLAIN authentication (SaslHandshake, SaslAuthenticate and
+// the raw token frame of a v0 handshake) and VAST identity-policy
+// authorization, which every handler consults for what it touches.
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// mechanismPlain is the one SASL mechanism VAST offers [000][API].
+const mechanismPlain = "PLAIN"
+
+// maxSASLFrameSize caps a frame from a client that has not authenticated
+// yet, as Kafka's sasl.server.max.receive.size (512 KiB) does: a larger one
+// closes the connection before the broker allocates it.
+const maxSASLFrameSize = 512 << 10
+
+// anonymous is the principal of a connection that did not authenticate (a
+// listener with no users), as Kafka names it; policies may name it.
+const anonymous = "ANONYMOUS"
+
+// DefaultView is the view name in resource names unless WithView sets
+// another.
+const DefaultView = "vastfake"
+
+// Action is an identity-policy action on a Kafka resource, named as VAST
+// names it.
+type Action string
+
+// The actions VAST's identity policies grant on Kafka resources [KB].
+const (
+	KafkaRead            Action = "KafkaRead"
+	KafkaWrite           Action = "KafkaWrite"
+	KafkaCreate          Action = "KafkaCreate"
+	KafkaDelete          Action = "KafkaDelete"
+	KafkaDescribe        Action = "KafkaDescribe"
+	KafkaAlterConfigs    Action = "KafkaAlterConfigs"
+	KafkaDescribeConfigs Action = "KafkaDescribeConfigs"
+)
+
+var actions = []Action{KafkaRead, KafkaWrite, KafkaCreate, KafkaDelete, KafkaDescribe, KafkaAlterConfigs, KafkaDescribeConfigs}
+
+// Effect says whether a policy allows or denies.
+type Effect string
+
+// The two effects of a policy. Deny beats allow.
+const (
+	EffectAllow Effect = "allow"
+	EffectDeny  Effect = "deny"
+)
+
+// Policy is one identity-policy statement: it allows or denies User the
+// Action on Resource.
+//
+// User is a user name, "ANONYMOUS" for connections on a listener without
+// users, or "*" for everyone. Resource is a VAST resource name: a topic
+// "vast:kafka:topic:<view>:<topic>", a group "vast:kafka:group:<view>:<group>"
+// or the view "vast:kafka:view:<view>". User, Action and Resource may end in
+// "*", which matches any rest ("vast:kafka:topic:vastfake:orders-*",
+// "Kafka*", "*").
+//
+// As in Kafka's ACLs, allowing KafkaRead, KafkaWrite, KafkaDelete or
+// KafkaAlterConfigs on a resource also allows KafkaDescribe on it, and
+// allowing KafkaAlterConfigs also allows KafkaDescribeConfigs; so a
+// consumer group needs only KafkaRead on its topic and its group [000].
+// A deny statement denies only the action it names.
+type Policy struct {
+	Effect   Effect
+	User     string
+	Action   Action
+	Resource string
+}
+
+// Allow returns a policy allowing user action on resource.
+func Allow(user string, action Action, resource string) Policy {
+	return Policy{Effect: EffectAllow, User: user, Action: action, Resource: resource}
+}
+
+// Deny returns a policy denying user action on resource.
+func Deny(user string, action Action, resource string) Policy {
+	return Policy{Effect: EffectDeny, User: user, Action: action, Resource: resource}
+}
+
+// String formats p as ParsePolicy reads it: "deny alice KafkaRead
+// vast:kafka:topic:vastfake:orders".
+func (p Policy) String() string {
+	return fmt.Sprintf("%s %s %s %s", p.Effect, p.User, p.Action, p.Resource)
+}
+
+// ParsePolicy reads a policy written as four words: effect (allow or deny),
+// user, action and resource, e.g. "allow billing KafkaRead
+// vast:kafka:group:vastfake:billing".
+func ParsePolicy(s string) (Policy, error) {
+	f := strings.Fields(s)
+	if len(f) != 4 {
+		return Policy{}, fmt.Errorf("policy %q: want \"allow|deny user action resource\"", s)
+	}
+	p := Policy{Effect: Effect(strings.ToLower(f[0])), User: f[1], Action: Action(f[2]), Resource: f[3]}
+	return p, p.validate()
+}
+
+func (p Policy) validate() error {
+	if p.Effect != EffectAllow && p.Effect != EffectDeny {
+		return fmt.Errorf("policy %q: effect %q is not allow or deny", p, p.Effect)
+	}
+	if p.User == "" {
+		return fmt.Errorf("policy %q: no user (use * for everyone)", p)
+	}
+	known := false
+	for _, a := range actions {
+		known = known || patternCouldMatch(string(p.Action), string(a))
+	}
+	if !known {
+		return fmt.Errorf("policy %q: unknown action %q (want one of %v)", p, p.Action, actions)
+	}
+	if !patternCouldMatch(p.Resource, "vast:kafka:topic:") && !patternCouldMatch(p.Resource, "vast:kafka:group:") &&
+		!patternCouldMatch(p.Resource, "vast:kafka:view:") {
+		return fmt.Errorf("policy %q: resource %q is not vast:kafka:topic:<view>:<topic>, vast:kafka:group:<view>:<group> or vast:kafka:view:<view>", p, p.Resource)
+	}
+	return nil
+}
+
+// patternCouldMatch reports whether pattern could match a name beginning
+// with (or equal to) known.
+func patternCouldMatch(pattern, known string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(prefix, known) || strings.HasPrefix(known, prefix)
+	}
+	return pattern == known || strings.HasPrefix(pattern, known)
+}
+
+// match reports whether name matches pattern: equal, or with the part
+// before a trailing "*" as its prefix.
+func match(pattern, name string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(name, prefix)
+	}
+	return pattern == name
+}
+
+// implies reports whether allowing granted also allows wanted.
+func implies(granted, wanted Action) bool {
+	switch wanted {
+	case KafkaDescribe:
+		return granted == KafkaRead || granted == KafkaWrite || granted == KafkaDelete || granted == KafkaAlterConfigs
+	case KafkaDescribeConfigs:
+		return granted == KafkaAlterConfigs
+	}
+	return false
+}
+
+// TopicResource returns the VAST resource name of a topic in a view.
+func TopicResource(view, topic string) string { return "vast:kafka:topic:" + view + ":" + topic }
+
+// GroupResource returns the VAST resource name of a consumer group in a view.
+func GroupResource(view, group string) string { return "vast:kafka:group:" + view + ":" + group }
+
+// ViewResource returns the VAST resource name of a view.
+func ViewResource(view string) string { return "vast:kafka:view:" + view }
+
+// authorizer decides requests by the broker's policies.
+type authorizer struct {
+	policies    []Policy
+	defaultDeny bool
+}
+
+// active reports whether any request could be denied.
+func (a *authorizer) active() bool { return len(a.policies) > 0 || a.defaultDeny }
+
+// decide reports whether user may do action on at least one of resources:
+// any matching deny statement denies; otherwise a matching allow
+// statement, or no matching statement at all unless defaultDeny, allows.
+// When it denies, it says which statement (or the default) did.
+func (a *authorizer) decide(user string, action Action, resources ...string) (bool, string) {
+	allowed := false
+	for _, p := range a.policies {
+		if !match(p.User, user) {
+			continue
+		}
+		for _, res := range resources {
+			if !match(p.Resource, res) {
+				continue
+			}
+			switch {
+			case p.Effect == EffectDeny && match(string(p.Action), string(action)):
+				return false, fmt.Sprintf("policy %q denies %s %s on %s", p.String(), user, action, res)
+			case p.Effect == EffectAllow && (match(string(p.Action), string(action)) || implies(p.Action, action)):
+				allowed = true
+			}
+		}
+	}
+	if allowed || !a.defaultDeny {
+		return true, ""
+	}
+	return false, fmt.Sprintf("no policy allows %s %s on %s (default deny)", user, action, strings.Join(resources, " or "))
+}
+
+// allow reports whether r's user may do action on at least one of
+// resources, and records the first denial on r for the request log.
+func (b *Broker) allow(r *request, action Action, resources ...string) bool {
+	if !b.authz.active() {
+		return true
+	}
+	ok, why := b.authz.decide(r.principal(), action, resources...)
+	if !ok {
+		r.deny(why)
+	}
+	return ok
+}
+
+// allowTopic reports whether r's user may do action on a topic.
+func (b *Broker) allowTopic(r *request, action Action, topic string) bool {
+	if !b.authz.active() {
+		return true
+	}
+	return b.allow(r, action, TopicResource(b.cfg.view, topic))
+}
+
+// allowGroup reports whether r's user may do action on a group.
+func (b *Broker) allowGroup(r *request, action Action, group string) bool {
+	if !b.authz.active() {
+		return true
+	}
+	return b.allow(r, action, GroupResource(b.cfg.view, group))
+}
+
+// allowView reports whether r's user may do action on the view.
+func (b *Broker) allowView(r *request, action Action) bool {
+	if !b.authz.active() {
+		return true
+	}
+	return b.allow(r, action, ViewResource(b.cfg.view))
+}
+
+// saslRequired reports whether the listener requires SASL authentication:
+// it does as soon as one user is configured.
+func (b *Broker) saslRequired() bool { return len(b.cfg.users) > 0 }
+
+// checkPlain checks a SASL/PLAIN token (authzid NUL user NUL password,
+// RFC 4616). It returns the user named, whether the credentials are good,
+// the message for the client and, for the request log, why they are not.
+func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string) {
+	parts := bytes.Split(token, []byte{0})
+	if len(parts) != 3 {
+		msg = fmt.Sprintf("Invalid SASL/PLAIN response: expected 3 tokens, got %d", len(parts))
+		return "", false, msg, "malformed SASL/PLAIN token"
+	}
+	authzid, user, pass := string(parts[0]), string(parts[1]), parts[2]
+	switch {
+	case user == "":
+		return "", false, "Authentication failed: username not specified", "SASL/PLAIN token without a user name"
+	case len(pass) == 0:
+		return user, false, "Authentication failed: password not specified", "SASL/PLAIN token without a password"
+	case authzid != "" && authzid != user:
+		return user, false, "Authentication failed: Client requested an authorization id that is different from username",
+			"SASL/PLAIN authorization id " + fmt.Sprintf("%q", authzid) + " differs from the user name"
+	}
+	want, known := b.cfg.users[user]
+	if !known {
+		return user, false, "Authentication failed: Invalid username or password", "SASL/PLAIN: unknown user " + fmt.Sprintf("%q", user)
+	}
+	if subtle.ConstantTimeCompare([]byte(want), pass) != 1 {
+		return user, false, "Authentication failed: Invalid username or password", "SASL/PLAIN: wrong password for user " + fmt.Sprintf("%q", user)
+	}
+	return user, true, "", ""
+}
+
+// handleSaslHandshake answers SaslHandshake v0-v1: the client names its
+// mechanism and the broker lists the ones it offers.
+//
+// v0 means the next frame is the raw SASL token, [int32 size][bytes], and
+// its answer raw bytes likewise (KIP-152); v1 means SaslAuthenticate
+// requests follow. An unsupported mechanism gets
+// UNSUPPORTED_SASL_MECHANISM with the list, then the connection closes. A
+// second handshake before authentication closes the connection; after it,
+// or on a listener without users, the answer is ILLEGAL_SASL_STATE, as in
+// Kafka.
+// VAST: PLAIN is the only mechanism [000][API].
+// Authorizes: nothing; it is served before authentication.
+func handleSaslHandshake(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.SASLHandshakeRequest)
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	c := r.conn
+	switch {
+	case !b.saslRequired():
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+	case c.authenticated:
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.SupportedMechanisms = []string{mechanismPlain}
+	case c.mechanism != "":
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.SupportedMechanisms = []string{mechanismPlain}
+		r.closeAfter = "a second SaslHandshake before authentication"
+	case req.Mechanism != mechanismPlain:
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		resp.SupportedMechanisms = []string{mechanismPlain}
+		r.closeAfter = fmt.Sprintf("unsupported SASL mechanism %q (only PLAIN)", req.Mechanism)
+	default:
+		resp.SupportedMechanisms = []string{mechanismPlain}
+		c.mechanism = mechanismPlain
+		c.rawSASLNext = r.version == 0
+	}
+	return resp
+}
+
+// handleSaslAuthenticate answers SaslAuthenticate v0-v2, which carries the
+// SASL token after a v1 handshake.
+//
+// v1 adds the session lifetime (0: no re-authentication), v2 flexible
+// encoding. Wrong credentials or a malformed token get
+// SASL_AUTHENTICATION_FAILED with a message, then the connection closes.
+// Before a handshake it closes with ILLEGAL_SASL_STATE; after
+// authentication, or on a listener without users, it answers
+// ILLEGAL_SASL_STATE.
+// VAST: PLAIN only [000][API].
+// Authorizes: nothing; it is served before authentication.
+func handleSaslAuthenticate(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.SASLAuthenticateRequest)
+	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	c := r.conn
+	switch {
+	case !b.saslRequired():
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.ErrorMessage = kmsg.StringPtr("this listener does not use SASL")
+	case c.authenticated:
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.ErrorMessage = kmsg.StringPtr("already authenticated")
+	case c.mechanism == "" || c.rawSASLNext:
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate before a v1 SaslHandshake")
+		r.closeAfter = "SaslAuthenticate before a v1 SaslHandshake"
+	default:
+		user, ok, msg, why := b.checkPlain(req.SASLAuthBytes)
+		r.user = user
+		if !ok {
+			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+			resp.ErrorMessage = kmsg.StringPtr(msg)
+			r.deny(why)
+			r.closeAfter = why
+			break
+		}
+		c.user, c.authenticated = user, true
+	}
+	return resp
+}
+
+// rawSASLAuthenticate reads the raw SASL/PLAIN token that follows a v0
+// SaslHandshake ([int32 size][token], not a Kafka request) and answers an
+// empty raw challenge ([int32 0]) when the credentials are good. Bad
+// credentials or a bad frame close the connection without an answer, as
+// Kafka does. The request log records it as SaslAuthenticate version -1.
+func (c *clientConn) rawSASLAuthenticate() error {
+	c.rawSASLNext = false
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return protoErr("truncated SASL token size")
+		}
+		return err
+	}
+	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
+	if size < 0 || size > maxSASLFrameSize {
+		return protoErr("raw SASL token size %d out of range", size)
+	}
+	token := make([]byte, size)
+	if _, err := io.ReadFull(c.r, token); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return protoErr("truncated SASL token")
+		}
+		return err
+	}
+	user, ok, _, why := c.b.checkPlain(token)
+	rec := RequestRecord{Time: c.b.clock.Now(), API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID, User: user}
+	if !ok {
+		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
+		c.b.reqLog.add(rec)
+		return &closeError{reason: why}
+	}
+	c.b.reqLog.add(rec)
+	c.user, c.authenticated = user, true
+	if _, err := c.w.Write([]byte{0, 0, 0, 0}); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// closeError asks serve to close the connection for a reason that is not a
+// malformed request (failed authentication, say).
+type closeError struct{ reason string }
+
+func (e *closeError) Error() string { return e.reason }
