@@ -11,6 +11,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,6 +40,14 @@ type config struct {
 	ReadyFile              string
 	LogLevel               string
 	LogFormat              string
+
+	// Security: SASL/PLAIN users, identity policies and TLS.
+	Users       map[string]string
+	Policies    []broker.Policy
+	DefaultDeny bool
+	View        string
+	TLSCert     string
+	TLSKey      string
 }
 
 // listFlag is a repeatable flag whose values come from the environment, the
@@ -87,6 +96,11 @@ func splitTopics(v string) []string {
 
 func splitRules(v string) []string {
 	return splitSpecs(v, func(p string) bool { return !strings.Contains(p, "=") })
+}
+
+// splitPlain splits a plain comma-separated list (users, policies).
+func splitPlain(v string) []string {
+	return splitSpecs(v, func(string) bool { return false })
 }
 
 // parseTopic parses name[:partitions[:key=value,key=value...]]. Partitions
@@ -217,12 +231,23 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Var(topics, "topic", "topic to create at start: name[:partitions[:key=value,...]], repeatable (env VASTFAKE_TOPICS, comma-separated)")
 	ruleFlags := &listFlag{split: splitRules}
 	fs.Var(ruleFlags, "rule", "override one rule of the profile: Field=value with a rules.Rules field name, repeatable (env VASTFAKE_RULES, comma-separated)")
+	users := &listFlag{split: splitPlain}
+	fs.Var(users, "user", "SASL/PLAIN user name:password; any user makes the listener require SASL, repeatable (env VASTFAKE_USERS, comma-separated)")
+	policies := &listFlag{split: splitPlain}
+	fs.Var(policies, "policy", "identity policy \"allow|deny user action resource\", e.g. \"deny app KafkaWrite vast:kafka:topic:vastfake:audit\", repeatable (env VASTFAKE_POLICIES, comma-separated)")
+	defaultDeny := fs.Bool("default-deny", false, "deny a request no policy matches; VAST allows it (env VASTFAKE_DEFAULT_DENY)")
+	view := str("view", broker.DefaultView, "view name in policy resource names, vast:kafka:topic:<view>:<topic>")
+	tlsCert := str("tls-cert", "", "PEM certificate file: the listener then speaks TLS only (with -tls-key)")
+	tlsKey := str("tls-key", "", "PEM private key file of -tls-cert")
 
 	// The environment changes the defaults.
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		if l, ok := f.Value.(*listFlag); ok {
 			env := "VASTFAKE_" + strings.ToUpper(f.Name) + "S"
+			if base, ok := strings.CutSuffix(env, "YS"); ok {
+				env = base + "IES" // VASTFAKE_POLICIES
+			}
 			if v := os.Getenv(env); v != "" {
 				l.env = l.split(v)
 			}
@@ -252,6 +277,27 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	cfg := &config{
 		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr,
 		ReadyFile: *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
+		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
+	}
+	for _, spec := range users.all() {
+		name, pass, ok := strings.Cut(spec, ":")
+		if !ok || name == "" || pass == "" {
+			return nil, fmt.Errorf("user %q: want name:password", spec)
+		}
+		if cfg.Users == nil {
+			cfg.Users = map[string]string{}
+		}
+		cfg.Users[name] = pass
+	}
+	for _, spec := range policies.all() {
+		p, err := broker.ParsePolicy(spec)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Policies = append(cfg.Policies, p)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("-tls-cert and -tls-key go together")
 	}
 	r, ok := rules.ForProfile(cfg.Profile)
 	if !ok {

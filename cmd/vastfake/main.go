@@ -12,6 +12,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,15 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
 	}
+	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),
+		broker.WithDefaultDeny(cfg.DefaultDeny), broker.WithView(cfg.View))
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("TLS: %w", err)
+		}
+		opts = append(opts, broker.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	}
 	b, err := broker.New(opts...)
 	if err != nil {
 		return err
@@ -71,7 +81,8 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", b.AdvertisedAddr())
 	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", cfg.Profile,
-		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock)
+		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock,
+		"sasl_users", len(cfg.Users), "policies", len(cfg.Policies), "tls", cfg.TLSCert != "")
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
