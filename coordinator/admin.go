@@ -141,3 +141,18 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 	}
 	return resp
 }
+
+// Reset deletes every group, with its committed offsets, and the rebalance
+// history, as if the coordinator were new. Members blocked in JoinGroup or
+// SyncGroup get COORDINATOR_NOT_AVAILABLE; every other member learns on its
+// next request that its group is gone (UNKNOWN_MEMBER_ID) and joins again.
+func (c *Coordinator) Reset() {
+	c.mu.Lock()
+	defer c.unlock()
+	for name, g := range c.groups {
+		g.stopTimers(c)
+		g.state = stateDead
+		delete(c.groups, name)
+	}
+	c.rebalances = nil
+}

@@ -92,6 +92,50 @@ type Coordinator struct {
 	changed chan struct{} // closed and replaced on every unlock; tests wait on it
 	groups  map[string]*group
 	seq     uint64 // join order of members, for leader choice
+
+	rebalances []Rebalance // the last maxRebalances, oldest first
+}
+
+// maxRebalances bounds the rebalance history; the oldest go first.
+const maxRebalances = 1000
+
+// Rebalance is one finished rebalance of a group: the generation it made,
+// with who got what.
+type Rebalance struct {
+	// Time is when the rebalance finished, on the coordinator's clock.
+	Time       time.Time
+	Group      string
+	Generation int32
+	// State is "Stable" when the leader's SyncGroup handed out the
+	// assignments, or "Empty" when no member was left to join.
+	State    string
+	Protocol string
+	// Members are the generation's members with their assignments, in
+	// join order; none for an Empty group.
+	Members []MemberInfo
+}
+
+// recordRebalance adds g's current generation to the history. Call it with
+// c.mu held.
+func (c *Coordinator) recordRebalance(g *group) {
+	info := g.info()
+	if len(c.rebalances) == maxRebalances {
+		c.rebalances = append(c.rebalances[:0:0], c.rebalances[1:]...)
+	}
+	c.rebalances = append(c.rebalances, Rebalance{
+		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
+		State: info.State, Protocol: info.Protocol, Members: info.Members,
+	})
+}
+
+// Rebalances returns a copy of the last 1,000 finished rebalances of every
+// group, oldest first.
+func (c *Coordinator) Rebalances() []Rebalance {
+	c.mu.Lock()
+	defer c.unlock()
+	out := make([]Rebalance, len(c.rebalances))
+	copy(out, c.rebalances) // Members are never mutated once recorded
+	return out
 }
 
 // New returns a coordinator with no groups.

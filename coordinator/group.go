@@ -646,6 +646,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	g.generation++
 	if len(g.members) == 0 {
 		c.toEmpty(g)
+		c.recordRebalance(g)
 		return
 	}
 	if g.members[g.leader] == nil {
@@ -871,6 +872,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 				mm.assignment = assigned[id]
 			}
 			g.state = stateStable
+			c.recordRebalance(g)
 			for _, mm := range g.ordered() {
 				if mm.syncWait != nil {
 					c.deliverSync(g, mm, c.syncResult(g, mm, mm.syncVersion))

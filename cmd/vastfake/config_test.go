@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,10 +119,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startRun runs the binary's run with args and returns the bootstrap
-// address from its first stdout line; the test's cleanup stops it and
-// checks it exited cleanly.
-func startRun(t *testing.T, stderr io.Writer, args ...string) string {
+// startRun runs the binary's run with args and returns its first n stdout
+// lines, the first being the bootstrap address without "listening on "; the
+// test's cleanup stops it and checks it exited cleanly.
+func startRun(t *testing.T, stderr io.Writer, n int, args ...string) []string {
 	t.Helper()
 	out, w := io.Pipe()
 	stop := make(chan struct{})
@@ -135,12 +136,17 @@ func startRun(t *testing.T, stderr io.Writer, args ...string) string {
 		assert.NoError(t, <-done)
 	})
 	br := bufio.NewReader(out)
-	line, err := br.ReadString('\n')
-	require.NoError(t, err)
-	go io.Copy(io.Discard, br)
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	require.True(t, ok, "first line: %q", line)
-	return addr
+	var lines []string
+	for range n {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		lines = append(lines, strings.TrimSpace(line))
+	}
+	go io.Copy(io.Discard, br) // ends when run returns and closes w
+	addr, ok := strings.CutPrefix(lines[0], "listening on ")
+	require.True(t, ok, "first line: %q", lines[0])
+	lines[0] = addr
+	return lines
 }
 
 // TestBinaryConfigReachesBroker starts the binary with a topic config, a
@@ -150,8 +156,8 @@ func startRun(t *testing.T, stderr io.Writer, args ...string) string {
 func TestBinaryConfigReachesBroker(t *testing.T) {
 	ready := filepath.Join(t.TempDir(), "ready")
 	logs := &syncBuffer{}
-	addr := startRun(t, logs, "-listen", "127.0.0.1:0", "-ready-file", ready, "-log-format", "json",
-		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime", "-rule", "MaxGroups=1")
+	addr := startRun(t, logs, 1, "-listen", "127.0.0.1:0", "-ready-file", ready, "-log-format", "json",
+		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime", "-rule", "MaxGroups=1")[0]
 
 	got, err := os.ReadFile(ready)
 	require.NoError(t, err, "the ready file exists once the address is printed")
@@ -195,4 +201,41 @@ func TestBinaryConfigReachesBroker(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "no JSON log line with rule=MaxGroups in:\n%s", logs.String())
+}
+
+// TestBinaryServesControlPlane starts the binary with -http and a manual
+// clock, moves the clock over HTTP, and relies on TestMain's leak check to
+// show that the HTTP server stops with the binary.
+func TestBinaryServesControlPlane(t *testing.T) {
+	lines := startRun(t, io.Discard, 2, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-manual-clock", "-topic", "orders:2")
+	base, ok := strings.CutPrefix(lines[1], "control plane on ")
+	require.True(t, ok, "second line: %q", lines[1])
+
+	get := func(method, path string, out any) int {
+		req, err := http.NewRequest(method, base+strings.TrimPrefix(path, "/"), nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+		return resp.StatusCode
+	}
+	var health map[string]string
+	require.Equal(t, http.StatusOK, get("GET", "/healthz", &health))
+	assert.Equal(t, lines[0], health["bootstrap"])
+
+	var before, after struct {
+		Now    time.Time `json:"now"`
+		Manual bool      `json:"manual"`
+	}
+	require.Equal(t, http.StatusOK, get("GET", "/clock", &before))
+	assert.True(t, before.Manual)
+	require.Equal(t, http.StatusOK, get("POST", "/clock/advance?d=1h", &after))
+	assert.Equal(t, time.Hour, after.Now.Sub(before.Now))
+
+	var topics []map[string]any
+	require.Equal(t, http.StatusOK, get("GET", "/topics", &topics))
+	require.Len(t, topics, 1)
+	assert.Equal(t, "orders", topics[0]["name"])
+	http.DefaultClient.CloseIdleConnections()
 }

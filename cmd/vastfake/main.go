@@ -32,9 +32,10 @@ func main() {
 	}
 }
 
-// run parses the configuration, starts the broker, prints its address,
-// writes the ready file and serves until a signal arrives or stop is closed
-// (tests use stop).
+// run parses the configuration, starts the broker and the -http control
+// plane, writes the ready file, prints the bootstrap address (and the
+// control plane's on a second line) and serves until a signal arrives or
+// stop is closed (tests use stop).
 func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
@@ -74,14 +75,26 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		return err
 	}
 	defer b.Close()
+	httpAddr := ""
+	if cfg.HTTP != "" {
+		addr, stopHTTP, err := serveControl(b, cfg.HTTP, logger)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+		httpAddr = addr
+	}
 	if cfg.ReadyFile != "" {
 		if err := writeReadyFile(cfg.ReadyFile, b.AdvertisedAddr()); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", b.AdvertisedAddr())
+	if httpAddr != "" {
+		fmt.Fprintf(stdout, "control plane on http://%s/\n", httpAddr)
+	}
 	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", cfg.Profile,
-		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock,
+		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock, "http", httpAddr,
 		"sasl_users", len(cfg.Users), "policies", len(cfg.Policies), "tls", cfg.TLSCert != "")
 
 	sig := make(chan os.Signal, 1)

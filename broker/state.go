@@ -1,0 +1,24 @@
+package broker
+
+// Whole-broker state for the HTTP control plane: reset to empty and the
+// history of rebalances.
+
+import "github.com/vastfake/vastfake/coordinator"
+
+// Reset empties the broker as if it had just started with no topics: every
+// topic is deleted with its records, and every group with its committed
+// offsets and the rebalance history. Rules, faults, latency, the request log
+// and open connections stay. Clients still running see their topics
+// disappear (UNKNOWN_TOPIC_OR_PARTITION) and their groups forget them
+// (UNKNOWN_MEMBER_ID), as after deleting them by hand.
+func (b *Broker) Reset() {
+	for _, t := range b.data.all() {
+		b.deleteTopic(t)
+	}
+	b.coord.Reset()
+}
+
+// Rebalances returns the last 1,000 finished rebalances of every group,
+// oldest first: the generation, its members and what each was assigned
+// (decode consumer assignments with kmsg.ConsumerMemberAssignment).
+func (b *Broker) Rebalances() []coordinator.Rebalance { return b.coord.Rebalances() }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/control"
+)
+
+// serveControl serves b's HTTP control plane and live page (package
+// control) on addr. It returns the bound address and a stop function that
+// shuts the server down, waiting up to five seconds for requests in flight,
+// and returns once the serving goroutine has exited; stop is safe to call
+// more than once.
+func serveControl(b *broker.Broker, addr string, logger *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("-http: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           control.New(b),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("control plane stopped", "err", err)
+		}
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if srv.Shutdown(ctx) != nil {
+				srv.Close()
+			}
+			<-done
+		})
+	}
+	return ln.Addr().String(), stop, nil
+}

@@ -1,0 +1,423 @@
+// Package control is vastfake's HTTP control plane: JSON endpoints that
+// inspect a running broker (topics, records, groups with lag, the request
+// log, rebalances) and drive it (faults, latency, dropped connections,
+// failover, restart, the stale end offset, the manual clock, reset), and
+// the live page at "/" that pictures its partitions, their owners and lag.
+//
+// New returns an http.Handler, so a test serves it with httptest and the
+// binary with its -http listener. Every answer is JSON; an error is
+// {"error": "..."} with a 4xx or 5xx status.
+//
+//	GET    /healthz                                   {"status": "ok", "bootstrap": "host:port"}
+//	GET    /rules                                     the rules.Rules in force
+//	GET    /topics, /topics/{name}                    partitions with log start offset and high watermark
+//	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100
+//	GET    /groups, /groups/{name}                    state, generation, members with assignments, offsets with lag
+//	GET    /rebalances                                ?group=name: finished rebalances, oldest first
+//	GET    /requests                                  ?rule=MaxGroups&api=Produce&limit=N: the request log
+//	DELETE /requests                                  empty the request log
+//	POST   /faults                                    a broker.Fault as JSON; API and Err take names or numbers
+//	DELETE /faults                                    clear faults and latency
+//	POST   /latency                                   ?api=Fetch&d=200ms (d=0 removes it)
+//	POST   /drop-connections, /failover, /restart, /reset
+//	POST   /stale-end-offset                          ?d=30s (0 turns it off)
+//	GET    /clock                                     {"now": ..., "manual": bool}
+//	POST   /clock/advance                             ?d=30s; 409 on the wall clock
+//	GET    /live.json                                 what the live page draws
+//	GET    /                                          the live page
+package control
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/clock"
+)
+
+//go:embed page.html
+var page []byte
+
+// New returns the control plane of b. When b runs on a *clock.Manual,
+// POST /clock/advance moves it; otherwise that endpoint answers 409. The
+// handler keeps no state of its own and starts no goroutines.
+func New(b *broker.Broker) http.Handler {
+	s := &server{b: b}
+	s.manual, _ = b.Clock().(*clock.Manual)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(page)
+	})
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Rules()) })
+	mux.HandleFunc("GET /topics", s.topics)
+	mux.HandleFunc("GET /topics/{name}", s.topic)
+	mux.HandleFunc("GET /topics/{name}/partitions/{p}/records", s.records)
+	mux.HandleFunc("GET /groups", s.groups)
+	mux.HandleFunc("GET /groups/{name}", s.group)
+	mux.HandleFunc("GET /rebalances", s.rebalances)
+	mux.HandleFunc("GET /requests", s.requests)
+	mux.HandleFunc("DELETE /requests", s.do(b.ResetRequests))
+	mux.HandleFunc("POST /faults", s.injectFault)
+	mux.HandleFunc("DELETE /faults", s.do(b.ClearFaults))
+	mux.HandleFunc("POST /latency", s.latency)
+	mux.HandleFunc("POST /drop-connections", s.do(b.DropConnections))
+	mux.HandleFunc("POST /failover", s.do(b.Failover))
+	mux.HandleFunc("POST /reset", s.do(b.Reset))
+	mux.HandleFunc("POST /restart", s.restart)
+	mux.HandleFunc("POST /stale-end-offset", s.staleEndOffset)
+	mux.HandleFunc("GET /clock", s.clock)
+	mux.HandleFunc("POST /clock/advance", s.advance)
+	mux.HandleFunc("GET /live.json", s.live)
+	return jsonErrors(mux)
+}
+
+type server struct {
+	b      *broker.Broker
+	manual *clock.Manual
+}
+
+// ---- helpers ----
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// do answers a POST or DELETE that runs f with {"status": "ok"}.
+func (s *server) do(f func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f()
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}
+}
+
+// duration reads the query parameter d as a Go duration ("30s").
+func duration(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("d")
+	if v == "" {
+		return 0, errors.New("query parameter d is required, a duration such as 30s")
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("d=%q: want a non-negative duration such as 30s", v)
+	}
+	return d, nil
+}
+
+// apiKey parses a Kafka API by name ("Produce", any case) or number.
+func apiKey(v string) (kmsg.Key, error) {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 && kmsg.NameForKey(int16(n)) != "" {
+		return kmsg.Key(n), nil
+	}
+	for k := int16(0); k < 200; k++ {
+		if name := kmsg.NameForKey(k); name != "" && strings.EqualFold(name, v) {
+			return kmsg.Key(k), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown Kafka API %q", v)
+}
+
+// errCode parses a Kafka error by name ("NOT_LEADER_FOR_PARTITION", any
+// case) or code.
+func errCode(v string) (int16, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		return int16(n), nil
+	}
+	for c := int16(-1); c < 200; c++ {
+		var ke *kerr.Error
+		if errors.As(kerr.ErrorForCode(c), &ke) && strings.EqualFold(ke.Message, v) {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown Kafka error %q", v)
+}
+
+// errName names a Kafka error code, "" for 0.
+func errName(code int16) string {
+	if code == 0 {
+		return ""
+	}
+	var ke *kerr.Error
+	if errors.As(kerr.ErrorForCode(code), &ke) {
+		return ke.Message
+	}
+	return strconv.Itoa(int(code))
+}
+
+// jsonErrors rewrites the plain-text errors of http.ServeMux (404 for a
+// path no pattern matches, 405 for a method a pattern does not serve) as
+// JSON.
+func jsonErrors(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&errorWriter{ResponseWriter: w}, r)
+	})
+}
+
+type errorWriter struct {
+	http.ResponseWriter
+	swallow bool
+}
+
+func (e *errorWriter) WriteHeader(code int) {
+	if code >= 400 && strings.HasPrefix(e.Header().Get("Content-Type"), "text/plain") {
+		e.swallow = true
+		e.Header().Del("X-Content-Type-Options")
+		writeError(e.ResponseWriter, code, http.StatusText(code))
+		return
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *errorWriter) Write(p []byte) (int, error) {
+	if e.swallow {
+		return len(p), nil
+	}
+	return e.ResponseWriter.Write(p)
+}
+
+// ---- inspection ----
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "bootstrap": s.b.AdvertisedAddr()})
+}
+
+func (s *server) topics(w http.ResponseWriter, r *http.Request) {
+	out := []topicView{}
+	for _, t := range s.b.Topics() {
+		out = append(out, newTopicView(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) topic(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.b.Topic(r.PathValue("name"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "no topic "+r.PathValue("name"))
+		return
+	}
+	writeJSON(w, http.StatusOK, newTopicView(t))
+}
+
+func (s *server) records(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	t, ok := s.b.Topic(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, "no topic "+name)
+		return
+	}
+	p, err := strconv.Atoi(r.PathValue("p"))
+	if err != nil || p < 0 || p >= len(t.Partitions) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("topic %s has no partition %s", name, r.PathValue("p")))
+		return
+	}
+	q := r.URL.Query()
+	offset, limit := int64(0), 100
+	if v := q.Get("offset"); v != "" {
+		if offset, err = strconv.ParseInt(v, 10, 64); err != nil || offset < 0 {
+			writeError(w, http.StatusBadRequest, "offset must be a non-negative number")
+			return
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
+			writeError(w, http.StatusBadRequest, "limit must be a positive number")
+			return
+		}
+	}
+	out := []recordView{}
+	for _, rec := range s.b.Records(name, int32(p), offset) {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, newRecordView(rec))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) groups(w http.ResponseWriter, r *http.Request) {
+	out := []groupView{}
+	for _, g := range s.b.Groups() {
+		out = append(out, s.newGroupView(g))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) group(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.b.Group(r.PathValue("name"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "no group "+r.PathValue("name"))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.newGroupView(g))
+}
+
+func (s *server) rebalances(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, rebalanceViews(s.b.Rebalances(), r.URL.Query().Get("group")))
+}
+
+func (s *server) requests(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var api *kmsg.Key
+	if v := q.Get("api"); v != "" {
+		k, err := apiKey(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		api = &k
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "limit must be a positive number")
+			return
+		}
+		limit = n
+	}
+	rule := q.Get("rule")
+	out := []requestView{}
+	for _, rec := range s.b.Requests() {
+		if rule != "" && !strings.EqualFold(rec.Rule, rule) || api != nil && rec.API != *api {
+			continue
+		}
+		out = append(out, newRequestView(rec))
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:] // the newest
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) live(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.liveView())
+}
+
+func (s *server) clock(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"now": s.b.Clock().Now(), "manual": s.manual != nil})
+}
+
+// ---- control ----
+
+// faultBody is broker.Fault as JSON, with the API and error by name or
+// number and Partition defaulting to every partition.
+type faultBody struct {
+	API       json.RawMessage `json:"api"`
+	Err       json.RawMessage `json:"err"`
+	Count     int             `json:"count"`
+	Topic     string          `json:"topic"`
+	Partition *int32          `json:"partition"`
+	Group     string          `json:"group"`
+}
+
+// rawString returns a JSON string's value or a number's text.
+func rawString(m json.RawMessage) string {
+	var s string
+	if json.Unmarshal(m, &s) == nil {
+		return s
+	}
+	return strings.TrimSpace(string(m))
+}
+
+func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
+	var body faultBody
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
+		return
+	}
+	if len(body.API) == 0 || len(body.Err) == 0 {
+		writeError(w, http.StatusBadRequest, `fault: "api" and "err" are required`)
+		return
+	}
+	api, err := apiKey(rawString(body.API))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
+		return
+	}
+	code, err := errCode(rawString(body.Err))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
+		return
+	}
+	if body.Count < 0 {
+		writeError(w, http.StatusBadRequest, "fault: count must not be negative")
+		return
+	}
+	f := broker.Fault{API: api, Err: code, Count: body.Count, Topic: body.Topic, Partition: broker.AnyPartition, Group: body.Group}
+	if body.Partition != nil {
+		f.Partition = *body.Partition
+	}
+	s.b.InjectFault(f)
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
+		"topic": f.Topic, "partition": f.Partition, "group": f.Group,
+	})
+}
+
+func (s *server) latency(w http.ResponseWriter, r *http.Request) {
+	api, err := apiKey(r.URL.Query().Get("api"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "latency: "+err.Error())
+		return
+	}
+	d, err := duration(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "latency: "+err.Error())
+		return
+	}
+	s.b.SetLatency(api, d)
+	writeJSON(w, http.StatusOK, map[string]string{"api": kmsg.NameForKey(int16(api)), "latency": d.String()})
+}
+
+func (s *server) restart(w http.ResponseWriter, r *http.Request) {
+	if err := s.b.Restart(); err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) staleEndOffset(w http.ResponseWriter, r *http.Request) {
+	d, err := duration(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "stale end offset: "+err.Error())
+		return
+	}
+	s.b.SetStaleEndOffset(d)
+	writeJSON(w, http.StatusOK, map[string]string{"staleEndOffset": d.String()})
+}
+
+func (s *server) advance(w http.ResponseWriter, r *http.Request) {
+	if s.manual == nil {
+		writeError(w, http.StatusConflict, "the broker runs on the wall clock; start it with -manual-clock to move time")
+		return
+	}
+	d, err := duration(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "clock: "+err.Error())
+		return
+	}
+	s.manual.Advance(d)
+	writeJSON(w, http.StatusOK, map[string]any{"now": s.manual.Now(), "manual": true})
+}

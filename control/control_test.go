@@ -1,0 +1,297 @@
+package control_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/vastfake/vastfake/fixtures"
+)
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func TestHealthzAndErrors(t *testing.T) {
+	k := fixtures.Start(t)
+	url := serve(t, k)
+
+	var health map[string]string
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/healthz", nil, &health))
+	assert.Equal(t, map[string]string{"status": "ok", "bootstrap": k.Addr()}, health)
+
+	var e errorBody
+	assert.Equal(t, http.StatusNotFound, call(t, "GET", url+"/topics/nope", nil, &e))
+	assert.Equal(t, "no topic nope", e.Error)
+	assert.Equal(t, http.StatusNotFound, call(t, "GET", url+"/nothing/here", nil, &e))
+	assert.Equal(t, "Not Found", e.Error)
+	assert.Equal(t, http.StatusMethodNotAllowed, call(t, "PUT", url+"/topics", nil, &e), "the mux's 405 is JSON too")
+	assert.Equal(t, "Method Not Allowed", e.Error)
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults", map[string]any{"api": "NoSuchAPI", "err": 6}, &e))
+	assert.Contains(t, e.Error, "NoSuchAPI")
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/latency?api=Fetch&d=soon", nil, &e))
+}
+
+func TestTopicsAndRecords(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 3, "retention.ms", "60000"))
+	url := serve(t, k)
+	k.Produce("orders", 1, "a", "b", "c")
+	k.ProduceRecords(&kgo.Record{Topic: "orders", Partition: 2, Key: []byte("k"), Value: []byte{0xff, 0x00},
+		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}})
+
+	var topics []struct {
+		Name       string            `json:"name"`
+		Configs    map[string]string `json:"configs"`
+		Partitions []struct {
+			Partition      int32 `json:"partition"`
+			LogStartOffset int64 `json:"logStartOffset"`
+			HighWatermark  int64 `json:"highWatermark"`
+		} `json:"partitions"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics", nil, &topics))
+	require.Len(t, topics, 1)
+	assert.Equal(t, "orders", topics[0].Name)
+	assert.Equal(t, "60000", topics[0].Configs["retention.ms"])
+	require.Len(t, topics[0].Partitions, 3)
+	assert.Equal(t, int64(3), topics[0].Partitions[1].HighWatermark)
+	assert.Equal(t, int64(1), topics[0].Partitions[2].HighWatermark)
+
+	var records []struct {
+		Offset      int64   `json:"offset"`
+		Key         *string `json:"key"`
+		Value       *string `json:"value"`
+		ValueBase64 string  `json:"valueBase64"`
+		Headers     []struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		} `json:"headers"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics/orders/partitions/1/records?offset=1&limit=1", nil, &records))
+	require.Len(t, records, 1)
+	assert.Equal(t, int64(1), records[0].Offset)
+	assert.Equal(t, "b", *records[0].Value)
+
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics/orders/partitions/2/records", nil, &records))
+	require.Len(t, records, 1)
+	assert.Equal(t, "k", *records[0].Key)
+	assert.Nil(t, records[0].Value, "a value that is not UTF-8 comes as base64")
+	assert.Equal(t, "/wA=", records[0].ValueBase64)
+	assert.Equal(t, "v", records[0].Headers[0].Value)
+
+	var e errorBody
+	assert.Equal(t, http.StatusNotFound, call(t, "GET", url+"/topics/orders/partitions/3/records", nil, &e))
+	assert.Equal(t, http.StatusBadRequest, call(t, "GET", url+"/topics/orders/partitions/0/records?limit=-1", nil, &e))
+}
+
+type groupBody struct {
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	Protocol   string `json:"protocol"`
+	Generation int32  `json:"generation"`
+	Members    []struct {
+		ClientID   string             `json:"clientId"`
+		Assignment map[string][]int32 `json:"assignment"`
+	} `json:"members"`
+	Partitions []struct {
+		Topic         string `json:"topic"`
+		Partition     int32  `json:"partition"`
+		Committed     *int64 `json:"committed"`
+		HighWatermark int64  `json:"highWatermark"`
+		Lag           *int64 `json:"lag"`
+		OwnerClientID string `json:"ownerClientId"`
+	} `json:"partitions"`
+}
+
+// TestGroupsWithLag reads a two-member group: decoded assignments,
+// committed offsets and lag per partition, and the rebalances that formed
+// it.
+func TestGroupsWithLag(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 4))
+	url := serve(t, k)
+	for p := int32(0); p < 4; p++ {
+		k.Produce("orders", p, "0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+	}
+	owners := groupOfTwo(t, k, "billing", "orders", 4)
+
+	var g groupBody
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups/billing", nil, &g))
+	assert.Equal(t, "Stable", g.State)
+	assert.Equal(t, "range", g.Protocol)
+	require.Len(t, g.Members, 2)
+	assigned := map[int32]string{}
+	for _, m := range g.Members {
+		for _, p := range m.Assignment["orders"] {
+			assigned[p] = m.ClientID
+		}
+	}
+	assert.Equal(t, owners, assigned)
+	require.Len(t, g.Partitions, 4)
+	for i, gp := range g.Partitions {
+		p := int32(i)
+		assert.Equal(t, p, gp.Partition)
+		require.NotNil(t, gp.Committed)
+		assert.Equal(t, 4+int64(p), *gp.Committed)
+		assert.Equal(t, int64(10), gp.HighWatermark)
+		require.NotNil(t, gp.Lag)
+		assert.Equal(t, 6-int64(p), *gp.Lag)
+		assert.Equal(t, owners[p], gp.OwnerClientID)
+	}
+
+	var all []groupBody
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups", nil, &all))
+	require.Len(t, all, 1)
+
+	var rebalances []struct {
+		Group      string `json:"group"`
+		Generation int32  `json:"generation"`
+		State      string `json:"state"`
+		Members    []struct {
+			ClientID string `json:"clientId"`
+		} `json:"members"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/rebalances?group=billing", nil, &rebalances))
+	require.NotEmpty(t, rebalances)
+	last := rebalances[len(rebalances)-1]
+	assert.Equal(t, g.Generation, last.Generation)
+	assert.Equal(t, "Stable", last.State)
+	assert.Len(t, last.Members, 2)
+
+	// Failover drops the committed offsets; lag becomes unknown.
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/failover", nil, nil))
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups/billing", nil, &g))
+	for _, gp := range g.Partitions {
+		assert.Nil(t, gp.Committed)
+		assert.Nil(t, gp.Lag)
+	}
+}
+
+// TestRequestLogNamesTheRule refuses a compressed batch and finds the
+// refusal in the request log by its rule.
+func TestRequestLogNamesTheRule(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 1))
+	url := serve(t, k)
+	cl := k.Client(kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.RecordRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	// franz-go sends a batch uncompressed unless compression makes it smaller.
+	value := bytes.Repeat([]byte("compressible "), 100)
+	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: value}).FirstErr()
+	require.ErrorIs(t, err, kerr.UnsupportedCompressionType)
+
+	var reqs []struct {
+		API   string `json:"api"`
+		Error string `json:"error"`
+		Rule  string `json:"rule"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?rule=NoCompression", nil, &reqs))
+	require.NotEmpty(t, reqs)
+	assert.Equal(t, "Produce", reqs[0].API)
+	assert.Equal(t, "UNSUPPORTED_COMPRESSION_TYPE", reqs[0].Error)
+	assert.Equal(t, "NoCompression", reqs[0].Rule)
+
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Metadata&limit=1", nil, &reqs))
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "Metadata", reqs[0].API)
+
+	require.Equal(t, http.StatusOK, call(t, "DELETE", url+"/requests", nil, nil))
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?rule=NoCompression", nil, &reqs))
+	assert.Empty(t, reqs)
+}
+
+// TestFaults injects a fault by name over HTTP, sees a client get it once,
+// and clears faults.
+func TestFaults(t *testing.T) {
+	k := fixtures.Start(t)
+	url := serve(t, k)
+	adm := k.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+
+	var f map[string]any
+	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+		map[string]any{"api": "CreateTopics", "err": "POLICY_VIOLATION", "count": 1}, &f))
+	assert.Equal(t, "CreateTopics", f["api"])
+	assert.Equal(t, float64(-1), f["partition"], "no partition means every partition")
+	resp, err := adm.CreateTopic(ctx, 1, 1, nil, "orders")
+	if err == nil {
+		err = resp.Err
+	}
+	require.ErrorIs(t, err, kerr.PolicyViolation)
+	resp, err = adm.CreateTopic(ctx, 1, 1, nil, "orders")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err, "a fault with count 1 fails one request")
+
+	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults", map[string]any{"api": 19, "err": 44}, nil))
+	require.Equal(t, http.StatusOK, call(t, "DELETE", url+"/faults", nil, nil))
+	resp, err = adm.CreateTopic(ctx, 1, 1, nil, "audit")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err, "DELETE /faults clears every fault")
+
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/latency?api=Fetch&d=1ms", nil, nil))
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/stale-end-offset?d=30s", nil, nil))
+	assert.Equal(t, 30*time.Second, k.Broker().StaleEndOffset())
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/drop-connections", nil, nil))
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/restart", nil, nil))
+	k.Produce("audit", 0, "after restart") // clients reconnect
+}
+
+func TestClockAdvance(t *testing.T) {
+	t.Run("wall clock", func(t *testing.T) {
+		url := serve(t, fixtures.Start(t))
+		var e errorBody
+		assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/clock/advance?d=30s", nil, &e))
+		assert.Contains(t, e.Error, "-manual-clock")
+	})
+	t.Run("manual clock", func(t *testing.T) {
+		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		k := fixtures.Start(t, fixtures.ManualClock(start))
+		url := serve(t, k)
+		var now struct {
+			Now    time.Time `json:"now"`
+			Manual bool      `json:"manual"`
+		}
+		require.Equal(t, http.StatusOK, call(t, "POST", url+"/clock/advance?d=30s", nil, &now))
+		assert.True(t, now.Now.Equal(start.Add(30*time.Second)))
+		assert.True(t, k.Broker().Clock().Now().Equal(start.Add(30*time.Second)))
+		var e errorBody
+		assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/clock/advance", nil, &e))
+	})
+}
+
+// TestReset empties a broker with topics, records, a group and offsets;
+// the same names work again afterwards.
+func TestReset(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 2))
+	url := serve(t, k)
+	k.Produce("orders", 0, "a")
+	adm := k.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 1, LeaderEpoch: -1})
+	committed, err := adm.CommitOffsets(ctx, "billing", offsets)
+	require.NoError(t, err)
+	require.NoError(t, committed.Error())
+	require.NotEmpty(t, k.Broker().Groups())
+
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/reset", nil, nil))
+	var topics, groups []any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics", nil, &topics))
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups", nil, &groups))
+	assert.Empty(t, topics)
+	assert.Empty(t, groups)
+
+	resp, err := adm.CreateTopic(ctx, 1, 1, nil, "orders")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	k.Produce("orders", 0, "fresh")
+	k.WaitRecords("orders", 0, "fresh")
+}

@@ -1,0 +1,292 @@
+package control
+
+// The JSON shapes of the control plane, built from the broker's inspection
+// copies.
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/coordinator"
+)
+
+type topicView struct {
+	Name string `json:"name"`
+	// ID is the topic id in hex (Metadata reports zero under the NoTopicIDs
+	// rule; this is the broker's own).
+	ID         string            `json:"id"`
+	Configs    map[string]string `json:"configs"`
+	Partitions []partitionView   `json:"partitions"`
+}
+
+type partitionView struct {
+	Partition      int32 `json:"partition"`
+	LogStartOffset int64 `json:"logStartOffset"`
+	HighWatermark  int64 `json:"highWatermark"`
+	Bytes          int64 `json:"bytes"`
+}
+
+func newTopicView(t broker.TopicInfo) topicView {
+	v := topicView{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Configs: t.Configs, Partitions: []partitionView{}}
+	for _, p := range t.Partitions {
+		v.Partitions = append(v.Partitions, partitionView(p))
+	}
+	return v
+}
+
+// recordView shows a key, value or header value as text when it is UTF-8
+// and as base64 (the *Base64 field) otherwise.
+type recordView struct {
+	Offset        int64        `json:"offset"`
+	Timestamp     time.Time    `json:"timestamp"`
+	LogAppendTime bool         `json:"logAppendTime,omitempty"`
+	Key           *string      `json:"key"`
+	KeyBase64     string       `json:"keyBase64,omitempty"`
+	Value         *string      `json:"value"`
+	ValueBase64   string       `json:"valueBase64,omitempty"`
+	Headers       []headerView `json:"headers,omitempty"`
+	Compressed    bool         `json:"compressed,omitempty"`
+}
+
+type headerView struct {
+	Key         string  `json:"key"`
+	Value       *string `json:"value"`
+	ValueBase64 string  `json:"valueBase64,omitempty"`
+}
+
+// text returns b as a string when it is valid UTF-8, or its base64.
+func text(b []byte) (*string, string) {
+	if b == nil {
+		return nil, ""
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, ""
+	}
+	return nil, base64.StdEncoding.EncodeToString(b)
+}
+
+func newRecordView(r broker.Record) recordView {
+	v := recordView{Offset: r.Offset, Timestamp: r.Timestamp, LogAppendTime: r.LogAppendTime, Compressed: r.Compressed}
+	v.Key, v.KeyBase64 = text(r.Key)
+	v.Value, v.ValueBase64 = text(r.Value)
+	for _, h := range r.Headers {
+		hv := headerView{Key: h.Key}
+		hv.Value, hv.ValueBase64 = text(h.Value)
+		v.Headers = append(v.Headers, hv)
+	}
+	return v
+}
+
+type groupView struct {
+	Name         string       `json:"name"`
+	State        string       `json:"state"`
+	ProtocolType string       `json:"protocolType"`
+	Protocol     string       `json:"protocol"`
+	Generation   int32        `json:"generation"`
+	Leader       string       `json:"leader"`
+	Members      []memberView `json:"members"`
+	// Partitions are every partition the group has committed an offset for
+	// or assigned to a member, sorted by topic and partition.
+	Partitions []groupPartitionView `json:"partitions"`
+}
+
+type memberView struct {
+	MemberID   string `json:"memberId"`
+	InstanceID string `json:"instanceId,omitempty"`
+	ClientID   string `json:"clientId"`
+	ClientHost string `json:"clientHost"`
+	// Assignment is the member's consumer assignment, topic to partitions;
+	// null for a group that is not a consumer group or while a rebalance
+	// has not handed one out.
+	Assignment map[string][]int32 `json:"assignment"`
+}
+
+type groupPartitionView struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Committed is the committed offset, null if none.
+	Committed     *int64 `json:"committed"`
+	Metadata      string `json:"metadata,omitempty"`
+	HighWatermark int64  `json:"highWatermark"`
+	// Lag is the high watermark minus the committed offset, null when
+	// nothing is committed.
+	Lag           *int64 `json:"lag"`
+	OwnerMemberID string `json:"ownerMemberId,omitempty"`
+	OwnerClientID string `json:"ownerClientId,omitempty"`
+}
+
+// assignment decodes a consumer protocol assignment; it returns nil for
+// anything else.
+func assignment(protocolType string, b []byte) map[string][]int32 {
+	if protocolType != "consumer" || len(b) == 0 {
+		return nil
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(b); err != nil {
+		return nil
+	}
+	out := make(map[string][]int32, len(a.Topics))
+	for _, t := range a.Topics {
+		ps := append([]int32{}, t.Partitions...)
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		out[t.Topic] = append(out[t.Topic], ps...)
+	}
+	return out
+}
+
+func (s *server) newGroupView(g coordinator.GroupInfo) groupView {
+	v := groupView{Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
+		Generation: g.Generation, Leader: g.Leader, Members: []memberView{}, Partitions: []groupPartitionView{}}
+	type tp struct {
+		topic string
+		p     int32
+	}
+	parts := map[tp]*groupPartitionView{}
+	at := func(topic string, p int32) *groupPartitionView {
+		k := tp{topic, p}
+		if parts[k] == nil {
+			parts[k] = &groupPartitionView{Topic: topic, Partition: p}
+		}
+		return parts[k]
+	}
+	for _, m := range g.Members {
+		mv := memberView{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			Assignment: assignment(g.ProtocolType, m.Assignment)}
+		for topic, ps := range mv.Assignment {
+			for _, p := range ps {
+				pv := at(topic, p)
+				pv.OwnerMemberID, pv.OwnerClientID = m.MemberID, m.ClientID
+			}
+		}
+		v.Members = append(v.Members, mv)
+	}
+	for topic, ps := range g.Offsets {
+		for p, o := range ps {
+			pv := at(topic, p)
+			off := o.Offset
+			pv.Committed, pv.Metadata = &off, o.Metadata
+		}
+	}
+	hwms := map[string]broker.TopicInfo{}
+	for k, pv := range parts {
+		t, ok := hwms[k.topic]
+		if !ok {
+			t, _ = s.b.Topic(k.topic)
+			hwms[k.topic] = t
+		}
+		if int(k.p) < len(t.Partitions) {
+			pv.HighWatermark = t.Partitions[k.p].HighWatermark
+		}
+		if pv.Committed != nil {
+			lag := max(0, pv.HighWatermark-*pv.Committed)
+			pv.Lag = &lag
+		}
+		v.Partitions = append(v.Partitions, *pv)
+	}
+	sort.Slice(v.Partitions, func(i, j int) bool {
+		a, b := v.Partitions[i], v.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return v
+}
+
+type rebalanceView struct {
+	Time       time.Time             `json:"time"`
+	Group      string                `json:"group"`
+	Generation int32                 `json:"generation"`
+	State      string                `json:"state"`
+	Protocol   string                `json:"protocol"`
+	Members    []rebalanceMemberView `json:"members"`
+}
+
+type rebalanceMemberView struct {
+	MemberID   string             `json:"memberId"`
+	ClientID   string             `json:"clientId"`
+	Assignment map[string][]int32 `json:"assignment"`
+}
+
+// rebalanceViews converts the rebalance history, keeping one group's when
+// group is set.
+func rebalanceViews(rs []coordinator.Rebalance, group string) []rebalanceView {
+	out := []rebalanceView{}
+	for _, r := range rs {
+		if group != "" && r.Group != group {
+			continue
+		}
+		v := rebalanceView{Time: r.Time, Group: r.Group, Generation: r.Generation, State: r.State,
+			Protocol: r.Protocol, Members: []rebalanceMemberView{}}
+		for _, m := range r.Members {
+			// Rebalances are recorded for consumer groups and others
+			// alike; a consumer assignment decodes, anything else is nil.
+			v.Members = append(v.Members, rebalanceMemberView{MemberID: m.MemberID, ClientID: m.ClientID,
+				Assignment: assignment("consumer", m.Assignment)})
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+type requestView struct {
+	Time     time.Time `json:"time"`
+	API      string    `json:"api"`
+	Version  int16     `json:"version"`
+	ClientID string    `json:"clientId"`
+	// ErrorCode and Error are the first error of the answer, if any.
+	ErrorCode int16  `json:"errorCode"`
+	Error     string `json:"error,omitempty"`
+	// Rule names the VAST rule (a rules.Rules field) behind a refusal.
+	Rule  string `json:"rule,omitempty"`
+	Fault bool   `json:"fault,omitempty"`
+	// User is the SASL user of the connection, if any.
+	User string `json:"user,omitempty"`
+	// Denied says why an identity policy or authentication refused it.
+	Denied string `json:"denied,omitempty"`
+	// Closed is set when the broker closed the connection after it.
+	Closed bool `json:"closed,omitempty"`
+}
+
+func newRequestView(r broker.RequestRecord) requestView {
+	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID,
+		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Fault: r.Fault,
+		User: r.User, Denied: r.Denied, Closed: r.Closed}
+}
+
+// liveView is everything the live page draws, read in one request.
+type liveView struct {
+	Now        time.Time       `json:"now"`
+	Bootstrap  string          `json:"bootstrap"`
+	Manual     bool            `json:"manualClock"`
+	Topics     []topicView     `json:"topics"`
+	Groups     []groupView     `json:"groups"`
+	Rebalances []rebalanceView `json:"rebalances"`
+}
+
+// liveRebalances is how many of the latest rebalances the page shows.
+const liveRebalances = 50
+
+func (s *server) liveView() liveView {
+	v := liveView{Now: s.b.Clock().Now(), Bootstrap: s.b.AdvertisedAddr(), Manual: s.manual != nil,
+		Topics: []topicView{}, Groups: []groupView{}}
+	for _, t := range s.b.Topics() {
+		v.Topics = append(v.Topics, newTopicView(t))
+	}
+	for _, g := range s.b.Groups() {
+		v.Groups = append(v.Groups, s.newGroupView(g))
+	}
+	rs := s.b.Rebalances()
+	if len(rs) > liveRebalances {
+		rs = rs[len(rs)-liveRebalances:]
+	}
+	v.Rebalances = rebalanceViews(rs, "")
+	return v
+}
