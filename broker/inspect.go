@@ -117,7 +117,9 @@ func clone(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-// RequestRecord is one entry of the request log.
+// RequestRecord is one entry of the request log. The raw SASL token that
+// follows a v0 SaslHandshake, which is not a Kafka request, is logged as
+// SaslAuthenticate with Version -1.
 type RequestRecord struct {
 	// Time is when the broker answered, on its clock.
 	Time     time.Time
