@@ -1,0 +1,124 @@
+package control_test
+
+import (
+	"bytes"
+	"context"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vastfake/vastfake/fixtures"
+)
+
+// chromiumPath is Debian's chromium package.
+const chromiumPath = "/usr/bin/chromium"
+
+// needChromium skips the test when Chromium is not installed, unless CI
+// is set, where it fails (CI installs it).
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		msg := "the live page test needs " + chromiumPath + " (apt-get install -y chromium): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+// chromium runs headless Chromium with args and a fresh profile and
+// returns its stdout.
+func chromium(t *testing.T, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + t.TempDir(),
+	}
+	cmd := exec.CommandContext(ctx, chromiumPath, append(base, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // Chromium's helpers may hold the pipes briefly
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\nstderr:\n%s", args, err, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+var (
+	partitionBox = regexp.MustCompile(`<div class="partition"[^>]*>`)
+	dataAttr     = regexp.MustCompile(`data-([a-z]+)="([^"]*)"`)
+)
+
+// TestLivePage draws seed 003's "a group shares six partitions" from a real
+// broker: a topic of six partitions and a group of two consumers that each
+// committed part of their partitions. Headless Chromium runs the page's
+// script; every partition box must name its owner and lag, and a
+// screenshot of it must be a real picture.
+func TestLivePage(t *testing.T) {
+	needChromium(t)
+	k := fixtures.Start(t, fixtures.Topic("events", 6), fixtures.Topic("audit", 2))
+	url := serve(t, k) + "/"
+	for p := int32(0); p < 6; p++ {
+		k.Produce("events", p, "0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+	}
+	owners := groupOfTwo(t, k, "g-classic", "events", 6)
+
+	dom := chromium(t, "--virtual-time-budget=3000", "--dump-dom", url)
+	boxes := map[string]map[string]string{} // "topic/group/partition" -> attributes
+	for _, tag := range partitionBox.FindAll(dom, -1) {
+		attrs := map[string]string{}
+		for _, m := range dataAttr.FindAllSubmatch(tag, -1) {
+			attrs[string(m[1])] = string(m[2])
+		}
+		boxes[attrs["topic"]+"/"+attrs["group"]+"/"+attrs["partition"]] = attrs
+	}
+	require.Len(t, boxes, 8, "six boxes for the group on events, two for audit that no group reads:\n%s", dom)
+	for p := int32(0); p < 6; p++ {
+		box := boxes["events/g-classic/"+strconv.Itoa(int(p))]
+		require.NotNil(t, box, "partition %d", p)
+		assert.Equal(t, owners[p], box["owner"], "partition %d's owner", p)
+		assert.Equal(t, strconv.Itoa(6-int(p)), box["lag"], "partition %d's lag: end 10, committed %d", p, 4+p)
+	}
+	assert.NotNil(t, boxes["audit//0"])
+	assert.Contains(t, string(dom), `data-group="g-classic" data-generation=`, "the rebalance timeline shows the group")
+	assert.Contains(t, string(dom), "member-one")
+	assert.Contains(t, string(dom), "member-two")
+
+	shot := filepath.Join(t.TempDir(), "live.png")
+	chromium(t, "--virtual-time-budget=3000", "--window-size=1200,800", "--screenshot="+shot, url)
+	data, err := os.ReadFile(shot)
+	require.NoError(t, err)
+	if keep := os.Getenv("VASTFAKE_SCREENSHOT"); keep != "" {
+		require.NoError(t, os.WriteFile(keep, data, 0o644))
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err, "the screenshot is a PNG")
+	assert.Equal(t, 1200, img.Bounds().Dx())
+	assert.Equal(t, 800, img.Bounds().Dy())
+	colors := map[color.RGBA]bool{}
+	saturated := 0
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y += 2 {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x += 2 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			c := color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0}
+			colors[c] = true
+			if max(c.R, c.G, c.B)-min(c.R, c.G, c.B) > 80 {
+				saturated++ // the owners' colours: borders, labels, chips
+			}
+		}
+	}
+	assert.Greater(t, len(colors), 50, "a blank or flat screenshot")
+	assert.Greater(t, saturated, 200, "no member colours drawn")
+}
