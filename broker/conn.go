@@ -248,6 +248,9 @@ func (c *clientConn) handleOne() error {
 
 // write encodes resp with kmsg behind its response header and flushes it.
 func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) error {
+	if need := responseSizeHint(resp); cap(c.out) < need {
+		c.out = make([]byte, 0, need) // one allocation instead of repeated growth
+	}
 	out := append(c.out[:0], 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))
 	if flexHeader {
@@ -255,13 +258,36 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	if cap(out) <= 1<<20 {
-		c.out = out // keep modest buffers for the next response
+	if cap(out) <= maxKeptResponseBuffer {
+		c.out = out
+	} else {
+		c.out = nil
 	}
 	if _, err := c.w.Write(out); err != nil {
 		return err
 	}
 	return c.w.Flush()
+}
+
+// maxKeptResponseBuffer bounds the response buffer a connection keeps for
+// its next response; a fetch connection's answers are often megabytes.
+const maxKeptResponseBuffer = 16 << 20
+
+// responseSizeHint estimates the encoded size of a response that carries
+// records, so the buffer is allocated once; 0 for other responses.
+func responseSizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 64
+	for i := range f.Topics {
+		n += 64 + len(f.Topics[i].Topic)
+		for j := range f.Topics[i].Partitions {
+			n += 64 + len(f.Topics[i].Partitions[j].RecordBatches)
+		}
+	}
+	return n
 }
 
 // parseRequestHeader reads the client id (a nullable int16 string) and, for a

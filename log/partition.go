@@ -17,7 +17,8 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 
 // Chunk sizes: a partition's first chunk is small, so that a topic with
 // 20,000 quiet partitions stays small, and chunks double up to maxChunk so
-// that a busy partition wastes little room at chunk tails.
+// that a busy partition wastes little room at chunk tails. Batches of a
+// quarter of maxChunk or more are stored alone, in memory of their size.
 const (
 	minChunk = 4 << 10
 	maxChunk = 1 << 20
@@ -77,22 +78,22 @@ func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
 
 func (p *Partition) appendLocked(b Batch, opts AppendOptions) int64 {
 	n := len(b)
-	if cap(p.chunk)-len(p.chunk) < n {
-		size := 2 * cap(p.chunk)
-		if size < minChunk {
-			size = minChunk
+	var chunk []byte // the chunk the batch goes in, with the batch at pos
+	var pos int
+	if n >= maxChunk/4 {
+		// A large batch gets memory of its own size: packed into shared
+		// chunks it could leave most of a chunk empty.
+		chunk = append(make([]byte, 0, n), b...)
+	} else {
+		if cap(p.chunk)-len(p.chunk) < n {
+			size := min(max(2*cap(p.chunk), minChunk), maxChunk)
+			p.chunk = make([]byte, 0, size)
 		}
-		if size > maxChunk {
-			size = maxChunk
-		}
-		if size < n {
-			size = n
-		}
-		p.chunk = make([]byte, 0, size)
+		pos = len(p.chunk)
+		p.chunk = append(p.chunk, b...)
+		chunk = p.chunk
 	}
-	pos := len(p.chunk)
-	p.chunk = append(p.chunk, b...)
-	stored := Batch(p.chunk[pos : pos+n : pos+n])
+	stored := Batch(chunk[pos : pos+n : pos+n])
 
 	base := p.hwm
 	stored.setBaseOffset(base, 0)
@@ -101,7 +102,7 @@ func (p *Partition) appendLocked(b Batch, opts AppendOptions) int64 {
 		stored.setLogAppendTime(now)
 	}
 	e := entry{
-		chunk:      p.chunk[:cap(p.chunk)],
+		chunk:      chunk[:cap(chunk)],
 		pos:        int32(pos),
 		n:          int32(n),
 		base:       base,
