@@ -28,14 +28,7 @@ const pythonWithConfluent = "/usr/bin/python3"
 // It needs python3-confluent-kafka: without it the test is skipped, or fails
 // when CI is set (CI installs the package).
 func TestSeedWalkthrough(t *testing.T) {
-	if out, err := exec.Command(pythonWithConfluent, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-		msg := "TestSeedWalkthrough needs " + pythonWithConfluent + " with confluent_kafka " +
-			"(apt-get install -y python3-confluent-kafka): " + err.Error() + ": " + strings.TrimSpace(string(out))
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	needConfluentPython(t)
 	expected, err := os.ReadFile(filepath.Join("walkthrough", "expected.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +73,20 @@ func TestSeedWalkthrough(t *testing.T) {
 	}
 }
 
+// needConfluentPython skips the test when /usr/bin/python3 cannot import
+// confluent_kafka, or fails it when CI is set (CI installs the package).
+func needConfluentPython(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(pythonWithConfluent, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
+		msg := t.Name() + " needs " + pythonWithConfluent + " with confluent_kafka " +
+			"(apt-get install -y python3-confluent-kafka): " + err.Error() + ": " + strings.TrimSpace(string(out))
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
 // walkthroughBuild builds the Go package pkg (an import path or a path
 // relative to this module) into out.
 func walkthroughBuild(t *testing.T, out, pkg string) {
@@ -98,6 +105,14 @@ func walkthroughBuild(t *testing.T, out, pkg string) {
 // exit; its stderr is logged if the test failed.
 func walkthroughStartBinary(t *testing.T, bin string, args ...string) string {
 	t.Helper()
+	return walkthroughStartBinaryLines(t, bin, 1, args...)[0]
+}
+
+// walkthroughStartBinaryLines is walkthroughStartBinary returning the first
+// n stdout lines, the first being the address (with -http the second is
+// "control plane on http://host:port/").
+func walkthroughStartBinaryLines(t *testing.T, bin string, n int, args ...string) []string {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = walkthroughEnv()
 	var stderr bytes.Buffer
@@ -110,10 +125,10 @@ func walkthroughStartBinary(t *testing.T, bin string, args ...string) string {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	lines := make(chan string, 1)
+	lines := make(chan string, n)
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
+		for i := 0; i < n && sc.Scan(); i++ {
 			lines <- sc.Text()
 		}
 		close(lines)
@@ -140,17 +155,25 @@ func walkthroughStartBinary(t *testing.T, bin string, args ...string) string {
 		}
 	})
 
-	select {
-	case line, ok := <-lines:
-		addr, found := strings.CutPrefix(line, "listening on ")
-		if !ok || !found || addr == "" {
-			t.Fatalf("vastfake's first stdout line is %q, want \"listening on host:port\"", line)
+	var out []string
+	timeout := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("vastfake printed %q and closed stdout, want %d lines", out, n)
+			}
+			out = append(out, line)
+		case <-timeout:
+			t.Fatalf("vastfake printed %q within 30s, want %d lines", out, n)
 		}
-		return addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("vastfake printed no address within 30s")
-		return ""
 	}
+	addr, found := strings.CutPrefix(out[0], "listening on ")
+	if !found || addr == "" {
+		t.Fatalf("vastfake's first stdout line is %q, want \"listening on host:port\"", out[0])
+	}
+	out[0] = addr
+	return out
 }
 
 // walkthroughEnv is the test's environment without the variables that would
