@@ -2,11 +2,20 @@
 # Runs every test: the root module (broker, coordinator, log, fixtures, the
 # binary, end-to-end tests) and the interop module (sarama, kafka-go,
 # confluent-kafka-go, the Confluent Python client), all with the race
-# detector.
+# detector; then the pytest launcher example (examples/pytest) when
+# /usr/bin/python3 has pytest (required when CI is set).
 set -euo pipefail
 cd "$(dirname "$0")"
 go vet ./...
 go test -race -count=1 ./...
 if [ -d interop ]; then
   (cd interop && go vet ./... && go test -race -count=1 ./...)
+fi
+if /usr/bin/python3 -c 'import pytest' 2>/dev/null; then
+  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider examples/pytest
+elif [ -n "${CI:-}" ]; then
+  echo "examples/pytest needs /usr/bin/python3 with pytest (apt-get install -y python3-pytest)" >&2
+  exit 1
+else
+  echo "skipping examples/pytest: /usr/bin/python3 has no pytest (apt-get install -y python3-pytest)" >&2
 fi
