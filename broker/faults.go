@@ -153,7 +153,7 @@ func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 		return resp
 	}
 	match := func(topic string, p int32) bool {
-		return topic == f.Topic && (f.Partition < 0 || p == f.Partition)
+		return topic == f.Topic && (f.Partition < 0 || p < 0 || p == f.Partition)
 	}
 	// Split the request: the faulted partitions go to a copy answered
 	// with the error, the rest to the handler.
@@ -254,6 +254,10 @@ func filterPartitions(topics reflect.Value, keep func(topic string, p int32) boo
 		name, _ := stringField(t, "Topic")
 		parts := t.FieldByName("Partitions")
 		if !parts.IsValid() {
+			// A request about whole topics (CreateTopics, DeleteTopics).
+			if keep(name, AnyPartition) {
+				out = reflect.Append(out, t)
+			}
 			continue
 		}
 		kept := reflect.MakeSlice(parts.Type(), 0, parts.Len())
