@@ -192,8 +192,12 @@ func TestSASLBruteInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialRaw(t, k.Addr())
 			for i, step := range tc.steps {
-				_, err := c.Write(step)
-				require.NoError(t, err)
+				if _, err := c.Write(step); err != nil {
+					// The broker may close while a huge write is still
+					// going out: that is the refusal under test.
+					require.Equal(t, len(tc.steps)-1, i, "only the last step may be cut off: %v", err)
+					break
+				}
 				if i < len(tc.steps)-1 { // a good handshake is answered
 					body := readFrame(t, c)
 					resp := kmsg.NewPtrSASLHandshakeResponse()
