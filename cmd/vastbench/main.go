@@ -109,16 +109,24 @@ func withBroker(b bench.Broker, fn func(ctx context.Context, addr string) (float
 	return fn(ctx, addr)
 }
 
-func produceRate(b bench.Broker, n int) (float64, error) {
+// withTopic runs fn against a fresh broker of kind b holding a topic with
+// that many partitions, with a client for it.
+func withTopic(b bench.Broker, topic string, partitions int32, fn func(ctx context.Context, addr string, cl *kgo.Client) (float64, error)) (float64, error) {
 	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
 		cl, err := bench.Client(addr)
 		if err != nil {
 			return 0, err
 		}
 		defer cl.Close()
-		if err := bench.CreateTopic(ctx, cl, "bench", 3); err != nil {
+		if err := bench.CreateTopic(ctx, cl, topic, partitions); err != nil {
 			return 0, err
 		}
+		return fn(ctx, addr, cl)
+	})
+}
+
+func produceRate(b bench.Broker, n int) (float64, error) {
+	return withTopic(b, "bench", 3, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
 		start := time.Now()
 		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
 			return 0, err
@@ -128,15 +136,7 @@ func produceRate(b bench.Broker, n int) (float64, error) {
 }
 
 func consumeRate(b bench.Broker, n int) (float64, error) {
-	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
-		cl, err := bench.Client(addr)
-		if err != nil {
-			return 0, err
-		}
-		defer cl.Close()
-		if err := bench.CreateTopic(ctx, cl, "bench", 3); err != nil {
-			return 0, err
-		}
+	return withTopic(b, "bench", 3, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
 		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
 			return 0, err
 		}
@@ -154,15 +154,7 @@ func median(xs []float64) float64 {
 }
 
 func firstRecord(b bench.Broker) (float64, error) {
-	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
-		cl, err := bench.Client(addr)
-		if err != nil {
-			return 0, err
-		}
-		defer cl.Close()
-		if err := bench.CreateTopic(ctx, cl, "bench", 3); err != nil {
-			return 0, err
-		}
+	return withTopic(b, "bench", 3, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
 		if err := bench.Produce(ctx, cl, "bench", 30); err != nil {
 			return 0, err
 		}
@@ -255,15 +247,7 @@ func rss() int64 {
 }
 
 func rebalance(b bench.Broker) (float64, error) {
-	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
-		cl, err := bench.Client(addr)
-		if err != nil {
-			return 0, err
-		}
-		defer cl.Close()
-		if err := bench.CreateTopic(ctx, cl, "rebalance", 4); err != nil {
-			return 0, err
-		}
+	return withTopic(b, "rebalance", 4, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
 		start := time.Now()
 		if err := bench.Rebalance(ctx, addr, "rebalance", 256, 4); err != nil {
 			return 0, err
