@@ -17,11 +17,13 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 
 // Chunk sizes: a partition's first chunk is small, so that a topic with
 // 20,000 quiet partitions stays small, and chunks double up to maxChunk so
-// that a busy partition wastes little room at chunk tails. Batches of a
-// quarter of maxChunk or more are stored alone, in memory of their size.
+// that a busy partition wastes little room at chunk tails and a fetch of a
+// client's default 1 MiB per partition is usually one slice of one chunk.
+// Batches of a quarter of maxChunk or more are stored alone, in memory of
+// their size.
 const (
 	minChunk = 4 << 10
-	maxChunk = 1 << 20
+	maxChunk = 4 << 20
 )
 
 // entry indexes one stored batch.
