@@ -568,3 +568,47 @@ func TestDeleteTopic(t *testing.T) {
 	err = cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "gone", Value: []byte("x")}).FirstErr()
 	assert.True(t, errors.Is(err, kerr.UnknownTopicOrPartition), "got %v", err)
 }
+
+// TestFetchByteLimits: each partition gets at most PartitionMaxBytes and the
+// response at most MaxBytes, except that the first partition with data
+// always gets one whole batch (KIP-74).
+func TestFetchByteLimits(t *testing.T) {
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "limits", Partitions: 3}))
+	cl := newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	value := make([]byte, 500)
+	for p := int32(0); p < 3; p++ {
+		for i := 0; i < 5; i++ { // five single-record batches of ~570 bytes per partition
+			produceSync(t, cl, &kgo.Record{Topic: "limits", Partition: p, Value: value})
+		}
+	}
+	fetch := func(maxBytes, partitionMaxBytes int32) []int {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes, req.SessionEpoch = maxBytes, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "limits"
+		for p := int32(0); p < 3; p++ {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = p, partitionMaxBytes
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		var batches []int
+		for _, p := range resp.Topics[0].Partitions {
+			n := 0
+			for rest := p.RecordBatches; len(rest) > 0; n++ {
+				var rb kmsg.RecordBatch
+				require.NoError(t, rb.ReadFrom(rest))
+				rest = rest[12+rb.Length:]
+			}
+			batches = append(batches, n)
+		}
+		return batches
+	}
+	assert.Equal(t, []int{5, 5, 5}, fetch(1<<20, 1<<20), "everything fits")
+	assert.Equal(t, []int{2, 2, 2}, fetch(1<<20, 1200), "two batches fit in 1200 bytes per partition")
+	assert.Equal(t, []int{1, 0, 0}, fetch(1<<20, 1), "only the first partition with data overshoots its limit")
+	assert.Equal(t, []int{1, 0, 0}, fetch(1, 1<<20), "or the response limit")
+	assert.Equal(t, []int{5, 1, 0}, fetch(3500, 1<<20), "the response limit stops at whole batches")
+}
