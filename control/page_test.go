@@ -97,6 +97,9 @@ func TestLivePage(t *testing.T) {
 	assert.Contains(t, string(dom), "member-two")
 
 	shot := filepath.Join(t.TempDir(), "live.png")
+	if d := os.Getenv("VASTFAKE_SCREENSHOT_DIR"); d != "" {
+		shot = filepath.Join(d, "live.png")
+	}
 	chromium(t, "--virtual-time-budget=3000", "--window-size=1200,800", "--screenshot="+shot, url)
 	data, err := os.ReadFile(shot)
 	require.NoError(t, err)
