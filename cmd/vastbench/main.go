@@ -6,18 +6,20 @@
 //	go run ./cmd/vastbench                 # everything, about a minute
 //	go run ./cmd/vastbench -n 200000 -only produce,consume
 //
-// Memory is measured in a child process per broker, as resident-set growth
-// per byte of record value stored.
+// Every workload runs in a fresh child process per broker, so neither broker
+// starts on a heap the other grew. Memory is the broker process's own
+// resident-set growth per byte of record value stored, with the producing
+// client in another process.
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -34,17 +36,17 @@ import (
 func main() {
 	n := flag.Int("n", 500_000, "records per throughput run")
 	only := flag.String("only", "", "comma-separated workloads to run: produce,consume,first,startclose,memory,rebalance,partitions,connections")
-	child := flag.String("memory-child", "", "internal: measure memory for this broker in this process")
+	childWorkload := flag.String("child", "", "internal: run one workload for -broker in this process and print its value")
+	childBroker := flag.String("broker", "", "internal: the broker for -child")
+	serveBroker := flag.String("serve", "", "internal: run this broker for the memory workload")
 	flag.Parse()
-	if *child != "" {
-		if err := memoryChild(*child, *n); err != nil {
+	if *serveBroker != "" {
+		if err := serve(*serveBroker); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		return
 	}
-	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
-	fmt.Printf("%-58s %12s %12s %8s\n", "workload", "vastfake", "kfake", "ratio")
 	type workload struct {
 		name, unit   string
 		higherBetter bool
@@ -60,14 +62,40 @@ func main() {
 		{"partitions", "ms 20,000-partition topic create+describe+fetch", false, partitions},
 		{"connections", "ms 1,000 connections opened and answered", false, connections},
 	}
+	if *childWorkload != "" {
+		for _, w := range workloads {
+			for _, b := range bench.Brokers {
+				if w.name == *childWorkload && b.Name == *childBroker {
+					v, err := w.run(b)
+					if err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(1)
+					}
+					fmt.Println(v)
+					return
+				}
+			}
+		}
+		fmt.Fprintf(os.Stderr, "unknown workload %q or broker %q\n", *childWorkload, *childBroker)
+		os.Exit(2)
+	}
+	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
+	fmt.Printf("%-58s %12s %12s %8s\n", "workload", "vastfake", "kfake", "ratio")
 	for _, w := range workloads {
 		if !want(w.name) {
 			continue
 		}
 		var vals []float64
 		for _, b := range bench.Brokers {
-			runtime.GC()
-			v, err := w.run(b)
+			// Each run gets a fresh process: a broker measured second in
+			// one process would start on a heap the first one grew.
+			var v float64
+			var err error
+			if w.name == "memory" {
+				v, err = memory(b, *n) // the broker runs in a child of its own
+			} else {
+				v, err = inChild(w.name, b.Name, *n)
+			}
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, b.Name, err)
 				v = -1
@@ -140,6 +168,14 @@ func consumeRate(b bench.Broker, n int) (float64, error) {
 		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
 			return 0, err
 		}
+		// A first group reads everything untimed: the process's heap then
+		// holds room for the consumer's garbage, as in a test suite that
+		// consumes more than once. Timing the first read instead measures
+		// how much heap the produce phase happened to leave mapped, since
+		// fresh pages are costly here.
+		if err := bench.ConsumeGroup(ctx, addr, "warm-up", "bench", n); err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		if err := bench.ConsumeGroup(ctx, addr, "consume", "bench", n); err != nil {
 			return 0, err
@@ -184,55 +220,103 @@ func startClose(b bench.Broker) (float64, error) {
 	return median(us), nil
 }
 
-// memory runs the memory workload in a child process and reads its answer.
-func memory(b bench.Broker, n int) (float64, error) {
-	out, err := exec.Command(os.Args[0], "-memory-child", b.Name, "-n", strconv.Itoa(n)).Output()
+// inChild runs one workload for one broker in a new process of this
+// program and reads the value it prints.
+func inChild(workload, broker string, n int) (float64, error) {
+	cmd := exec.Command(os.Args[0], "-child", workload, "-broker", broker, "-n", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
 	if err != nil {
 		return 0, err
 	}
 	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 }
 
-// memoryChild produces n 100-byte records into a fresh broker in this
-// process and prints resident-set growth per value byte stored. The client
-// runs here too; its buffers are freed (Flush waits for every ack) and the
-// GC returns them before the second reading.
-func memoryChild(name string, n int) error {
-	var b bench.Broker
-	for _, c := range bench.Brokers {
-		if c.Name == name {
-			b = c
-		}
-	}
-	if b.Start == nil {
-		return fmt.Errorf("unknown broker %q", name)
-	}
-	addr, stop, err := b.Start()
+// memory measures the broker alone: it runs in a child process (-serve)
+// while this process produces n 100-byte records to it over TCP, and the
+// child reports its resident-set growth per value byte stored.
+func memory(b bench.Broker, n int) (float64, error) {
+	cmd := exec.Command(os.Args[0], "-serve", b.Name)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	defer stop()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	lines := bufio.NewScanner(stdout)
+	ask := func(q string) (string, error) {
+		if q != "" {
+			if _, err := fmt.Fprintln(stdin, q); err != nil {
+				return "", err
+			}
+		}
+		if !lines.Scan() {
+			return "", fmt.Errorf("broker process ended: %v", lines.Err())
+		}
+		return lines.Text(), nil
+	}
+	addr, err := ask("")
+	if err != nil {
+		return 0, err
+	}
 	ctx := context.Background()
 	cl, err := bench.Client(addr, kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
-		return err
+		return 0, err
 	}
+	defer cl.Close()
 	if err := bench.CreateTopic(ctx, cl, "mem", 3); err != nil {
-		return err
+		return 0, err
 	}
-	if err := bench.Produce(ctx, cl, "mem", 1000); err != nil { // warm up connections and pools
-		return err
+	if err := bench.Produce(ctx, cl, "mem", 1000); err != nil { // warm up connections and buffers
+		return 0, err
 	}
-	debug.FreeOSMemory()
-	before := rss()
+	before, err := ask("rss")
+	if err != nil {
+		return 0, err
+	}
 	if err := bench.Produce(ctx, cl, "mem", n); err != nil {
-		return err
+		return 0, err
 	}
-	cl.Close()
-	debug.FreeOSMemory()
-	after := rss()
-	fmt.Printf("%.3f\n", float64(after-before)/float64(n*bench.ValueSize))
-	return nil
+	after, err := ask("rss")
+	if err != nil {
+		return 0, err
+	}
+	b0, _ := strconv.ParseInt(before, 10, 64)
+	b1, _ := strconv.ParseInt(after, 10, 64)
+	return float64(b1-b0) / float64(n*bench.ValueSize), nil
+}
+
+// serve runs a broker for memory: it prints the address, then answers each
+// "rss" line on stdin with its resident set size after a full GC, until
+// stdin closes.
+func serve(name string) error {
+	for _, b := range bench.Brokers {
+		if b.Name != name {
+			continue
+		}
+		addr, stop, err := b.Start()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Println(addr)
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			debug.FreeOSMemory()
+			fmt.Println(rss())
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown broker %q", name)
 }
 
 // rss reads this process's resident set size from /proc.
