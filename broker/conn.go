@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -151,11 +152,8 @@ func (c *clientConn) handleOne() error {
 	if size < 8 || size > maxFrameSize || unauthenticated && size > maxSASLFrameSize {
 		return protoErr("frame size %d out of range", size)
 	}
-	if cap(c.frame) < int(size) || cap(c.frame) > 1<<20 && int(size) < cap(c.frame)/4 {
-		c.frame = make([]byte, size)
-	}
-	frame := c.frame[:size]
-	if _, err := io.ReadFull(c.r, frame); err != nil {
+	frame, err := c.readFrame(int(size))
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return protoErr("truncated frame")
 		}
@@ -327,6 +325,41 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID string, 
 		}
 	}
 	return b, clientID, nil
+}
+
+// frameStep is how much of a frame's memory is committed before its bytes
+// arrive: a header claiming 100 MB costs at most this much until the client
+// actually sends more.
+const frameStep = 1 << 20
+
+// readFrame reads a frame body of size bytes into the connection's reused
+// buffer. A large frame's buffer grows as its bytes arrive rather than all
+// at once, so a client that sends only a huge length cannot make the broker
+// allocate it. It returns io.ErrUnexpectedEOF for a frame cut short.
+func (c *clientConn) readFrame(size int) ([]byte, error) {
+	if cap(c.frame) > frameStep && size < cap(c.frame)/4 {
+		c.frame = nil // drop a buffer much larger than the traffic now needs
+	}
+	if size <= cap(c.frame) {
+		frame := c.frame[:size]
+		_, err := io.ReadFull(c.r, frame)
+		return frame, err
+	}
+	frame := c.frame[:0]
+	for len(frame) < size {
+		step := min(size-len(frame), max(frameStep, len(frame)))
+		frame = slices.Grow(frame, step)
+		n, err := io.ReadFull(c.r, frame[len(frame):len(frame)+step])
+		frame = frame[:len(frame)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(frame) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	c.frame = frame
+	return frame, nil
 }
 
 // remoteHost is the client's address as Kafka reports it in DescribeGroups:
