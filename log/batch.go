@@ -76,7 +76,25 @@ func ParseBatch(raw []byte) (Batch, error) {
 	if b.NumRecords() <= 0 || b.LastOffsetDelta() != b.NumRecords()-1 {
 		return nil, ErrInvalidRecord
 	}
+	if b.Compression() == 0 && !b.recordsFramed() {
+		return nil, ErrCorrupt
+	}
 	return b, nil
+}
+
+// recordsFramed reports whether an uncompressed batch's record section is
+// exactly NumRecords length-prefixed records, as Kafka's log validator
+// requires; it reads only the length varints.
+func (b Batch) recordsFramed() bool {
+	rest := []byte(b[BatchHeaderSize:])
+	for i := int32(0); i < b.NumRecords(); i++ {
+		length, n := binary.Varint(rest)
+		if n <= 0 || length <= 0 || int64(len(rest)-n) < length {
+			return false
+		}
+		rest = rest[n+int(length):]
+	}
+	return len(rest) == 0
 }
 
 // BaseOffset is the offset of the batch's first record.

@@ -315,3 +315,22 @@ func BenchmarkMemoryPerStoredByte(b *testing.B) {
 		})
 	}
 }
+
+func TestParseBatchChecksRecordFraming(t *testing.T) {
+	good := batch(t, []int64{1, 2}, "a", "b")
+	// Claim three records while carrying two, with a valid CRC.
+	bad := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(bad[offNumRecords:], 3)
+	binary.BigEndian.PutUint32(bad[offLastOffsetDelta:], 2)
+	binary.BigEndian.PutUint32(bad[offCRC:], crc32.Checksum(bad[offAttributes:], crc32c))
+	_, err := ParseBatch(bad)
+	assert.ErrorIs(t, err, ErrCorrupt)
+
+	// Garbage where the records should be, with a valid CRC.
+	garbage := append([]byte(nil), good[:BatchHeaderSize]...)
+	garbage = append(garbage, 0x7f, 0x7f, 0x7f)
+	binary.BigEndian.PutUint32(garbage[offLength:], uint32(len(garbage)-12))
+	binary.BigEndian.PutUint32(garbage[offCRC:], crc32.Checksum(garbage[offAttributes:], crc32c))
+	_, err = ParseBatch(garbage)
+	assert.ErrorIs(t, err, ErrCorrupt)
+}
