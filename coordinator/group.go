@@ -286,9 +286,20 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 	if wait == nil {
 		return resp
 	}
+	if r, ok := await(c, ctx, wait, &m.joinWait, req.Group, m); ok {
+		return r
+	}
+	return joinError(req.Version, m.id, errCoordinatorNotAvailable)
+}
+
+// await blocks until wait delivers m's answer, ctx ends or the coordinator
+// closes. When it gives up it takes c.mu and still returns an answer that
+// arrived meanwhile; otherwise it clears *slot (if it still holds wait),
+// restarts the member's session timer, and returns false.
+func await[R any](c *Coordinator, ctx context.Context, wait chan R, slot *chan R, group string, m *member) (R, bool) {
 	select {
 	case r := <-wait:
-		return r
+		return r, true
 	case <-ctx.Done():
 	case <-c.done:
 	}
@@ -296,16 +307,17 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 	defer c.unlock()
 	select {
 	case r := <-wait:
-		return r
+		return r, true
 	default:
 	}
-	if m.joinWait == wait {
-		m.joinWait = nil
-		if g := c.groups[req.Group]; g != nil && g.members[m.id] == m {
+	if *slot == wait {
+		*slot = nil
+		if g := c.groups[group]; g != nil && g.members[m.id] == m {
 			c.resetSession(g, m)
 		}
 	}
-	return joinError(req.Version, m.id, errCoordinatorNotAvailable)
+	var none R
+	return none, false
 }
 
 func joinError(version int16, memberID string, code int16) *kmsg.JoinGroupResponse {
@@ -777,24 +789,8 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if wait == nil {
 		return resp
 	}
-	select {
-	case r := <-wait:
+	if r, ok := await(c, ctx, wait, &m.syncWait, req.Group, m); ok {
 		return r
-	case <-ctx.Done():
-	case <-c.done:
-	}
-	c.mu.Lock()
-	defer c.unlock()
-	select {
-	case r := <-wait:
-		return r
-	default:
-	}
-	if m.syncWait == wait {
-		m.syncWait = nil
-		if g := c.groups[req.Group]; g != nil && g.members[m.id] == m {
-			c.resetSession(g, m)
-		}
 	}
 	return syncError(req.Version, errCoordinatorNotAvailable)
 }
