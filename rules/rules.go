@@ -61,8 +61,9 @@ type Rules struct {
 	NoFetchSessions bool
 
 	// NoDelayedFetch answers Fetch at once, ignoring fetch.wait.max.ms and
-	// fetch.min.bytes. With it off, an empty fetch waits for data up to
-	// MaxWaitMillis as Kafka does. [000]
+	// fetch.min.bytes. With it off, an empty fetch waits for new data as
+	// Kafka does, for up to half of MaxWaitMillis (kafka-go's read deadline
+	// is exactly MaxWaitMillis). [000]
 	NoDelayedFetch bool
 
 	// NoTopicIDs caps Fetch and Produce at v12, the last versions that name
