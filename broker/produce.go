@@ -110,7 +110,9 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 			p.resp.LogStartOffset = p.part.LogStartOffset()
 		}
 		b.appendMu.Unlock()
-		b.notifyData()
+		if !b.rules.NoDelayedFetch {
+			b.notifyData() // only delayed fetches (kafka profile) wait for data
+		}
 	}
 	if req.Acks == 0 {
 		return nil
