@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,8 +37,7 @@ type clientConn struct {
 	frame []byte
 	out   []byte
 
-	mu       sync.Mutex
-	clientID string
+	clientID string // the last request's client id; only serve's goroutine touches it
 
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
@@ -98,7 +96,8 @@ func (r *request) refuse(rule string) {
 	}
 }
 
-// errCloseConn asks serve to close the connection after logging.
+// protocolError is a malformed request: serve logs it and closes the
+// connection.
 type protocolError struct{ msg string }
 
 func (e *protocolError) Error() string { return e.msg }
@@ -181,10 +180,14 @@ func (c *clientConn) handleOne() error {
 	}
 	kreq := kmsg.RequestForKey(key)
 	kreq.SetVersion(version)
-	body, clientID, err := parseRequestHeader(frame[8:], kreq.IsFlexible())
+	body, id, err := parseRequestHeader(frame[8:], kreq.IsFlexible())
 	if err != nil {
 		return err
 	}
+	if string(id) != c.clientID { // a client sends the same id every time: no new string then
+		c.clientID = string(id)
+	}
+	clientID := c.clientID
 	if unauthenticated && !a.beforeAuth {
 		// Kafka closes a connection that sends anything but
 		// ApiVersions or SASL before authenticating.
@@ -195,9 +198,6 @@ func (c *clientConn) handleOne() error {
 	if err := kreq.ReadFrom(body); err != nil {
 		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
-	c.mu.Lock()
-	c.clientID = clientID
-	c.mu.Unlock()
 
 	req := &request{ctx: c.ctx, conn: c, key: key, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	if d := c.b.latencyFor(key); d > 0 {
@@ -290,36 +290,36 @@ func responseSizeHint(resp kmsg.Response) int {
 
 // parseRequestHeader reads the client id (a nullable int16 string) and, for a
 // flexible request (header v2), skips the header's tagged fields. It returns
-// the request body.
-func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID string, err error) {
+// the request body and the client id's bytes, which alias b.
+func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, err error) {
 	if len(b) < 2 {
-		return nil, "", protoErr("truncated request header")
+		return nil, nil, protoErr("truncated request header")
 	}
 	n := int16(binary.BigEndian.Uint16(b))
 	b = b[2:]
 	if n > 0 {
 		if int(n) > len(b) {
-			return nil, "", protoErr("truncated client id")
+			return nil, nil, protoErr("truncated client id")
 		}
-		clientID = string(b[:n])
+		clientID = b[:n]
 		b = b[n:]
 	} else if n < -1 {
-		return nil, "", protoErr("bad client id length %d", n)
+		return nil, nil, protoErr("bad client id length %d", n)
 	}
 	if flexible {
 		count, k := binary.Uvarint(b)
 		if k <= 0 {
-			return nil, "", protoErr("bad header tagged fields")
+			return nil, nil, protoErr("bad header tagged fields")
 		}
 		b = b[k:]
 		for i := uint64(0); i < count; i++ {
 			if _, k = binary.Uvarint(b); k <= 0 {
-				return nil, "", protoErr("bad header tag")
+				return nil, nil, protoErr("bad header tag")
 			}
 			b = b[k:]
 			size, k := binary.Uvarint(b)
 			if k <= 0 || size > uint64(len(b)-k) {
-				return nil, "", protoErr("bad header tag size")
+				return nil, nil, protoErr("bad header tag size")
 			}
 			b = b[k+int(size):]
 		}

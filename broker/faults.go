@@ -8,6 +8,7 @@ package broker
 import (
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,7 +43,13 @@ type faultState struct {
 	mu      sync.Mutex
 	faults  []*Fault
 	latency map[int16]time.Duration
+	// armed is set while any fault or latency exists, so that every
+	// request does not take mu to learn there are none.
+	armed atomic.Bool
 }
+
+// rearm records whether any fault or latency is left. Call with mu held.
+func (s *faultState) rearm() { s.armed.Store(len(s.faults) > 0 || len(s.latency) > 0) }
 
 // InjectFault adds a fault. Faults are tried in the order added; a request
 // matches at most one.
@@ -53,6 +60,7 @@ func (b *Broker) InjectFault(f Fault) {
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	b.faults.faults = append(b.faults.faults, &f)
+	b.faults.rearm()
 }
 
 // ClearFaults removes every fault and every added latency.
@@ -61,6 +69,7 @@ func (b *Broker) ClearFaults() {
 	defer b.faults.mu.Unlock()
 	b.faults.faults = nil
 	b.faults.latency = nil
+	b.faults.rearm()
 }
 
 // SetLatency delays every request of api by d of real time before it is
@@ -69,6 +78,7 @@ func (b *Broker) ClearFaults() {
 func (b *Broker) SetLatency(api kmsg.Key, d time.Duration) {
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
+	defer b.faults.rearm()
 	if b.faults.latency == nil {
 		b.faults.latency = make(map[int16]time.Duration)
 	}
@@ -90,6 +100,9 @@ func (b *Broker) DropConnections() {
 }
 
 func (b *Broker) latencyFor(key int16) time.Duration {
+	if !b.faults.armed.Load() {
+		return 0
+	}
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	return b.faults.latency[key]
@@ -98,6 +111,9 @@ func (b *Broker) latencyFor(key int16) time.Duration {
 // takeFault returns the fault that applies to req, consuming one use of it,
 // or nil.
 func (b *Broker) takeFault(key int16, kreq kmsg.Request) *Fault {
+	if !b.faults.armed.Load() {
+		return nil
+	}
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	for i, f := range b.faults.faults {
@@ -108,6 +124,7 @@ func (b *Broker) takeFault(key int16, kreq kmsg.Request) *Fault {
 			f.Count--
 			if f.Count == 0 {
 				b.faults.faults = append(b.faults.faults[:i:i], b.faults.faults[i+1:]...)
+				b.faults.rearm()
 			}
 		}
 		out := *f
@@ -392,15 +409,15 @@ func firstErrorIn(v reflect.Value, depth int) int16 {
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		if f := v.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 && f.Int() != 0 {
-			return int16(f.Int())
+		p := errorPlanFor(v.Type())
+		if p.errorCode >= 0 {
+			if code := v.Field(p.errorCode).Int(); code != 0 {
+				return int16(code)
+			}
 		}
-		for i := 0; i < v.NumField(); i++ {
-			f := v.Field(i)
-			if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct {
-				if code := firstErrorIn(f, depth+1); code != 0 {
-					return code
-				}
+		for _, i := range p.structSlices {
+			if code := firstErrorIn(v.Field(i), depth+1); code != 0 {
+				return code
 			}
 		}
 	case reflect.Slice:
@@ -411,4 +428,33 @@ func firstErrorIn(v reflect.Value, depth int) int16 {
 		}
 	}
 	return 0
+}
+
+// errorPlan is where a kmsg struct type keeps its error code and its lists
+// of nested structs, found once per type: firstError runs on every answer,
+// and looking fields up by name each time cost more than the rest of a
+// small request.
+type errorPlan struct {
+	errorCode    int   // index of an int16 ErrorCode field, or -1
+	structSlices []int // indices of fields that are slices of structs
+}
+
+var errorPlans sync.Map // reflect.Type -> *errorPlan
+
+func errorPlanFor(t reflect.Type) *errorPlan {
+	if p, ok := errorPlans.Load(t); ok {
+		return p.(*errorPlan)
+	}
+	p := &errorPlan{errorCode: -1}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		switch {
+		case f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16:
+			p.errorCode = i
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+			p.structSlices = append(p.structSlices, i)
+		}
+	}
+	errorPlans.Store(t, p)
+	return p
 }
