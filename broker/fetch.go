@@ -27,9 +27,9 @@ var noRecords = []byte{}
 // VAST: every fetch is a full fetch: SessionID is 0 and an incremental
 // request gets FETCH_SESSION_ID_NOT_FOUND (NoFetchSessions); the answer
 // comes at once, even when empty (NoDelayedFetch). In the kafka profile an
-// empty fetch waits up to MaxWaitMillis for new records (sessions are not
-// emulated there either: the broker answers SessionID 0 and clients fall
-// back to full fetches, as Kafka allows).
+// empty fetch waits up to half of MaxWaitMillis for new records (sessions
+// are not emulated there either: the broker answers SessionID 0 and clients
+// fall back to full fetches, as Kafka allows).
 // Authorizes: KafkaRead on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleFetch(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.FetchRequest)
@@ -154,7 +154,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool)
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 				continue
 			}
-			if len(res.Records) == 0 || (total > 0 && len(res.Records) > max) || max <= 0 && total > 0 {
+			if len(res.Records) == 0 || total > 0 && len(res.Records) > max {
 				continue // only the first partition with data may overshoot
 			}
 			sp.RecordBatches = res.Records

@@ -75,10 +75,6 @@ type AppendOptions struct {
 func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.appendLocked(b, opts)
-}
-
-func (p *Partition) appendLocked(b Batch, opts AppendOptions) int64 {
 	n := len(b)
 	var chunk []byte // the chunk the batch goes in, with the batch at pos
 	var pos int
