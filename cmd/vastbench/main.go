@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/internal/bench"
+	"github.com/vastfake/vastfake/rules"
 )
 
 func main() {
@@ -58,8 +59,8 @@ func main() {
 		{"first", "ms new group → first record (median of 20)", false, firstRecord},
 		{"startclose", "µs in-process start+close (median of 200)", false, startClose},
 		{"memory", "resident bytes per stored value byte", false, func(b bench.Broker) (float64, error) { return memory(b, *n) }},
-		{"rebalance", "ms 256 groups × 4 members to assigned", false, rebalance},
-		{"partitions", "ms 20,000-partition topic create+describe+fetch", false, partitions},
+		{"rebalance", fmt.Sprintf("ms %d groups × 4 members to assigned", vastGroups), false, rebalance},
+		{"partitions", fmt.Sprintf("ms %d-partition topic create+describe+fetch", vastPartitions), false, partitions},
 		{"connections", "ms 1,000 connections opened and answered", false, connections},
 	}
 	if *childWorkload != "" {
@@ -334,10 +335,17 @@ func rss() int64 {
 	return pages * int64(os.Getpagesize())
 }
 
+// The scale workloads run at VAST's limits: groups per view and partitions
+// per topic.
+var (
+	vastGroups     = rules.VAST().MaxGroups
+	vastPartitions = rules.VAST().MaxPartitionsPerTopic
+)
+
 func rebalance(b bench.Broker) (float64, error) {
 	return withTopic(b, "rebalance", 4, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
 		start := time.Now()
-		if err := bench.Rebalance(ctx, addr, "rebalance", 256, 4); err != nil {
+		if err := bench.Rebalance(ctx, addr, "rebalance", vastGroups, 4); err != nil {
 			return 0, err
 		}
 		return float64(time.Since(start).Microseconds()) / 1000, nil
@@ -352,14 +360,14 @@ func partitions(b bench.Broker) (float64, error) {
 		}
 		defer cl.Close()
 		start := time.Now()
-		if err := bench.CreateTopic(ctx, cl, "wide", 20_000); err != nil {
+		if err := bench.CreateTopic(ctx, cl, "wide", int32(vastPartitions)); err != nil {
 			return 0, err
 		}
 		td, err := kadm.NewClient(cl).ListTopics(ctx, "wide")
 		if err != nil {
 			return 0, err
 		}
-		if got := len(td["wide"].Partitions); got != 20_000 {
+		if got := len(td["wide"].Partitions); got != vastPartitions {
 			return 0, fmt.Errorf("described %d partitions", got)
 		}
 		// One fetch of every partition.
@@ -368,7 +376,7 @@ func partitions(b bench.Broker) (float64, error) {
 		req.SessionEpoch = -1
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = "wide", td["wide"].ID
-		for p := int32(0); p < 20_000; p++ {
+		for p := int32(0); p < int32(vastPartitions); p++ {
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.Partition, rp.PartitionMaxBytes = p, 1<<20
 			rt.Partitions = append(rt.Partitions, rp)
@@ -378,7 +386,7 @@ func partitions(b bench.Broker) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if got := len(resp.Topics[0].Partitions); got != 20_000 {
+		if got := len(resp.Topics[0].Partitions); got != vastPartitions {
 			return 0, fmt.Errorf("fetched %d partitions", got)
 		}
 		return float64(time.Since(start).Microseconds()) / 1000, nil
