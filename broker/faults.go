@@ -164,10 +164,7 @@ func (f *Fault) matchesRequest(kreq kmsg.Request) bool {
 func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 	reqV := reflect.ValueOf(r.kreq).Elem()
 	if f.Topic == "" || !reqV.FieldByName("Topics").IsValid() {
-		resp := r.kreq.ResponseKind()
-		resp.SetVersion(r.version)
-		mirrorErrors(reqV, reflect.ValueOf(resp).Elem(), f.Err)
-		return resp
+		return errorAnswer(r, f.Err)
 	}
 	match := func(topic string, p int32) bool {
 		return topic == f.Topic && (f.Partition < 0 || p < 0 || p == f.Partition)
@@ -190,6 +187,16 @@ func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 	mirrorErrors(failed, errPart, f.Err)
 	topics := reflect.ValueOf(resp).Elem().FieldByName("Topics")
 	topics.Set(reflect.AppendSlice(topics, errPart.FieldByName("Topics")))
+	return resp
+}
+
+// errorAnswer answers r with code, without handling it: every topic,
+// partition or group the request names gets the code, or the response's
+// top-level ErrorCode when it names none.
+func errorAnswer(r *request, code int16) kmsg.Response {
+	resp := r.kreq.ResponseKind()
+	resp.SetVersion(r.version)
+	mirrorErrors(reflect.ValueOf(r.kreq).Elem(), reflect.ValueOf(resp).Elem(), code)
 	return resp
 }
 

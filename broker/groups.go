@@ -66,8 +66,8 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
 	if !b.allowGroup(r, KafkaRead, req.Group) {
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		resp := errorAnswer(r, kerr.GroupAuthorizationFailed.Code).(*kmsg.JoinGroupResponse)
+		resp.Generation = -1
 		return resp
 	}
 	ctx := coordinator.WithClient(r.ctx, r.clientID, r.conn.remoteHost())
@@ -80,9 +80,7 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 func handleSyncGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
 	if !b.allowGroup(r, KafkaRead, req.Group) {
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
+		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
 	return b.coord.SyncGroup(r.ctx, req)
 }
@@ -92,9 +90,7 @@ func handleSyncGroup(b *Broker, r *request) kmsg.Response {
 func handleHeartbeat(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.HeartbeatRequest)
 	if !b.allowGroup(r, KafkaRead, req.Group) {
-		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
+		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
 	return b.coord.Heartbeat(req)
 }
@@ -104,9 +100,7 @@ func handleHeartbeat(b *Broker, r *request) kmsg.Response {
 func handleLeaveGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
 	if !b.allowGroup(r, KafkaRead, req.Group) {
-		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp
+		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
 	return b.coord.LeaveGroup(req)
 }
