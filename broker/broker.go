@@ -493,23 +493,3 @@ func errName(code int16) string {
 	}
 	return "NONE"
 }
-
-// Groups returns a copy of every consumer group: state, generation,
-// protocol, members with their assignments, and committed offsets. It is
-// safe to call while clients run.
-func (b *Broker) Groups() []coordinator.GroupInfo { return b.coord.Groups() }
-
-// Group returns a copy of one group, and false if it does not exist.
-func (b *Broker) Group(name string) (coordinator.GroupInfo, bool) { return b.coord.Group(name) }
-
-// CommittedOffset returns a group's committed offset for a partition, and
-// false if none is committed.
-func (b *Broker) CommittedOffset(group, topic string, partition int32) (int64, bool) {
-	return b.coord.CommittedOffset(group, topic, partition)
-}
-
-// Failover emulates a VAST failover to a replication peer: every committed
-// offset is dropped (VAST does not replicate them [000]) while topics,
-// records and group members stay. Consumers then restart from their
-// auto.offset.reset.
-func (b *Broker) Failover() { b.coord.Failover() }

@@ -99,6 +99,12 @@ func (b *Broker) DropConnections() {
 	}
 }
 
+// Failover emulates a VAST failover to a replication peer: every committed
+// offset is dropped (VAST does not replicate them [000]) while topics,
+// records and group members stay. Consumers then restart from their
+// auto.offset.reset.
+func (b *Broker) Failover() { b.coord.Failover() }
+
 func (b *Broker) latencyFor(key int16) time.Duration {
 	if !b.faults.armed.Load() {
 		return 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
 )
 
@@ -115,6 +116,20 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte{}, b...)
+}
+
+// Groups returns a copy of every consumer group: state, generation,
+// protocol, members with their assignments, and committed offsets. It is
+// safe to call while clients run.
+func (b *Broker) Groups() []coordinator.GroupInfo { return b.coord.Groups() }
+
+// Group returns a copy of one group, and false if it does not exist.
+func (b *Broker) Group(name string) (coordinator.GroupInfo, bool) { return b.coord.Group(name) }
+
+// CommittedOffset returns a group's committed offset for a partition, and
+// false if none is committed.
+func (b *Broker) CommittedOffset(group, topic string, partition int32) (int64, bool) {
+	return b.coord.CommittedOffset(group, topic, partition)
 }
 
 // RequestRecord is one entry of the request log. The raw SASL token that
