@@ -3,11 +3,14 @@
 // with their ratios. The workload is kgo with 100-byte records, three
 // partitions, no compression and no idempotence.
 //
-//	go run ./cmd/vastbench                 # everything, about a minute
-//	go run ./cmd/vastbench -n 200000 -only produce,consume
+//	go run ./cmd/vastbench                 # everything, three rounds, about three minutes
+//	go run ./cmd/vastbench -rounds 9 -only produce,consume
 //
 // Every workload runs in a fresh child process per broker, so neither broker
-// starts on a heap the other grew. Memory is the broker process's own
+// starts on a heap the other grew. A workload runs for several rounds, each
+// running both brokers in alternating order, and the result is the median
+// over rounds: on a small shared machine one run of either broker can be
+// off by a third. Memory is the broker process's own
 // resident-set growth per byte of record value stored, with the producing
 // client in another process.
 package main
@@ -21,6 +24,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +45,8 @@ func main() {
 	childWorkload := flag.String("child", "", "internal: run one workload for -broker in this process and print its value")
 	childBroker := flag.String("broker", "", "internal: the broker for -child")
 	serveBroker := flag.String("serve", "", "internal: run this broker for the memory workload")
+	rounds := flag.Int("rounds", 3, "rounds per workload; each round runs every broker once, in alternating order")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of each child run to `prefix`-workload-broker.pprof")
 	flag.Parse()
 	if *serveBroker != "" {
 		if err := serve(*serveBroker); err != nil {
@@ -67,6 +74,14 @@ func main() {
 		for _, w := range workloads {
 			for _, b := range bench.Brokers {
 				if w.name == *childWorkload && b.Name == *childBroker {
+					if *cpuProfile != "" {
+						stop, err := startCPUProfile(*cpuProfile)
+						if err != nil {
+							fmt.Fprintln(os.Stderr, err)
+							os.Exit(1)
+						}
+						defer stop()
+					}
 					v, err := w.run(b)
 					if err != nil {
 						fmt.Fprintln(os.Stderr, err)
@@ -81,39 +96,64 @@ func main() {
 		os.Exit(2)
 	}
 	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
-	fmt.Printf("%-58s %12s %12s %8s\n", "workload", "vastfake", "kfake", "ratio")
+	fmt.Printf("%d rounds; each value is the median over rounds, ratio is the median of the rounds' ratios [lowest–highest]\n", *rounds)
+	fmt.Printf("%-58s %12s %12s %8s %s\n", "workload", "vastfake", "kfake", "ratio", "[range]")
 	for _, w := range workloads {
 		if !want(w.name) {
 			continue
 		}
-		var vals []float64
-		for _, b := range bench.Brokers {
-			// Each run gets a fresh process: a broker measured second in
-			// one process would start on a heap the first one grew.
-			var v float64
-			var err error
-			if w.name == "memory" {
-				v, err = memory(b, *n) // the broker runs in a child of its own
-			} else {
-				v, err = inChild(w.name, b.Name, *n)
+		vals := make([][]float64, len(bench.Brokers))
+		var ratios []float64
+		for round := 0; round < *rounds; round++ {
+			got := make([]float64, len(bench.Brokers))
+			for i := range bench.Brokers {
+				// Alternate which broker goes first, so that drift in the
+				// machine's speed over a run does not favour either.
+				if round%2 == 1 {
+					i = len(bench.Brokers) - 1 - i
+				}
+				b := bench.Brokers[i]
+				// Each run gets a fresh process: a broker measured second
+				// in one process would start on a heap the first one grew.
+				var v float64
+				var err error
+				if w.name == "memory" {
+					v, err = memory(b, *n) // the broker runs in a child of its own
+				} else {
+					v, err = inChild(w.name, b.Name, *n, *cpuProfile)
+				}
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, b.Name, err)
+					v = -1
+				}
+				got[i] = v
+				vals[i] = append(vals[i], v)
 			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, b.Name, err)
-				v = -1
+			if got[0] > 0 && got[1] > 0 {
+				r := got[0] / got[1]
+				if !w.higherBetter {
+					r = got[1] / got[0]
+				}
+				ratios = append(ratios, r)
 			}
-			vals = append(vals, v)
 		}
 		ratio := "-"
-		if vals[0] > 0 && vals[1] > 0 {
-			r := vals[0] / vals[1]
-			if !w.higherBetter {
-				r = vals[1] / vals[0]
-			}
-			ratio = fmt.Sprintf("%.2f×", r)
+		if len(ratios) == *rounds {
+			ratio = fmt.Sprintf("%.2f×", median(ratios))
+			ratio += fmt.Sprintf(" [%.2f–%.2f]", slices.Min(ratios), slices.Max(ratios))
 		}
-		fmt.Printf("%-58s %12s %12s %8s\n", w.name+": "+w.unit, num(vals[0]), num(vals[1]), ratio)
+		fmt.Printf("%-58s %12s %12s %s\n", w.name+": "+w.unit, num(medianOrError(vals[0])), num(medianOrError(vals[1])), ratio)
 	}
 	fmt.Println("ratio: how many times better vastfake is (higher is better for vastfake)")
+}
+
+// medianOrError is the median of a broker's values over rounds, or -1 if
+// any round failed.
+func medianOrError(xs []float64) float64 {
+	if slices.Min(xs) < 0 {
+		return -1
+	}
+	return median(slices.Clone(xs))
 }
 
 func num(v float64) string {
@@ -227,14 +267,32 @@ func startClose(b bench.Broker) (float64, error) {
 
 // inChild runs one workload for one broker in a new process of this
 // program and reads the value it prints.
-func inChild(workload, broker string, n int) (float64, error) {
-	cmd := exec.Command(os.Args[0], "-child", workload, "-broker", broker, "-n", strconv.Itoa(n))
+func inChild(workload, broker string, n int, cpuProfile string) (float64, error) {
+	args := []string{"-child", workload, "-broker", broker, "-n", strconv.Itoa(n)}
+	if cpuProfile != "" {
+		args = append(args, "-cpuprofile", fmt.Sprintf("%s-%s-%s.pprof", cpuProfile, workload, broker))
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return 0, err
 	}
 	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // memory measures the broker alone: it runs in a child process (-serve)
