@@ -148,8 +148,15 @@ func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64
 		r.refuse("NoIdempotence")
 		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
 	}
+	// A key or value lies inside its record, so records no longer than the
+	// limits need no decoding to check them.
 	checkSizes := (b.rules.MaxKeyBytes > 0 && len(raw) > b.rules.MaxKeyBytes) ||
 		(b.rules.MaxValueBytes > 0 && len(raw) > b.rules.MaxValueBytes)
+	if checkSizes && batch.Compression() == 0 {
+		largest := batch.LargestRecord()
+		checkSizes = (b.rules.MaxKeyBytes > 0 && largest > b.rules.MaxKeyBytes) ||
+			(b.rules.MaxValueBytes > 0 && largest > b.rules.MaxValueBytes)
+	}
 	checkTimes := !cfg.logAppendTime && (cfg.beforeMaxMs < nowMs || cfg.afterMaxMs < 1<<62)
 	if batch.Compression() != 0 {
 		// Compressed batches (kafka profile) are stored as received; only

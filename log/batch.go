@@ -97,6 +97,26 @@ func (b Batch) recordsFramed() bool {
 	return len(rest) == 0
 }
 
+// LargestRecord is the length of the largest record of an uncompressed,
+// parsed batch: no key or value in the batch is longer. It reads only the
+// records' length varints; 0 for a compressed batch.
+func (b Batch) LargestRecord() int {
+	if b.Compression() != 0 {
+		return 0
+	}
+	largest := 0
+	rest := []byte(b[BatchHeaderSize:])
+	for i := int32(0); i < b.NumRecords(); i++ {
+		length, n := binary.Varint(rest)
+		if n <= 0 || length <= 0 || int64(len(rest)-n) < length {
+			break // ParseBatch refuses such a batch
+		}
+		largest = max(largest, int(length))
+		rest = rest[n+int(length):]
+	}
+	return largest
+}
+
 // BaseOffset is the offset of the batch's first record.
 func (b Batch) BaseOffset() int64 { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -333,4 +334,20 @@ func TestParseBatchChecksRecordFraming(t *testing.T) {
 	binary.BigEndian.PutUint32(garbage[offCRC:], crc32.Checksum(garbage[offAttributes:], crc32c))
 	_, err = ParseBatch(garbage)
 	assert.ErrorIs(t, err, ErrCorrupt)
+}
+
+func TestLargestRecordBoundsKeysAndValues(t *testing.T) {
+	raw := batch(t, same(3, 1), "a", strings.Repeat("v", 300), "bc")
+	b, err := ParseBatch(raw)
+	require.NoError(t, err)
+	largest := b.LargestRecord()
+	require.NoError(t, b.EachRecord(func(r Record) bool {
+		assert.LessOrEqual(t, len(r.Key), largest)
+		assert.LessOrEqual(t, len(r.Value), largest)
+		return true
+	}))
+	// The 300-byte value's record is the largest: its value plus a few
+	// bytes of varints, attributes and the one-byte key.
+	assert.Greater(t, largest, 300)
+	assert.Less(t, largest, 320)
 }
