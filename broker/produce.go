@@ -5,6 +5,7 @@ package broker
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -101,15 +102,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	}
 
 	if len(pending) > 0 {
-		b.appendMu.Lock()
-		for _, p := range pending {
-			p.resp.BaseOffset = p.part.Append(p.batch, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
-			if p.cfg.logAppendTime {
-				p.resp.LogAppendTime = now.UnixMilli()
-			}
-			p.resp.LogStartOffset = p.part.LogStartOffset()
-		}
-		b.appendMu.Unlock()
+		b.appendPending(pending, now)
 		if !b.rules.NoDelayedFetch {
 			b.notifyData() // only delayed fetches (kafka profile) wait for data
 		}
@@ -118,6 +111,22 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 		return nil
 	}
 	return resp
+}
+
+// appendPending appends a request's accepted batches under appendMu, so
+// that readers see all of one Produce request or none of it. The deferred
+// unlock keeps a panic in one connection's handler (which closes only that
+// connection) from leaving every other producer blocked.
+func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	for _, p := range pending {
+		p.resp.BaseOffset = p.part.Append(p.batch, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
+		if p.cfg.logAppendTime {
+			p.resp.LogAppendTime = now.UnixMilli()
+		}
+		p.resp.LogStartOffset = p.part.LogStartOffset()
+	}
 }
 
 // checkBatch parses one partition's records and applies the rules to them.
