@@ -21,9 +21,13 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 // client's default 1 MiB per partition is usually one slice of one chunk.
 // Batches of a quarter of maxChunk or more are stored alone, in memory of
 // their size.
+//
+// Batches of minPrefault bytes or more have their pages mapped in one system
+// call before they are copied in, where the platform allows it.
 const (
-	minChunk = 4 << 10
-	maxChunk = 4 << 20
+	minChunk    = 4 << 10
+	maxChunk    = 4 << 20
+	minPrefault = 64 << 10
 )
 
 // entry indexes one stored batch.
@@ -81,13 +85,16 @@ func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
 	if n >= maxChunk/4 {
 		// A large batch gets memory of its own size: packed into shared
 		// chunks it could leave most of a chunk empty.
-		chunk = append(make([]byte, 0, n), b...)
+		chunk = make([]byte, 0, n)
+		prefault(chunk[:n])
+		chunk = append(chunk, b...)
 	} else {
 		if cap(p.chunk)-len(p.chunk) < n {
-			size := min(max(2*cap(p.chunk), minChunk), maxChunk)
+			size := min(max(2*cap(p.chunk), minChunk, n), maxChunk)
 			p.chunk = make([]byte, 0, size)
 		}
 		pos = len(p.chunk)
+		prefault(p.chunk[pos : pos+n])
 		p.chunk = append(p.chunk, b...)
 		chunk = p.chunk
 	}

@@ -164,6 +164,27 @@ func TestReadSpansManyChunks(t *testing.T) {
 	assert.Equal(t, int64(2000), next)
 }
 
+func TestAppendMixedBatchSizesReadsBackEveryByte(t *testing.T) {
+	// Batch sizes from tiny to over the own-allocation threshold, so that
+	// batches land in fresh chunks smaller than themselves, fill chunks to
+	// the end, and get memory of their own.
+	p := NewPartition()
+	var want [][]byte
+	for _, size := range []int{10, 200 << 10, 30, 900 << 10, 5000, 2 << 20, 70 << 10, 1, 3 << 20, 100} {
+		raw := batch(t, []int64{1}, strings.Repeat("x", size))
+		want = append(want, raw)
+		appendRaw(t, p, append([]byte(nil), raw...), AppendOptions{})
+	}
+	for i, w := range want {
+		res, err := p.Read(int64(i), 1)
+		require.NoError(t, err)
+		got := Batch(res.Records)
+		require.Len(t, []byte(got), len(w), "batch %d", i)
+		assert.Equal(t, int64(i), got.BaseOffset())
+		assert.Equal(t, w[offAttributes:], []byte(got[offAttributes:]), "batch %d's bytes after the base offset and epoch", i)
+	}
+}
+
 func TestOffsetForTime(t *testing.T) {
 	p := NewPartition()
 	appendRaw(t, p, batch(t, []int64{100, 200, 300}, "a", "b", "c"), AppendOptions{})
