@@ -256,7 +256,7 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	if cap(out) <= maxKeptResponseBuffer {
+	if cap(out) <= maxKeptBuffer {
 		c.out = out
 	} else {
 		c.out = nil
@@ -267,9 +267,10 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	return c.w.Flush()
 }
 
-// maxKeptResponseBuffer bounds the response buffer a connection keeps for
-// its next response; a fetch connection's answers are often megabytes.
-const maxKeptResponseBuffer = 16 << 20
+// maxKeptBuffer bounds the request and response buffers a connection keeps
+// for its next frame; produce requests and fetch answers are often
+// megabytes, and regrowing a buffer for each costs more than the copy.
+const maxKeptBuffer = 16 << 20
 
 // responseSizeHint estimates the encoded size of a response that carries
 // records, so the buffer is allocated once; 0 for other responses.
@@ -333,13 +334,10 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 const frameStep = 1 << 20
 
 // readFrame reads a frame body of size bytes into the connection's reused
-// buffer. A large frame's buffer grows as its bytes arrive rather than all
+// buffer, which it keeps for the next frame up to maxKeptBuffer. A large frame's buffer grows as its bytes arrive rather than all
 // at once, so a client that sends only a huge length cannot make the broker
 // allocate it. It returns io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
-	if cap(c.frame) > frameStep && size < cap(c.frame)/4 {
-		c.frame = nil // drop a buffer much larger than the traffic now needs
-	}
 	if size <= cap(c.frame) {
 		frame := c.frame[:size]
 		_, err := io.ReadFull(c.r, frame)
@@ -358,7 +356,11 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	c.frame = frame
+	if cap(frame) <= maxKeptBuffer {
+		c.frame = frame
+	} else {
+		c.frame = nil
+	}
 	return frame, nil
 }
 
