@@ -9,7 +9,8 @@ import (
 // madvPopulateWrite is Linux's MADV_POPULATE_WRITE (5.14 and later).
 const madvPopulateWrite = 23
 
-// prefaultUnsupported is set once the kernel refuses MADV_POPULATE_WRITE.
+// prefaultUnsupported is set once the kernel refuses MADV_POPULATE_WRITE:
+// before Linux 5.14, or under a seccomp filter or sandbox that forbids it.
 var prefaultUnsupported atomic.Bool
 
 // prefault maps in the pages under b, which is about to be written, in one
@@ -24,7 +25,7 @@ func prefault(b []byte) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b))) &^ (page - 1)
 	end := (uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b)) + page - 1) &^ (page - 1)
 	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateWrite)
-	if errno == syscall.EINVAL || errno == syscall.ENOSYS {
+	if errno == syscall.EINVAL || errno == syscall.ENOSYS || errno == syscall.EPERM {
 		prefaultUnsupported.Store(true)
 	}
 }
