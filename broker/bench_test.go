@@ -1,0 +1,129 @@
+package broker
+
+// Benchmarks of the broker alone: requests encoded once with kmsg, sent over
+// one TCP connection, answers read into a reused buffer, so that no client
+// library's cost is in the numbers.
+//
+//	go test -run '^$' -bench Request -benchmem -count 10 ./broker/ | tee new.txt
+//	benchstat old.txt new.txt
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// benchBatch encodes a v2 batch of n records with 100-byte values, as a
+// producer without compression or idempotence sends it.
+func benchBatch(n int) []byte {
+	rb := kmsg.NewRecordBatch()
+	rb.Magic = 2
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp = 1_700_000_000_000, 1_700_000_000_000
+	rb.LastOffsetDelta, rb.NumRecords = int32(n-1), int32(n)
+	value := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.Value = value
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // a zero Length encodes as one byte
+		rb.Records = r.AppendTo(rb.Records)
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// benchConn starts a broker with a three-partition topic "bench" and
+// returns a raw connection to it and a function that sends one encoded
+// request and reads its answer, returning the answer's size.
+func benchConn(b *testing.B) (*Broker, func(frame []byte) int) {
+	br, err := New(WithTopics(TopicSpec{Name: "bench", Partitions: 3}))
+	require.NoError(b, err)
+	b.Cleanup(func() { br.Close() })
+	nc, err := net.Dial("tcp", br.Addr())
+	require.NoError(b, err)
+	b.Cleanup(func() { nc.Close() })
+	var answer []byte
+	return br, func(frame []byte) int {
+		if _, err := nc.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(nc, size[:]); err != nil {
+			b.Fatal(err)
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if cap(answer) < n {
+			answer = make([]byte, n)
+		}
+		if _, err := io.ReadFull(nc, answer[:n]); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+}
+
+func produceFrame(records int) []byte {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "bench"
+	for p := int32(0); p < 3; p++ {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, benchBatch(records)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+}
+
+// BenchmarkProduceRequest answers a Produce of three partitions, each one
+// batch of 1,000 100-byte records (about 112 KB per batch), with acks=all.
+func BenchmarkProduceRequest(b *testing.B) {
+	_, roundTrip := benchConn(b)
+	frame := produceFrame(1000)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip(frame)
+	}
+}
+
+// BenchmarkFetchRequest answers a Fetch of 1 MiB from each of three
+// partitions holding 10 MB each, from the middle, where the log is in
+// full-size chunks as in a long-running test, so every answer carries
+// about 3 MiB of stored batches.
+func BenchmarkFetchRequest(b *testing.B) {
+	_, roundTrip := benchConn(b)
+	produce := produceFrame(1000)
+	for range 90 {
+		roundTrip(produce)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = 0, 50<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "bench"
+	for p := int32(0); p < 3; p++ {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 40_000, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	n := roundTrip(frame)
+	require.Greater(b, n, 3<<20-3*120_000, "each partition answers close to its 1 MiB")
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip(frame)
+	}
+}
