@@ -3,7 +3,7 @@
 // with their ratios. The workload is kgo with 100-byte records, three
 // partitions, no compression and no idempotence.
 //
-//	go run ./cmd/vastbench                 # everything, three rounds, about three minutes
+//	go run ./cmd/vastbench                 # everything, five rounds, about a minute and a half
 //	go run ./cmd/vastbench -rounds 9 -only produce,consume
 //
 // Every workload runs in a fresh child process per broker, so neither broker
@@ -45,7 +45,7 @@ func main() {
 	childWorkload := flag.String("child", "", "internal: run one workload for -broker in this process and print its value")
 	childBroker := flag.String("broker", "", "internal: the broker for -child")
 	serveBroker := flag.String("serve", "", "internal: run this broker for the memory workload")
-	rounds := flag.Int("rounds", 3, "rounds per workload; each round runs every broker once, in alternating order")
+	rounds := flag.Int("rounds", 5, "rounds per workload; each round runs every broker once, in alternating order")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of each child run to `prefix`-workload-broker.pprof")
 	flag.Parse()
 	if *serveBroker != "" {
