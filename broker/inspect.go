@@ -167,21 +167,35 @@ type RequestRecord struct {
 // maxRequestLog bounds the request log; the oldest entries go first.
 const maxRequestLog = 100_000
 
+// requestLogBlock is how many records the log allocates at a time. Records
+// live in fixed blocks rather than one growing slice, so that adding one
+// never copies the whole log while every connection waits on the lock.
+const requestLogBlock = 1024
+
 type requestLog struct {
-	mu      sync.Mutex
-	entries []RequestRecord
-	start   int // ring start once full
+	mu     sync.Mutex
+	blocks [][]RequestRecord // oldest first; every block but the last is full
+	start  int               // records of blocks[0] already dropped
+	n      int               // records kept
 }
 
 func (l *requestLog) add(r RequestRecord) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.entries) < maxRequestLog {
-		l.entries = append(l.entries, r)
-		return
+	if len(l.blocks) == 0 || len(l.blocks[len(l.blocks)-1]) == requestLogBlock {
+		l.blocks = append(l.blocks, make([]RequestRecord, 0, requestLogBlock))
 	}
-	l.entries[l.start] = r
-	l.start = (l.start + 1) % maxRequestLog
+	last := &l.blocks[len(l.blocks)-1]
+	*last = append(*last, r)
+	l.n++
+	if l.n > maxRequestLog {
+		l.n--
+		l.blocks[0][l.start] = RequestRecord{} // let its strings go
+		if l.start++; l.start == requestLogBlock {
+			l.blocks[0] = nil
+			l.blocks, l.start = l.blocks[1:], 0
+		}
+	}
 }
 
 // Requests returns a copy of the request log, oldest first: the last
@@ -190,9 +204,14 @@ func (b *Broker) Requests() []RequestRecord {
 	l := &b.reqLog
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]RequestRecord, 0, len(l.entries))
-	out = append(out, l.entries[l.start:]...)
-	return append(out, l.entries[:l.start]...)
+	out := make([]RequestRecord, 0, l.n)
+	for i, block := range l.blocks {
+		if i == 0 {
+			block = block[l.start:]
+		}
+		out = append(out, block...)
+	}
+	return out
 }
 
 // ResetRequests empties the request log.
@@ -200,5 +219,5 @@ func (b *Broker) ResetRequests() {
 	l := &b.reqLog
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries, l.start = nil, 0
+	l.blocks, l.start, l.n = nil, 0, 0
 }
