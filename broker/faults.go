@@ -93,8 +93,13 @@ func (b *Broker) SetLatency(api kmsg.Key, d time.Duration) {
 // failure would. Clients reconnect; the broker keeps its state.
 func (b *Broker) DropConnections() {
 	b.connsMu.Lock()
-	defer b.connsMu.Unlock()
+	conns := make([]*clientConn, 0, len(b.conns))
 	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.connsMu.Unlock()
+	// Closed outside the lock: accepting and ending connections need it.
+	for _, c := range conns {
 		c.nc.Close()
 	}
 }
