@@ -7,7 +7,8 @@ import (
 )
 
 // FuzzParseBatch parses arbitrary bytes as a record batch. A batch that
-// parses must be readable record by record without panicking, and, when
+// parses must be readable record by record without panicking, no key or
+// value may be longer than its LargestRecord, and, when
 // its records decode, must survive a trip through a partition unchanged
 // apart from its offsets.
 //
@@ -39,6 +40,14 @@ func FuzzParseBatch(f *testing.F) {
 		}
 		if len(recs) != int(b.NumRecords()) {
 			t.Fatalf("Records returned %d records, the header says %d", len(recs), b.NumRecords())
+		}
+		// The broker skips the key and value size check when the largest
+		// record is within the limits, so no key or value may exceed it.
+		largest := b.LargestRecord()
+		for i, r := range recs {
+			if len(r.Key) > largest || len(r.Value) > largest {
+				t.Fatalf("record %d has a %d-byte key and %d-byte value, over LargestRecord %d", i, len(r.Key), len(r.Value), largest)
+			}
 		}
 		p := NewPartition()
 		base := p.Append(b, AppendOptions{Now: time.Unix(1e6, 0)})
