@@ -334,9 +334,10 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 const frameStep = 1 << 20
 
 // readFrame reads a frame body of size bytes into the connection's reused
-// buffer, which it keeps for the next frame up to maxKeptBuffer. A large frame's buffer grows as its bytes arrive rather than all
-// at once, so a client that sends only a huge length cannot make the broker
-// allocate it. It returns io.ErrUnexpectedEOF for a frame cut short.
+// buffer, which it keeps for the next frame up to maxKeptBuffer. A large
+// frame's buffer grows as its bytes arrive rather than all at once, so a
+// client that sends only a huge length cannot make the broker allocate it.
+// It returns io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	if size <= cap(c.frame) {
 		frame := c.frame[:size]
