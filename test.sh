@@ -2,12 +2,17 @@
 # Runs every test: the root module (broker, coordinator, log, fixtures, the
 # binary, end-to-end tests) and the interop module (sarama, kafka-go,
 # confluent-kafka-go, the Confluent Python client), all with the race
-# detector; then the pytest launcher example (examples/pytest) when
-# /usr/bin/python3 has pytest (required when CI is set).
+# detector; every benchmark and cmd/vastbench once; then the pytest launcher
+# example (examples/pytest) when /usr/bin/python3 has pytest (required when
+# CI is set).
 set -euo pipefail
 cd "$(dirname "$0")"
 go vet ./...
 go test -race -count=1 ./...
+# Every benchmark once, and vastbench on tiny sizes, so that the tools the
+# README's numbers come from keep working; the numbers here mean nothing.
+go test -run '^$' -bench . -benchtime 1x ./...
+go run ./cmd/vastbench -n 2000 -rounds 1
 if [ -d interop ]; then
   (cd interop && go vet ./... && go test -race -count=1 ./...)
 fi

@@ -96,6 +96,7 @@ func main() {
 		os.Exit(2)
 	}
 	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
+	failed := false // any run of any workload; the exit status says so
 	fmt.Printf("%d rounds; each value is the median over rounds, ratio is the median of the rounds' ratios [lowest–highest]\n", *rounds)
 	fmt.Printf("%-58s %12s %12s %8s %s\n", "workload", "vastfake", "kfake", "ratio", "[range]")
 	for _, w := range workloads {
@@ -125,6 +126,7 @@ func main() {
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, b.Name, err)
 					v = -1
+					failed = true
 				}
 				got[i] = v
 				vals[i] = append(vals[i], v)
@@ -145,6 +147,9 @@ func main() {
 		fmt.Printf("%-58s %12s %12s %s\n", w.name+": "+w.unit, num(medianOrError(vals[0])), num(medianOrError(vals[1])), ratio)
 	}
 	fmt.Println("ratio: how many times better vastfake is (higher is better for vastfake)")
+	if failed {
+		os.Exit(1)
+	}
 }
 
 // medianOrError is the median of a broker's values over rounds, or -1 if
