@@ -41,8 +41,9 @@ type entry struct {
 	appendedAt int64 // broker time of the append, unix ms
 }
 
-// Partition is one partition's log. It is safe for concurrent use: appends
-// serialize, reads run in parallel with each other.
+// Partition is one partition's log. It is safe for concurrent use: batches
+// are copied in (Stage) in parallel, made part of the log (Publish) one at
+// a time, and reads run in parallel with each other and with copies.
 type Partition struct {
 	mu sync.RWMutex
 
@@ -72,34 +73,50 @@ type AppendOptions struct {
 	LogAppendTime bool
 }
 
-// Append copies a parsed batch into the log, assigns its base offset and
-// returns it. The batch's bytes are stored as received; only the base offset
-// and leader epoch (outside the CRC) are written, and for LogAppendTime the
-// max timestamp and CRC as Kafka does.
-func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// Staged is a batch copied into a partition's memory but not yet in its
+// log: no reader sees it until Publish.
+type Staged struct {
+	chunk  []byte // the whole chunk the batch was copied into
+	pos, n int32  // the batch is chunk[pos:pos+n]
+}
+
+// Stage copies a parsed batch into the partition's memory, where Publish
+// later makes it part of the log. Only the space is reserved under the
+// partition's lock; the copy runs outside it, so that readers of the
+// partition and other producers' stages do not wait for it. A staged batch
+// that is never published only wastes its space.
+func (p *Partition) Stage(b Batch) Staged {
 	n := len(b)
-	var chunk []byte // the chunk the batch goes in, with the batch at pos
-	var pos int
 	if n >= maxChunk/4 {
 		// A large batch gets memory of its own size: packed into shared
 		// chunks it could leave most of a chunk empty.
-		chunk = make([]byte, 0, n)
-		prefault(chunk[:n])
-		chunk = append(chunk, b...)
-	} else {
-		if cap(p.chunk)-len(p.chunk) < n {
-			size := min(max(2*cap(p.chunk), minChunk, n), maxChunk)
-			p.chunk = make([]byte, 0, size)
-		}
-		pos = len(p.chunk)
-		prefault(p.chunk[pos : pos+n])
-		p.chunk = append(p.chunk, b...)
-		chunk = p.chunk
+		chunk := make([]byte, n)
+		prefault(chunk)
+		copy(chunk, b)
+		return Staged{chunk: chunk, n: int32(n)}
 	}
-	stored := Batch(chunk[pos : pos+n : pos+n])
+	p.mu.Lock()
+	if cap(p.chunk)-len(p.chunk) < n {
+		size := min(max(2*cap(p.chunk), minChunk, n), maxChunk)
+		p.chunk = make([]byte, 0, size)
+	}
+	pos := len(p.chunk)
+	p.chunk = p.chunk[:pos+n]
+	chunk := p.chunk[:cap(p.chunk)]
+	p.mu.Unlock()
+	prefault(chunk[pos : pos+n])
+	copy(chunk[pos:pos+n], b)
+	return Staged{chunk: chunk, pos: int32(pos), n: int32(n)}
+}
 
+// Publish appends a staged batch to the log, assigns its base offset and
+// returns it. The batch's bytes are stored as received; only the base
+// offset and leader epoch (outside the CRC) are written, and for
+// LogAppendTime the max timestamp and CRC as Kafka does.
+func (p *Partition) Publish(s Staged, opts AppendOptions) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	stored := Batch(s.chunk[s.pos : s.pos+s.n : s.pos+s.n])
 	base := p.hwm
 	stored.setBaseOffset(base, 0)
 	now := opts.Now.UnixMilli()
@@ -107,9 +124,9 @@ func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
 		stored.setLogAppendTime(now)
 	}
 	e := entry{
-		chunk:      chunk[:cap(chunk)],
-		pos:        int32(pos),
-		n:          int32(n),
+		chunk:      s.chunk,
+		pos:        s.pos,
+		n:          s.n,
 		base:       base,
 		last:       stored.LastOffset(),
 		maxTS:      stored.MaxTimestamp(),
@@ -121,11 +138,17 @@ func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
 	}
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1
-	p.bytes += int64(n)
+	p.bytes += int64(s.n)
 	if e.maxTS > p.maxTS {
 		p.maxTS, p.maxTSOffset = e.maxTS, e.last
 	}
 	return base
+}
+
+// Append stages a parsed batch and publishes it at once; see Stage and
+// Publish.
+func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
+	return p.Publish(p.Stage(b), opts)
 }
 
 // ReadResult is what a read returns: a run of whole stored batches and the

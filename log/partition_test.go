@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,6 +184,98 @@ func TestAppendMixedBatchSizesReadsBackEveryByte(t *testing.T) {
 		assert.Equal(t, int64(i), got.BaseOffset())
 		assert.Equal(t, w[offAttributes:], []byte(got[offAttributes:]), "batch %d's bytes after the base offset and epoch", i)
 	}
+}
+
+func TestStagedBatchesAreInvisibleUntilPublished(t *testing.T) {
+	p := NewPartition()
+	a := batch(t, []int64{1}, "first staged")
+	b := batch(t, []int64{1}, "second staged")
+	sa, err := ParseBatch(append([]byte(nil), a...))
+	require.NoError(t, err)
+	sb, err := ParseBatch(append([]byte(nil), b...))
+	require.NoError(t, err)
+	stagedA, stagedB := p.Stage(sa), p.Stage(sb)
+	assert.Equal(t, int64(0), p.HighWatermark())
+	res, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	assert.Empty(t, res.Records, "nothing is readable before Publish")
+
+	// Published out of staging order: offsets follow publishing, and each
+	// read returns whole batches even though their memory is not in
+	// offset order.
+	assert.Equal(t, int64(0), p.Publish(stagedB, AppendOptions{Now: t0}))
+	assert.Equal(t, int64(1), p.Publish(stagedA, AppendOptions{Now: t0}))
+	var values []string
+	for off := int64(0); off < p.HighWatermark(); {
+		res, err := p.Read(off, 1<<20)
+		require.NoError(t, err)
+		recs, err := Batch(res.Records).Records()
+		require.NoError(t, err)
+		for _, r := range recs {
+			values = append(values, string(r.Value))
+			off = r.Offset + 1
+		}
+	}
+	assert.Equal(t, []string{"second staged", "first staged"}, values)
+}
+
+func TestConcurrentAppendsKeepEveryBatchWhole(t *testing.T) {
+	p := NewPartition()
+	const writers, each = 4, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				// Sizes from a few bytes to past the prefault threshold.
+				value := strings.Repeat(string(rune('a'+w)), 1+(i*997)%(100<<10))
+				appendRaw(t, p, batch(t, []int64{1}, value), AppendOptions{})
+			}
+		}()
+	}
+	// A reader runs alongside and must only ever see whole batches.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p.HighWatermark() < writers*each {
+			res, err := p.Read(0, 1<<30)
+			if err != nil {
+				continue
+			}
+			for rest := res.Records; len(rest) > 0; {
+				n := 12 + int(binary.BigEndian.Uint32(rest[offLength:]))
+				if _, err := ParseBatch(rest[:n]); err != nil {
+					t.Errorf("read a broken batch: %v", err)
+					return
+				}
+				rest = rest[n:]
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+	got := 0
+	for off := int64(0); off < p.HighWatermark(); {
+		res, err := p.Read(off, 1<<30)
+		require.NoError(t, err)
+		for rest := res.Records; len(rest) > 0; {
+			b := Batch(rest)
+			n := 12 + int(binary.BigEndian.Uint32(b[offLength:]))
+			parsed, err := ParseBatch(rest[:n])
+			require.NoError(t, err, "stored batch %d", got)
+			recs, err := parsed.Records()
+			require.NoError(t, err)
+			require.Len(t, recs, 1)
+			v := string(recs[0].Value)
+			assert.Equal(t, strings.Repeat(v[:1], len(v)), v, "batch at %d mixes writers' bytes", off)
+			require.Equal(t, off, parsed.BaseOffset())
+			off++
+			got++
+			rest = rest[n:]
+		}
+	}
+	assert.Equal(t, writers*each, got)
 }
 
 func TestOffsetForTime(t *testing.T) {
