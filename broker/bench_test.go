@@ -9,9 +9,12 @@ package broker
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,42 +43,56 @@ func benchBatch(n int) []byte {
 	return out
 }
 
-// benchConn starts a broker with a three-partition topic "bench" and
-// returns a raw connection to it and a function that sends one encoded
-// request and reads its answer, returning the answer's size.
-func benchConn(b *testing.B) (*Broker, func(frame []byte) int) {
-	br, err := New(WithTopics(TopicSpec{Name: "bench", Partitions: 3}))
+// benchBroker starts a broker holding three-partition topics of the given
+// names.
+func benchBroker(b *testing.B, topics ...string) *Broker {
+	var specs []TopicSpec
+	for _, name := range topics {
+		specs = append(specs, TopicSpec{Name: name, Partitions: 3})
+	}
+	br, err := New(WithTopics(specs...))
 	require.NoError(b, err)
 	b.Cleanup(func() { br.Close() })
+	return br
+}
+
+// dialBench opens a raw connection to br and returns a function that sends
+// one encoded request and reads its answer, returning the answer's size.
+func dialBench(b *testing.B, br *Broker) func(frame []byte) int {
 	nc, err := net.Dial("tcp", br.Addr())
 	require.NoError(b, err)
 	b.Cleanup(func() { nc.Close() })
 	var answer []byte
-	return br, func(frame []byte) int {
+	return func(frame []byte) int {
 		if _, err := nc.Write(frame); err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return 0
 		}
 		var size [4]byte
 		if _, err := io.ReadFull(nc, size[:]); err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return 0
 		}
 		n := int(binary.BigEndian.Uint32(size[:]))
 		if cap(answer) < n {
 			answer = make([]byte, n)
 		}
 		if _, err := io.ReadFull(nc, answer[:n]); err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return 0
 		}
 		return n
 	}
 }
 
-func produceFrame(records int) []byte {
+// produceFrame encodes a Produce request, acks=all, of one batch of that
+// many records to each of topic's three partitions.
+func produceFrame(topic string, records int) []byte {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks, req.TimeoutMillis = -1, 30_000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "bench"
+	rt.Topic = topic
 	for p := int32(0); p < 3; p++ {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = p, benchBatch(records)
@@ -88,8 +105,8 @@ func produceFrame(records int) []byte {
 // BenchmarkProduceRequest answers a Produce of three partitions, each one
 // batch of 1,000 100-byte records (about 112 KB per batch), with acks=all.
 func BenchmarkProduceRequest(b *testing.B) {
-	_, roundTrip := benchConn(b)
-	frame := produceFrame(1000)
+	roundTrip := dialBench(b, benchBroker(b, "bench"))
+	frame := produceFrame("bench", 1000)
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -102,8 +119,8 @@ func BenchmarkProduceRequest(b *testing.B) {
 // full-size chunks as in a long-running test, so every answer carries
 // about 3 MiB of stored batches.
 func BenchmarkFetchRequest(b *testing.B) {
-	_, roundTrip := benchConn(b)
-	produce := produceFrame(1000)
+	roundTrip := dialBench(b, benchBroker(b, "bench"))
+	produce := produceFrame("bench", 1000)
 	for range 90 {
 		roundTrip(produce)
 	}
@@ -126,4 +143,27 @@ func BenchmarkFetchRequest(b *testing.B) {
 	for b.Loop() {
 		roundTrip(frame)
 	}
+}
+
+// BenchmarkProduceRequestParallel is BenchmarkProduceRequest from several
+// connections at once, each producing to its own topic, as parallel tests
+// sharing one broker do.
+func BenchmarkProduceRequestParallel(b *testing.B) {
+	const conns = 8
+	topics := make([]string, conns)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("bench-%d", i)
+	}
+	br := benchBroker(b, topics...)
+	var next atomic.Int32
+	b.SetParallelism(conns / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1)-1) % conns
+		roundTrip := dialBench(b, br)
+		frame := produceFrame(topics[i], 1000)
+		for pb.Next() {
+			roundTrip(frame)
+		}
+	})
 }

@@ -15,10 +15,11 @@ import (
 // pendingAppend is one validated partition of a produce request, waiting to
 // be appended with the others.
 type pendingAppend struct {
-	resp  *kmsg.ProduceResponseTopicPartition
-	part  *log.Partition
-	batch log.Batch
-	cfg   topicConfig
+	resp   *kmsg.ProduceResponseTopicPartition
+	part   *log.Partition
+	batch  log.Batch
+	cfg    topicConfig
+	staged log.Staged
 }
 
 // handleProduce answers Produce v3-v13.
@@ -113,15 +114,20 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
-// appendPending appends a request's accepted batches under appendMu, so
-// that readers see all of one Produce request or none of it. The deferred
-// unlock keeps a panic in one connection's handler (which closes only that
-// connection) from leaving every other producer blocked.
+// appendPending appends a request's accepted batches. They are copied into
+// their partitions first, with no broker-wide lock, so that producers to
+// different partitions copy in parallel; then all are published under
+// appendMu, so that readers see all of one Produce request or none of it.
+// The deferred unlock keeps a panic in one connection's handler (which
+// closes only that connection) from leaving every other producer blocked.
 func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
+	for i := range pending {
+		pending[i].staged = pending[i].part.Stage(pending[i].batch)
+	}
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	for _, p := range pending {
-		p.resp.BaseOffset = p.part.Append(p.batch, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
+		p.resp.BaseOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
 		if p.cfg.logAppendTime {
 			p.resp.LogAppendTime = now.UnixMilli()
 		}
