@@ -127,11 +127,10 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	for _, p := range pending {
-		p.resp.BaseOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
+		p.resp.BaseOffset, p.resp.LogStartOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
 		if p.cfg.logAppendTime {
 			p.resp.LogAppendTime = now.UnixMilli()
 		}
-		p.resp.LogStartOffset = p.part.LogStartOffset()
 	}
 }
 

@@ -110,14 +110,14 @@ func (p *Partition) Stage(b Batch) Staged {
 }
 
 // Publish appends a staged batch to the log, assigns its base offset and
-// returns it. The batch's bytes are stored as received; only the base
+// returns it with the log start offset after the append. The batch's bytes are stored as received; only the base
 // offset and leader epoch (outside the CRC) are written, and for
 // LogAppendTime the max timestamp and CRC as Kafka does.
-func (p *Partition) Publish(s Staged, opts AppendOptions) int64 {
+func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	stored := Batch(s.chunk[s.pos : s.pos+s.n : s.pos+s.n])
-	base := p.hwm
+	base = p.hwm
 	stored.setBaseOffset(base, 0)
 	now := opts.Now.UnixMilli()
 	if opts.LogAppendTime {
@@ -142,13 +142,14 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) int64 {
 	if e.maxTS > p.maxTS {
 		p.maxTS, p.maxTSOffset = e.maxTS, e.last
 	}
-	return base
+	return base, p.logStart
 }
 
 // Append stages a parsed batch and publishes it at once; see Stage and
 // Publish.
 func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
-	return p.Publish(p.Stage(b), opts)
+	base, _ := p.Publish(p.Stage(b), opts)
+	return base
 }
 
 // ReadResult is what a read returns: a run of whole stored batches and the

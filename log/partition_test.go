@@ -203,8 +203,10 @@ func TestStagedBatchesAreInvisibleUntilPublished(t *testing.T) {
 	// Published out of staging order: offsets follow publishing, and each
 	// read returns whole batches even though their memory is not in
 	// offset order.
-	assert.Equal(t, int64(0), p.Publish(stagedB, AppendOptions{Now: t0}))
-	assert.Equal(t, int64(1), p.Publish(stagedA, AppendOptions{Now: t0}))
+	baseB, _ := p.Publish(stagedB, AppendOptions{Now: t0})
+	baseA, _ := p.Publish(stagedA, AppendOptions{Now: t0})
+	assert.Equal(t, int64(0), baseB)
+	assert.Equal(t, int64(1), baseA)
 	var values []string
 	for off := int64(0); off < p.HighWatermark(); {
 		res, err := p.Read(off, 1<<20)
