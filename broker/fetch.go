@@ -128,16 +128,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool)
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			if t == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if version >= 13 {
-					sp.ErrorCode = kerr.UnknownTopicID.Code
-				}
-				continue
-			}
-			part := t.partition(rp.Partition)
+			part, code := lookupPartition(t, rp.Partition, version >= 13)
 			if part == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = code
 				continue
 			}
 			if rp.CurrentLeaderEpoch > 0 {

@@ -98,12 +98,13 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			part, code := lookupPartition(t, rp.Partition, false)
 			if !deletable {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if t == nil || t.partition(rp.Partition) == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if part == nil {
+				sp.ErrorCode = code
 			} else {
-				low, err := t.partition(rp.Partition).DeleteBefore(rp.Offset)
+				low, err := part.DeleteBefore(rp.Offset)
 				sp.LowWatermark = low
 				if err != nil {
 					sp.ErrorCode = kerr.OffsetOutOfRange.Code

@@ -78,16 +78,9 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			if t == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if r.version >= 13 {
-					sp.ErrorCode = kerr.UnknownTopicID.Code
-				}
-				continue
-			}
-			part := t.partition(rp.Partition)
+			part, code := lookupPartition(t, rp.Partition, r.version >= 13)
 			if part == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = code
 				continue
 			}
 			batch, code, msg := b.checkBatch(r, rp.Records, cfg, now.UnixMilli())

@@ -44,6 +44,23 @@ func (t *topic) partition(p int32) *log.Partition {
 	return t.partitions[p]
 }
 
+// lookupPartition returns t's partition p, or the code Kafka answers when
+// the topic (t is nil) or the partition is unknown: UNKNOWN_TOPIC_ID rather
+// than UNKNOWN_TOPIC_OR_PARTITION for a topic the request named by id
+// (Produce and Fetch v13+).
+func lookupPartition(t *topic, p int32, byID bool) (*log.Partition, int16) {
+	switch {
+	case t == nil && byID:
+		return nil, kerr.UnknownTopicID.Code
+	case t == nil:
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	if part := t.partition(p); part != nil {
+		return part, 0
+	}
+	return nil, kerr.UnknownTopicOrPartition.Code
+}
+
 // store holds the topics. Lookups take a read lock; create and delete a
 // write lock. A topic's partition slice is replaced, never mutated, when
 // partitions are added, so a reader may keep a *topic without the lock.
