@@ -17,6 +17,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
+	"io"
 	"context"
 	"flag"
 	"fmt"
@@ -484,12 +486,12 @@ func connections(b bench.Broker) (float64, error) {
 					return
 				}
 				var size [4]byte
-				if _, err := readFull(c, size[:]); err != nil {
+				if _, err := io.ReadFull(c, size[:]); err != nil {
 					errs <- err
 					return
 				}
-				body := make([]byte, int(size[0])<<24|int(size[1])<<16|int(size[2])<<8|int(size[3]))
-				if _, err := readFull(c, body); err != nil {
+				body := make([]byte, binary.BigEndian.Uint32(size[:]))
+				if _, err := io.ReadFull(c, body); err != nil {
 					errs <- err
 				}
 			}()
@@ -507,16 +509,4 @@ func connections(b bench.Broker) (float64, error) {
 		}
 		return float64(elapsed.Microseconds()) / 1000, nil
 	})
-}
-
-func readFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
