@@ -989,6 +989,10 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	}
 	if left {
 		c.membersLeft(g)
+	} else {
+		// Only pending member ids left: that matters only to a join
+		// phase waiting for them, as in Kafka.
+		c.tryCompleteJoin(g)
 	}
 	return resp
 }
@@ -1007,7 +1011,6 @@ func (c *Coordinator) leaveOne(g *group, memberID string, instanceID *string, le
 	if p := g.pending[memberID]; p != nil {
 		p.timer.cancel()
 		delete(g.pending, memberID)
-		*left = true
 		return errNone
 	}
 	m := g.members[memberID]

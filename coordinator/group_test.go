@@ -546,6 +546,20 @@ func TestLeaveGroup(t *testing.T) {
 	assert.Equal(t, errUnknownMemberID, h.c.LeaveGroup(l).ErrorCode)
 }
 
+func TestPendingMemberLeavingAStableGroupDoesNotRebalance(t *testing.T) {
+	h := newHarness(t, rules.VAST())
+	h.stable("g", 2)
+	p := h.memberID("g") // handed out with MEMBER_ID_REQUIRED, never joined
+	l := kmsg.NewPtrLeaveGroupRequest()
+	l.Version = 5
+	l.Group = "g"
+	l.Members = []kmsg.LeaveGroupRequestMember{{MemberID: p}}
+	resp := h.c.LeaveGroup(l)
+	require.Len(t, resp.Members, 1)
+	assert.Equal(t, errNone, resp.Members[0].ErrorCode)
+	assert.Equal(t, "Stable", h.state("g"), "no member of the generation left")
+}
+
 func TestLeaveDuringJoinCompletesIt(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	ids, _ := h.stable("g", 2)
