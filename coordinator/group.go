@@ -244,6 +244,26 @@ func (g *group) checkInstance(instanceID, memberID string) int16 {
 	return errNone
 }
 
+// validate checks a request from a member of the current generation, as
+// Kafka's validateMember does for SyncGroup, Heartbeat and OffsetCommit:
+// the static instance id if any (checkInstance), then UNKNOWN_MEMBER_ID,
+// then ILLEGAL_GENERATION. It returns the member, or nil and the code.
+func (g *group) validate(instanceID *string, memberID string, generation int32) (*member, int16) {
+	if instanceID != nil {
+		if code := g.checkInstance(*instanceID, memberID); code != errNone {
+			return nil, code
+		}
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return nil, errUnknownMemberID
+	}
+	if generation != g.generation {
+		return nil, errIllegalGeneration
+	}
+	return m, errNone
+}
+
 func (g *group) stopTimers(c *Coordinator) {
 	g.joinTimer.cancel()
 	g.syncTimer.cancel()
@@ -828,17 +848,9 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 	if g == nil {
 		return fail(errUnknownMemberID)
 	}
-	if inst := c.instanceID(req.InstanceID, req.Version >= 3); inst != nil {
-		if code := g.checkInstance(*inst, req.MemberID); code != errNone {
-			return fail(code)
-		}
-	}
-	m := g.members[req.MemberID]
+	m, code := g.validate(c.instanceID(req.InstanceID, req.Version >= 3), req.MemberID, req.Generation)
 	if m == nil {
-		return fail(errUnknownMemberID)
-	}
-	if req.Generation != g.generation {
-		return fail(errIllegalGeneration)
+		return fail(code)
 	}
 	if req.Version >= 5 {
 		if (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
@@ -921,17 +933,9 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if g == nil {
 		return errUnknownMemberID
 	}
-	if inst := c.instanceID(req.InstanceID, req.Version >= 3); inst != nil {
-		if code := g.checkInstance(*inst, req.MemberID); code != errNone {
-			return code
-		}
-	}
-	m := g.members[req.MemberID]
+	m, code := g.validate(c.instanceID(req.InstanceID, req.Version >= 3), req.MemberID, req.Generation)
 	if m == nil {
-		return errUnknownMemberID
-	}
-	if req.Generation != g.generation {
-		return errIllegalGeneration
+		return code
 	}
 	switch g.state {
 	case statePreparingRebalance:

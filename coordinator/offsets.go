@@ -94,17 +94,9 @@ func (c *Coordinator) commitGroup(req *kmsg.OffsetCommitRequest) (*group, int16)
 		return g, errNone
 	}
 	if generation >= 0 || memberID != "" || instanceID != nil {
-		if instanceID != nil {
-			if code := g.checkInstance(*instanceID, memberID); code != errNone {
-				return nil, code
-			}
-		}
-		m := g.members[memberID]
+		m, code := g.validate(instanceID, memberID, generation)
 		if m == nil {
-			return nil, errUnknownMemberID
-		}
-		if generation != g.generation {
-			return nil, errIllegalGeneration
+			return nil, code
 		}
 		if g.state == stateCompletingRebalance {
 			return nil, errRebalanceInProgress
