@@ -118,13 +118,14 @@ type Rebalance struct {
 // recordRebalance adds g's current generation to the history. Call it with
 // c.mu held.
 func (c *Coordinator) recordRebalance(g *group) {
-	info := g.info()
 	if len(c.rebalances) == maxRebalances {
-		c.rebalances = append(c.rebalances[:0:0], c.rebalances[1:]...)
+		// Rebalances returns a copy, so the history can shift in place.
+		copy(c.rebalances, c.rebalances[1:])
+		c.rebalances = c.rebalances[:maxRebalances-1]
 	}
 	c.rebalances = append(c.rebalances, Rebalance{
 		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
-		State: info.State, Protocol: info.Protocol, Members: info.Members,
+		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
 	})
 }
 
@@ -393,8 +394,22 @@ func (g *group) info() GroupInfo {
 		Protocol:     g.protocol,
 		Generation:   g.generation,
 		Leader:       g.leader,
+		Members:      g.memberInfos(),
 		Offsets:      make(map[string]map[int32]OffsetInfo, len(g.offsets)),
 	}
+	for t, ps := range g.offsets {
+		cp := make(map[int32]OffsetInfo, len(ps))
+		for p, o := range ps {
+			cp[p] = OffsetInfo{Offset: o.off, LeaderEpoch: o.epoch, Metadata: o.meta}
+		}
+		gi.Offsets[t] = cp
+	}
+	return gi
+}
+
+// memberInfos describes g's members in join order.
+func (g *group) memberInfos() []MemberInfo {
+	var out []MemberInfo
 	for _, m := range g.ordered() {
 		mi := MemberInfo{
 			MemberID:   m.id,
@@ -406,16 +421,9 @@ func (g *group) info() GroupInfo {
 		if m.instanceID != nil {
 			mi.InstanceID = *m.instanceID
 		}
-		gi.Members = append(gi.Members, mi)
+		out = append(out, mi)
 	}
-	for t, ps := range g.offsets {
-		cp := make(map[int32]OffsetInfo, len(ps))
-		for p, o := range ps {
-			cp[p] = OffsetInfo{Offset: o.off, LeaderEpoch: o.epoch, Metadata: o.meta}
-		}
-		gi.Offsets[t] = cp
-	}
-	return gi
+	return out
 }
 
 func clone(b []byte) []byte {
