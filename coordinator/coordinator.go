@@ -89,7 +89,7 @@ type Coordinator struct {
 	mu      sync.Mutex
 	closed  bool
 	done    chan struct{} // closed by Close
-	changed chan struct{} // closed and replaced on every unlock; tests wait on it
+	changed chan struct{} // made by a waiter (tests), closed and cleared by the next unlock
 	groups  map[string]*group
 	seq     uint64 // join order of members, for leader choice
 
@@ -156,7 +156,6 @@ func New(cfg Config) *Coordinator {
 		maxSession:   cfg.MaxSessionTimeout,
 		log:          log,
 		done:         make(chan struct{}),
-		changed:      make(chan struct{}),
 		groups:       make(map[string]*group),
 	}
 }
@@ -181,8 +180,10 @@ func (c *Coordinator) Close() {
 
 // unlock releases c.mu and wakes anything waiting for a change of state.
 func (c *Coordinator) unlock() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 	c.mu.Unlock()
 }
 

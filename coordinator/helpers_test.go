@@ -205,6 +205,9 @@ func (h *harness) waitUntil(what string, cond func() bool) {
 	for {
 		h.c.mu.Lock()
 		ok := cond()
+		if h.c.changed == nil {
+			h.c.changed = make(chan struct{})
+		}
 		changed := h.c.changed
 		h.c.mu.Unlock()
 		if ok {
