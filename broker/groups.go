@@ -121,7 +121,8 @@ func handleDescribeGroups(b *Broker, r *request) kmsg.Response {
 
 // handleListGroups answers ListGroups v0-v5 (v4 filters by state, v5 by
 // type).
-// VAST: at most 256 groups are listed (MaxGroups).
+// VAST: there are never more than 256 groups to list (MaxGroups caps their
+// creation).
 // Authorizes: KafkaDescribe on each group; the ones the user may not
 // describe are left out, as Kafka does.
 func handleListGroups(b *Broker, r *request) kmsg.Response {

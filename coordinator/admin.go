@@ -8,7 +8,8 @@ import (
 
 // ListGroups lists groups sorted by name, filtered by state (v4+, any case,
 // Kafka's state names) and by type (v5+; every group here is "classic").
-// Under Rules.MaxGroups it returns at most that many groups, as VAST does.
+// Under Rules.MaxGroups there are never more groups than that to list:
+// JoinGroup and OffsetCommit refuse to create one more.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	c.mu.Lock()
 	defer c.unlock()
@@ -41,10 +42,6 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 		g := c.groups[name]
 		if !match(states, g.state.String()) || !match(types, "classic") {
 			continue
-		}
-		if c.rules.MaxGroups > 0 && len(resp.Groups) == c.rules.MaxGroups {
-			c.refuse("ListGroups", "MaxGroups", name, "max", c.rules.MaxGroups)
-			break
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = name
