@@ -255,8 +255,9 @@ func (s *server) records(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) groups(w http.ResponseWriter, r *http.Request) {
 	out := []groupView{}
+	topics := map[string]broker.TopicInfo{}
 	for _, g := range s.b.Groups() {
-		out = append(out, s.newGroupView(g))
+		out = append(out, s.newGroupView(g, topics))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -267,7 +268,7 @@ func (s *server) group(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no group "+r.PathValue("name"))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.newGroupView(g))
+	writeJSON(w, http.StatusOK, s.newGroupView(g, map[string]broker.TopicInfo{}))
 }
 
 func (s *server) rebalances(w http.ResponseWriter, r *http.Request) {

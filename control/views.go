@@ -141,7 +141,10 @@ func assignment(protocolType string, b []byte) map[string][]int32 {
 	return out
 }
 
-func (s *server) newGroupView(g coordinator.GroupInfo) groupView {
+// newGroupView describes a group with its partitions' lag. topics caches
+// the topics it looks up, so that one answer describing many groups copies
+// each topic once; callers that already hold a topic list pass it in.
+func (s *server) newGroupView(g coordinator.GroupInfo, topics map[string]broker.TopicInfo) groupView {
 	v := groupView{Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
 		Generation: g.Generation, Leader: g.Leader, Members: []memberView{}, Partitions: []groupPartitionView{}}
 	type tp struct {
@@ -174,12 +177,11 @@ func (s *server) newGroupView(g coordinator.GroupInfo) groupView {
 			pv.Committed, pv.Metadata = &off, o.Metadata
 		}
 	}
-	hwms := map[string]broker.TopicInfo{}
 	for k, pv := range parts {
-		t, ok := hwms[k.topic]
+		t, ok := topics[k.topic]
 		if !ok {
 			t, _ = s.b.Topic(k.topic)
-			hwms[k.topic] = t
+			topics[k.topic] = t
 		}
 		if int(k.p) < len(t.Partitions) {
 			pv.HighWatermark = t.Partitions[k.p].HighWatermark
@@ -277,11 +279,13 @@ const liveRebalances = 50
 func (s *server) liveView() liveView {
 	v := liveView{Now: s.b.Clock().Now(), Bootstrap: s.b.AdvertisedAddr(), Manual: s.manual != nil,
 		Topics: []topicView{}, Groups: []groupView{}}
+	topics := map[string]broker.TopicInfo{}
 	for _, t := range s.b.Topics() {
 		v.Topics = append(v.Topics, newTopicView(t))
+		topics[t.Name] = t
 	}
 	for _, g := range s.b.Groups() {
-		v.Groups = append(v.Groups, s.newGroupView(g))
+		v.Groups = append(v.Groups, s.newGroupView(g, topics))
 	}
 	rs := s.b.Rebalances()
 	if len(rs) > liveRebalances {
