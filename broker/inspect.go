@@ -82,17 +82,24 @@ func topicInfo(t *topic) TopicInfo {
 // onward (use 0 for all that retention kept), in offset order. It returns
 // nil for a partition that does not exist.
 func (b *Broker) Records(topic string, partition int32, offset int64) []Record {
-	t := b.data.get(topic)
-	if t == nil || t.partition(partition) == nil {
+	return b.RecordsN(topic, partition, offset, 0)
+}
+
+// RecordsN is Records stopping after limit records (no limit when 0): it
+// decodes and copies no more of the log than it returns.
+func (b *Broker) RecordsN(topic string, partition int32, offset int64, limit int) []Record {
+	part, _ := lookupPartition(b.data.get(topic), partition, false)
+	if part == nil {
 		return nil
 	}
 	var out []Record
-	start := t.partition(partition).LogStartOffset()
-	t.partition(partition).Batches(offset, func(batch log.Batch) bool {
+	full := func() bool { return limit > 0 && len(out) >= limit }
+	start := part.LogStartOffset()
+	part.Batches(offset, func(batch log.Batch) bool {
 		if batch.Compression() != 0 {
 			out = append(out, Record{Topic: topic, Partition: partition, Offset: batch.BaseOffset(),
 				Timestamp: time.UnixMilli(batch.MaxTimestamp()), LogAppendTime: batch.LogAppendTime(), Compressed: true})
-			return true
+			return !full()
 		}
 		_ = batch.EachRecord(func(r log.Record) bool {
 			if r.Offset < offset || r.Offset < start {
@@ -104,9 +111,9 @@ func (b *Broker) Records(topic string, partition int32, offset int64) []Record {
 				rec.Headers = append(rec.Headers, kmsg.Header{Key: h.Key, Value: clone(h.Value)})
 			}
 			out = append(out, rec)
-			return true
+			return !full()
 		})
-		return true
+		return !full()
 	})
 	return out
 }

@@ -244,10 +244,7 @@ func (s *server) records(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out := []recordView{}
-	for _, rec := range s.b.Records(name, int32(p), offset) {
-		if len(out) == limit {
-			break
-		}
+	for _, rec := range s.b.RecordsN(name, int32(p), offset, limit) {
 		out = append(out, newRecordView(rec))
 	}
 	writeJSON(w, http.StatusOK, out)
