@@ -28,7 +28,6 @@ type clientConn struct {
 	b      *Broker
 	nc     net.Conn
 	r      *bufio.Reader
-	w      *bufio.Writer
 	ctx    context.Context
 	cancel context.CancelFunc
 	remote string
@@ -52,7 +51,6 @@ func newClientConn(b *Broker, nc net.Conn) *clientConn {
 		b:      b,
 		nc:     nc,
 		r:      bufio.NewReaderSize(nc, 64<<10),
-		w:      bufio.NewWriterSize(nc, 64<<10),
 		ctx:    ctx,
 		cancel: cancel,
 		remote: nc.RemoteAddr().String(),
@@ -261,10 +259,8 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	} else {
 		c.out = nil
 	}
-	if _, err := c.w.Write(out); err != nil {
-		return err
-	}
-	return c.w.Flush()
+	_, err := c.nc.Write(out) // one whole frame per write: no buffering to gain from
+	return err
 }
 
 // maxKeptBuffer bounds the request and response buffers a connection keeps

@@ -388,10 +388,8 @@ func (c *clientConn) rawSASLAuthenticate() error {
 	}
 	c.b.reqLog.add(rec)
 	c.user, c.authenticated = user, true
-	if _, err := c.w.Write([]byte{0, 0, 0, 0}); err != nil {
-		return err
-	}
-	return c.w.Flush()
+	_, err := c.nc.Write([]byte{0, 0, 0, 0})
+	return err
 }
 
 // closeError asks serve to close the connection for a reason that is not a
