@@ -226,8 +226,8 @@ func (c *clientConn) handleOne() error {
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
 		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
 	}
-	if resp == nil { // acks=0 produce: no response at all
-		return nil
+	if p, ok := kreq.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		return nil // Kafka sends no answer at all to an acks=0 produce, faulted or not
 	}
 	resp.SetVersion(version)
 	// ApiVersions answers with a v0 response header even when flexible,

@@ -101,9 +101,6 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 			b.notifyData() // only delayed fetches (kafka profile) wait for data
 		}
 	}
-	if req.Acks == 0 {
-		return nil
-	}
 	return resp
 }
 
@@ -231,9 +228,6 @@ func produceError(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, code int
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
-	}
-	if req.Acks == 0 {
-		return nil
 	}
 	return resp
 }
