@@ -264,7 +264,10 @@ func New(opts ...Option) (*Broker, error) {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
 	for _, t := range cfg.topics {
-		if code := b.createTopic(t.Name, t.Partitions, t.Configs, false); code != 0 {
+		if code, msg := b.createTopic(t.Name, t.Partitions, t.Configs, false); code != 0 {
+			if msg != "" {
+				return nil, fmt.Errorf("vastfake: topic %q: %s: %s", t.Name, errName(code), msg)
+			}
 			return nil, fmt.Errorf("vastfake: topic %q: %s", t.Name, errName(code))
 		}
 	}

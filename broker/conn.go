@@ -61,7 +61,6 @@ func newClientConn(b *Broker, nc net.Conn) *clientConn {
 type request struct {
 	ctx      context.Context
 	conn     *clientConn
-	key      int16
 	version  int16
 	clientID string
 	kreq     kmsg.Request
@@ -197,7 +196,7 @@ func (c *clientConn) handleOne() error {
 		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
 
-	req := &request{ctx: c.ctx, conn: c, key: key, version: version, clientID: clientID, kreq: kreq, user: c.user}
+	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)
 		select {

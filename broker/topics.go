@@ -30,12 +30,6 @@ func (t *topic) config() topicConfig {
 	return t.cfg
 }
 
-func (t *topic) setConfig(c topicConfig) {
-	t.cfgMu.Lock()
-	t.cfg = c
-	t.cfgMu.Unlock()
-}
-
 // partition returns the log of partition p, or nil if there is none.
 func (t *topic) partition(p int32) *log.Partition {
 	if p < 0 || int(p) >= len(t.partitions) {
@@ -146,13 +140,9 @@ func (b *Broker) checkCreate(name string, partitions int32, configs map[string]s
 }
 
 // createTopic creates a topic, or only validates it, and returns 0 or the
-// Kafka error code that refused it.
-func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) int16 {
-	code, _ := b.createTopicMsg(name, partitions, configs, validateOnly)
-	return code
-}
-
-func (b *Broker) createTopicMsg(name string, partitions int32, configs map[string]string, validateOnly bool) (int16, string) {
+// Kafka error code that refused it, with a message saying why when there
+// is more to say than the code.
+func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (int16, string) {
 	n, cfg, code, msg := b.checkCreate(name, partitions, configs)
 	if code != 0 {
 		return code, msg
@@ -247,8 +237,10 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 					continue
 				}
 				t = b.data.get(*rt.Topic)
-				if t == nil && autoCreate && b.allowCreate(r, *rt.Topic) && b.createTopic(*rt.Topic, defaultPartitions, nil, false) == 0 {
-					t = b.data.get(*rt.Topic)
+				if t == nil && autoCreate && b.allowCreate(r, *rt.Topic) {
+					if code, _ := b.createTopic(*rt.Topic, defaultPartitions, nil, false); code == 0 {
+						t = b.data.get(*rt.Topic)
+					}
 				}
 			} else {
 				t = b.data.getID(rt.TopicID)
@@ -369,7 +361,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		} else if !b.allowCreate(r, rt.Topic) {
 			code, msg = kerr.TopicAuthorizationFailed.Code, "denied by the identity policies: KafkaCreate on "+TopicResource(b.cfg.view, rt.Topic)
 		} else {
-			code, msg = b.createTopicMsg(rt.Topic, partitions, configs, req.ValidateOnly)
+			code, msg = b.createTopic(rt.Topic, partitions, configs, req.ValidateOnly)
 		}
 		st.ErrorCode = code
 		if msg != "" {
