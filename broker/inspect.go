@@ -4,6 +4,7 @@ package broker
 // clients run, and the request log.
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
@@ -106,9 +107,9 @@ func (b *Broker) RecordsN(topic string, partition int32, offset int64, limit int
 				return true
 			}
 			rec := Record{Topic: topic, Partition: partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
-				LogAppendTime: batch.LogAppendTime(), Key: clone(r.Key), Value: clone(r.Value)}
+				LogAppendTime: batch.LogAppendTime(), Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}
 			for _, h := range r.Headers {
-				rec.Headers = append(rec.Headers, kmsg.Header{Key: h.Key, Value: clone(h.Value)})
+				rec.Headers = append(rec.Headers, kmsg.Header{Key: h.Key, Value: bytes.Clone(h.Value)})
 			}
 			out = append(out, rec)
 			return !full()
@@ -116,13 +117,6 @@ func (b *Broker) RecordsN(topic string, partition int32, offset int64, limit int
 		return !full()
 	})
 	return out
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
 }
 
 // Groups returns a copy of every consumer group: state, generation,

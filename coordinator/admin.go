@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -97,10 +98,10 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			dm.MemberAssignment = []byte{}
 			if stable {
 				if md := m.metadataFor(g.protocol); md != nil {
-					dm.ProtocolMetadata = clone(md)
+					dm.ProtocolMetadata = bytes.Clone(md)
 				}
 				if m.assignment != nil {
-					dm.MemberAssignment = clone(m.assignment)
+					dm.MemberAssignment = bytes.Clone(m.assignment)
 				}
 			}
 			dg.Members = append(dg.Members, dm)

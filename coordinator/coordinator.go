@@ -24,6 +24,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -416,8 +417,8 @@ func (g *group) memberInfos() []MemberInfo {
 			MemberID:   m.id,
 			ClientID:   m.clientID,
 			ClientHost: m.clientHost,
-			Assignment: clone(m.assignment),
-			Metadata:   clone(m.metadataFor(g.protocol)),
+			Assignment: bytes.Clone(m.assignment),
+			Metadata:   bytes.Clone(m.metadataFor(g.protocol)),
 		}
 		if m.instanceID != nil {
 			mi.InstanceID = *m.instanceID
@@ -425,11 +426,4 @@ func (g *group) memberInfos() []MemberInfo {
 		out = append(out, mi)
 	}
 	return out
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
 }

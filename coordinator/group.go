@@ -356,7 +356,7 @@ func (c *Coordinator) usableProtocols(req *kmsg.JoinGroupRequest) []kmsg.JoinGro
 		if c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && !c.rules.EagerAssignor(p.Name) {
 			continue
 		}
-		out = append(out, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: clone(p.Metadata)})
+		out = append(out, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	return out
 }
@@ -587,7 +587,7 @@ func (c *Coordinator) joinResult(g *group, m *member, version int16) *kmsg.JoinG
 			rm := kmsg.NewJoinGroupResponseMember()
 			rm.MemberID = o.id
 			rm.InstanceID = o.instanceID
-			rm.ProtocolMetadata = clone(o.metadataFor(g.protocol))
+			rm.ProtocolMetadata = bytes.Clone(o.metadataFor(g.protocol))
 			r.Members = append(r.Members, rm)
 		}
 	}
@@ -827,7 +827,7 @@ func (c *Coordinator) syncResult(g *group, m *member, version int16) *kmsg.SyncG
 	r.Version = version
 	r.ProtocolType = kmsg.StringPtr(g.protocolType)
 	r.Protocol = kmsg.StringPtr(g.protocol)
-	r.MemberAssignment = clone(m.assignment)
+	r.MemberAssignment = bytes.Clone(m.assignment)
 	if r.MemberAssignment == nil {
 		r.MemberAssignment = []byte{}
 	}
@@ -874,7 +874,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		if m.id == g.leader {
 			assigned := make(map[string][]byte, len(req.GroupAssignment))
 			for _, a := range req.GroupAssignment {
-				assigned[a.MemberID] = clone(a.MemberAssignment)
+				assigned[a.MemberID] = bytes.Clone(a.MemberAssignment)
 			}
 			for id, mm := range g.members {
 				mm.assignment = assigned[id]
