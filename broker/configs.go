@@ -16,14 +16,15 @@ import (
 // The topic configs VAST supports [API], with Kafka's defaults (VAST's
 // retention default is 7 days, the same as Kafka's).
 const (
-	cfgRetentionMs    = "retention.ms"
-	cfgTimestampType  = "message.timestamp.type"
-	cfgBeforeMaxMs    = "message.timestamp.before.max.ms"
-	cfgAfterMaxMs     = "message.timestamp.after.max.ms"
-	timestampCreate   = "CreateTime"
-	timestampAppend   = "LogAppendTime"
-	defaultRetention  = 7 * 24 * time.Hour
-	unlimitedMillisSt = "9223372036854775807"
+	cfgRetentionMs     = "retention.ms"
+	cfgTimestampType   = "message.timestamp.type"
+	cfgBeforeMaxMs     = "message.timestamp.before.max.ms"
+	cfgAfterMaxMs      = "message.timestamp.after.max.ms"
+	cfgMaxMessageBytes = "max.message.bytes"
+	timestampCreate    = "CreateTime"
+	timestampAppend    = "LogAppendTime"
+	defaultRetention   = 7 * 24 * time.Hour
+	unlimitedMillisSt  = "9223372036854775807"
 )
 
 // kafkaTopicConfigDefaults are the other topic configs Apache Kafka knows,
@@ -41,7 +42,7 @@ var kafkaTopicConfigDefaults = map[string]string{
 	"local.retention.bytes":                   "-2",
 	"local.retention.ms":                      "-2",
 	"max.compaction.lag.ms":                   "9223372036854775807",
-	"max.message.bytes":                       "1048588",
+	cfgMaxMessageBytes:                        "", // defaultFor answers the limit the rules enforce
 	"min.cleanable.dirty.ratio":               "0.5",
 	"min.compaction.lag.ms":                   "0",
 	"min.insync.replicas":                     "1",
@@ -56,7 +57,7 @@ var kafkaTopicConfigDefaults = map[string]string{
 }
 
 var vastTopicConfigDefaults = map[string]string{
-	cfgRetentionMs:   "604800000",
+	cfgRetentionMs:   strconv.FormatInt(defaultRetention.Milliseconds(), 10),
 	cfgTimestampType: timestampCreate,
 	cfgBeforeMaxMs:   unlimitedMillisSt,
 	cfgAfterMaxMs:    unlimitedMillisSt,
@@ -80,6 +81,9 @@ func (b *Broker) defaultFor(key string) (string, bool) {
 	}
 	if b.rules.VASTTopicConfigsOnly {
 		return "", false
+	}
+	if key == cfgMaxMessageBytes {
+		return strconv.Itoa(b.rules.MessageMaxBytes()), true // the limit the broker enforces
 	}
 	v, ok := kafkaTopicConfigDefaults[key]
 	return v, ok
