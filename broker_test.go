@@ -371,6 +371,27 @@ func TestVASTRules(t *testing.T) {
 				assert.Len(t, td["grow"].Partitions, 4)
 			}
 		})
+		t.Run("limits-hold-when-partitions-grow", func(t *testing.T) {
+			// CreatePartitions served together with partition limits: a
+			// custom rule set, since VAST itself hides CreatePartitions.
+			r := rules.Kafka()
+			r.MaxPartitionsPerTopic, r.MaxPartitionsPerView = 3, 5
+			b := fixtures.StartBroker(t, broker.WithRules(r))
+			adm := kadm.NewClient(newClient(t, b.Addr()))
+			_, err := adm.CreateTopic(ctxT(t), 2, 1, nil, "a")
+			require.NoError(t, err)
+			_, err = adm.CreateTopic(ctxT(t), 2, 1, nil, "b")
+			require.NoError(t, err)
+			cp, err := adm.CreatePartitions(ctxT(t), 2, "a") // 4 in the topic
+			require.NoError(t, err)
+			assert.ErrorIs(t, cp["a"].Err, kerr.InvalidPartitions)
+			cp, err = adm.CreatePartitions(ctxT(t), 1, "a") // 3 in the topic, 5 in the view
+			require.NoError(t, err)
+			assert.NoError(t, cp["a"].Err)
+			cp, err = adm.CreatePartitions(ctxT(t), 1, "b") // 6 in the view
+			require.NoError(t, err)
+			assert.ErrorIs(t, cp["b"].Err, kerr.InvalidPartitions)
+		})
 	})
 
 	t.Run("topic-configs", func(t *testing.T) {

@@ -129,14 +129,28 @@ func (b *Broker) checkCreate(name string, partitions int32, configs map[string]s
 	if partitions <= 0 {
 		return 0, topicConfig{}, kerr.InvalidPartitions.Code, "partitions must be positive"
 	}
-	if max := b.rules.MaxPartitionsPerTopic; max > 0 && int(partitions) > max {
-		return 0, topicConfig{}, kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
+	if code, msg := b.partitionLimits(int(partitions), 0); code != 0 {
+		return 0, topicConfig{}, code, msg
 	}
 	cfg, code, msg := b.parseTopicConfigs(configs)
 	if code != 0 {
 		return 0, topicConfig{}, code, msg
 	}
 	return partitions, cfg, 0, ""
+}
+
+// partitionLimits checks a topic that would have topicTotal partitions, in
+// a view that would then hold viewTotal, against VAST's limits
+// (MaxPartitionsPerTopic, MaxPartitionsPerView); it returns 0 or
+// INVALID_PARTITIONS with a message naming the rule.
+func (b *Broker) partitionLimits(topicTotal, viewTotal int) (int16, string) {
+	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max {
+		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
+	}
+	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max {
+		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
+	}
+	return 0, ""
 }
 
 // createTopic creates a topic, or only validates it, and returns 0 or the
@@ -153,8 +167,8 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	if _, ok := s.byName[name]; ok {
 		return kerr.TopicAlreadyExists.Code, "topic " + name + " already exists"
 	}
-	if max := b.rules.MaxPartitionsPerView; max > 0 && s.partitions+int(n) > max {
-		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
+	if code, msg := b.partitionLimits(int(n), s.partitions+int(n)); code != 0 {
+		return code, msg
 	}
 	if validateOnly {
 		return 0, ""
@@ -470,12 +484,19 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 		s := b.data
 		s.mu.Lock()
 		t := s.byName[rt.Topic]
+		var limitCode int16
+		var limitMsg string
+		if t != nil {
+			limitCode, limitMsg = b.partitionLimits(int(rt.Count), s.partitions+int(rt.Count)-len(t.partitions))
+		}
 		switch {
 		case t == nil:
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		case int(rt.Count) <= len(t.partitions):
 			st.ErrorCode = kerr.InvalidPartitions.Code
 			st.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
+		case limitCode != 0:
+			st.ErrorCode, st.ErrorMessage = limitCode, kmsg.StringPtr(limitMsg)
 		case req.ValidateOnly:
 		default:
 			grown := make([]*log.Partition, rt.Count)
