@@ -17,11 +17,11 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
-	"io"
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
