@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -169,18 +170,21 @@ func (g *group) supports(protocolType string, ps []kmsg.JoinGroupRequestProtocol
 		return false
 	}
 	for _, p := range ps {
-		all := true
-		for id, m := range g.members {
-			if id != self && !m.supports(p.Name) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if g.allSupport(p.Name, self) {
 			return true
 		}
 	}
 	return false
+}
+
+// allSupport reports whether every member but except supports protocol name.
+func (g *group) allSupport(name, except string) bool {
+	for id, m := range g.members {
+		if id != except && !m.supports(name) {
+			return false
+		}
+	}
+	return true
 }
 
 // vote picks the group's protocol as Kafka does: among the protocols every
@@ -190,14 +194,7 @@ func (g *group) vote() string {
 	leader := g.members[g.leader]
 	var candidates []string
 	for _, p := range leader.protocols {
-		all := true
-		for _, m := range g.members {
-			if !m.supports(p.Name) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if g.allSupport(p.Name, "") { // member ids are never empty
 			candidates = append(candidates, p.Name)
 		}
 	}
@@ -207,7 +204,7 @@ func (g *group) vote() string {
 	votes := make(map[string]int, len(candidates))
 	for _, m := range g.members {
 		for _, p := range m.protocols {
-			if contains(candidates, p.Name) {
+			if slices.Contains(candidates, p.Name) {
 				votes[p.Name]++
 				break
 			}
@@ -220,15 +217,6 @@ func (g *group) vote() string {
 		}
 	}
 	return best
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkInstance validates a static member's (instance id, member id) pair as
