@@ -329,9 +329,10 @@ func (c *Coordinator) expireAll() {
 // expire applies Kafka's offsets.retention.minutes to g when
 // Rules.OffsetsNeverExpire is off: the offsets of a group without members
 // expire OffsetsRetention after the later of the commit and the moment the
-// group became empty. A group left Empty with no offsets and no pending
-// members is deleted, as Kafka's cleanup does. It is checked when offsets
-// are read rather than on a timer.
+// group became empty. A group whose last offsets expire here, with no
+// pending members, is deleted, as Kafka's cleanup does; an Empty group that
+// never committed is kept. It is checked when offsets are read rather than
+// on a timer.
 func (c *Coordinator) expire(g *group) {
 	if c.rules.OffsetsNeverExpire || c.rules.OffsetsRetention <= 0 || g.state != stateEmpty || len(g.offsets) == 0 {
 		return
