@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,35 @@ func TestApiVersionsFollowRules(t *testing.T) {
 	assert.Equal(t, int16(12), v[int16(kmsg.Fetch)], "VAST: no topic IDs, Fetch stops at v12")
 	assert.Equal(t, int16(12), v[int16(kmsg.Produce)])
 	assert.Greater(t, k[int16(kmsg.Fetch)], int16(12))
+}
+
+// TestProduceAdvertisedFromV0 checks Kafka 4.x's answer to librdkafka
+// before 2.10 (KAFKA-18659): ApiVersions lists Produce from v0, or that
+// librdkafka sends gzip, snappy and lz4 batches uncompressed, but a v0-v2
+// Produce still closes the connection like any unsupported version.
+func TestProduceAdvertisedFromV0(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+		conn := dialRaw(t, b.Addr())
+		resp := kmsg.NewPtrApiVersionsResponse()
+		roundTrip(t, conn, 3, kmsg.NewPtrApiVersionsRequest(), resp, 0)
+		var produce *kmsg.ApiVersionsResponseApiKey
+		for i := range resp.ApiKeys {
+			if resp.ApiKeys[i].ApiKey == int16(kmsg.Produce) {
+				produce = &resp.ApiKeys[i]
+			}
+		}
+		require.NotNil(t, produce)
+		assert.Equal(t, int16(0), produce.MinVersion)
+
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(2)
+		req.Acks, req.TimeoutMillis = 1, 1000
+		_, err := conn.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
+		require.NoError(t, err)
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "a v2 Produce closes the connection")
+	})
 }
 
 func TestUnsupportedApiVersionsVersion(t *testing.T) {

@@ -21,6 +21,11 @@ type api struct {
 	// authenticated on a listener with users; any other closes the
 	// connection, as in Kafka.
 	beforeAuth bool
+	// advertiseV0 makes ApiVersions advertise min version 0 although
+	// requests below min are refused, as Kafka 4.x does for Produce
+	// (KAFKA-18659): librdkafka before 2.10 turns compression off, silently,
+	// against a broker whose Produce range does not include v0-v2.
+	advertiseV0 bool
 }
 
 const maxAPIKey = kmsg.MaxKey
@@ -30,7 +35,7 @@ const maxAPIKey = kmsg.MaxKey
 // serve. Minimum versions follow Kafka 4.x, which dropped the pre-2.1
 // versions (and with them message formats v0 and v1).
 var apiTable = []api{
-	{key: 0, min: 3, max: 13, handle: handleProduce, capBy: noTopicIDs(12)},
+	{key: 0, min: 3, max: 13, handle: handleProduce, capBy: noTopicIDs(12), advertiseV0: true},
 	{key: 1, min: 4, max: 16, handle: handleFetch, capBy: noTopicIDs(12)},
 	{key: 2, min: 1, max: 10, handle: handleListOffsets},
 	{key: 3, min: 0, max: 12, handle: handleMetadata},
@@ -91,6 +96,8 @@ func buildAPIs(r *rules.Rules) []api {
 // VAST: no KIP-848 or share-group keys, no OffsetDelete, no InitProducerID
 // or transactions, no CreatePartitions; Fetch and Produce stop at v12 (no
 // topic IDs). All of that follows from the table and the rules.
+// Produce is advertised from v0 although v0-v2 close the connection, as in
+// Kafka 4.x (KAFKA-18659), so that older librdkafka compresses.
 func handleApiVersions(b *Broker, r *request) kmsg.Response {
 	return b.apiVersionsResponse(r.version)
 }
@@ -101,6 +108,9 @@ func (b *Broker) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	for _, a := range b.apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		if a.advertiseV0 {
+			k.MinVersion = 0
+		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp

@@ -138,9 +138,10 @@ lags = {part["partition"]: part["lag"] for part in group["partitions"]}
 print("control plane: group", group["state"], "protocol", group["protocol"],
       "owners", [owners[part] for part in range(4)], "lag", [lags[part] for part in range(4)])
 
-# 4. A VAST refusal: a value over VAST's 126 KB limit. (Compression is no
-# test here: against the VAST profile's ApiVersions this librdkafka decides
-# the broker cannot take snappy and sends the batch uncompressed.)
+# 4. VAST refusals: a value over VAST's 126 KB limit, and a gzip batch.
+# (librdkafka before 2.10 compresses only when ApiVersions advertises
+# Produce from v0, as Kafka 4.x does; otherwise it sends gzip, snappy and
+# lz4 batches uncompressed without a word.)
 errors = []
 big = producer({"message.send.max.retries": 0})
 big.produce(TOPIC, value=b"x" * (130 * 1024), partition=0, on_delivery=lambda err, msg: errors.append(err))
@@ -151,6 +152,15 @@ if errors[0].code() != KafkaError.MSG_SIZE_TOO_LARGE:
     fail("a 130 KB value was refused with %s" % errors[0])
 print("130 KB value refused:", errors[0].name())
 refusals = control("requests?rule=MaxValueBytes")
+print("request log:", refusals[0]["api"], "refused by rule", refusals[0]["rule"], "with", refusals[0]["error"])
+errors = []
+gz = producer({"message.send.max.retries": 0, "compression.type": "gzip"})
+gz.produce(TOPIC, value=b"compressible " * 100, partition=0, on_delivery=lambda err, msg: errors.append(err))
+gz.flush(30)
+if len(errors) != 1 or errors[0] is None:
+    fail("a gzip batch was accepted: %r" % errors)
+print("gzip batch refused:", errors[0].name())
+refusals = control("requests?rule=NoCompression")
 print("request log:", refusals[0]["api"], "refused by rule", refusals[0]["rule"], "with", refusals[0]["error"])
 
 one.close()
