@@ -374,6 +374,13 @@ func TestDuplicatedTopics(t *testing.T) {
 			names = append(names, c.Name)
 		}
 		assert.Equal(t, []string{"cleanup.policy", "retention.ms"}, names)
+
+		// A copy asking for every config (no names) wins.
+		req.Resources[0].ConfigNames = []string{}
+		resp, err = req.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		require.Len(t, resp.Resources, 1)
+		assert.Greater(t, len(resp.Resources[0].Configs), 20)
 	})
 }
 

@@ -308,8 +308,11 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 		switch {
 		case !seen:
 			order = append(order, res)
-			names[res] = slices.Clone(rr.ConfigNames)
-		case prev == nil || len(rr.ConfigNames) == 0:
+			names[res] = nil
+			if len(rr.ConfigNames) > 0 {
+				names[res] = slices.Clone(rr.ConfigNames)
+			}
+		case len(prev) == 0 || len(rr.ConfigNames) == 0:
 			names[res] = nil
 		default:
 			names[res] = append(prev, rr.ConfigNames...)
