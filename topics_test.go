@@ -425,6 +425,37 @@ func TestTopicRuleRefusalsRecorded(t *testing.T) {
 		})
 	})
 
+	t.Run("topic ids", func(t *testing.T) {
+		profiles(t, func(t *testing.T, profile string) {
+			k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("t", 1))
+			id := k.Broker().Topics()[0].ID
+			md := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.TopicID = id
+			md.Topics = append(md.Topics, rt)
+			resp, err := md.RequestWith(ctxT(t), k.Client())
+			require.NoError(t, err)
+			require.Len(t, resp.Topics, 1)
+			del := kmsg.NewPtrDeleteTopicsRequest()
+			dt := kmsg.NewDeleteTopicsRequestTopic()
+			dt.TopicID = id
+			del.Topics = append(del.Topics, dt)
+			delResp, err := del.RequestWith(ctxT(t), k.Client())
+			require.NoError(t, err)
+			require.Len(t, delResp.Topics, 1)
+			if profile == "vast" {
+				assert.Equal(t, kerr.UnknownTopicID.Code, resp.Topics[0].ErrorCode)
+				assert.Equal(t, kerr.UnknownTopicID.Code, delResp.Topics[0].ErrorCode)
+				k.AssertRefused("NoTopicIDs")
+				assert.Len(t, k.Topics(), 1)
+			} else {
+				assert.Equal(t, "t", *resp.Topics[0].Topic)
+				assert.NoError(t, kerr.ErrorForCode(delResp.Topics[0].ErrorCode))
+				assert.Empty(t, k.Topics())
+			}
+		})
+	})
+
 	t.Run("partitions", func(t *testing.T) {
 		k := fixtures.Start(t)
 		_, err := k.Admin().CreateTopic(ctxT(t), 20_001, 1, nil, "wide")

@@ -297,6 +297,19 @@ func (b *Broker) deleteTopic(t *topic) {
 	}
 }
 
+// topicByID returns the topic a request names by id, or nil. Under
+// NoTopicIDs clients never learn an id (every id reported is zero), so a
+// request naming one finds nothing and is recorded as refused by the rule.
+func (b *Broker) topicByID(r *request, id [16]byte) *topic {
+	if b.rules.NoTopicIDs {
+		if id != [16]byte{} {
+			r.refuse("NoTopicIDs")
+		}
+		return nil
+	}
+	return b.data.getID(id)
+}
+
 // topicID returns the id Metadata and CreateTopics report: zero when VAST's
 // rule says topic IDs are unsupported.
 func (b *Broker) topicID(t *topic) [16]byte {
@@ -316,8 +329,9 @@ func (b *Broker) topicID(t *topic) [16]byte {
 // twice (by name, or by id) is answered once, as Kafka does. The kafka
 // profile lists __consumer_offsets as internal, with 50 empty partitions.
 // VAST: topics are never auto-created (NoAutoCreateTopics: a request
-// asking to is recorded as refused), topic IDs are zero (NoTopicIDs) and
-// there is no __consumer_offsets (NoOffsetsTopic).
+// asking to is recorded as refused), topic IDs are zero and a topic named
+// by id is unknown (NoTopicIDs), and there is no __consumer_offsets
+// (NoOffsetsTopic).
 // Authorizes: KafkaDescribe on each topic: a listing of all topics leaves
 // out the ones the user may not describe, a named one gets
 // TOPIC_AUTHORIZATION_FAILED; auto-creation (kafka profile) needs
@@ -372,7 +386,7 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 					continue
 				}
 				ids[rt.TopicID] = true
-				t = b.data.getID(rt.TopicID)
+				t = b.topicByID(r, rt.TopicID)
 				if t != nil && !b.allowTopic(r, KafkaDescribe, t.name) {
 					denied = append(denied, t.name)
 					continue
@@ -572,6 +586,7 @@ func sortedKeys(m map[string]bool) []string {
 // both a name and an id, or neither. Deleting __consumer_offsets (kafka
 // profile) succeeds as on Kafka and loses every committed offset; the
 // topic is back at once, empty.
+// VAST: a topic named by id is unknown (NoTopicIDs).
 // Authorizes: KafkaDelete on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteTopicsRequest)
@@ -617,7 +632,7 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 		if tg.name != nil {
 			t = b.data.get(*tg.name)
 		} else {
-			t = b.data.getID(tg.id)
+			t = b.topicByID(r, tg.id)
 		}
 		name := ""
 		if tg.name != nil {
