@@ -113,6 +113,25 @@ func TestMetadataAuthorizedOperations(t *testing.T) {
 	})
 }
 
+// TestCreatePartitionsAuthorized: adding partitions is Kafka's ALTER on the
+// topic, which Metadata reports as KafkaCreate; CreatePartitions checks the
+// same.
+func TestCreatePartitionsAuthorized(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("fixed", 1), fixtures.Topic("open", 1),
+		fixtures.User(appUser, appPass),
+		fixtures.BrokerOptions(broker.WithPolicies(
+			broker.Deny(appUser, broker.KafkaCreate, broker.TopicResource(broker.DefaultView, "fixed")),
+		)))
+	app := kadm.NewClient(k.ClientAs(appUser, appPass))
+	assert.NotContains(t, topicOps(t, app, "fixed"), kmsg.ACLOperationAlter)
+	cp, err := app.CreatePartitions(ctxT(t), 1, "fixed", "open")
+	require.NoError(t, err)
+	assert.ErrorIs(t, cp["fixed"].Err, kerr.TopicAuthorizationFailed)
+	assert.NoError(t, cp["open"].Err)
+	require.Len(t, k.Denials(), 1)
+	assert.Contains(t, k.Denials()[0].Denied, "KafkaCreate")
+}
+
 func TestOffsetsTopic(t *testing.T) {
 	t.Run("vast: none", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("orders", 1))
