@@ -74,6 +74,12 @@ const (
 // allowing KafkaAlterConfigs also allows KafkaDescribeConfigs; so a
 // consumer group needs only KafkaRead on its topic and its group [000].
 // A deny statement denies only the action it names.
+//
+// Metadata v8+ reports what the policies allow as Kafka's authorized
+// operations (KIP-430): on a topic READ, WRITE, DELETE, DESCRIBE,
+// DESCRIBE_CONFIGS and ALTER_CONFIGS are the actions of the same name, and
+// CREATE and ALTER (adding partitions) are KafkaCreate on the topic or the
+// view; on the cluster (v8-v10) the actions on the view.
 type Policy struct {
 	Effect   Effect
 	User     string
