@@ -84,6 +84,7 @@ type config struct {
 	logger      *slog.Logger
 	topics      []TopicSpec
 	rebalDelay  time.Duration
+	partitions  int32 // num.partitions
 	retentionEv time.Duration
 	users       map[string]string
 	policies    []Policy
@@ -147,6 +148,12 @@ func WithTopics(topics ...TopicSpec) Option {
 func WithInitialRebalanceDelay(d time.Duration) Option {
 	return func(c *config) { c.rebalDelay = d }
 }
+
+// WithDefaultPartitions sets Kafka's num.partitions: the partition count of
+// a topic auto-created by Metadata (kafka profile) and of CreateTopics
+// asking for -1. It is 1 by default, as in Kafka; New fails for a count
+// below 1.
+func WithDefaultPartitions(n int32) Option { return func(c *config) { c.partitions = n } }
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
 // runs over every partition (Kafka's log.retention.check.interval.ms). The
@@ -212,7 +219,7 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second}
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: defaultPartitions}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -231,6 +238,9 @@ func New(opts ...Option) (*Broker, error) {
 		if name == "" {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
+	}
+	if cfg.partitions < 1 {
+		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
 	}
 	if cfg.view == "" {
 		cfg.view = DefaultView
@@ -263,8 +273,9 @@ func New(opts ...Option) (*Broker, error) {
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
+	b.createOffsetsTopic()
 	for _, t := range cfg.topics {
-		if code, msg := b.createTopic(t.Name, t.Partitions, t.Configs, false); code != 0 {
+		if code, msg := b.createTopic(nil, t.Name, t.Partitions, t.Configs, false); code != 0 {
 			if msg != "" {
 				return nil, fmt.Errorf("vastfake: topic %q: %s: %s", t.Name, errName(code), msg)
 			}

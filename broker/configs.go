@@ -4,9 +4,12 @@ package broker
 // IncrementalAlterConfigs.
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -63,6 +66,33 @@ var vastTopicConfigDefaults = map[string]string{
 	cfgAfterMaxMs:    unlimitedMillisSt,
 }
 
+// listTopicConfigs are the topic configs of Kafka's type LIST, the only
+// ones IncrementalAlterConfigs may APPEND to or SUBTRACT from.
+var listTopicConfigs = map[string]bool{
+	"cleanup.policy": true,
+	"follower.replication.throttled.replicas": true,
+	"leader.replication.throttled.replicas":   true,
+}
+
+// topicConfigTypes are the Kafka types of the topic configs that are not
+// LONG, as DescribeConfigs v3+ reports them.
+var topicConfigTypes = map[string]kmsg.ConfigType{
+	"cleanup.policy": kmsg.ConfigTypeList,
+	"follower.replication.throttled.replicas": kmsg.ConfigTypeList,
+	"leader.replication.throttled.replicas":   kmsg.ConfigTypeList,
+	"compression.type":                        kmsg.ConfigTypeString,
+	cfgTimestampType:                          kmsg.ConfigTypeString,
+	"min.cleanable.dirty.ratio":               kmsg.ConfigTypeDouble,
+	"preallocate":                             kmsg.ConfigTypeBoolean,
+	"remote.storage.enable":                   kmsg.ConfigTypeBoolean,
+	"unclean.leader.election.enable":          kmsg.ConfigTypeBoolean,
+	"index.interval.bytes":                    kmsg.ConfigTypeInt,
+	cfgMaxMessageBytes:                        kmsg.ConfigTypeInt,
+	"min.insync.replicas":                     kmsg.ConfigTypeInt,
+	"segment.bytes":                           kmsg.ConfigTypeInt,
+	"segment.index.bytes":                     kmsg.ConfigTypeInt,
+}
+
 // topicConfig is a topic's configs: the keys set explicitly, and the parsed
 // values the broker acts on.
 type topicConfig struct {
@@ -71,6 +101,23 @@ type topicConfig struct {
 	logAppendTime bool
 	beforeMaxMs   int64
 	afterMaxMs    int64
+	// maxMessageBytes is the topic's max.message.bytes, or 0 when not set.
+	maxMessageBytes int
+}
+
+// topicMaxMessageBytes returns the largest record batch a topic with
+// configs c accepts: its max.message.bytes when set, as in Kafka (where
+// the topic's value overrides the broker's message.max.bytes), within the
+// VAST cap (MaxMessageBytes) when that rule is on; otherwise the broker's
+// limit.
+func (b *Broker) topicMaxMessageBytes(c topicConfig) int {
+	if _, set := c.set[cfgMaxMessageBytes]; !set {
+		return b.rules.MessageMaxBytes()
+	}
+	if b.rules.MaxMessageBytes > 0 {
+		return min(c.maxMessageBytes, b.rules.MaxMessageBytes)
+	}
+	return c.maxMessageBytes
 }
 
 // defaultFor returns the default value of a topic config key, and whether
@@ -90,8 +137,9 @@ func (b *Broker) defaultFor(key string) (string, bool) {
 }
 
 // parseTopicConfigs validates explicitly set configs and returns them parsed,
-// or INVALID_CONFIG with a message.
-func (b *Broker) parseTopicConfigs(set map[string]string) (topicConfig, int16, string) {
+// or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
+// recorded on r (nil for a seed topic) as refused by that rule.
+func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
 	c := topicConfig{
 		set:         make(map[string]string, len(set)),
 		retention:   defaultRetention,
@@ -102,6 +150,7 @@ func (b *Broker) parseTopicConfigs(set map[string]string) (topicConfig, int16, s
 		if _, ok := b.defaultFor(k); !ok {
 			msg := "unknown topic config " + strconv.Quote(k)
 			if b.rules.VASTTopicConfigsOnly {
+				refuseFor(r, "VASTTopicConfigsOnly")
 				msg = "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms and message.timestamp.after.max.ms; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
 			}
 			return c, kerr.InvalidConfig.Code, msg
@@ -131,17 +180,44 @@ func (b *Broker) parseTopicConfigs(set map[string]string) (topicConfig, int16, s
 			} else {
 				c.afterMaxMs = ms
 			}
+		case cfgMaxMessageBytes:
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 {
+				return c, kerr.InvalidConfig.Code, "max.message.bytes must be an integer >= 0"
+			}
+			c.maxMessageBytes = int(n)
+		case "cleanup.policy":
+			for _, p := range listParts(v) {
+				if p != "compact" && p != "delete" {
+					return c, kerr.InvalidConfig.Code, "Invalid value " + p + " for configuration cleanup.policy: String must be one of: compact, delete"
+				}
+			}
 		}
 		c.set[k] = v
 	}
 	return c, 0, ""
 }
 
-// describeTopicConfigs lists a topic's configs, every key the rules allow or
-// only those named, sorted by name.
+// listParts splits a LIST config's value at commas, trimming spaces and
+// leaving out empty parts, as Kafka does.
+func listParts(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// describeTopicConfigs lists a topic's configs, every key the rules allow
+// when names is empty or only those named, sorted by name and each once, as
+// Kafka filters its configs by the names asked.
 func describeTopicConfigs(b *Broker, c topicConfig, names []string, synonyms bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	keys := names
-	if keys == nil {
+	keys := slices.Clone(names)
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
 		for k := range vastTopicConfigDefaults {
 			keys = append(keys, k)
 		}
@@ -173,11 +249,9 @@ func describeTopicConfigs(b *Broker, c topicConfig, names []string, synonyms boo
 			s.Name, s.Value, s.Source = e.Name, e.Value, e.Source
 			e.ConfigSynonyms = append(e.ConfigSynonyms, s)
 		}
-		switch k {
-		case cfgTimestampType, "cleanup.policy", "compression.type":
-			e.ConfigType = kmsg.ConfigTypeString
-		default:
-			e.ConfigType = kmsg.ConfigTypeLong
+		e.ConfigType = kmsg.ConfigTypeLong
+		if t, ok := topicConfigTypes[k]; ok {
+			e.ConfigType = t
 		}
 		out = append(out, e)
 	}
@@ -200,7 +274,7 @@ func (b *Broker) brokerConfigs() map[string]string {
 	return map[string]string{
 		"message.max.bytes":                strconv.Itoa(b.rules.MessageMaxBytes()),
 		"auto.create.topics.enable":        autoCreate,
-		"num.partitions":                   strconv.Itoa(defaultPartitions),
+		"num.partitions":                   strconv.Itoa(int(b.cfg.partitions)),
 		"offsets.retention.minutes":        offsetsRetention,
 		"group.initial.rebalance.delay.ms": strconv.FormatInt(b.cfg.rebalDelay.Milliseconds(), 10),
 		"log.retention.ms":                 strconv.FormatInt(defaultRetention.Milliseconds(), 10),
@@ -210,47 +284,74 @@ func (b *Broker) brokerConfigs() map[string]string {
 // handleDescribeConfigs answers DescribeConfigs v1-v4 for topics and the
 // broker.
 //
-// v1 adds synonyms and sources, v3 config types and documentation.
+// v1 adds synonyms and sources, v3 config types and documentation. No
+// config names (null or empty) means every config; a name asked twice is
+// answered once. A resource listed more than once is answered once, with
+// the configs any of its copies asked for: Kafka answers each copy, but
+// clients key the answers by resource, and one answer per copy would let a
+// small request ask for a huge response.
 // VAST: a topic reports only its four VAST configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaDescribeConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	type resource struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	var order []resource
+	names := make(map[resource][]string) // nil: every config
 	for _, rr := range req.Resources {
+		res := resource{rr.ResourceType, rr.ResourceName}
+		prev, seen := names[res]
+		switch {
+		case !seen:
+			order = append(order, res)
+			names[res] = nil
+			if len(rr.ConfigNames) > 0 {
+				names[res] = slices.Clone(rr.ConfigNames)
+			}
+		case len(prev) == 0 || len(rr.ConfigNames) == 0:
+			names[res] = nil
+		default:
+			names[res] = append(prev, rr.ConfigNames...)
+		}
+	}
+	for _, res := range order {
 		sr := kmsg.NewDescribeConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		switch rr.ResourceType {
+		sr.ResourceType, sr.ResourceName = res.typ, res.name
+		switch res.typ {
 		case kmsg.ConfigResourceTypeTopic:
-			if !b.allowTopic(r, KafkaDescribeConfigs, rr.ResourceName) {
+			if !b.allowTopic(r, KafkaDescribeConfigs, res.name) {
 				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				break
 			}
-			t := b.data.get(rr.ResourceName)
+			t := b.data.get(res.name)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			sr.Configs = describeTopicConfigs(b, t.config(), rr.ConfigNames, req.IncludeSynonyms)
+			sr.Configs = describeTopicConfigs(b, t.config(), names[res], req.IncludeSynonyms)
 		case kmsg.ConfigResourceTypeBroker:
 			if !b.allowView(r, KafkaDescribeConfigs) {
 				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				break
 			}
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.nodeID)) {
+			if res.name != "" && res.name != strconv.Itoa(int(b.cfg.nodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
-				sr.ErrorMessage = kmsg.StringPtr("unknown broker " + rr.ResourceName)
+				sr.ErrorMessage = kmsg.StringPtr("unknown broker " + res.name)
 				break
 			}
 			cfgs := b.brokerConfigs()
-			keys := rr.ConfigNames
-			if keys == nil {
+			keys := names[res]
+			if len(keys) == 0 {
 				for k := range cfgs {
 					keys = append(keys, k)
 				}
-				sort.Strings(keys)
 			}
-			for _, k := range keys {
+			sort.Strings(keys)
+			for _, k := range slices.Compact(keys) {
 				v, ok := cfgs[k]
 				if !ok {
 					continue
@@ -269,82 +370,192 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
+// alterChecks applies the checks Kafka makes on an AlterConfigs or
+// IncrementalAlterConfigs request before looking at any config
+// (ConfigAdminManager.preprocess): a resource listed twice gets
+// INVALID_REQUEST for every copy, and so does a resource naming a key twice
+// or giving no value for a key it does not delete. It returns, per
+// resource, 0 or the code, with the message.
+func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), keys func(int) (names, nullValues []string)) ([]int16, []string) {
+	codes, msgs := make([]int16, n), make([]string, n)
+	type id struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	first := make(map[id]int, n)
+	for i := 0; i < n; i++ {
+		typ, name := resource(i)
+		if j, dup := first[id{typ, name}]; dup {
+			for _, k := range []int{i, j} {
+				codes[k], msgs[k] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
+			}
+			continue
+		}
+		first[id{typ, name}] = i
+	}
+	for i := 0; i < n; i++ {
+		if codes[i] != 0 {
+			continue
+		}
+		names, nulls := keys(i)
+		if len(duplicates(names, func(s string) string { return s })) > 0 {
+			codes[i], msgs[i] = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
+		} else if len(nulls) > 0 {
+			codes[i], msgs[i] = kerr.InvalidRequest.Code, "Null value not supported for : "+strings.Join(nulls, ", ")
+		}
+	}
+	return codes, msgs
+}
+
 // handleAlterConfigs answers AlterConfigs v0-v2: it replaces a topic's whole
 // set of configs, as the legacy API does.
 //
+// A resource listed twice, a key named twice or a null value gets
+// INVALID_REQUEST, as in Kafka.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	for _, rr := range req.Resources {
+	codes, msgs := alterChecks(len(req.Resources),
+		func(i int) (kmsg.ConfigResourceType, string) {
+			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		},
+		func(i int) (names, nulls []string) {
+			for _, c := range req.Resources[i].Configs {
+				names = append(names, c.Name)
+				if c.Value == nil {
+					nulls = append(nulls, c.Name)
+				}
+			}
+			return names, nulls
+		})
+	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] != 0 {
+			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		set := make(map[string]string)
 		for _, c := range rr.Configs {
-			if c.Value != nil {
-				set[c.Name] = *c.Value
-			}
+			set[c.Name] = *c.Value
 		}
 		if code := b.allowAlterConfigs(r, rr.ResourceType, rr.ResourceName); code != 0 {
 			sr.ErrorCode = code
 			resp.Resources = append(resp.Resources, sr)
 			continue
 		}
-		sr.ErrorCode, sr.ErrorMessage = b.alterTopicConfigs(rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(map[string]string) map[string]string { return set })
+		sr.ErrorCode, sr.ErrorMessage = b.alterTopicConfigs(r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(map[string]string) (map[string]string, int16, string) { return set, 0, "" })
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp
 }
 
-// handleIncrementalAlterConfigs answers IncrementalAlterConfigs v0-v1: set
-// and delete per key (append and subtract apply to list configs, which VAST
-// topics have none of; they get INVALID_CONFIG).
+// handleIncrementalAlterConfigs answers IncrementalAlterConfigs v0-v1: set,
+// delete, append to and subtract from configs per key.
 //
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
+// APPEND and SUBTRACT apply to LIST configs (cleanup.policy and the
+// replication-throttle lists) as in Kafka: the value is a comma-separated
+// list, applied to the current value or the default; APPEND adds the
+// elements not there yet, SUBTRACT removes them. On any other key they get
+// INVALID_CONFIG. A resource listed twice, a key named twice or a null value
+// to set gets INVALID_REQUEST, as in Kafka.
+// VAST: only the four VAST topic configs (VASTTopicConfigsOnly), none of
+// them a list.
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	for _, rr := range req.Resources {
+	codes, msgs := alterChecks(len(req.Resources),
+		func(i int) (kmsg.ConfigResourceType, string) {
+			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		},
+		func(i int) (names, nulls []string) {
+			for _, c := range req.Resources[i].Configs {
+				names = append(names, c.Name)
+				if c.Value == nil && c.Op != kmsg.IncrementalAlterConfigOpDelete {
+					nulls = append(nulls, c.Name)
+				}
+			}
+			return names, nulls
+		})
+	for i, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] != 0 {
+			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		if code := b.allowAlterConfigs(r, rr.ResourceType, rr.ResourceName); code != 0 {
 			sr.ErrorCode = code
 			resp.Resources = append(resp.Resources, sr)
 			continue
 		}
-		var badOp bool
-		for _, c := range rr.Configs {
-			if c.Op != kmsg.IncrementalAlterConfigOpSet && c.Op != kmsg.IncrementalAlterConfigOpDelete {
-				badOp = true
-			}
-		}
-		if badOp {
-			sr.ErrorCode = kerr.InvalidConfig.Code
-			sr.ErrorMessage = kmsg.StringPtr("append and subtract apply only to list configs")
-			resp.Resources = append(resp.Resources, sr)
-			continue
-		}
-		sr.ErrorCode, sr.ErrorMessage = b.alterTopicConfigs(rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(old map[string]string) map[string]string {
-			next := make(map[string]string, len(old))
-			for k, v := range old {
-				next[k] = v
-			}
-			for _, c := range rr.Configs {
-				if c.Op == kmsg.IncrementalAlterConfigOpDelete {
-					delete(next, c.Name)
-				} else if c.Value != nil {
-					next[c.Name] = *c.Value
-				}
-			}
-			return next
+		sr.ErrorCode, sr.ErrorMessage = b.alterTopicConfigs(r, rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(old map[string]string) (map[string]string, int16, string) {
+			return b.applyIncremental(r, old, rr.Configs)
 		})
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp
+}
+
+// applyIncremental applies IncrementalAlterConfigs operations to a topic's
+// explicit configs and returns the new set, or the code and message that
+// refuse it, as Kafka's controller does (ConfigurationControlManager).
+func (b *Broker) applyIncremental(r *request, old map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, int16, string) {
+	next := maps.Clone(old)
+	if next == nil {
+		next = make(map[string]string)
+	}
+	for _, c := range ops {
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			next[c.Name] = *c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(next, c.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			def, known := b.defaultFor(c.Name)
+			if !known && b.rules.VASTTopicConfigsOnly {
+				// Let validation name the rule that forbids the key.
+				next[c.Name] = *c.Value
+				continue
+			}
+			if !listTopicConfigs[c.Name] {
+				return nil, kerr.InvalidConfig.Code, "Can't " + opName(c.Op) + " to key " + c.Name + " because its type is not LIST."
+			}
+			cur, set := next[c.Name]
+			if !set {
+				cur = def
+			}
+			parts := listParts(cur)
+			for _, v := range strings.Split(*c.Value, ",") {
+				if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					if i := slices.Index(parts, v); i >= 0 {
+						parts = slices.Delete(parts, i, i+1)
+					}
+				} else if !slices.Contains(parts, v) {
+					parts = append(parts, v)
+				}
+			}
+			next[c.Name] = strings.Join(parts, ",")
+		default:
+			return nil, kerr.InvalidRequest.Code, "unknown config operation " + strconv.Itoa(int(c.Op))
+		}
+	}
+	return next, 0, ""
+}
+
+// opName names an incremental config operation as Kafka's OpType does.
+func opName(op kmsg.IncrementalAlterConfigOp) string {
+	if op == kmsg.IncrementalAlterConfigOpSubtract {
+		return "SUBTRACT"
+	}
+	return "APPEND"
 }
 
 // allowAlterConfigs checks KafkaAlterConfigs on a config resource: a topic,
@@ -365,7 +576,7 @@ func (b *Broker) allowAlterConfigs(r *request, typ kmsg.ConfigResourceType, name
 
 // alterTopicConfigs computes a topic's new explicit configs with edit,
 // validates them and, unless validateOnly, applies them.
-func (b *Broker) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, validateOnly bool, edit func(map[string]string) map[string]string) (int16, *string) {
+func (b *Broker) alterTopicConfigs(r *request, typ kmsg.ConfigResourceType, name string, validateOnly bool, edit func(map[string]string) (map[string]string, int16, string)) (int16, *string) {
 	if typ != kmsg.ConfigResourceTypeTopic {
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("vastfake alters topic configs only; broker configs are fixed at start")
 	}
@@ -375,7 +586,11 @@ func (b *Broker) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, val
 	}
 	t.cfgMu.Lock()
 	defer t.cfgMu.Unlock()
-	next, code, msg := b.parseTopicConfigs(edit(t.cfg.set))
+	set, code, msg := edit(t.cfg.set)
+	if code != 0 {
+		return code, kmsg.StringPtr(msg)
+	}
+	next, code, msg := b.parseTopicConfigs(r, set)
 	if code != 0 {
 		return code, kmsg.StringPtr(msg)
 	}

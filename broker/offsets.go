@@ -98,7 +98,7 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
-			part, code := lookupPartition(t, rp.Partition, false)
+			part, code := lookupWritable(t, rp.Partition, false)
 			if !deletable {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if part == nil {

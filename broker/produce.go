@@ -78,7 +78,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			part, code := lookupPartition(t, rp.Partition, r.version >= 13)
+			part, code := lookupWritable(t, rp.Partition, r.version >= 13)
 			if part == nil {
 				sp.ErrorCode = code
 				continue

@@ -74,6 +74,12 @@ const (
 // allowing KafkaAlterConfigs also allows KafkaDescribeConfigs; so a
 // consumer group needs only KafkaRead on its topic and its group [000].
 // A deny statement denies only the action it names.
+//
+// Metadata v8+ reports what the policies allow as Kafka's authorized
+// operations (KIP-430): on a topic READ, WRITE, DELETE, DESCRIBE,
+// DESCRIBE_CONFIGS and ALTER_CONFIGS are the actions of the same name, and
+// CREATE and ALTER (adding partitions) are KafkaCreate on the topic or the
+// view; on the cluster (v8-v10) the actions on the view.
 type Policy struct {
 	Effect   Effect
 	User     string
@@ -240,6 +246,90 @@ func (b *Broker) allowView(r *request, action Action) bool {
 		return true
 	}
 	return b.allow(r, action, ViewResource(b.cfg.view))
+}
+
+// aclOperation pairs a Kafka ACL operation with the VAST action the broker
+// checks for it; an empty action is one the broker never checks.
+type aclOperation struct {
+	op     kmsg.ACLOperation
+	action Action
+}
+
+// topicOperations are Kafka's operations on a topic
+// (AclEntry.supportedOperations(TOPIC)). ALTER, which adds partitions, is
+// KafkaCreate, as CreatePartitions checks it.
+var topicOperations = []aclOperation{
+	{kmsg.ACLOperationRead, KafkaRead},
+	{kmsg.ACLOperationWrite, KafkaWrite},
+	{kmsg.ACLOperationCreate, KafkaCreate},
+	{kmsg.ACLOperationDelete, KafkaDelete},
+	{kmsg.ACLOperationAlter, KafkaCreate},
+	{kmsg.ACLOperationDescribe, KafkaDescribe},
+	{kmsg.ACLOperationDescribeConfigs, KafkaDescribeConfigs},
+	{kmsg.ACLOperationAlterConfigs, KafkaAlterConfigs},
+}
+
+// clusterOperations are Kafka's operations on the cluster
+// (AclEntry.supportedOperations(CLUSTER)), checked on the view. ALTER,
+// CLUSTER_ACTION and IDEMPOTENT_WRITE have no VAST action.
+var clusterOperations = []aclOperation{
+	{kmsg.ACLOperationCreate, KafkaCreate},
+	{kmsg.ACLOperationClusterAction, ""},
+	{kmsg.ACLOperationDescribeConfigs, KafkaDescribeConfigs},
+	{kmsg.ACLOperationAlterConfigs, KafkaAlterConfigs},
+	{kmsg.ACLOperationIdempotentWrite, ""},
+	{kmsg.ACLOperationAlter, ""},
+	{kmsg.ACLOperationDescribe, KafkaDescribe},
+}
+
+// authorizedOperations returns the bitfield of the operations in ops that
+// r's user may do, as Kafka's authorizedOperations answers it (KIP-430): bit
+// n set for ACL operation n. Without policies every operation is set, as in
+// Kafka without an authorizer; with policies each is decided as a request
+// for it would be, on the resources resourcesFor names, and one with no
+// VAST action is allowed unless the broker denies by default. It records no
+// denial in the request log.
+func (b *Broker) authorizedOperations(r *request, ops []aclOperation, resourcesFor func(Action) []string) int32 {
+	var bits int32
+	for _, o := range ops {
+		ok := true
+		switch {
+		case !b.authz.active():
+		case o.action == "":
+			ok = !b.authz.defaultDeny
+		default:
+			ok, _ = b.authz.decide(r.principal(), o.action, resourcesFor(o.action)...)
+		}
+		if ok {
+			bits |= 1 << o.op
+		}
+	}
+	return bits
+}
+
+// topicAuthorizedOperations returns what r's user may do on topic, for
+// Metadata v8+. KafkaCreate (CREATE and ALTER) counts on the topic or the
+// view, as creating a topic checks it.
+func (b *Broker) topicAuthorizedOperations(r *request, topic string) int32 {
+	return b.authorizedOperations(r, topicOperations, func(a Action) []string {
+		if a == KafkaCreate {
+			return []string{TopicResource(b.cfg.view, topic), ViewResource(b.cfg.view)}
+		}
+		return []string{TopicResource(b.cfg.view, topic)}
+	})
+}
+
+// clusterAuthorizedOperations returns what r's user may do on the cluster,
+// which is the view, for Metadata v8-v10: 0 without KafkaDescribe on the
+// view, as Kafka answers 0 without DESCRIBE on the cluster.
+func (b *Broker) clusterAuthorizedOperations(r *request) int32 {
+	view := []string{ViewResource(b.cfg.view)}
+	if b.authz.active() {
+		if ok, _ := b.authz.decide(r.principal(), KafkaDescribe, view...); !ok {
+			return 0
+		}
+	}
+	return b.authorizedOperations(r, clusterOperations, func(Action) []string { return view })
 }
 
 // saslRequired reports whether the listener requires SASL authentication:

@@ -5,6 +5,7 @@ package broker
 
 import (
 	"crypto/rand"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -19,6 +20,10 @@ type topic struct {
 	name       string
 	id         [16]byte
 	partitions []*log.Partition
+	// internal marks __consumer_offsets (kafka profile): Metadata lists it
+	// with IsInternal, clients cannot write to it, and it counts towards
+	// no partition limit.
+	internal bool
 
 	cfgMu sync.RWMutex
 	cfg   topicConfig
@@ -55,6 +60,18 @@ func lookupPartition(t *topic, p int32, byID bool) (*log.Partition, int16) {
 	return nil, kerr.UnknownTopicOrPartition.Code
 }
 
+// lookupWritable is lookupPartition for Produce and DeleteRecords: a
+// partition of an internal topic gets INVALID_TOPIC_EXCEPTION, as Kafka's
+// ReplicaManager answers a client writing to __consumer_offsets or deleting
+// its records.
+func lookupWritable(t *topic, p int32, byID bool) (*log.Partition, int16) {
+	part, code := lookupPartition(t, p, byID)
+	if part != nil && t.internal {
+		return nil, kerr.InvalidTopicException.Code
+	}
+	return part, code
+}
+
 // store holds the topics. Lookups take a read lock; create and delete a
 // write lock. A topic's partition slice is replaced, never mutated, when
 // partitions are added, so a reader may keep a *topic without the lock.
@@ -62,7 +79,7 @@ type store struct {
 	mu         sync.RWMutex
 	byName     map[string]*topic
 	byID       map[[16]byte]*topic
-	partitions int // across all topics, for the per-view limit
+	partitions int // across all topics but internal ones, for the per-view limit
 }
 
 func newStore() *store {
@@ -81,12 +98,22 @@ func (s *store) getID(id [16]byte) *topic {
 	return s.byID[id]
 }
 
-// all returns every topic sorted by name.
-func (s *store) all() []*topic {
+// all returns every topic clients created or the broker was seeded with,
+// sorted by name: not the internal __consumer_offsets, which inspection,
+// retention and Reset leave alone.
+func (s *store) all() []*topic { return s.sorted(false) }
+
+// listed returns every topic Metadata lists, internal ones included, sorted
+// by name.
+func (s *store) listed() []*topic { return s.sorted(true) }
+
+func (s *store) sorted(internal bool) []*topic {
 	s.mu.RLock()
 	out := make([]*topic, 0, len(s.byName))
 	for _, t := range s.byName {
-		out = append(out, t)
+		if internal || !t.internal {
+			out = append(out, t)
+		}
 	}
 	s.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
@@ -106,7 +133,9 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// defaultPartitions is Kafka's num.partitions, used for -1 and auto-create.
+// defaultPartitions is Kafka's default num.partitions, the partition count
+// of an auto-created topic and of CreateTopics asking for -1, unless
+// WithDefaultPartitions sets another.
 const defaultPartitions = 1
 
 // maxPartitionsPerRequest is Kafka's controller limit on the partitions one
@@ -117,22 +146,47 @@ const defaultPartitions = 1
 // request could ask for two billion partitions.
 const maxPartitionsPerRequest = 10_000
 
+// The internal topic Kafka keeps committed offsets in, with its default
+// partition count (offsets.topic.num.partitions) and the configs Kafka
+// creates it with. vastfake lists it (unless the NoOffsetsTopic rule hides
+// it) so that clients find what they find on Kafka; it stays empty, since
+// the coordinator keeps the offsets.
+const (
+	offsetsTopic           = "__consumer_offsets"
+	offsetsTopicPartitions = 50
+)
+
+var offsetsTopicConfigs = map[string]string{
+	"cleanup.policy":   "compact",
+	"compression.type": "producer",
+	"segment.bytes":    "104857600",
+}
+
+// refuseFor records on r that a VAST rule refused it; r is nil when the
+// broker creates its seed topics, which no request asked for.
+func refuseFor(r *request, rule string) {
+	if r != nil {
+		r.refuse(rule)
+	}
+}
+
 // checkCreate validates a topic creation and returns its parsed configs,
-// or the Kafka error code and message that refuse it.
-func (b *Broker) checkCreate(name string, partitions int32, configs map[string]string) (int32, topicConfig, int16, string) {
+// or the Kafka error code and message that refuse it. r is the request
+// asking, or nil for a seed topic.
+func (b *Broker) checkCreate(r *request, name string, partitions int32, configs map[string]string) (int32, topicConfig, int16, string) {
 	if !validTopicName(name) {
 		return 0, topicConfig{}, kerr.InvalidTopicException.Code, "topic name is not legal"
 	}
 	if partitions == -1 {
-		partitions = defaultPartitions
+		partitions = b.cfg.partitions
 	}
 	if partitions <= 0 {
 		return 0, topicConfig{}, kerr.InvalidPartitions.Code, "partitions must be positive"
 	}
-	if code, msg := b.partitionLimits(int(partitions), 0); code != 0 {
+	if code, msg := b.partitionLimits(r, int(partitions), 0); code != 0 {
 		return 0, topicConfig{}, code, msg
 	}
-	cfg, code, msg := b.parseTopicConfigs(configs)
+	cfg, code, msg := b.parseTopicConfigs(r, configs)
 	if code != 0 {
 		return 0, topicConfig{}, code, msg
 	}
@@ -142,12 +196,14 @@ func (b *Broker) checkCreate(name string, partitions int32, configs map[string]s
 // partitionLimits checks a topic that would have topicTotal partitions, in
 // a view that would then hold viewTotal, against VAST's limits
 // (MaxPartitionsPerTopic, MaxPartitionsPerView); it returns 0 or
-// INVALID_PARTITIONS with a message naming the rule.
-func (b *Broker) partitionLimits(topicTotal, viewTotal int) (int16, string) {
+// INVALID_PARTITIONS with a message naming the rule, which it records on r.
+func (b *Broker) partitionLimits(r *request, topicTotal, viewTotal int) (int16, string) {
 	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max {
+		refuseFor(r, "MaxPartitionsPerTopic")
 		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
 	}
 	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max {
+		refuseFor(r, "MaxPartitionsPerView")
 		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
 	}
 	return 0, ""
@@ -155,9 +211,10 @@ func (b *Broker) partitionLimits(topicTotal, viewTotal int) (int16, string) {
 
 // createTopic creates a topic, or only validates it, and returns 0 or the
 // Kafka error code that refused it, with a message saying why when there
-// is more to say than the code.
-func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (int16, string) {
-	n, cfg, code, msg := b.checkCreate(name, partitions, configs)
+// is more to say than the code. r is the request asking, or nil for a seed
+// topic.
+func (b *Broker) createTopic(r *request, name string, partitions int32, configs map[string]string, validateOnly bool) (int16, string) {
+	n, cfg, code, msg := b.checkCreate(r, name, partitions, configs)
 	if code != 0 {
 		return code, msg
 	}
@@ -167,39 +224,90 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	if _, ok := s.byName[name]; ok {
 		return kerr.TopicAlreadyExists.Code, "topic " + name + " already exists"
 	}
-	if code, msg := b.partitionLimits(int(n), s.partitions+int(n)); code != 0 {
+	if code, msg := b.partitionLimits(r, int(n), s.partitions+int(n)); code != 0 {
 		return code, msg
 	}
 	if validateOnly {
 		return 0, ""
 	}
-	t := &topic{name: name, cfg: cfg, partitions: make([]*log.Partition, n)}
-	for i := range t.partitions {
-		t.partitions[i] = log.NewPartition()
+	s.add(&topic{name: name, cfg: cfg, partitions: newPartitions(int(n))})
+	return 0, ""
+}
+
+func newPartitions(n int) []*log.Partition {
+	ps := make([]*log.Partition, n)
+	for i := range ps {
+		ps[i] = log.NewPartition()
 	}
+	return ps
+}
+
+// add stores a new topic under a fresh random id. Call with s.mu held.
+func (s *store) add(t *topic) {
 	for {
 		_, _ = rand.Read(t.id[:])
 		if _, dup := s.byID[t.id]; !dup && t.id != [16]byte{} {
 			break
 		}
 	}
-	s.byName[name] = t
+	s.byName[t.name] = t
 	s.byID[t.id] = t
-	s.partitions += int(n)
-	return 0, ""
+	if !t.internal {
+		s.partitions += len(t.partitions)
+	}
+}
+
+// createOffsetsTopic creates the internal __consumer_offsets, empty, unless
+// the NoOffsetsTopic rule hides it (VAST) or it exists.
+func (b *Broker) createOffsetsTopic() {
+	if b.rules.NoOffsetsTopic {
+		return
+	}
+	cfg := topicConfig{set: make(map[string]string, len(offsetsTopicConfigs)), retention: defaultRetention, beforeMaxMs: math.MaxInt64, afterMaxMs: math.MaxInt64}
+	for k, v := range offsetsTopicConfigs {
+		cfg.set[k] = v
+	}
+	s := b.data
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byName[offsetsTopic]; !ok {
+		s.add(&topic{name: offsetsTopic, cfg: cfg, partitions: newPartitions(offsetsTopicPartitions), internal: true})
+	}
 }
 
 // deleteTopic removes a topic and every group's committed offsets for it.
+// Deleting the internal __consumer_offsets, which Kafka allows, loses every
+// group's committed offsets, as on Kafka, and the broker creates it again
+// at once, empty, as Kafka's coordinator does on the next FindCoordinator.
 func (b *Broker) deleteTopic(t *topic) {
 	s := b.data
 	s.mu.Lock()
 	if s.byName[t.name] == t {
 		delete(s.byName, t.name)
 		delete(s.byID, t.id)
-		s.partitions -= len(t.partitions)
+		if !t.internal {
+			s.partitions -= len(t.partitions)
+		}
 	}
 	s.mu.Unlock()
 	b.coord.TopicDeleted(t.name)
+	if t.internal {
+		b.coord.Failover()
+		b.createOffsetsTopic()
+	}
+}
+
+// topicByID returns the topic a request names by id, or nil. Under
+// NoTopicIDs clients never learn an id (every id reported is zero), so a
+// request naming one finds nothing and is recorded as refused by the rule.
+func (b *Broker) topicByID(r *request, id [16]byte) *topic {
+	if b.rules.NoTopicIDs {
+		if id != [16]byte{} {
+			r.refuse("NoTopicIDs")
+		}
+		return nil
+	}
+	return b.data.getID(id)
 }
 
 // topicID returns the id Metadata and CreateTopics report: zero when VAST's
@@ -214,14 +322,21 @@ func (b *Broker) topicID(t *topic) [16]byte {
 // handleMetadata answers Metadata v0-v12.
 //
 // v1 adds controller id and null-for-all-topics, v2 the cluster id, v4
-// AllowAutoTopicCreation, v7 leader epochs, v10 topic ids. One broker leads
-// every partition with epoch 0.
-// VAST: topics are never auto-created (NoAutoCreateTopics) and topic IDs are
-// zero (NoTopicIDs).
+// AllowAutoTopicCreation, v7 leader epochs, v8 authorized operations
+// (KIP-430: the topic's with IncludeTopicAuthorizedOperations; the
+// cluster's, v8-v10 only, with IncludeClusterAuthorizedOperations), v10
+// topic ids. One broker leads every partition with epoch 0. A topic named
+// twice (by name, or by id) is answered once, as Kafka does. The kafka
+// profile lists __consumer_offsets as internal, with 50 empty partitions.
+// VAST: topics are never auto-created (NoAutoCreateTopics: a request
+// asking to is recorded as refused), topic IDs are zero and a topic named
+// by id is unknown (NoTopicIDs), and there is no __consumer_offsets
+// (NoOffsetsTopic).
 // Authorizes: KafkaDescribe on each topic: a listing of all topics leaves
 // out the ones the user may not describe, a named one gets
 // TOPIC_AUTHORIZATION_FAILED; auto-creation (kafka profile) needs
-// KafkaCreate on the topic or the view.
+// KafkaCreate on the topic or the view. Authorized operations are the
+// operations the policies allow (all of them without policies).
 func handleMetadata(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -236,28 +351,42 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	all := req.Topics == nil || (r.version == 0 && len(req.Topics) == 0)
 	var denied []string
 	if all {
-		for _, t := range b.data.all() {
+		for _, t := range b.data.listed() {
 			if b.allowTopic(r, KafkaDescribe, t.name) {
 				topics = append(topics, t)
 			}
 		}
 	} else {
-		autoCreate := !b.rules.NoAutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
+		askedCreate := r.version < 4 || req.AllowAutoTopicCreation
+		autoCreate := !b.rules.NoAutoCreateTopics && askedCreate
+		names := make(map[string]bool, len(req.Topics))
+		ids := make(map[[16]byte]bool)
 		for _, rt := range req.Topics {
 			var t *topic
 			if rt.Topic != nil {
+				if names[*rt.Topic] {
+					continue
+				}
+				names[*rt.Topic] = true
 				if !b.allowTopic(r, KafkaDescribe, *rt.Topic) {
 					denied = append(denied, *rt.Topic)
 					continue
 				}
 				t = b.data.get(*rt.Topic)
+				if t == nil && askedCreate && b.rules.NoAutoCreateTopics && validTopicName(*rt.Topic) {
+					r.refuse("NoAutoCreateTopics")
+				}
 				if t == nil && autoCreate && b.allowCreate(r, *rt.Topic) {
-					if code, _ := b.createTopic(*rt.Topic, defaultPartitions, nil, false); code == 0 {
+					if code, _ := b.createTopic(r, *rt.Topic, -1, nil, false); code == 0 {
 						t = b.data.get(*rt.Topic)
 					}
 				}
 			} else {
-				t = b.data.getID(rt.TopicID)
+				if ids[rt.TopicID] {
+					continue
+				}
+				ids[rt.TopicID] = true
+				t = b.topicByID(r, rt.TopicID)
 				if t != nil && !b.allowTopic(r, KafkaDescribe, t.name) {
 					denied = append(denied, t.name)
 					continue
@@ -274,10 +403,18 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 			topics = append(topics, t)
 		}
 	}
+	topicOps := r.version >= 8 && req.IncludeTopicAuthorizedOperations
+	if r.version >= 8 && r.version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = b.clusterAuthorizedOperations(r)
+	}
 	for _, t := range topics {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = kmsg.StringPtr(t.name)
 		mt.TopicID = b.topicID(t)
+		mt.IsInternal = t.internal
+		if topicOps {
+			mt.AuthorizedOperations = b.topicAuthorizedOperations(r, t.name)
+		}
 		mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.partitions))
 		for i := range t.partitions {
 			p := &mt.Partitions[i]
@@ -297,8 +434,13 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 		if name == "" {
 			mt.Topic = nil
 			mt.ErrorCode = kerr.UnknownTopicID.Code
-		} else if !validTopicName(name) {
-			mt.ErrorCode = kerr.InvalidTopicException.Code
+		} else {
+			if !validTopicName(name) {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			if topicOps {
+				mt.AuthorizedOperations = b.topicAuthorizedOperations(r, name)
+			}
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
@@ -320,12 +462,28 @@ func (b *Broker) allowCreate(r *request, topic string) bool {
 	return b.allow(r, KafkaCreate, TopicResource(b.cfg.view, topic), ViewResource(b.cfg.view))
 }
 
+// duplicates returns the names that appear more than once in a request.
+func duplicates[T any](items []T, name func(T) string) map[string]bool {
+	seen := make(map[string]bool, len(items))
+	dups := make(map[string]bool)
+	for _, it := range items {
+		n := name(it)
+		if seen[n] {
+			dups[n] = true
+		}
+		seen[n] = true
+	}
+	return dups
+}
+
 // handleCreateTopics answers CreateTopics v2-v7.
 //
 // v1 adds ValidateOnly and error messages, v5 returns the topic's partitions,
 // replication factor and configs, v7 its id. The replication factor is
 // accepted and ignored (it is not a VAST concept; one broker holds every
-// partition), as are replica assignments beyond their partition count.
+// partition), as are replica assignments beyond their partition count. A
+// name listed more than once gets one INVALID_REQUEST answer and is not
+// created, as in Kafka. NumPartitions -1 means the broker's num.partitions.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly); partition
 // limits per topic and per view (MaxPartitionsPerTopic/PerView).
 // Authorizes: KafkaCreate on the topic or on the view
@@ -333,19 +491,17 @@ func (b *Broker) allowCreate(r *request, topic string) bool {
 func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	seen := make(map[string]int)
-	for _, rt := range req.Topics {
-		seen[rt.Topic]++
-	}
+	dups := duplicates(req.Topics, func(rt kmsg.CreateTopicsRequestTopic) string { return rt.Topic })
 	tooMany := false
 	if b.rules.MaxPartitionsPerView == 0 {
 		total := 0
 		for _, rt := range req.Topics {
 			switch {
+			case dups[rt.Topic]:
 			case len(rt.ReplicaAssignment) > 0:
 				total += len(rt.ReplicaAssignment)
 			case rt.NumPartitions == -1:
-				total += defaultPartitions
+				total += int(b.cfg.partitions)
 			case rt.NumPartitions > 0:
 				total += int(rt.NumPartitions)
 			}
@@ -353,6 +509,9 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		tooMany = total > maxPartitionsPerRequest
 	}
 	for _, rt := range req.Topics {
+		if dups[rt.Topic] {
+			continue
+		}
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		st.NumPartitions, st.ReplicationFactor = -1, -1
@@ -368,14 +527,12 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		}
 		var code int16
 		var msg string
-		if seen[rt.Topic] > 1 {
-			code, msg = kerr.InvalidRequest.Code, "topic listed more than once"
-		} else if tooMany {
+		if tooMany {
 			code, msg = kerr.PolicyViolation.Code, "Excessively large number of partitions per request."
 		} else if !b.allowCreate(r, rt.Topic) {
 			code, msg = kerr.TopicAuthorizationFailed.Code, "denied by the identity policies: KafkaCreate on "+TopicResource(b.cfg.view, rt.Topic)
 		} else {
-			code, msg = b.createTopic(rt.Topic, partitions, configs, req.ValidateOnly)
+			code, msg = b.createTopic(r, rt.Topic, partitions, configs, req.ValidateOnly)
 		}
 		st.ErrorCode = code
 		if msg != "" {
@@ -383,7 +540,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		}
 		if code == 0 {
 			if partitions == -1 {
-				partitions = defaultPartitions
+				partitions = b.cfg.partitions
 			}
 			st.NumPartitions = partitions
 			st.ReplicationFactor = rt.ReplicationFactor
@@ -401,13 +558,35 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	for _, name := range sortedKeys(dups) {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = name
+		st.NumPartitions, st.ReplicationFactor = -1, -1
+		st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
+		resp.Topics = append(resp.Topics, st)
+	}
 	return resp
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // handleDeleteTopics answers DeleteTopics v1-v6.
 //
 // v6 names topics by name or id. Deleting a topic deletes every group's
-// committed offsets for it, as VAST documents [000] (and Kafka does).
+// committed offsets for it, as VAST documents [000] (and Kafka does). As
+// in Kafka, a topic named (or id given) more than once gets one
+// INVALID_REQUEST answer and is not deleted, and so does an entry with
+// both a name and an id, or neither. Deleting __consumer_offsets (kafka
+// profile) succeeds as on Kafka and loses every committed offset; the
+// topic is back at once, empty.
+// VAST: a topic named by id is unknown (NoTopicIDs).
 // Authorizes: KafkaDelete on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteTopicsRequest)
@@ -417,20 +596,43 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 		id   [16]byte
 	}
 	var targets []target
+	invalid := func(name *string, id [16]byte, msg string) {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = name, id
+		st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
+		resp.Topics = append(resp.Topics, st)
+	}
 	for _, n := range req.TopicNames {
 		targets = append(targets, target{name: kmsg.StringPtr(n)})
 	}
 	for _, t := range req.Topics {
-		targets = append(targets, target{name: t.Topic, id: t.TopicID})
+		switch {
+		case t.Topic == nil && t.TopicID == [16]byte{}:
+			invalid(nil, t.TopicID, "Neither topic name nor id were specified.")
+		case t.Topic != nil && t.TopicID != [16]byte{}:
+			invalid(t.Topic, t.TopicID, "You may not specify both topic name and topic id.")
+		default:
+			targets = append(targets, target{name: t.Topic, id: t.TopicID})
+		}
 	}
+	key := func(tg target) string {
+		if tg.name != nil {
+			return "n" + *tg.name
+		}
+		return "i" + string(tg.id[:])
+	}
+	dups := duplicates(targets, key)
 	for _, tg := range targets {
+		if dups[key(tg)] {
+			continue
+		}
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = tg.name, tg.id
 		var t *topic
 		if tg.name != nil {
 			t = b.data.get(*tg.name)
 		} else {
-			t = b.data.getID(tg.id)
+			t = b.topicByID(r, tg.id)
 		}
 		name := ""
 		if tg.name != nil {
@@ -452,42 +654,72 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	reported := make(map[string]bool, len(dups))
+	for _, tg := range targets {
+		if k := key(tg); dups[k] && !reported[k] {
+			reported[k] = true
+			if tg.name != nil {
+				invalid(tg.name, tg.id, "Duplicate topic name.")
+			} else {
+				invalid(nil, tg.id, "Duplicate topic id.")
+			}
+		}
+	}
 	return resp
 }
 
 // handleCreatePartitions answers CreatePartitions v0-v3, served only in the
 // kafka profile.
 //
+// A topic listed more than once gets one INVALID_REQUEST answer and does
+// not grow, as in Kafka.
 // VAST: partitions are fixed at creation (FixedPartitions hides this API).
+// Authorizes: KafkaCreate on the topic or on the view (Kafka's ALTER on the
+// topic; TOPIC_AUTHORIZATION_FAILED).
 func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	dups := duplicates(req.Topics, func(rt kmsg.CreatePartitionsRequestTopic) string { return rt.Topic })
+	for _, name := range sortedKeys(dups) {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = name
+		st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
+		resp.Topics = append(resp.Topics, st)
+	}
 	grow := 0
 	for _, rt := range req.Topics {
-		if t := b.data.get(rt.Topic); t != nil && int(rt.Count) > len(t.partitions) {
+		if t := b.data.get(rt.Topic); t != nil && !dups[rt.Topic] && int(rt.Count) > len(t.partitions) {
 			grow += int(rt.Count) - len(t.partitions)
 		}
 	}
-	if grow > maxPartitionsPerRequest {
-		for _, rt := range req.Topics {
-			st := kmsg.NewCreatePartitionsResponseTopic()
-			st.Topic = rt.Topic
+	for _, rt := range req.Topics {
+		if dups[rt.Topic] {
+			continue
+		}
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		if grow > maxPartitionsPerRequest {
 			st.ErrorCode = kerr.PolicyViolation.Code
 			st.ErrorMessage = kmsg.StringPtr("Unable to perform excessively large batch operation.")
 			resp.Topics = append(resp.Topics, st)
+			continue
 		}
-		return resp
-	}
-	for _, rt := range req.Topics {
-		st := kmsg.NewCreatePartitionsResponseTopic()
-		st.Topic = rt.Topic
+		if !b.allowCreate(r, rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		s := b.data
 		s.mu.Lock()
 		t := s.byName[rt.Topic]
 		var limitCode int16
 		var limitMsg string
-		if t != nil {
-			limitCode, limitMsg = b.partitionLimits(int(rt.Count), s.partitions+int(rt.Count)-len(t.partitions))
+		if t != nil && int(rt.Count) > len(t.partitions) {
+			viewTotal := s.partitions
+			if !t.internal {
+				viewTotal += int(rt.Count) - len(t.partitions)
+			}
+			limitCode, limitMsg = b.partitionLimits(r, int(rt.Count), viewTotal)
 		}
 		switch {
 		case t == nil:
@@ -504,10 +736,12 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			for i := len(t.partitions); i < len(grown); i++ {
 				grown[i] = log.NewPartition()
 			}
-			s.partitions += len(grown) - len(t.partitions)
+			if !t.internal {
+				s.partitions += len(grown) - len(t.partitions)
+			}
 			// Replace the topic so readers holding the old one keep a
 			// consistent partition slice.
-			nt := &topic{name: t.name, id: t.id, partitions: grown, cfg: t.config()}
+			nt := &topic{name: t.name, id: t.id, partitions: grown, cfg: t.config(), internal: t.internal}
 			s.byName[t.name] = nt
 			s.byID[t.id] = nt
 		}

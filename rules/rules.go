@@ -117,6 +117,13 @@ type Rules struct {
 	// message.timestamp.after.max.ms; any other key gets INVALID_CONFIG.
 	// [API]
 	VASTTopicConfigsOnly bool
+
+	// NoOffsetsTopic leaves __consumer_offsets out of Metadata: VAST keeps
+	// committed offsets in the cluster, not in a Kafka topic [000]. With it
+	// off the broker lists __consumer_offsets as Kafka does, internal, with
+	// 50 empty partitions (offsets.topic.num.partitions), so that clients
+	// that look for it (regex consumers skip it, tools describe it) find it.
+	NoOffsetsTopic bool
 }
 
 // KafkaMessageMaxBytes is Apache Kafka's default message.max.bytes.
@@ -147,6 +154,7 @@ func VAST() Rules {
 		MaxPartitionsPerTopic: 20_000,
 		MaxPartitionsPerView:  200_000,
 		VASTTopicConfigsOnly:  true,
+		NoOffsetsTopic:        true,
 	}
 }
 

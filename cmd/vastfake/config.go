@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -34,6 +35,7 @@ type config struct {
 	Topics                 []broker.TopicSpec
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
+	NumPartitions          int32
 	RetentionCheckInterval time.Duration
 	ManualClock            bool
 	HTTP                   string
@@ -220,6 +222,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	profile := str("profile", "vast", "rules to enforce: vast or kafka")
 	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
+	numPartitions := fs.Int("num-partitions", 1, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
@@ -296,6 +299,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		}
 		cfg.Policies = append(cfg.Policies, p)
 	}
+	if *numPartitions < 1 || *numPartitions > math.MaxInt32 {
+		return nil, fmt.Errorf("-num-partitions %d: want 1 to %d", *numPartitions, math.MaxInt32)
+	}
+	cfg.NumPartitions = int32(*numPartitions)
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}

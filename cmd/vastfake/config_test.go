@@ -239,3 +239,36 @@ func TestBinaryServesControlPlane(t *testing.T) {
 	assert.Equal(t, "orders", topics[0]["name"])
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// TestNumPartitions: -num-partitions (or VASTFAKE_NUM_PARTITIONS, or the
+// config file's "num-partitions") reaches the broker, whose auto-created
+// topics get that many partitions in the kafka profile.
+func TestNumPartitions(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), cfg.NumPartitions, "Kafka's default")
+	t.Setenv("VASTFAKE_NUM_PARTITIONS", "4")
+	cfg, err = parseConfig(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), cfg.NumPartitions)
+	file := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"num-partitions": 5}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int32(5), cfg.NumPartitions)
+	for _, bad := range []string{"0", "-1", "x", "4294967296"} {
+		_, err := parseConfig([]string{"-num-partitions", bad}, io.Discard)
+		assert.Error(t, err, bad)
+	}
+
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-profile", "kafka", "-num-partitions", "3")[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr())
+	td, err := kadm.NewClient(cl).ListTopics(ctx, "auto")
+	require.NoError(t, err)
+	assert.Len(t, td["auto"].Partitions, 3)
+}

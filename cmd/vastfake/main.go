@@ -55,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithRules(cfg.Rules),
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
+		broker.WithDefaultPartitions(cfg.NumPartitions),
 		broker.WithClock(clk),
 		broker.WithLogger(logger),
 	}
