@@ -71,6 +71,9 @@ type topicConfig struct {
 	logAppendTime bool
 	beforeMaxMs   int64
 	afterMaxMs    int64
+	// maxMessageBytes is the topic's max.message.bytes, or -1 when it is
+	// not set and the broker's message.max.bytes applies.
+	maxMessageBytes int
 }
 
 // defaultFor returns the default value of a topic config key, and whether
@@ -93,10 +96,11 @@ func (b *Broker) defaultFor(key string) (string, bool) {
 // or INVALID_CONFIG with a message.
 func (b *Broker) parseTopicConfigs(set map[string]string) (topicConfig, int16, string) {
 	c := topicConfig{
-		set:         make(map[string]string, len(set)),
-		retention:   defaultRetention,
-		beforeMaxMs: math.MaxInt64,
-		afterMaxMs:  math.MaxInt64,
+		set:             make(map[string]string, len(set)),
+		retention:       defaultRetention,
+		beforeMaxMs:     math.MaxInt64,
+		afterMaxMs:      math.MaxInt64,
+		maxMessageBytes: -1,
 	}
 	for k, v := range set {
 		if _, ok := b.defaultFor(k); !ok {
@@ -131,6 +135,12 @@ func (b *Broker) parseTopicConfigs(set map[string]string) (topicConfig, int16, s
 			} else {
 				c.afterMaxMs = ms
 			}
+		case cfgMaxMessageBytes:
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 {
+				return c, kerr.InvalidConfig.Code, k + " must be an integer >= 0"
+			}
+			c.maxMessageBytes = int(n)
 		}
 		c.set[k] = v
 	}
