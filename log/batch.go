@@ -304,7 +304,7 @@ type Record struct {
 
 // Records decodes the records of an uncompressed batch with kmsg. It returns
 // ErrCorrupt if the records do not parse, and ErrCompressed for a compressed
-// batch (vastfake serves those as stored and never decompresses them).
+// batch (reads serve those as stored; only Validate decompresses).
 func (b Batch) Records() ([]Record, error) {
 	if b.Compression() != 0 {
 		return nil, ErrCompressed
