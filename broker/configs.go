@@ -101,23 +101,9 @@ type topicConfig struct {
 	logAppendTime bool
 	beforeMaxMs   int64
 	afterMaxMs    int64
-	// maxMessageBytes is the topic's max.message.bytes, or 0 when not set.
+	// maxMessageBytes is the topic's max.message.bytes, or -1 when it is
+	// not set and the broker's message.max.bytes applies.
 	maxMessageBytes int
-}
-
-// topicMaxMessageBytes returns the largest record batch a topic with
-// configs c accepts: its max.message.bytes when set, as in Kafka (where
-// the topic's value overrides the broker's message.max.bytes), within the
-// VAST cap (MaxMessageBytes) when that rule is on; otherwise the broker's
-// limit.
-func (b *Broker) topicMaxMessageBytes(c topicConfig) int {
-	if _, set := c.set[cfgMaxMessageBytes]; !set {
-		return b.rules.MessageMaxBytes()
-	}
-	if b.rules.MaxMessageBytes > 0 {
-		return min(c.maxMessageBytes, b.rules.MaxMessageBytes)
-	}
-	return c.maxMessageBytes
 }
 
 // defaultFor returns the default value of a topic config key, and whether
@@ -141,10 +127,11 @@ func (b *Broker) defaultFor(key string) (string, bool) {
 // recorded on r (nil for a seed topic) as refused by that rule.
 func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
 	c := topicConfig{
-		set:         make(map[string]string, len(set)),
-		retention:   defaultRetention,
-		beforeMaxMs: math.MaxInt64,
-		afterMaxMs:  math.MaxInt64,
+		set:             make(map[string]string, len(set)),
+		retention:       defaultRetention,
+		beforeMaxMs:     math.MaxInt64,
+		afterMaxMs:      math.MaxInt64,
+		maxMessageBytes: -1,
 	}
 	for k, v := range set {
 		if _, ok := b.defaultFor(k); !ok {
@@ -183,7 +170,7 @@ func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConf
 		case cfgMaxMessageBytes:
 			n, err := strconv.ParseInt(v, 10, 32)
 			if err != nil || n < 0 {
-				return c, kerr.InvalidConfig.Code, "max.message.bytes must be an integer >= 0"
+				return c, kerr.InvalidConfig.Code, k + " must be an integer >= 0"
 			}
 			c.maxMessageBytes = int(n)
 		case "cleanup.policy":

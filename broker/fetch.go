@@ -18,9 +18,12 @@ var noRecords = []byte{}
 // v4 adds isolation levels and the last stable offset, v5 the log start
 // offset, v7 fetch sessions, v9 leader epochs, v11 rack ids and preferred
 // read replicas, v12 flexible encoding, v13 topic IDs. Records are served as
-// stored, never re-encoded. Byte limits follow KIP-74: each partition gets
-// at most PartitionMaxBytes and the response at most MaxBytes, except that
-// the first partition with data always gets one whole batch. A fetch below
+// stored, never re-encoded. A partition named more than once is answered
+// once, with the last copy's position and limits, as Kafka does. Byte
+// limits follow KIP-74: each partition gets at most PartitionMaxBytes and
+// the response at most MaxBytes, and never more than Kafka's default
+// fetch.max.bytes (55 MiB) whatever MaxBytes asks, except that the first
+// partition with data always gets one whole batch. A fetch below
 // the log start or above the high watermark gets OFFSET_OUT_OF_RANGE.
 // LastStableOffset is the high watermark (there are no transactions) and
 // PreferredReadReplica is -1 (one broker, no racks).
@@ -41,6 +44,7 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 		}
 		return resp
 	}
+	req = mergeFetchDuplicates(req, r.version)
 	denied := b.fetchDenied(r, req)
 	resp, bytes := b.fetchOnce(req, r.version, denied)
 	if b.rules.NoDelayedFetch || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
@@ -68,6 +72,119 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	}
 }
 
+// fetchMaxBytes is Kafka's fetch.max.bytes default: no fetch response
+// carries more record bytes, whatever MaxBytes asks, except for the one
+// batch KIP-74 always returns so that a consumer makes progress.
+const fetchMaxBytes = 55 << 20
+
+// mergeFetchDuplicates returns req with each partition named once, as
+// Kafka's fetch does by collecting the request into a map of partitions:
+// a partition named again takes the later copy's fetch position and limits
+// but keeps its first place, and a topic named again keeps its first
+// place. It returns req itself, unchanged, when nothing is repeated.
+func mergeFetchDuplicates(req *kmsg.FetchRequest, version int16) *kmsg.FetchRequest {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	if !fetchHasDuplicates(req, version, n) {
+		return req
+	}
+	// Later copies win: index each partition's last copy, then emit each
+	// partition at its first place with that copy's fields.
+	last := make(map[fetchKey]kmsg.FetchRequestTopicPartition, n)
+	for i := range req.Topics {
+		tk := topicFetchKey(&req.Topics[i], version)
+		for _, rp := range req.Topics[i].Partitions {
+			last[tk.at(rp.Partition)] = rp
+		}
+	}
+	merged := *req
+	merged.Topics = nil
+	where := make(map[fetchKey]int, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		tk := topicFetchKey(rt, version)
+		at, ok := where[tk]
+		if !ok {
+			at = len(merged.Topics)
+			where[tk] = at
+			out := *rt
+			out.Partitions = nil
+			merged.Topics = append(merged.Topics, out)
+		}
+		for _, rp := range rt.Partitions {
+			pk := tk.at(rp.Partition)
+			if rp, ok := last[pk]; ok {
+				merged.Topics[at].Partitions = append(merged.Topics[at].Partitions, rp)
+				delete(last, pk)
+			}
+		}
+	}
+	return &merged
+}
+
+// fetchHasDuplicates reports whether req names a topic or a partition more
+// than once; n is its count of partitions. Small requests, the usual ones,
+// are checked without allocating.
+func fetchHasDuplicates(req *kmsg.FetchRequest, version int16, n int) bool {
+	sameTopic := func(a, b *kmsg.FetchRequestTopic) bool {
+		return topicFetchKey(a, version) == topicFetchKey(b, version)
+	}
+	if n <= 64 && len(req.Topics) <= 64 {
+		for i := range req.Topics {
+			rt := &req.Topics[i]
+			for j := range i {
+				if sameTopic(rt, &req.Topics[j]) {
+					return true
+				}
+			}
+			for k := range rt.Partitions {
+				for l := range k {
+					if rt.Partitions[k].Partition == rt.Partitions[l].Partition {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[fetchKey]struct{}, n+len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		tk := topicFetchKey(rt, version)
+		if _, ok := seen[tk]; ok {
+			return true
+		}
+		seen[tk] = struct{}{}
+		for _, rp := range rt.Partitions {
+			if _, ok := seen[tk.at(rp.Partition)]; ok {
+				return true
+			}
+			seen[tk.at(rp.Partition)] = struct{}{}
+		}
+	}
+	return false
+}
+
+// fetchKey names a topic of a Fetch request (partition -1), by name or,
+// from v13, by topic ID, or one partition of it.
+type fetchKey struct {
+	topic     string
+	id        [16]byte
+	partition int32
+}
+
+func topicFetchKey(rt *kmsg.FetchRequestTopic, version int16) fetchKey {
+	if version >= 13 {
+		return fetchKey{id: rt.TopicID, partition: -1}
+	}
+	return fetchKey{topic: rt.Topic, partition: -1}
+}
+
+// at names partition p of the topic k names.
+func (k fetchKey) at(p int32) fetchKey { k.partition = p; return k }
+
 // fetchDenied returns, per requested topic, whether r's user may not read
 // it; nil when every topic may be read.
 func (b *Broker) fetchDenied(r *request, req *kmsg.FetchRequest) []bool {
@@ -93,10 +210,7 @@ func (b *Broker) fetchDenied(r *request, req *kmsg.FetchRequest) []bool {
 // marks, and returns the response and how many record bytes it carries.
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool) (*kmsg.FetchResponse, int) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	budget := int(req.MaxBytes)
-	if version < 3 || budget <= 0 {
-		budget = 1<<31 - 1
-	}
+	budget := min(max(int(req.MaxBytes), 0), fetchMaxBytes)
 	total := 0
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 

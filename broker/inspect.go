@@ -45,7 +45,7 @@ type Record struct {
 	Headers       []kmsg.Header
 	// Compressed is set for a batch stored compressed (kafka profile);
 	// such records are listed one per batch with no key or value, since
-	// the broker never decompresses.
+	// the broker decompresses only to validate a produced batch.
 	Compressed bool
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // pendingAppend is one validated partition of a produce request, waiting to
@@ -27,12 +28,19 @@ type pendingAppend struct {
 // v3 is the first with v2 record batches and transactional ids, v5 adds the
 // log start offset, v8 per-record errors and messages, v13 topic IDs. Each
 // partition carries exactly one batch (INVALID_RECORD otherwise), checked
-// for CRC and length (CORRUPT_MESSAGE). Every partition of one request is
+// for CRC and length (CORRUPT_MESSAGE), and every record in it is read and
+// validated as Kafka's log validator does (INVALID_RECORD; see
+// log.Batch.Validate). A compressed batch (kafka profile) is decompressed
+// for that and stored as received; one that does not decompress gets
+// UNKNOWN_SERVER_ERROR, as Kafka answers. A batch larger than the topic's
+// max.message.bytes, or without it the broker's message.max.bytes, gets
+// MESSAGE_TOO_LARGE. Every partition of one request is
 // appended under one lock, so a consumer sees all of the request or none of
 // it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
 // VAST: no compression (NoCompression), no producer ids or transactions
 // (NoIdempotence), size caps on batches, keys and values
-// (MaxMessageBytes/MaxKeyBytes/MaxValueBytes), topics never auto-created
+// (MaxMessageBytes, which also caps a topic's max.message.bytes;
+// MaxKeyBytes/MaxValueBytes), topics never auto-created
 // (NoAutoCreateTopics), and the topic's timestamp window.
 // Authorizes: KafkaWrite on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleProduce(b *Broker, r *request) kmsg.Response {
@@ -124,12 +132,13 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 	}
 }
 
-// checkBatch parses one partition's records and applies the rules to them.
-// It returns the batch, or the Kafka error code and message refusing it.
+// checkBatch parses one partition's records, validates every record as
+// Kafka's log validator does (see log.Batch.Validate) and applies the rules
+// and the topic's configs to them. It returns the batch, or the Kafka error
+// code and message refusing it.
 func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64) (log.Batch, int16, string) {
-	if max := b.rules.MessageMaxBytes(); len(raw) > max {
-		r.refuse("MaxMessageBytes")
-		return nil, kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(len(raw)) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxMessageBytes)"
+	if code, msg := b.checkBatchSize(r, len(raw), cfg); code != 0 {
+		return nil, code, msg
 	}
 	batch, err := log.ParseBatch(raw)
 	switch {
@@ -152,53 +161,50 @@ func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64
 		r.refuse("NoIdempotence")
 		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
 	}
-	// A key or value lies inside its record, so records no longer than the
-	// limits need no decoding to check them.
-	checkSizes := (b.rules.MaxKeyBytes > 0 && len(raw) > b.rules.MaxKeyBytes) ||
-		(b.rules.MaxValueBytes > 0 && len(raw) > b.rules.MaxValueBytes)
-	if checkSizes && batch.Compression() == 0 {
-		largest := batch.LargestRecord()
-		checkSizes = (b.rules.MaxKeyBytes > 0 && largest > b.rules.MaxKeyBytes) ||
-			(b.rules.MaxValueBytes > 0 && largest > b.rules.MaxValueBytes)
+	stats, err := batch.Validate()
+	switch {
+	case errors.Is(err, log.ErrDecompress):
+		return nil, kerr.UnknownServerError.Code, err.Error()
+	case errors.Is(err, log.ErrTooLarge):
+		return nil, kerr.MessageTooLarge.Code, err.Error()
+	case err != nil:
+		return nil, kerr.InvalidRecord.Code, err.Error()
 	}
-	checkTimes := !cfg.logAppendTime && (cfg.beforeMaxMs < nowMs || cfg.afterMaxMs < 1<<62)
-	if batch.Compression() != 0 {
-		// Compressed batches (kafka profile) are stored as received; only
-		// the batch's own timestamps are checked.
-		if checkTimes && !inWindow(batch.FirstTimestamp(), nowMs, cfg) || checkTimes && !inWindow(batch.MaxTimestamp(), nowMs, cfg) {
-			return nil, kerr.InvalidTimestamp.Code, "timestamp outside the topic's message.timestamp.before/after.max.ms window"
-		}
-		return batch, 0, ""
+	if max := b.rules.MaxKeyBytes; max > 0 && stats.MaxKey > max {
+		r.refuse("MaxKeyBytes")
+		return nil, kerr.MessageTooLarge.Code, "record key of " + strconv.Itoa(stats.MaxKey) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxKeyBytes)"
 	}
-	if !checkSizes && !checkTimes {
-		return batch, 0, ""
+	if max := b.rules.MaxValueBytes; max > 0 && stats.MaxValue > max {
+		r.refuse("MaxValueBytes")
+		return nil, kerr.MessageTooLarge.Code, "record value of " + strconv.Itoa(stats.MaxValue) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxValueBytes)"
 	}
-	var code int16
-	var msg string
-	err = batch.EachRecord(func(rec log.Record) bool {
-		if max := b.rules.MaxKeyBytes; max > 0 && len(rec.Key) > max {
-			r.refuse("MaxKeyBytes")
-			code, msg = kerr.MessageTooLarge.Code, "record key of "+strconv.Itoa(len(rec.Key))+" bytes is over the "+strconv.Itoa(max)+"-byte limit (rule MaxKeyBytes)"
-			return false
+	if !cfg.logAppendTime && stats.MinTimestamp <= stats.MaxTimestamp {
+		for _, ts := range [2]int64{stats.MinTimestamp, stats.MaxTimestamp} {
+			if !inWindow(ts, nowMs, cfg) {
+				return nil, kerr.InvalidTimestamp.Code, "record timestamp " + strconv.FormatInt(ts, 10) + " is outside the topic's message.timestamp.before/after.max.ms window"
+			}
 		}
-		if max := b.rules.MaxValueBytes; max > 0 && len(rec.Value) > max {
-			r.refuse("MaxValueBytes")
-			code, msg = kerr.MessageTooLarge.Code, "record value of "+strconv.Itoa(len(rec.Value))+" bytes is over the "+strconv.Itoa(max)+"-byte limit (rule MaxValueBytes)"
-			return false
-		}
-		if checkTimes && !inWindow(rec.Timestamp, nowMs, cfg) {
-			code, msg = kerr.InvalidTimestamp.Code, "record timestamp "+strconv.FormatInt(rec.Timestamp, 10)+" is outside the topic's message.timestamp.before/after.max.ms window"
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return nil, kerr.CorruptMessage.Code, ""
-	}
-	if code != 0 {
-		return nil, code, msg
 	}
 	return batch, 0, ""
+}
+
+// checkBatchSize refuses a batch larger than the topic allows, as Kafka
+// does (MESSAGE_TOO_LARGE): the topic's max.message.bytes when set, else
+// the broker's message.max.bytes. A VAST cap (rule MaxMessageBytes) bounds
+// both; only a refusal the cap causes is recorded as the rule's.
+func (b *Broker) checkBatchSize(r *request, size int, cfg topicConfig) (int16, string) {
+	vastCap := b.rules.MaxMessageBytes
+	if topic := cfg.maxMessageBytes; topic >= 0 && size > topic && (vastCap <= 0 || topic <= vastCap) {
+		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the topic's max.message.bytes of " + strconv.Itoa(topic)
+	}
+	if vastCap > 0 && size > vastCap {
+		r.refuse("MaxMessageBytes")
+		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the " + strconv.Itoa(vastCap) + "-byte limit (rule MaxMessageBytes)"
+	}
+	if cfg.maxMessageBytes < 0 && vastCap <= 0 && size > rules.KafkaMessageMaxBytes {
+		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the broker's message.max.bytes of " + strconv.Itoa(rules.KafkaMessageMaxBytes)
+	}
+	return 0, ""
 }
 
 // inWindow applies message.timestamp.before.max.ms and

@@ -263,7 +263,7 @@ func (b *Broker) createOffsetsTopic() {
 	if b.rules.NoOffsetsTopic {
 		return
 	}
-	cfg := topicConfig{set: make(map[string]string, len(offsetsTopicConfigs)), retention: defaultRetention, beforeMaxMs: math.MaxInt64, afterMaxMs: math.MaxInt64}
+	cfg := topicConfig{set: make(map[string]string, len(offsetsTopicConfigs)), retention: defaultRetention, beforeMaxMs: math.MaxInt64, afterMaxMs: math.MaxInt64, maxMessageBytes: -1}
 	for k, v := range offsetsTopicConfigs {
 		cfg.set[k] = v
 	}

@@ -3,7 +3,9 @@ package log
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -41,10 +43,13 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // Errors returned while reading a record batch. The broker maps them to
 // Kafka error codes: ErrCorrupt to CORRUPT_MESSAGE, ErrInvalidRecord to
-// INVALID_RECORD.
+// INVALID_RECORD, ErrDecompress to UNKNOWN_SERVER_ERROR (what Kafka answers
+// when a batch does not decompress), ErrTooLarge to MESSAGE_TOO_LARGE.
 var (
 	ErrCorrupt       = errors.New("record batch is corrupt")
-	ErrInvalidRecord = errors.New("record batch is not a single valid v2 batch")
+	ErrInvalidRecord = errors.New("invalid record batch")
+	ErrDecompress    = errors.New("failed to decompress record stream")
+	ErrTooLarge      = errors.New("record batch decompresses to more than MaxDecompressedBytes")
 )
 
 // Batch is a read-only view of one v2 record batch as it sits on the wire.
@@ -52,9 +57,11 @@ var (
 type Batch []byte
 
 // ParseBatch checks that raw holds exactly one complete v2 record batch
-// with a correct CRC and returns it as a Batch. Produce v3+ carries exactly
-// one batch per partition, and Kafka refuses anything else with
-// INVALID_RECORD; a bad CRC or length is CORRUPT_MESSAGE.
+// with a correct CRC and a consistent offset range and record count, and
+// returns it as a Batch. Produce v3+ carries exactly one batch per
+// partition, and Kafka refuses anything else with INVALID_RECORD; a bad CRC
+// or length is CORRUPT_MESSAGE. It reads only the header: Validate reads the
+// records.
 func ParseBatch(raw []byte) (Batch, error) {
 	if len(raw) < BatchHeaderSize {
 		return nil, ErrCorrupt
@@ -76,45 +83,169 @@ func ParseBatch(raw []byte) (Batch, error) {
 	if b.NumRecords() <= 0 || b.LastOffsetDelta() != b.NumRecords()-1 {
 		return nil, ErrInvalidRecord
 	}
-	if b.Compression() == 0 && !b.recordsFramed() {
-		return nil, ErrCorrupt
-	}
 	return b, nil
 }
 
-// recordsFramed reports whether an uncompressed batch's record section is
-// exactly NumRecords length-prefixed records, as Kafka's log validator
-// requires; it reads only the length varints.
-func (b Batch) recordsFramed() bool {
-	rest := []byte(b[BatchHeaderSize:])
-	for i := int32(0); i < b.NumRecords(); i++ {
-		length, n := binary.Varint(rest)
-		if n <= 0 || length <= 0 || int64(len(rest)-n) < length {
-			return false
-		}
-		rest = rest[n+int(length):]
-	}
-	return len(rest) == 0
+// RecordStats is what Validate learns about a batch's records on its way
+// through them, for the broker's size and timestamp checks.
+type RecordStats struct {
+	// MaxKey and MaxValue are the lengths of the longest key and value; a
+	// null key or value counts as 0.
+	MaxKey, MaxValue int
+	// MinTimestamp and MaxTimestamp bound the records' timestamps, leaving
+	// out records without one (-1), as Kafka's timestamp check does. When
+	// no record has a timestamp, MinTimestamp > MaxTimestamp.
+	MinTimestamp, MaxTimestamp int64
 }
 
-// LargestRecord is the length of the largest record of an uncompressed,
-// parsed batch: no key or value in the batch is longer. It reads only the
-// records' length varints; 0 for a compressed batch.
-func (b Batch) LargestRecord() int {
-	if b.Compression() != 0 {
-		return 0
+// Validate reads every record of a parsed batch once, as Kafka's log
+// validator does before appending (DefaultRecord.readFrom and the batch's
+// record iterator), and returns what it learned. It refuses with
+// ErrInvalidRecord (Kafka's INVALID_RECORD) a record whose length, key,
+// value or header lengths do not fit inside it or are negative (other than
+// -1 for null), a header count below zero or above the bytes left, a varint
+// longer than its type allows, an offset delta other than the record's
+// index, and a record section holding more or fewer records than the
+// header's count. Where Kafka would rewrite a batch whose offset deltas are
+// not 0, 1, 2, …, vastfake stores batches as received and refuses it
+// instead.
+//
+// An uncompressed batch is read in place without allocating. A compressed
+// batch (gzip, snappy, lz4, zstd) is decompressed first into pooled memory;
+// a batch that does not decompress in its codec returns ErrDecompress, and
+// one that decompresses to more than MaxDecompressedBytes returns
+// ErrTooLarge.
+func (b Batch) Validate() (RecordStats, error) {
+	if b.Compression() == 0 {
+		return b.validateRecords(b[BatchHeaderSize:])
 	}
-	largest := 0
-	rest := []byte(b[BatchHeaderSize:])
-	for i := int32(0); i < b.NumRecords(); i++ {
-		length, n := binary.Varint(rest)
-		if n <= 0 || length <= 0 || int64(len(rest)-n) < length {
-			break // ParseBatch refuses such a batch
+	var stats RecordStats
+	err := decompress(b.Compression(), b[BatchHeaderSize:], func(records []byte) error {
+		var err error
+		stats, err = b.validateRecords(records)
+		return err
+	})
+	return stats, err
+}
+
+// validateRecords checks the record section of a batch, uncompressed; see
+// Validate. It is the produce path's one walk over every record, so its
+// varint reads are written to inline: each takes the bytes and a position
+// and returns the value and the position after it, or a position < 0.
+func (b Batch) validateRecords(section []byte) (RecordStats, error) {
+	stats := RecordStats{MinTimestamp: math.MaxInt64, MaxTimestamp: math.MinInt64}
+	first := b.FirstTimestamp()
+	n := b.NumRecords()
+	at := 0
+	for i := int32(0); i < n; i++ {
+		length, p := varint32(section, at)
+		if p < 0 || length <= 0 || int(length) > len(section)-p {
+			return stats, invalidRecord(i, "record length does not fit the batch")
 		}
-		largest = max(largest, int(length))
-		rest = rest[n+int(length):]
+		at = p + int(length)
+		rec := section[:at]
+		p++ // attributes: unused in v2 records
+		tsDelta, p := varint64(rec, p)
+		if p < 0 {
+			return stats, invalidRecord(i, "bad timestamp delta")
+		}
+		if ts := first + tsDelta; ts != -1 {
+			stats.MinTimestamp = min(stats.MinTimestamp, ts)
+			stats.MaxTimestamp = max(stats.MaxTimestamp, ts)
+		}
+		offsetDelta, p := varint32(rec, p)
+		if p < 0 || offsetDelta != i {
+			return stats, invalidRecord(i, "offset delta is not the record's index")
+		}
+		keyLen, p := varint32(rec, p)
+		if p = skipBytes(rec, p, keyLen); p < 0 {
+			return stats, invalidRecord(i, "bad key length")
+		}
+		valueLen, p := varint32(rec, p)
+		if p = skipBytes(rec, p, valueLen); p < 0 {
+			return stats, invalidRecord(i, "bad value length")
+		}
+		stats.MaxKey, stats.MaxValue = max(stats.MaxKey, int(keyLen)), max(stats.MaxValue, int(valueLen))
+		headers, p := varint32(rec, p)
+		if p < 0 || headers < 0 || int(headers) > len(rec)-p {
+			return stats, invalidRecord(i, "bad header count")
+		}
+		for range headers {
+			keyLen, p = varint32(rec, p)
+			if p = skipBytes(rec, p, keyLen); p < 0 || keyLen < 0 {
+				return stats, invalidRecord(i, "bad header key length")
+			}
+			valueLen, p = varint32(rec, p)
+			if p = skipBytes(rec, p, valueLen); p < 0 {
+				return stats, invalidRecord(i, "bad header value length")
+			}
+		}
+		if p != len(rec) {
+			return stats, invalidRecord(i, "record length does not match its fields")
+		}
 	}
-	return largest
+	if at != len(section) {
+		return stats, fmt.Errorf("%w: more records than the batch's count of %d", ErrInvalidRecord, n)
+	}
+	return stats, nil
+}
+
+// varint32 reads a zigzag varint of at most five bytes whose value fits an
+// int32 at b[p:], as Kafka's ByteUtils.readVarint does, and returns it with
+// the position after it, or a position < 0.
+func varint32(b []byte, p int) (int32, int) {
+	var u uint32
+	for shift := 0; shift < 35; shift += 7 {
+		if uint(p) >= uint(len(b)) {
+			return 0, -1
+		}
+		c := b[p]
+		p++
+		u |= uint32(c&0x7f) << shift
+		if c < 0x80 {
+			if shift == 28 && c > 0x0f {
+				return 0, -1 // past 32 bits
+			}
+			return int32(u>>1) ^ -int32(u&1), p
+		}
+	}
+	return 0, -1
+}
+
+// varint64 reads a zigzag varint of at most ten bytes at b[p:], as Kafka's
+// ByteUtils.readVarlong does; see varint32.
+func varint64(b []byte, p int) (int64, int) {
+	var u uint64
+	for shift := 0; shift < 70; shift += 7 {
+		if uint(p) >= uint(len(b)) {
+			return 0, -1
+		}
+		c := b[p]
+		p++
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			if shift == 63 && c > 1 {
+				return 0, -1 // past 64 bits
+			}
+			return int64(u>>1) ^ -int64(u&1), p
+		}
+	}
+	return 0, -1
+}
+
+// skipBytes skips a bytes field of length l (-1 for null) at b[p:] and
+// returns the position after it, or -1 for a length below -1 or past the
+// end of b.
+func skipBytes(b []byte, p int, l int32) int {
+	if p < 0 || l < -1 || int(l) > len(b)-p {
+		return -1
+	}
+	return p + max(int(l), 0)
+}
+
+// invalidRecord is ErrInvalidRecord with the record's index and the reason.
+func invalidRecord(i int32, why string) error {
+	return fmt.Errorf("%w: record %d: %s", ErrInvalidRecord, i, why)
 }
 
 // BaseOffset is the offset of the batch's first record.
@@ -173,7 +304,7 @@ type Record struct {
 
 // Records decodes the records of an uncompressed batch with kmsg. It returns
 // ErrCorrupt if the records do not parse, and ErrCompressed for a compressed
-// batch (vastfake serves those as stored and never decompresses them).
+// batch (reads serve those as stored; only Validate decompresses).
 func (b Batch) Records() ([]Record, error) {
 	if b.Compression() != 0 {
 		return nil, ErrCompressed

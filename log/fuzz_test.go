@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// FuzzParseBatch parses arbitrary bytes as a record batch. A batch that
-// parses must be readable record by record without panicking, no key or
-// value may be longer than its LargestRecord, and, when
-// its records decode, must survive a trip through a partition unchanged
-// apart from its offsets.
+// FuzzParseBatch parses and validates arbitrary bytes as a record batch. A
+// batch that parses must be readable record by record without panicking; a
+// batch that validates must decode with kmsg, no key or value may be longer
+// than Validate measured, and it must survive a trip through a partition
+// unchanged apart from its offsets.
 //
 //	go test -run '^$' -fuzz FuzzParseBatch -fuzztime 60s ./log/
 func FuzzParseBatch(f *testing.F) {
@@ -34,19 +34,23 @@ func FuzzParseBatch(f *testing.F) {
 		if err != nil {
 			return
 		}
+		_, _ = b.Records()
+		stats, err := b.Validate()
+		if err != nil || b.Compression() != 0 {
+			return
+		}
 		recs, err := b.Records()
 		if err != nil {
-			return
+			t.Fatalf("a batch that validates does not decode: %v", err)
 		}
 		if len(recs) != int(b.NumRecords()) {
 			t.Fatalf("Records returned %d records, the header says %d", len(recs), b.NumRecords())
 		}
-		// The broker skips the key and value size check when the largest
-		// record is within the limits, so no key or value may exceed it.
-		largest := b.LargestRecord()
+		// The broker checks keys and values against the rules by what
+		// Validate measured.
 		for i, r := range recs {
-			if len(r.Key) > largest || len(r.Value) > largest {
-				t.Fatalf("record %d has a %d-byte key and %d-byte value, over LargestRecord %d", i, len(r.Key), len(r.Value), largest)
+			if len(r.Key) > stats.MaxKey || len(r.Value) > stats.MaxValue {
+				t.Fatalf("record %d has a %d-byte key and %d-byte value, over the measured %d and %d", i, len(r.Key), len(r.Value), stats.MaxKey, stats.MaxValue)
 			}
 		}
 		p := NewPartition()

@@ -260,7 +260,7 @@ func (p *Partition) MaxTimestamp() (timestamp, offset int64) {
 // record timestamp is >= ts, and the timestamp of that record, as Kafka's
 // ListOffsets does. It returns (-1, -1) when every record is older. For a
 // compressed batch the batch's base offset and max timestamp stand in for
-// its records, since vastfake never decompresses.
+// its records: reads never decompress.
 func (p *Partition) OffsetForTime(ts int64) (offset, timestamp int64) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

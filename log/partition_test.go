@@ -1,7 +1,9 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"runtime"
 	"strings"
@@ -9,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -433,37 +439,216 @@ func BenchmarkMemoryPerStoredByte(b *testing.B) {
 	}
 }
 
-func TestParseBatchChecksRecordFraming(t *testing.T) {
+func TestValidateChecksRecordFraming(t *testing.T) {
 	good := batch(t, []int64{1, 2}, "a", "b")
 	// Claim three records while carrying two, with a valid CRC.
 	bad := append([]byte(nil), good...)
 	binary.BigEndian.PutUint32(bad[offNumRecords:], 3)
 	binary.BigEndian.PutUint32(bad[offLastOffsetDelta:], 2)
 	binary.BigEndian.PutUint32(bad[offCRC:], crc32.Checksum(bad[offAttributes:], crc32c))
-	_, err := ParseBatch(bad)
-	assert.ErrorIs(t, err, ErrCorrupt)
+	b, err := ParseBatch(bad)
+	require.NoError(t, err, "the header alone is consistent")
+	_, err = b.Validate()
+	assert.ErrorIs(t, err, ErrInvalidRecord)
 
 	// Garbage where the records should be, with a valid CRC.
 	garbage := append([]byte(nil), good[:BatchHeaderSize]...)
 	garbage = append(garbage, 0x7f, 0x7f, 0x7f)
 	binary.BigEndian.PutUint32(garbage[offLength:], uint32(len(garbage)-12))
 	binary.BigEndian.PutUint32(garbage[offCRC:], crc32.Checksum(garbage[offAttributes:], crc32c))
-	_, err = ParseBatch(garbage)
-	assert.ErrorIs(t, err, ErrCorrupt)
+	b, err = ParseBatch(garbage)
+	require.NoError(t, err)
+	_, err = b.Validate()
+	assert.ErrorIs(t, err, ErrInvalidRecord)
 }
 
-func TestLargestRecordBoundsKeysAndValues(t *testing.T) {
-	raw := batch(t, same(3, 1), "a", strings.Repeat("v", 300), "bc")
+func TestValidateMeasuresKeysValuesAndTimestamps(t *testing.T) {
+	raw := batch(t, []int64{1000, 900, 1200}, "a", strings.Repeat("v", 300), "bc")
 	b, err := ParseBatch(raw)
 	require.NoError(t, err)
-	largest := b.LargestRecord()
-	require.NoError(t, b.EachRecord(func(r Record) bool {
-		assert.LessOrEqual(t, len(r.Key), largest)
-		assert.LessOrEqual(t, len(r.Value), largest)
-		return true
-	}))
-	// The 300-byte value's record is the largest: its value plus a few
-	// bytes of varints, attributes and the one-byte key.
-	assert.Greater(t, largest, 300)
-	assert.Less(t, largest, 320)
+	stats, err := b.Validate()
+	require.NoError(t, err)
+	assert.Equal(t, RecordStats{MaxKey: 1, MaxValue: 300, MinTimestamp: 900, MaxTimestamp: 1200}, stats)
+}
+
+// withRecords wraps an encoded record section in a v2 batch header claiming
+// count records, with the given attributes, a right length and CRC.
+func withRecords(attrs int16, count int32, records []byte) []byte {
+	rb := kmsg.NewRecordBatch()
+	rb.Magic = 2
+	rb.Attributes = attrs
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp = 1000, 1000
+	rb.LastOffsetDelta, rb.NumRecords = count-1, count
+	rb.Records = records
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
+	return out
+}
+
+// record encodes one record with kmsg: offset delta i, key "k", value v,
+// no headers; edit, when set, rewrites the body (everything after the
+// length varint) before the length is prefixed. With small deltas, the
+// body is: attributes, timestamp delta, offset delta, key length (at
+// index 3), key, value length, value, header count.
+func record(i int32, v string, edit func([]byte) []byte) []byte {
+	r := kmsg.NewRecord()
+	r.OffsetDelta = i
+	r.Key, r.Value = []byte("k"), []byte(v)
+	body := r.AppendTo(nil)[1:] // Length 0 encodes as one byte
+	if edit != nil {
+		body = edit(append([]byte(nil), body...))
+	}
+	return append(binary.AppendVarint(nil, int64(len(body))), body...)
+}
+
+func TestValidateRefusesBrokenRecords(t *testing.T) {
+	varint := func(v int64) []byte { return binary.AppendVarint(nil, v) }
+	// splice replaces body[at:at+n] with repl.
+	splice := func(at, n int, repl []byte) func([]byte) []byte {
+		return func(body []byte) []byte {
+			return append(append(append([]byte(nil), body[:at]...), repl...), body[at+n:]...)
+		}
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	cases := map[string]struct {
+		count   int32
+		records []byte
+	}{
+		"negative key length":          {1, record(0, "v", splice(3, 1, varint(-5)))},
+		"key length past the record":   {1, record(0, "v", splice(3, 1, varint(1000)))},
+		"key length over int32":        {1, record(0, "v", splice(3, 1, varint(1<<33)))},
+		"value length -2^31":           {1, record(0, "v", splice(5, 1, varint(-1<<31)))},
+		"header count 2^31-1":          {1, record(0, "v", splice(7, 1, varint(1<<31-1)))},
+		"header count -2^31":           {1, record(0, "v", splice(7, 1, varint(-1<<31)))},
+		"negative header key length":   {1, record(0, "v", splice(7, 1, cat(varint(1), varint(-3), varint(-1))))},
+		"offset delta out of order":    {2, cat(record(1, "a", nil), record(0, "b", nil))},
+		"offset delta repeated":        {2, cat(record(0, "a", nil), record(0, "b", nil))},
+		"fewer records than the count": {3, cat(record(0, "a", nil), record(1, "b", nil))},
+		"more records than the count":  {1, cat(record(0, "a", nil), record(1, "b", nil))},
+		"record length too short":      {1, record(0, "v", func(b []byte) []byte { return b[:len(b)-1] })},
+		"record length too long":       {1, record(0, "v", func(b []byte) []byte { return append(b, 0) })},
+		"negative record length":       {1, cat(varint(-8), record(0, "v", nil)[1:])},
+		"ten-byte varint":              {1, record(0, "v", splice(2, 1, bytes.Repeat([]byte{0x80}, 9)))},
+		"overlong timestamp varint":    {1, record(0, "v", splice(1, 1, bytes.Repeat([]byte{0xff}, 11)))},
+		"empty record":                 {1, varint(0)},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := ParseBatch(withRecords(0, c.count, c.records))
+			require.NoError(t, err, "the header is consistent")
+			_, err = b.Validate()
+			assert.ErrorIs(t, err, ErrInvalidRecord)
+		})
+	}
+	// The same builder makes a valid batch.
+	b, err := ParseBatch(withRecords(0, 2, cat(record(0, "a", nil), record(1, "b", nil))))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	require.NoError(t, err)
+}
+
+// compressors compress a record section the way Kafka producers do, per
+// codec number.
+var compressors = map[int16]func(testing.TB, []byte) []byte{
+	1: func(tb testing.TB, src []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		_, err := w.Write(src)
+		require.NoError(tb, err)
+		require.NoError(tb, w.Close())
+		return buf.Bytes()
+	},
+	2: func(_ testing.TB, src []byte) []byte { return s2.EncodeSnappy(nil, src) },
+	3: func(tb testing.TB, src []byte) []byte {
+		var buf bytes.Buffer
+		w := lz4.NewWriter(&buf)
+		_, err := w.Write(src)
+		require.NoError(tb, err)
+		require.NoError(tb, w.Close())
+		return buf.Bytes()
+	},
+	4: func(tb testing.TB, src []byte) []byte {
+		enc, err := zstd.NewWriter(nil)
+		require.NoError(tb, err)
+		defer enc.Close()
+		return enc.EncodeAll(src, nil)
+	},
+}
+
+func TestValidateDecompresses(t *testing.T) {
+	records := append(record(0, "first", nil), record(1, strings.Repeat("v", 5000), nil)...)
+	broken := append(record(0, "first", nil), record(0, "again", nil)...)
+	for codec, compress := range compressors {
+		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
+			b, err := ParseBatch(withRecords(codec, 2, compress(t, records)))
+			require.NoError(t, err)
+			stats, err := b.Validate()
+			require.NoError(t, err)
+			assert.Equal(t, 5000, stats.MaxValue)
+
+			b, err = ParseBatch(withRecords(codec, 2, records))
+			require.NoError(t, err)
+			_, err = b.Validate()
+			assert.ErrorIs(t, err, ErrDecompress, "uncompressed records in a batch claiming the codec")
+
+			b, err = ParseBatch(withRecords(codec, 2, compress(t, broken)))
+			require.NoError(t, err)
+			_, err = b.Validate()
+			assert.ErrorIs(t, err, ErrInvalidRecord, "valid in the codec, broken inside")
+		})
+	}
+}
+
+func TestValidateReadsXerialSnappy(t *testing.T) {
+	records := append(record(0, "a", nil), record(1, "b", nil)...)
+	// snappy-java's stream: magic, version 1, compatible version 1, then
+	// blocks prefixed with their length.
+	framed := append([]byte(nil), xerialMagic...)
+	framed = binary.BigEndian.AppendUint32(framed, 1)
+	framed = binary.BigEndian.AppendUint32(framed, 1)
+	for _, part := range [][]byte{records[:3], records[3:]} {
+		block := s2.EncodeSnappy(nil, part)
+		framed = binary.BigEndian.AppendUint32(framed, uint32(len(block)))
+		framed = append(framed, block...)
+	}
+	b, err := ParseBatch(withRecords(2, 2, framed))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	require.NoError(t, err)
+
+	b, err = ParseBatch(withRecords(2, 2, framed[:len(framed)-2]))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	assert.ErrorIs(t, err, ErrDecompress, "a block cut short")
+}
+
+func TestValidateBoundsDecompressedSize(t *testing.T) {
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	defer enc.Close()
+	bomb := enc.EncodeAll(make([]byte, MaxDecompressedBytes+1), nil)
+	b, err := ParseBatch(withRecords(4, 1, bomb))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	assert.ErrorIs(t, err, ErrTooLarge)
+}
+
+// BenchmarkValidate validates a batch of 1,000 100-byte records, as
+// BenchmarkProduceRequest's producer sends it.
+func BenchmarkValidate(b *testing.B) {
+	values := make([]string, 1000)
+	for i := range values {
+		values[i] = strings.Repeat("v", 100)
+	}
+	parsed, err := ParseBatch(batch(b, same(1000, 1_700_000_000_000), values...))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(parsed)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parsed.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

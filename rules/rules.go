@@ -87,9 +87,10 @@ type Rules struct {
 	// UNSUPPORTED_COMPRESSION_TYPE. [KB][000]
 	NoCompression bool
 
-	// MaxMessageBytes caps a record batch (Kafka's message.max.bytes); a
-	// larger one gets MESSAGE_TOO_LARGE. 0 means Kafka's default of
-	// 1048588. [KB]
+	// MaxMessageBytes caps a record batch (Kafka's message.max.bytes), and
+	// a topic's max.message.bytes cannot raise it; a larger batch gets
+	// MESSAGE_TOO_LARGE. 0 means no cap: the topic's max.message.bytes,
+	// or else Kafka's message.max.bytes default of 1048588, applies. [KB]
 	MaxMessageBytes int
 
 	// MaxKeyBytes and MaxValueBytes cap one record's key and value; a larger
