@@ -130,7 +130,9 @@ func ruleOn(r *rules.Rules, name string) bool {
 // v3+ carry the client's software name and version, which vastfake ignores.
 // VAST: no KIP-848 or share-group keys, no OffsetDelete, no InitProducerID
 // or transactions, no CreatePartitions; Fetch and Produce stop at v12 (no
-// topic IDs). All of that follows from the table and the rules.
+// topic IDs). All of that follows from the table and the rules. A client
+// that sends a hidden API anyway has its connection closed, as Kafka does
+// for an API it does not serve, and the request log names the rule.
 func handleApiVersions(b *Broker, r *request) kmsg.Response {
 	return b.apiVersionsResponse(r.version)
 }
