@@ -1,20 +1,26 @@
 package broker
 
 import (
+	"fmt"
+	"reflect"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
 
 // api is one row of the API table: the versions vastfake serves for a key
 // and the function that answers it. A nil response means "send nothing"
-// (Produce with acks=0).
+// (Produce with acks=0). A row with no handler is never served; it is
+// there only to name the rule that hides it.
 type api struct {
 	key      int16
 	min, max int16
 	handle   func(*Broker, *request) kmsg.Response
-	// hiddenBy, when set, names the rule that removes this API: it is
-	// neither advertised nor served while the rule is on.
-	hiddenBy func(*rules.Rules) bool
+	// hiddenBy, when set, names the rule (a bool field of rules.Rules)
+	// that removes this API: while the rule is on, the API is neither
+	// advertised nor served, and a client that sends it anyway has its
+	// connection closed and the rule recorded in the request log.
+	hiddenBy string
 	// capBy, when set, lowers max while a rule is on.
 	capBy func(*rules.Rules) int16
 	// beforeAuth marks the APIs a client may call before it has
@@ -30,7 +36,8 @@ type api struct {
 
 const maxAPIKey = kmsg.MaxKey
 
-// apiTable is every Kafka API vastfake serves, in key order. ApiVersions is
+// apiTable is every Kafka API vastfake serves, in key order, and the ones a
+// VAST rule hides that vastfake never serves (no handler). ApiVersions is
 // derived from it, so the broker can never advertise an API it does not
 // serve. Minimum versions follow Kafka 4.x, which dropped the pre-2.1
 // versions (and with them message formats v0 and v1).
@@ -53,14 +60,31 @@ var apiTable = []api{
 	{key: 19, min: 2, max: 7, handle: handleCreateTopics},
 	{key: 20, min: 1, max: 6, handle: handleDeleteTopics},
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},
-	{key: 22, min: 0, max: 5, handle: handleInitProducerID, hiddenBy: func(r *rules.Rules) bool { return r.NoIdempotence }},
+	{key: 22, min: 0, max: 5, handle: handleInitProducerID, hiddenBy: "NoIdempotence"},
+	{key: 24, hiddenBy: "NoIdempotence"}, // AddPartitionsToTxn
+	{key: 25, hiddenBy: "NoIdempotence"}, // AddOffsetsToTxn
+	{key: 26, hiddenBy: "NoIdempotence"}, // EndTxn
+	{key: 28, hiddenBy: "NoIdempotence"}, // TxnOffsetCommit
 	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs},
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},
 	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, beforeAuth: true},
-	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, hiddenBy: func(r *rules.Rules) bool { return r.FixedPartitions }},
+	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, hiddenBy: "FixedPartitions"},
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs},
-	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, hiddenBy: func(r *rules.Rules) bool { return r.NoOffsetDelete }},
+	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, hiddenBy: "NoOffsetDelete"},
+	{key: 65, hiddenBy: "NoIdempotence"},     // DescribeTransactions
+	{key: 66, hiddenBy: "NoIdempotence"},     // ListTransactions
+	{key: 68, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupHeartbeat (KIP-848)
+	{key: 69, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupDescribe
+	{key: 76, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupHeartbeat (KIP-932)
+	{key: 77, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupDescribe
+	{key: 78, hiddenBy: "ClassicGroupsOnly"}, // ShareFetch
+	{key: 79, hiddenBy: "ClassicGroupsOnly"}, // ShareAcknowledge
+	{key: 88, hiddenBy: "ClassicGroupsOnly"}, // StreamsGroupHeartbeat (KIP-1071)
+	{key: 89, hiddenBy: "ClassicGroupsOnly"}, // StreamsGroupDescribe
+	{key: 90, hiddenBy: "ClassicGroupsOnly"}, // DescribeShareGroupOffsets
+	{key: 91, hiddenBy: "ClassicGroupsOnly"}, // AlterShareGroupOffsets
+	{key: 92, hiddenBy: "ClassicGroupsOnly"}, // DeleteShareGroupOffsets
 }
 
 func noTopicIDs(max int16) func(*rules.Rules) int16 {
@@ -73,11 +97,16 @@ func noTopicIDs(max int16) func(*rules.Rules) int16 {
 }
 
 // buildAPIs applies the rules to the table: hidden APIs are dropped and
-// capped ones lowered.
-func buildAPIs(r *rules.Rules) []api {
+// capped ones lowered. It also returns, per API key, the rule that hides
+// it, or "", so that a request for a hidden API can name the rule.
+func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string) {
 	out := make([]api, 0, len(apiTable))
 	for _, a := range apiTable {
-		if a.hiddenBy != nil && a.hiddenBy(r) {
+		if a.hiddenBy != "" && ruleOn(r, a.hiddenBy) {
+			hiddenBy[a.key] = a.hiddenBy
+			continue
+		}
+		if a.handle == nil {
 			continue
 		}
 		if a.capBy != nil {
@@ -87,7 +116,18 @@ func buildAPIs(r *rules.Rules) []api {
 		}
 		out = append(out, a)
 	}
-	return out
+	return out, hiddenBy
+}
+
+// ruleOn reports whether the bool rule named name is on in r. A name that
+// is not a bool field of rules.Rules is a mistake in apiTable, and panics
+// on the first broker built (every test builds one).
+func ruleOn(r *rules.Rules, name string) bool {
+	f := reflect.ValueOf(r).Elem().FieldByName(name)
+	if !f.IsValid() || f.Kind() != reflect.Bool {
+		panic(fmt.Sprintf("apiTable: hiddenBy %q is not a bool field of rules.Rules", name))
+	}
+	return f.Bool()
 }
 
 // handleApiVersions answers ApiVersions v0-v4 with the table in force.
@@ -95,7 +135,9 @@ func buildAPIs(r *rules.Rules) []api {
 // v3+ carry the client's software name and version, which vastfake ignores.
 // VAST: no KIP-848 or share-group keys, no OffsetDelete, no InitProducerID
 // or transactions, no CreatePartitions; Fetch and Produce stop at v12 (no
-// topic IDs). All of that follows from the table and the rules.
+// topic IDs). All of that follows from the table and the rules. A client
+// that sends a hidden API anyway has its connection closed, as Kafka does
+// for an API it does not serve, and the request log names the rule.
 // Produce is advertised from v0 although v0-v2 close the connection, as in
 // Kafka 4.x (KAFKA-18659), so that older librdkafka compresses.
 func handleApiVersions(b *Broker, r *request) kmsg.Response {

@@ -58,6 +58,8 @@ type Broker struct {
 	data       *store
 	apis       []api // the table, with the rules applied
 	apiByKey   [maxAPIKey + 1]*api
+	// hiddenBy names the rule that hides each API key, or "".
+	hiddenBy   [maxAPIKey + 1]string
 	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
 	notifyMu   sync.Mutex
 
@@ -269,7 +271,7 @@ func New(opts ...Option) (*Broker, error) {
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 	}
 	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
-	b.apis = buildAPIs(&b.rules)
+	b.apis, b.hiddenBy = buildAPIs(&b.rules)
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}

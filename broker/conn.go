@@ -37,6 +37,7 @@ type clientConn struct {
 	out   []byte
 
 	clientID string // the last request's client id; only serve's goroutine touches it
+	fetchRun logRun // the request log record of this connection's run of empty fetches
 
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
@@ -160,6 +161,9 @@ func (c *clientConn) handleOne() error {
 	corr := int32(binary.BigEndian.Uint32(frame[4:]))
 
 	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
+		if key >= 0 && int(key) < len(c.b.hiddenBy) && c.b.hiddenBy[key] != "" {
+			return c.refuseHidden(key, version, frame[8:])
+		}
 		return protoErr("unsupported api key %d", key)
 	}
 	a := c.b.apiByKey[key]
@@ -213,15 +217,23 @@ func (c *clientConn) handleOne() error {
 	} else {
 		resp = a.handle(c.b, req)
 	}
-	c.b.reqLog.add(RequestRecord{
+	rec := RequestRecord{
 		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
 		ErrorCode: firstError(resp), Rule: req.rule, Fault: fault != nil,
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
-	})
+	}
+	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {
+		rec.Message = logMessage(firstErrorMessage(resp))
+	}
+	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
+	if !emptyFetch(resp) {
+		c.fetchRun, run = logRun{}, nil
+	}
+	c.b.reqLog.addRun(rec, run)
 	if req.rule != "" {
-		c.b.log.Info("refused by VAST rule", "rule", req.rule, "api", kmsg.NameForKey(key), "version", version, "client_id", clientID, "remote", c.remote)
+		c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", req.rule, "api", kmsg.NameForKey(key), "version", version)...)
 	} else if req.denied != "" {
-		c.b.log.Info("denied", "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user, "client_id", clientID, "remote", c.remote)
+		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user)...)
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
 		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
 	}
@@ -239,6 +251,39 @@ func (c *clientConn) handleOne() error {
 		return &closeError{reason: req.closeAfter}
 	}
 	return nil
+}
+
+// outcomeAttrs ends the attributes of a refusal's or denial's log line
+// with the error the client got, its message, and who sent the request.
+func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
+	if e, ok := kerr.ErrorForCode(rec.ErrorCode).(*kerr.Error); ok {
+		attrs = append(attrs, "error", e.Message) // the name, MESSAGE_TOO_LARGE
+	}
+	if rec.Message != "" {
+		attrs = append(attrs, "message", rec.Message)
+	}
+	return append(attrs, "client_id", rec.ClientID, "remote", c.remote)
+}
+
+// refuseHidden answers a request for an API that a rule hides from
+// ApiVersions (OffsetDelete under NoOffsetDelete, ConsumerGroupHeartbeat
+// under ClassicGroupsOnly) as Kafka answers an API it does not serve: it
+// closes the connection without answering. Unlike a malformed request, it
+// is recorded in the request log with the rule (and Closed), so that
+// Refusals and AssertRefused see it. hdr is the frame after the api key,
+// version and correlation id.
+func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
+	rule := c.b.hiddenBy[key]
+	if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
+		c.clientID = string(id) // the client id comes before anything that differs by version
+	}
+	msg := kmsg.NameForKey(key) + " is hidden by rule " + rule + " (not in ApiVersions): closing the connection, as Kafka does for an API it does not serve"
+	rec := RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
+		Message: msg, Rule: rule, User: c.user, Closed: true}
+	c.fetchRun = logRun{}
+	c.b.reqLog.add(rec)
+	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", rule, "api", kmsg.NameForKey(key), "version", version)...)
+	return &closeError{reason: msg}
 }
 
 // write encodes resp with kmsg behind its response header and flushes it.

@@ -448,12 +448,50 @@ func firstErrorIn(v reflect.Value, depth int) int16 {
 	return 0
 }
 
-// errorPlan is where a kmsg struct type keeps its error code and its lists
-// of nested structs, found once per type: firstError runs on every answer,
-// and looking fields up by name each time cost more than the rest of a
-// small request.
+// firstErrorMessage returns the first non-empty ErrorMessage anywhere in a
+// response, for the request log and the refusal log line: the explanation a client gets with
+// an error.
+func firstErrorMessage(resp kmsg.Response) string {
+	if resp == nil {
+		return ""
+	}
+	return firstErrorMessageIn(reflect.ValueOf(resp).Elem(), 0)
+}
+
+func firstErrorMessageIn(v reflect.Value, depth int) string {
+	if depth > 4 {
+		return ""
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		p := errorPlanFor(v.Type())
+		if p.errorMessage >= 0 {
+			if f := v.Field(p.errorMessage); !f.IsNil() && f.Elem().String() != "" {
+				return f.Elem().String()
+			}
+		}
+		for _, i := range p.structSlices {
+			if msg := firstErrorMessageIn(v.Field(i), depth+1); msg != "" {
+				return msg
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if msg := firstErrorMessageIn(v.Index(i), depth+1); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
+}
+
+// errorPlan is where a kmsg struct type keeps its error code, its error
+// message and its lists of nested structs, found once per type: firstError
+// runs on every answer, and looking fields up by name each time cost more
+// than the rest of a small request.
 type errorPlan struct {
 	errorCode    int   // index of an int16 ErrorCode field, or -1
+	errorMessage int   // index of a *string ErrorMessage field, or -1
 	structSlices []int // indices of fields that are slices of structs
 }
 
@@ -463,12 +501,14 @@ func errorPlanFor(t reflect.Type) *errorPlan {
 	if p, ok := errorPlans.Load(t); ok {
 		return p.(*errorPlan)
 	}
-	p := &errorPlan{errorCode: -1}
+	p := &errorPlan{errorCode: -1, errorMessage: -1}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		switch {
 		case f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16:
 			p.errorCode = i
+		case f.Name == "ErrorMessage" && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.String:
+			p.errorMessage = i
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 			p.structSlices = append(p.structSlices, i)
 		}

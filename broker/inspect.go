@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/coordinator"
@@ -137,13 +138,20 @@ func (b *Broker) CommittedOffset(group, topic string, partition int32) (int64, b
 // follows a v0 SaslHandshake, which is not a Kafka request, is logged as
 // SaslAuthenticate with Version -1.
 type RequestRecord struct {
-	// Time is when the broker answered, on its clock.
+	// Time is when the broker answered, on its clock; for a collapsed
+	// run of empty fetches (Repeats > 0), when it answered the last.
 	Time     time.Time
 	API      kmsg.Key
 	Version  int16
 	ClientID string
 	// ErrorCode is the first non-zero error code in the answer, or 0.
 	ErrorCode int16
+	// Message is the explanation that came with the error: the first
+	// non-empty ErrorMessage in the answer (set whatever the version, so
+	// also for clients too old to receive it), or, for a request the
+	// broker closed the connection on instead of answering, why. It is
+	// cut to 512 bytes.
+	Message string
 	// Rule names the VAST rule (a rules.Rules field) that refused the
 	// request or part of it, or is empty.
 	Rule string
@@ -161,56 +169,225 @@ type RequestRecord struct {
 	// recorded here too, with no error code.
 	Denied string
 	// Closed is set when the broker closed the connection after (or
-	// instead of) answering: failed or missing authentication.
+	// instead of) answering: failed or missing authentication, or an API
+	// that a rule hides (Rule names it).
 	Closed bool
+	// Repeats counts the further answers this record stands for. An idle
+	// consumer in the VAST profile (NoDelayedFetch) fetches in a tight
+	// loop; consecutive empty Fetch answers on one connection with the
+	// same outcome (version, client id, user, error) are collapsed into
+	// one record, which moves to the end of the log with each repeat. 0
+	// for a single answer.
+	Repeats int
 }
 
-// maxRequestLog bounds the request log; the oldest entries go first.
+// notable reports whether r goes to the store of refusals, denials,
+// faults and closed connections, which ordinary requests cannot evict.
+func (r *RequestRecord) notable() bool {
+	return r.Rule != "" || r.Denied != "" || r.Fault || r.Closed
+}
+
+// sameOutcome reports whether b repeats a: the same record but for its time
+// and count.
+func sameOutcome(a, b *RequestRecord) bool {
+	x := *a
+	x.Time, x.Repeats = b.Time, b.Repeats
+	return x == *b
+}
+
+// maxRequestLog bounds the ordinary records of the request log (a
+// collapsed run of empty fetches counts once); the oldest go first.
 const maxRequestLog = 100_000
 
-// requestLogBlock is how many records the log allocates at a time. Records
+// maxNotableLog bounds the notable records of the request log: those with
+// a Rule, Denied, Fault or Closed. They are kept apart from the ordinary
+// ones, so that no flood of fetches can evict a refusal; the oldest of
+// them go first.
+const maxNotableLog = 10_000
+
+// maxLoggedMessage bounds RequestRecord.Message: an error message can
+// quote a client's topic or user name, which may be of any length.
+const maxLoggedMessage = 512
+
+// requestLogBlock is how many slots the log allocates at a time. Records
 // live in fixed blocks rather than one growing slice, so that adding one
 // never copies the whole log while every connection waits on the lock.
 const requestLogBlock = 1024
 
+// requestLog is the broker's record of the requests it answered: ordinary
+// records in a list of at most maxRequestLog, and notable ones in a ring of
+// at most maxNotableLog. Every record carries a sequence number given when
+// it was added (or, for a collapsed run, last repeated), and each store is
+// in sequence order, so merging the two gives the log in answer order.
 type requestLog struct {
-	mu     sync.Mutex
-	blocks [][]RequestRecord // oldest first; every block but the last is full
-	start  int               // records of blocks[0] already dropped
-	n      int               // records kept
+	mu  sync.Mutex
+	seq uint64 // the last sequence number given; never reset, so a stale logRun never matches
+
+	// The ordinary records: a doubly linked list, oldest first, threaded
+	// through slots allocated in blocks. Once the list is full the oldest
+	// slot is reused for the newest record, and a repeated empty fetch
+	// moves its record to the back, so neither copies nor allocates.
+	blocks     [][]logSlot
+	used       int32 // slots handed out so far
+	head, tail int32 // valid while n > 0
+	n          int
+
+	notable []logSlot // a ring, oldest at nstart once full; prev and next unused
+	nstart  int
 }
 
-func (l *requestLog) add(r RequestRecord) {
+type logSlot struct {
+	rec        RequestRecord
+	seq        uint64
+	prev, next int32 // -1 at either end
+}
+
+// logRun is a connection's handle on its last record while that is an
+// empty fetch, so that the next identical one is folded into it. The zero
+// value holds nothing.
+type logRun struct {
+	slot int32
+	seq  uint64
+}
+
+func (l *requestLog) slot(i int32) *logSlot {
+	return &l.blocks[i/requestLogBlock][i%requestLogBlock]
+}
+
+// add records r.
+func (l *requestLog) add(r RequestRecord) { l.addRun(r, nil) }
+
+// addRun records r. With run, r is an empty fetch: it is folded into the
+// record run holds when that record is still in the log and has the same
+// outcome, and run then holds r's record. A notable r is never folded and
+// clears run.
+func (l *requestLog) addRun(r RequestRecord, run *logRun) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.blocks) == 0 || len(l.blocks[len(l.blocks)-1]) == requestLogBlock {
-		l.blocks = append(l.blocks, make([]RequestRecord, 0, requestLogBlock))
-	}
-	last := &l.blocks[len(l.blocks)-1]
-	*last = append(*last, r)
-	l.n++
-	if l.n > maxRequestLog {
-		l.n--
-		l.blocks[0][l.start] = RequestRecord{} // let its strings go
-		if l.start++; l.start == requestLogBlock {
-			l.blocks[0] = nil
-			l.blocks, l.start = l.blocks[1:], 0
+	l.seq++
+	if r.notable() {
+		if run != nil {
+			*run = logRun{}
 		}
+		rec := logSlot{rec: r, seq: l.seq}
+		if len(l.notable) < maxNotableLog {
+			l.notable = append(l.notable, rec)
+			return
+		}
+		l.notable[l.nstart] = rec
+		l.nstart = (l.nstart + 1) % maxNotableLog
+		return
+	}
+	if run != nil && run.seq != 0 && run.slot < l.used {
+		if s := l.slot(run.slot); s.seq == run.seq && sameOutcome(&s.rec, &r) {
+			s.rec.Repeats++
+			s.rec.Time = r.Time
+			s.seq = l.seq
+			l.unlink(run.slot)
+			l.linkBack(run.slot)
+			run.seq = l.seq
+			return
+		}
+	}
+	var i int32
+	switch {
+	case l.n == maxRequestLog:
+		i = l.head
+		l.unlink(i)
+	default:
+		if l.used%requestLogBlock == 0 {
+			l.blocks = append(l.blocks, make([]logSlot, requestLogBlock))
+		}
+		i = l.used
+		l.used++
+	}
+	*l.slot(i) = logSlot{rec: r, seq: l.seq}
+	l.linkBack(i)
+	if run != nil {
+		*run = logRun{slot: i, seq: l.seq}
 	}
 }
 
-// Requests returns a copy of the request log, oldest first: the last
-// 100,000 requests the broker answered.
+func (l *requestLog) unlink(i int32) {
+	s := l.slot(i)
+	if s.prev >= 0 {
+		l.slot(s.prev).next = s.next
+	} else {
+		l.head = s.next
+	}
+	if s.next >= 0 {
+		l.slot(s.next).prev = s.prev
+	} else {
+		l.tail = s.prev
+	}
+	l.n--
+}
+
+func (l *requestLog) linkBack(i int32) {
+	s := l.slot(i)
+	s.next = -1
+	if l.n == 0 {
+		s.prev = -1
+		l.head = i
+	} else {
+		s.prev = l.tail
+		l.slot(l.tail).next = i
+	}
+	l.tail = i
+	l.n++
+}
+
+// Requests returns a copy of the request log in the order the broker
+// answered, oldest first (a collapsed run of empty fetches sits where its
+// last answer was): the last 100,000 ordinary requests together with the
+// last 10,000 notable ones (refused by a rule, denied, faulted, or closing
+// the connection), which ordinary requests never evict.
 func (b *Broker) Requests() []RequestRecord {
 	l := &b.reqLog
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]RequestRecord, 0, l.n)
-	for i, block := range l.blocks {
-		if i == 0 {
-			block = block[l.start:]
+	out := make([]RequestRecord, 0, l.n+len(l.notable))
+	nj := 0
+	notableAt := func(j int) *logSlot { return &l.notable[(l.nstart+j)%len(l.notable)] }
+	for i, left := l.head, l.n; left > 0; left-- {
+		s := l.slot(i)
+		for ; nj < len(l.notable) && notableAt(nj).seq < s.seq; nj++ {
+			out = append(out, notableAt(nj).rec)
 		}
-		out = append(out, block...)
+		out = append(out, s.rec)
+		i = s.next
+	}
+	for ; nj < len(l.notable); nj++ {
+		out = append(out, notableAt(nj).rec)
+	}
+	return out
+}
+
+// Refusals returns the requests a VAST rule refused (in whole or in part),
+// oldest first: the records of Requests with a Rule. They come from the
+// store of notable records, so they are cheap to read however busy the
+// broker is.
+func (b *Broker) Refusals() []RequestRecord {
+	return b.notable(func(r *RequestRecord) bool { return r.Rule != "" })
+}
+
+// Denials returns the requests an identity policy denied (in whole or in
+// part, including topics and groups left out of a listing) and the
+// connections refused for missing or failed authentication, oldest first:
+// the records of Requests with Denied set.
+func (b *Broker) Denials() []RequestRecord {
+	return b.notable(func(r *RequestRecord) bool { return r.Denied != "" })
+}
+
+func (b *Broker) notable(keep func(*RequestRecord) bool) []RequestRecord {
+	l := &b.reqLog
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []RequestRecord
+	for j := range l.notable {
+		if r := &l.notable[(l.nstart+j)%len(l.notable)].rec; keep(r) {
+			out = append(out, *r)
+		}
 	}
 	return out
 }
@@ -220,5 +397,36 @@ func (b *Broker) ResetRequests() {
 	l := &b.reqLog
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.blocks, l.start, l.n = nil, 0, 0
+	l.blocks, l.used, l.n = nil, 0, 0
+	l.notable, l.nstart = nil, 0
+}
+
+// logMessage cuts an error message to maxLoggedMessage bytes, on a
+// character boundary, marking the cut.
+func logMessage(s string) string {
+	if len(s) <= maxLoggedMessage {
+		return s
+	}
+	cut := maxLoggedMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// emptyFetch reports whether resp is a Fetch answer that carries no
+// records, what an idle consumer gets in a loop.
+func emptyFetch(resp kmsg.Response) bool {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return false
+	}
+	for i := range f.Topics {
+		for j := range f.Topics[i].Partitions {
+			if len(f.Topics[i].Partitions[j].RecordBatches) > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

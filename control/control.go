@@ -294,8 +294,12 @@ func (s *server) requests(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	rule := q.Get("rule")
+	recs := s.b.Refusals // refusals are kept apart, and cheaper to read
+	if rule == "" {
+		recs = s.b.Requests
+	}
 	out := []requestView{}
-	for _, rec := range s.b.Requests() {
+	for _, rec := range recs() {
 		if rule != "" && !strings.EqualFold(rec.Rule, rule) || api != nil && rec.API != *api {
 			continue
 		}

@@ -187,15 +187,17 @@ func TestRequestLogNamesTheRule(t *testing.T) {
 	require.ErrorIs(t, err, kerr.UnsupportedCompressionType)
 
 	var reqs []struct {
-		API   string `json:"api"`
-		Error string `json:"error"`
-		Rule  string `json:"rule"`
+		API     string `json:"api"`
+		Error   string `json:"error"`
+		Rule    string `json:"rule"`
+		Message string `json:"message"`
 	}
 	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?rule=NoCompression", nil, &reqs))
 	require.NotEmpty(t, reqs)
 	assert.Equal(t, "Produce", reqs[0].API)
 	assert.Equal(t, "UNSUPPORTED_COMPRESSION_TYPE", reqs[0].Error)
 	assert.Equal(t, "NoCompression", reqs[0].Rule)
+	assert.Contains(t, reqs[0].Message, "compression.type=none", "what the client was told")
 
 	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Metadata&limit=1", nil, &reqs))
 	require.Len(t, reqs, 1)

@@ -255,12 +255,16 @@ type requestView struct {
 	Denied string `json:"denied,omitempty"`
 	// Closed is set when the broker closed the connection after it.
 	Closed bool `json:"closed,omitempty"`
+	// Message is what the client was told with the error, if anything.
+	Message string `json:"message,omitempty"`
+	// Repeats counts the identical empty fetches folded into this one.
+	Repeats int `json:"repeats,omitempty"`
 }
 
 func newRequestView(r broker.RequestRecord) requestView {
 	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID,
 		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Fault: r.Fault,
-		User: r.User, Denied: r.Denied, Closed: r.Closed}
+		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
 }
 
 // liveView is everything the live page draws, read in one request.
