@@ -49,3 +49,72 @@ func TestPythonClientMatrix(t *testing.T) {
 		t.Errorf("librdkafka reported protocol errors:\n%s", walkthroughTail(stderr.String(), 20))
 	}
 }
+
+// TestKafkaJSMatrix runs the client-matrix scenario with kafkajs
+// (kafkajs/matrix.js, npm kafkajs 2.2.4 on Node.js) against the vastfake
+// binary started with its HTTP control plane, once per profile: create a
+// topic with the admin client, produce, consume in a group and commit,
+// rebalance onto a second member (kafkajs's assignor is named
+// RoundRobinAssigner), delete the group and the topic, and the VAST
+// refusals as kafkajs reports them. The script's output must equal
+// kafkajs/expected.txt (VAST profile) or kafkajs/expected-kafka.txt.
+//
+// It needs node on PATH and kafkajs/node_modules (npm ci in interop/kafkajs):
+// without them the test is skipped, or fails when CI is set (.ci/run
+// installs them).
+func TestKafkaJSMatrix(t *testing.T) {
+	node := needKafkaJS(t)
+	bin := filepath.Join(t.TempDir(), "vastfake")
+	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
+	for _, tc := range []struct{ profile, expected string }{
+		{"vast", "expected.txt"},
+		{"kafka", "expected-kafka.txt"},
+	} {
+		t.Run(tc.profile, func(t *testing.T) {
+			expected, err := os.ReadFile(filepath.Join("kafkajs", tc.expected))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := walkthroughStartBinaryLines(t, bin, 2, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-profile", tc.profile)
+			httpURL, ok := strings.CutPrefix(lines[1], "control plane on ")
+			if !ok {
+				t.Fatalf("vastfake's second stdout line is %q, want \"control plane on http://host:port/\"", lines[1])
+			}
+
+			// matrix.js stops itself after 90 s; the context is the backstop.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			js := exec.CommandContext(ctx, node, "matrix.js")
+			js.Dir = "kafkajs"
+			js.Env = append(walkthroughEnv(), "KAFKA_BOOTSTRAP="+lines[0], "VASTFAKE_HTTP="+httpURL)
+			var stdout, stderr bytes.Buffer
+			js.Stdout, js.Stderr = &stdout, &stderr
+			js.WaitDelay = 10 * time.Second
+			if err := js.Run(); err != nil {
+				t.Fatalf("matrix.js: %v (context: %v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), stdout.String(), walkthroughTail(stderr.String(), 40))
+			}
+			if got := stdout.String(); got != string(expected) {
+				t.Fatalf("matrix.js printed\n%s\nwant\n%s\nstderr:\n%s", got, expected, walkthroughTail(stderr.String(), 40))
+			}
+		})
+	}
+}
+
+// needKafkaJS returns the path of node when it is on PATH and
+// kafkajs/node_modules has kafkajs; otherwise it skips the test, or fails it
+// when CI is set (.ci/run runs npm ci).
+func needKafkaJS(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join("kafkajs", "node_modules", "kafkajs", "package.json"))
+	}
+	if err != nil {
+		msg := t.Name() + " needs node on PATH and kafkajs installed (cd interop/kafkajs && npm ci): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node
+}
