@@ -8,6 +8,13 @@
 // binary with its -http listener. Every answer is JSON; an error is
 // {"error": "..."} with a 4xx or 5xx status.
 //
+// Every request passes a guard first (guard.go): a Host header naming
+// neither localhost, an IP address nor a host given to WithAllowedHosts
+// gets 403 (DNS rebinding); a POST, PUT or DELETE from another site, or
+// with a form's content type and no matching Origin, gets 403 (cross-site
+// request forgery); and with WithToken, a request without the token gets
+// 401, except GET /healthz.
+//
 //	GET    /healthz                                   {"status": "ok", "bootstrap": "host:port"}
 //	GET    /rules                                     the rules.Rules in force
 //	GET    /topics, /topics/{name}                    partitions with log start offset and high watermark
@@ -47,10 +54,11 @@ import (
 //go:embed page.html
 var page []byte
 
-// New returns the control plane of b. When b runs on a *clock.Manual,
-// POST /clock/advance moves it; otherwise that endpoint answers 409. The
-// handler keeps no state of its own and starts no goroutines.
-func New(b *broker.Broker) http.Handler {
+// New returns the control plane of b, guarded as the package doc says and
+// as opts configure. When b runs on a *clock.Manual, POST /clock/advance
+// moves it; otherwise that endpoint answers 409. The handler keeps no state
+// of its own and starts no goroutines.
+func New(b *broker.Broker, opts ...Option) http.Handler {
 	s := &server{b: b}
 	s.manual, _ = b.Clock().(*clock.Manual)
 	mux := http.NewServeMux()
@@ -80,7 +88,7 @@ func New(b *broker.Broker) http.Handler {
 	mux.HandleFunc("GET /clock", s.clock)
 	mux.HandleFunc("POST /clock/advance", s.advance)
 	mux.HandleFunc("GET /live.json", s.live)
-	return jsonErrors(mux)
+	return newGuard(jsonErrors(mux), opts)
 }
 
 type server struct {

@@ -37,6 +37,8 @@ type config struct {
 	RetentionCheckInterval time.Duration
 	ManualClock            bool
 	HTTP                   string
+	HTTPToken              string
+	HTTPAllowHosts         []string
 	ReadyFile              string
 	LogLevel               string
 	LogFormat              string
@@ -223,6 +225,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
+	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
+	httpAllowHosts := str("http-allow-hosts", "", "comma-separated host names the control plane answers besides localhost and IP addresses (DNS rebinding protection); * allows any")
 	ready := str("ready-file", "", "file to write the bootstrap address to once the broker accepts connections")
 	logLevel := str("log-level", "info", "debug (every request), info (every refusal with its VAST rule), warn or error")
 	logFormat := str("log-format", "text", "text or json")
@@ -275,8 +279,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 
 	cfg := &config{
-		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr,
-		ReadyFile: *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
+		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr, HTTPToken: *httpToken,
+		HTTPAllowHosts: splitPlain(*httpAllowHosts),
+		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 	}
 	for _, spec := range users.all() {

@@ -6,12 +6,17 @@
 //	go run ./cmd/vastfake -topic orders:3:retention.ms=60000 -rule MaxGroups=10 -http 127.0.0.1:8080
 //
 // The first line on stdout is the bootstrap address ("listening on
-// host:port"). Every flag can also be set by the environment variable named
+// host:port"); with -http the second is "control plane on
+// http://host:port/", and when -user is given without -http-token a third
+// gives the token generated for the control plane ("control plane token
+// <token>"; send it as "Authorization: Bearer <token>" or open the page at
+// http://host:port/?token=<token>). Every flag can also be set by the environment variable named
 // in its help, or by the JSON file named by -config (see config.go for the
 // precedence). SIGINT or SIGTERM closes the broker.
 package main
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -34,7 +39,8 @@ func main() {
 
 // run parses the configuration, starts the broker and the -http control
 // plane, writes the ready file, prints the bootstrap address (and the
-// control plane's on a second line) and serves until a signal arrives or
+// control plane's on a second line, and a generated token on a third) and
+// serves until a signal arrives or
 // stop is closed (tests use stop).
 func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	cfg, err := parseConfig(args, stderr)
@@ -75,9 +81,16 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		return err
 	}
 	defer b.Close()
-	httpAddr := ""
+	httpAddr, generatedToken := "", ""
 	if cfg.HTTP != "" {
-		addr, stopHTTP, err := serveControl(b, cfg.HTTP, logger)
+		token := cfg.HTTPToken
+		if token == "" && len(cfg.Users) > 0 {
+			// The broker holds users' records: the control plane that
+			// serves them needs a token too.
+			token = rand.Text()
+			generatedToken = token
+		}
+		addr, stopHTTP, err := serveControl(b, cfg.HTTP, token, cfg.HTTPAllowHosts, logger)
 		if err != nil {
 			return err
 		}
@@ -92,6 +105,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	fmt.Fprintf(stdout, "listening on %s\n", b.AdvertisedAddr())
 	if httpAddr != "" {
 		fmt.Fprintf(stdout, "control plane on http://%s/\n", httpAddr)
+	}
+	if generatedToken != "" {
+		fmt.Fprintf(stdout, "control plane token %s\n", generatedToken)
 	}
 	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", cfg.Profile,
 		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock, "http", httpAddr,
