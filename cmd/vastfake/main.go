@@ -18,11 +18,15 @@ package main
 import (
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,9 +36,47 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "vastfake:", err)
+		var fe *flagError
+		if !errors.As(err, &fe) { // the flag package printed those already
+			fmt.Fprintln(os.Stderr, errorLine(err))
+		}
 		os.Exit(2)
 	}
+}
+
+// errorLine is the line main prints for err: prefixed "vastfake: " once,
+// whether or not the error (the broker's do) already starts with it.
+func errorLine(err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "vastfake: ") {
+		msg = "vastfake: " + msg
+	}
+	return msg
+}
+
+// versionLine is what -version prints: the module version (or "(devel)"
+// for a build from a checkout), the VCS revision when the build recorded
+// one, and the Go version.
+func versionLine() string {
+	version, goVersion, revision := "(devel)", runtime.Version(), ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		if bi.GoVersion != "" {
+			goVersion = bi.GoVersion
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	line := "vastfake " + version
+	if revision != "" && version == "(devel)" {
+		line += " revision " + revision
+	}
+	return line + " " + goVersion
 }
 
 // run parses the configuration, starts the broker and the -http control
@@ -43,7 +85,10 @@ func main() {
 // serves until a signal arrives or
 // stop is closed (tests use stop).
 func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
-	cfg, err := parseConfig(args, stderr)
+	cfg, err := parseConfig(args, stdout, stderr)
+	if errors.Is(err, errDone) {
+		return nil // -h or -version answered
+	}
 	if err != nil {
 		return err
 	}

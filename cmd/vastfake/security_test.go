@@ -31,7 +31,7 @@ func TestParseSecurityFlags(t *testing.T) {
 		"-user", "app:app-secret",
 		"-policy", "allow app KafkaRead vast:kafka:group:shop:billing",
 		"-default-deny", "-view", "shop",
-	}, io.Discard)
+	}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"env-user": "env-pass", "other": "o:with:colons", "app": "app-secret"}, cfg.Users)
 	assert.Equal(t, []broker.Policy{
@@ -48,7 +48,7 @@ func TestParseSecurityFlags(t *testing.T) {
 		{"-policy", "allow app KafkaRead"},
 		{"-tls-cert", "cert.pem"},
 	} {
-		_, err := parseConfig(bad, io.Discard)
+		_, err := parseConfig(bad, io.Discard, io.Discard)
 		assert.Error(t, err, "%q", bad)
 	}
 }
