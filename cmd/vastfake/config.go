@@ -270,6 +270,9 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	// The environment changes the defaults.
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "version" {
+			return // a command, not a setting
+		}
 		if l, ok := f.Value.(*listFlag); ok {
 			env := "VASTFAKE_" + strings.ToUpper(f.Name) + "S"
 			if base, ok := strings.CutSuffix(env, "YS"); ok {

@@ -157,13 +157,18 @@ func TestHelpVersionAndErrors(t *testing.T) {
 	assert.Contains(t, out.String(), "-listen")
 	assert.Empty(t, errOut.String())
 
+	t.Setenv("VASTFAKE_VERSION", "true") // not a setting: ignored
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.NotNil(t, cfg)
+
 	out.Reset()
 	require.NoError(t, run([]string{"-version"}, &out, &errOut, nil))
 	assert.Regexp(t, `^vastfake \S+( revision \S+)? go\S+\n$`, out.String())
 	assert.Contains(t, out.String(), runtime.Version())
 
 	out.Reset()
-	err := run([]string{"-no-such-flag"}, &out, &errOut, nil)
+	err = run([]string{"-no-such-flag"}, &out, &errOut, nil)
 	var fe *flagError
 	require.ErrorAs(t, err, &fe, "main prints nothing more")
 	assert.Equal(t, 1, strings.Count(errOut.String(), "flag provided but not defined: -no-such-flag"))
