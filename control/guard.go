@@ -21,7 +21,7 @@ import (
 // Option configures the control plane returned by New.
 type Option func(*guard)
 
-// WithToken requires token on every request except GET /healthz, as
+// WithToken requires token on every request except GET (or HEAD) /healthz, as
 // "Authorization: Bearer <token>", as the query parameter ?token=<token>,
 // or as the cookie the live page gets when it is opened with ?token=. A
 // request without it gets 401. An empty token requires nothing.
@@ -76,7 +76,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, err)
 		return
 	}
-	if g.token != "" && !(r.Method == http.MethodGet && r.URL.Path == "/healthz") {
+	if g.token != "" && !(r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
 		if !g.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="vastfake"`)
 			writeError(w, http.StatusUnauthorized,

@@ -129,6 +129,8 @@ func TestTokenRequired(t *testing.T) {
 
 	status, _, _ = send(t, "GET", srv.URL+"/healthz", "")
 	assert.Equal(t, http.StatusOK, status)
+	status, _, _ = send(t, "HEAD", srv.URL+"/healthz", "")
+	assert.Equal(t, http.StatusOK, status)
 	status, body, _ = send(t, "GET", srv.URL+"/topics", "", "Authorization", "Bearer s3cret")
 	assert.Equal(t, http.StatusOK, status, body)
 	assert.Contains(t, body, "orders")
