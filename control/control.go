@@ -8,6 +8,13 @@
 // binary with its -http listener. Every answer is JSON; an error is
 // {"error": "..."} with a 4xx or 5xx status.
 //
+// Every request passes a guard first (guard.go): a Host header naming
+// neither localhost, an IP address nor a host given to WithAllowedHosts
+// gets 403 (DNS rebinding); a POST, PUT or DELETE from another site, or
+// with a form's content type and no matching Origin, gets 403 (cross-site
+// request forgery); and with WithToken, a request without the token gets
+// 401, except GET /healthz.
+//
 //	GET    /healthz                                   {"status": "ok", "bootstrap": "host:port"}
 //	GET    /rules                                     the rules.Rules in force
 //	GET    /topics, /topics/{name}                    partitions with log start offset and high watermark
@@ -28,6 +35,7 @@
 package control
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -47,10 +55,11 @@ import (
 //go:embed page.html
 var page []byte
 
-// New returns the control plane of b. When b runs on a *clock.Manual,
-// POST /clock/advance moves it; otherwise that endpoint answers 409. The
-// handler keeps no state of its own and starts no goroutines.
-func New(b *broker.Broker) http.Handler {
+// New returns the control plane of b, guarded as the package doc says and
+// as opts configure. When b runs on a *clock.Manual, POST /clock/advance
+// moves it; otherwise that endpoint answers 409. The handler keeps no state
+// of its own and starts no goroutines.
+func New(b *broker.Broker, opts ...Option) http.Handler {
 	s := &server{b: b}
 	s.manual, _ = b.Clock().(*clock.Manual)
 	mux := http.NewServeMux()
@@ -80,7 +89,7 @@ func New(b *broker.Broker) http.Handler {
 	mux.HandleFunc("GET /clock", s.clock)
 	mux.HandleFunc("POST /clock/advance", s.advance)
 	mux.HandleFunc("GET /live.json", s.live)
-	return jsonErrors(mux)
+	return newGuard(jsonErrors(mux), opts)
 }
 
 type server struct {
@@ -90,12 +99,21 @@ type server struct {
 
 // ---- helpers ----
 
+// writeJSON answers v as indented JSON with status. It encodes before
+// writing anything, so a value JSON cannot encode gets a 500 that says why
+// rather than a 200 with an empty or cut body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		_ = enc.Encode(map[string]string{"error": "encoding the answer: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	w.Write(buf.Bytes())
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -3,6 +3,8 @@ package control_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/fixtures"
 )
@@ -296,4 +299,67 @@ func TestReset(t *testing.T) {
 	require.NoError(t, resp.Err)
 	k.Produce("orders", 0, "fresh")
 	k.WaitRecords("orders", 0, "fresh")
+}
+
+// TestRecordsOutsideRFC3339Years produces a record stamped in the year
+// 10000 between two ordinary ones: the records endpoint still answers all
+// three, the odd one with a null timestamp and its milliseconds. (kgo
+// cannot stamp it: time.UnixNano overflows after 2262, so the batch is
+// built with kmsg.)
+func TestRecordsOutsideRFC3339Years(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 1))
+	url := serve(t, k)
+	now := time.Now().Truncate(time.Millisecond)
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	k.ProduceRecords(&kgo.Record{Topic: "orders", Value: []byte("before"), Timestamp: now})
+	produceStampedAt(t, k, "orders", far, "far")
+	k.ProduceRecords(&kgo.Record{Topic: "orders", Value: []byte("after"), Timestamp: now})
+
+	var records []struct {
+		Value       string     `json:"value"`
+		Timestamp   *time.Time `json:"timestamp"`
+		TimestampMs int64      `json:"timestampMs"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics/orders/partitions/0/records", nil, &records))
+	require.Len(t, records, 3)
+	assert.Equal(t, "far", records[1].Value)
+	assert.Nil(t, records[1].Timestamp)
+	assert.Equal(t, far, records[1].TimestampMs)
+	require.NotNil(t, records[0].Timestamp)
+	assert.True(t, now.Equal(*records[0].Timestamp))
+	assert.Equal(t, now.UnixMilli(), records[2].TimestampMs)
+}
+
+// produceStampedAt produces one record with value to partition 0 of topic
+// in a batch whose timestamp is ms, encoded with kmsg.
+func produceStampedAt(t *testing.T, k *fixtures.Kafka, topic string, ms int64, value string) {
+	t.Helper()
+	rec := kmsg.NewRecord()
+	rec.Value = []byte(value)
+	body := rec.AppendTo(nil) // Length 0 takes one varint byte
+	rec.Length = int32(len(body) - 1)
+	rb := kmsg.NewRecordBatch()
+	rb.Magic, rb.PartitionLeaderEpoch = 2, -1
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp, rb.NumRecords = ms, ms, 1
+	rb.Records = rec.AppendTo(nil)
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))                                          // batch length
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))) // CRC-32C
+
+	cl := k.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9 // names the topic; v13+ would want its id
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
 }

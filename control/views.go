@@ -43,8 +43,13 @@ func newTopicView(t broker.TopicInfo) topicView {
 // recordView shows a key, value or header value as text when it is UTF-8
 // and as base64 (the *Base64 field) otherwise.
 type recordView struct {
-	Offset        int64        `json:"offset"`
-	Timestamp     time.Time    `json:"timestamp"`
+	Offset int64 `json:"offset"`
+	// Timestamp is the record's timestamp in RFC 3339, null when its year
+	// is outside 0-9999, which RFC 3339 cannot write (a client may send
+	// any int64); TimestampMs is Kafka's own milliseconds since the epoch,
+	// always set.
+	Timestamp     *time.Time   `json:"timestamp"`
+	TimestampMs   int64        `json:"timestampMs"`
 	LogAppendTime bool         `json:"logAppendTime,omitempty"`
 	Key           *string      `json:"key"`
 	KeyBase64     string       `json:"keyBase64,omitempty"`
@@ -73,7 +78,12 @@ func text(b []byte) (*string, string) {
 }
 
 func newRecordView(r broker.Record) recordView {
-	v := recordView{Offset: r.Offset, Timestamp: r.Timestamp, LogAppendTime: r.LogAppendTime, Compressed: r.Compressed}
+	v := recordView{Offset: r.Offset, TimestampMs: r.Timestamp.UnixMilli(), LogAppendTime: r.LogAppendTime,
+		Compressed: r.Compressed}
+	if y := r.Timestamp.Year(); y >= 0 && y <= 9999 {
+		ts := r.Timestamp
+		v.Timestamp = &ts
+	}
 	v.Key, v.KeyBase64 = text(r.Key)
 	v.Value, v.ValueBase64 = text(r.Value)
 	for _, h := range r.Headers {

@@ -10,6 +10,7 @@ package main
 // wins.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -39,6 +40,8 @@ type config struct {
 	RetentionCheckInterval time.Duration
 	ManualClock            bool
 	HTTP                   string
+	HTTPToken              string
+	HTTPAllowHosts         []string
 	ReadyFile              string
 	LogLevel               string
 	LogFormat              string
@@ -161,8 +164,8 @@ func setRule(r *rules.Rules, spec string) error {
 	switch {
 	case f.Type() == reflect.TypeOf(time.Duration(0)):
 		d, err := time.ParseDuration(val)
-		if err != nil {
-			return bad("a duration such as 30s")
+		if err != nil || d < 0 {
+			return bad("a non-negative duration such as 30s")
 		}
 		f.SetInt(int64(d))
 	case f.Kind() == reflect.Bool:
@@ -173,8 +176,9 @@ func setRule(r *rules.Rules, spec string) error {
 		f.SetBool(b)
 	case f.Kind() == reflect.Int:
 		n, err := strconv.Atoi(val)
-		if err != nil {
-			return bad("a number")
+		if err != nil || n < 0 {
+			// A negative limit would silently mean no limit: 0 says that.
+			return bad("a number >= 0 (0 means no limit or the default)")
 		}
 		f.SetInt(int64(n))
 	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
@@ -208,11 +212,31 @@ func envName(flagName string) string {
 	return "VASTFAKE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// errDone is returned by parseConfig once it has answered -h or -version
+// on stdout: the binary then exits 0 without starting.
+var errDone = errors.New("done")
+
+// flagError is a command-line error that the flag package has already
+// printed to stderr with the usage; main prints it no second time.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
 // parseConfig merges the environment, the config file and args into a
-// config. Flag errors and -h print to stderr.
-func parseConfig(args []string, stderr io.Writer) (*config, error) {
+// config. -h and -help print the usage on stdout and -version the version,
+// and both return errDone; a flag error prints with the usage to stderr and
+// returns a *flagError.
+func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("vastfake", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	usage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprintln(w, "Usage: vastfake [flags]\n\nvastfake runs an in-memory Kafka broker that behaves like VAST Event Broker 5.5.\n\nFlags:")
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+	}
+	fs.Usage = func() {} // printed below, where it belongs: stdout for -h, stderr for a mistake
 	str := func(name, def, help string) *string {
 		return fs.String(name, def, help+" (env "+envName(name)+")")
 	}
@@ -226,6 +250,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
+	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
+	httpAllowHosts := str("http-allow-hosts", "", "comma-separated host names the control plane answers besides localhost and IP addresses (DNS rebinding protection); * allows any")
 	ready := str("ready-file", "", "file to write the bootstrap address to once the broker accepts connections")
 	logLevel := str("log-level", "info", "debug (every request), info (every refusal with its VAST rule), warn or error")
 	logFormat := str("log-format", "text", "text or json")
@@ -242,10 +268,14 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	view := str("view", broker.DefaultView, "view name in policy resource names, vast:kafka:topic:<view>:<topic>")
 	tlsCert := str("tls-cert", "", "PEM certificate file: the listener then speaks TLS only (with -tls-key)")
 	tlsKey := str("tls-key", "", "PEM private key file of -tls-cert")
+	version := fs.Bool("version", false, "print the version and exit")
 
 	// The environment changes the defaults.
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "version" {
+			return // a command, not a setting
+		}
 		if l, ok := f.Value.(*listFlag); ok {
 			env := "VASTFAKE_" + strings.ToUpper(f.Name) + "S"
 			if base, ok := strings.CutSuffix(env, "YS"); ok {
@@ -266,7 +296,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout) // asked for, the usage is the answer: stdout, exit 0
+			return nil, errDone
+		}
+		usage(stderr) // after the flag package's own line naming the mistake
+		return nil, &flagError{err}
+	}
+	if *version {
+		fmt.Fprintln(stdout, versionLine())
+		return nil, errDone
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -278,8 +317,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 
 	cfg := &config{
-		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr,
-		ReadyFile: *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
+		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr, HTTPToken: *httpToken,
+		HTTPAllowHosts: splitPlain(*httpAllowHosts),
+		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 	}
 	for _, spec := range users.all() {
@@ -350,51 +390,48 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 }
 
 // applyConfigFile reads a JSON object whose keys are flag names and sets
-// every flag not given on the command line. A value is a string, number or
-// boolean; a repeatable flag also takes an array, and "rule" an object of
-// rule names to values.
+// every flag not given on the command line. Types are strict: a boolean
+// flag takes true or false, any other single-valued flag a string (a
+// duration as "3s"), a repeatable flag a string or an array of strings, and
+// "rule" also an object of rule names to a string, number, boolean or array
+// of strings. Anything else, an unknown key, or a key given twice is an
+// error naming the key.
 func applyConfigFile(fs *flag.FlagSet, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("config file %s: "+format, append([]any{path}, a...)...)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fail("want a JSON object whose keys are flag names")
 	}
 	onCmdLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onCmdLine[f.Name] = true })
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		f := fs.Lookup(key)
-		if f == nil || key == "config" {
-			return fmt.Errorf("config file %s: unknown key %q (keys are flag names)", path, key)
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fail("%v", err)
 		}
-		var vals []string
-		var list []any
-		var obj map[string]any
-		var one any
-		if json.Unmarshal(m[key], &obj) == nil {
-			names := make([]string, 0, len(obj))
-			for k := range obj {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			for _, k := range names {
-				vals = append(vals, k+"="+jsonScalar(obj[k]))
-			}
-		} else if json.Unmarshal(m[key], &list) == nil {
-			for _, v := range list {
-				vals = append(vals, jsonScalar(v))
-			}
-		} else if err := json.Unmarshal(m[key], &one); err == nil {
-			vals = []string{jsonScalar(one)}
-		} else {
-			return fmt.Errorf("config file %s: %q: %w", path, key, err)
+		key := t.(string) // object keys are strings
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fail("%q: %v", key, err)
+		}
+		f := fs.Lookup(key)
+		if f == nil || key == "config" || key == "version" {
+			return fail("unknown key %q (keys are flag names)", key)
+		}
+		if seen[key] {
+			return fail("%q is given twice", key)
+		}
+		seen[key] = true
+		vals, err := configValues(f, raw)
+		if err != nil {
+			return fail("%q: %v", key, err)
 		}
 		if l, ok := f.Value.(*listFlag); ok {
 			for _, v := range vals {
@@ -402,28 +439,82 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 			}
 			continue
 		}
-		if len(vals) != 1 {
-			return fmt.Errorf("config file %s: %q takes one value", path, key)
-		}
 		if onCmdLine[key] {
 			continue
 		}
 		if err := f.Value.Set(vals[0]); err != nil {
-			return fmt.Errorf("config file %s: %q: %w", path, key, err)
+			return fail("%q: %v", key, err)
 		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fail("%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("data after the JSON object")
 	}
 	return nil
 }
 
-// jsonScalar renders a decoded JSON value as a flag value.
-func jsonScalar(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case nil:
-		return ""
+// configValues checks a config file value against its flag's type and
+// returns it as flag values: one for a single-valued flag, any number for a
+// repeatable one.
+func configValues(f *flag.Flag, raw json.RawMessage) ([]string, error) {
+	var str string
+	var strs []string
+	isString := json.Unmarshal(raw, &str) == nil
+	_, repeatable := f.Value.(*listFlag)
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		var v bool
+		if err := json.Unmarshal(raw, &v); err != nil || string(raw) == "null" {
+			return nil, fmt.Errorf("want true or false, got %s", raw)
+		}
+		return []string{strconv.FormatBool(v)}, nil
 	}
-	return fmt.Sprint(v)
+	switch {
+	case isString && string(raw) != "null":
+		return []string{str}, nil
+	case !repeatable:
+		return nil, fmt.Errorf("want a string, got %s", raw)
+	case json.Unmarshal(raw, &strs) == nil && string(raw) != "null":
+		return strs, nil
+	case f.Name != "rule":
+		return nil, fmt.Errorf("want a string or an array of strings, got %s", raw)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || string(raw) == "null" {
+		return nil, fmt.Errorf(`want an object such as {"MaxGroups": 10}, an array of "Name=value" strings, or a string; got %s`, raw)
+	}
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var vals []string
+	for _, k := range names {
+		var v any
+		if err := json.Unmarshal(obj[k], &v); err != nil {
+			return nil, err
+		}
+		switch v := v.(type) {
+		case string:
+			vals = append(vals, k+"="+v)
+		case bool:
+			vals = append(vals, k+"="+strconv.FormatBool(v))
+		case float64:
+			vals = append(vals, k+"="+strconv.FormatFloat(v, 'f', -1, 64))
+		case []any:
+			var list []string
+			for _, e := range v {
+				s, ok := e.(string)
+				if !ok {
+					return nil, fmt.Errorf("rule %s: want an array of strings, got %s", k, obj[k])
+				}
+				list = append(list, s)
+			}
+			vals = append(vals, k+"="+strings.Join(list, ","))
+		default:
+			return nil, fmt.Errorf("rule %s: want a string, number, boolean or array of strings, got %s", k, obj[k])
+		}
+	}
+	return vals, nil
 }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +30,7 @@ func TestParseTopicSpecs(t *testing.T) {
 	cfg, err := parseConfig([]string{
 		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime,audit",
 		"-topic", "events:6",
-	}, io.Discard)
+	}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, []broker.TopicSpec{
 		{Name: "orders", Partitions: 3, Configs: map[string]string{"retention.ms": "60000", "message.timestamp.type": "LogAppendTime"}},
@@ -37,7 +39,7 @@ func TestParseTopicSpecs(t *testing.T) {
 	}, cfg.Topics)
 
 	for _, bad := range []string{"x:zero", ":3", "x:1:novalue"} {
-		_, err := parseConfig([]string{"-topic", bad}, io.Discard)
+		_, err := parseConfig([]string{"-topic", bad}, io.Discard, io.Discard)
 		assert.Error(t, err, bad)
 	}
 }
@@ -49,7 +51,7 @@ func TestParseRuleSwitches(t *testing.T) {
 		"-rule", "eagerassignors=range,roundrobin,cooperative-sticky",
 		"-rule", "OffsetsRetention=1h",
 		"-stale-end-offset", "30s",
-	}, io.Discard)
+	}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	want := rules.VAST()
 	want.NoCompression = false
@@ -59,8 +61,9 @@ func TestParseRuleSwitches(t *testing.T) {
 	want.StaleEndOffset = 30 * time.Second
 	assert.Equal(t, want, cfg.Rules)
 
-	for _, bad := range []string{"NoSuchRule=true", "MaxGroups=many", "NoCompression", "OffsetsRetention=7"} {
-		_, err := parseConfig([]string{"-rule", bad}, io.Discard)
+	for _, bad := range []string{"NoSuchRule=true", "MaxGroups=many", "NoCompression", "OffsetsRetention=7",
+		"MaxGroups=-5", "MaxValueBytes=-1", "OffsetsRetention=-1h"} {
+		_, err := parseConfig([]string{"-rule", bad}, io.Discard, io.Discard)
 		assert.Error(t, err, bad)
 	}
 }
@@ -83,7 +86,7 @@ func TestConfigPrecedence(t *testing.T) {
 	t.Setenv("VASTFAKE_RULES", "MaxGroups=1")
 	t.Setenv("VASTFAKE_CONFIG", file)
 
-	cfg, err := parseConfig([]string{"-log-level", "error", "-rule", "MaxGroups=7"}, io.Discard)
+	cfg, err := parseConfig([]string{"-log-level", "error", "-rule", "MaxGroups=7"}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, "error", cfg.LogLevel, "flag beats file and env")
 	assert.Equal(t, "kafka", cfg.Profile, "file beats default")
@@ -97,8 +100,87 @@ func TestConfigPrecedence(t *testing.T) {
 	assert.Equal(t, "from-file", cfg.Topics[1].Name)
 
 	require.NoError(t, os.WriteFile(file, []byte(`{"no-such-flag": 1}`), 0o644))
-	_, err = parseConfig(nil, io.Discard)
+	_, err = parseConfig(nil, io.Discard, io.Discard)
 	assert.ErrorContains(t, err, "no-such-flag")
+}
+
+// TestConfigFileTypes checks that a config file value of the wrong JSON
+// type is refused with the key in the message, not turned into a string.
+func TestConfigFileTypes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "vastfake.json")
+	parse := func(content string) (*config, error) {
+		require.NoError(t, os.WriteFile(file, []byte(content), 0o644))
+		return parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	}
+	for content, key := range map[string]string{
+		`{"topic": 5}`:                            "topic",
+		`{"topic": [5]}`:                          "topic",
+		`{"topic": {"orders": 3}}`:                "topic",
+		`{"listen": 9092}`:                        "listen",
+		`{"profile": null}`:                       "profile",
+		`{"manual-clock": "yes"}`:                 "manual-clock",
+		`{"manual-clock": 1}`:                     "manual-clock",
+		`{"initial-rebalance-delay": 3}`:          "initial-rebalance-delay",
+		`{"rule": 5}`:                             "rule",
+		`{"rule": {"MaxGroups": {"n": 1}}}`:       "rule",
+		`{"rule": {"EagerAssignors": [1]}}`:       "rule",
+		`{"rule": {"MaxGroups": -5}}`:             "MaxGroups",
+		`{"profile": "kafka", "profile": "vast"}`: "profile",
+		`{"version": true}`:                       "version",
+		`["profile"]`:                             "JSON object",
+		`{"profile": "kafka"} {}`:                 "after",
+	} {
+		_, err := parse(content)
+		if assert.Error(t, err, content) {
+			assert.Contains(t, err.Error(), key, content)
+		}
+	}
+
+	cfg, err := parse(`{"topic": "a:1,b:2", "rule": {"EagerAssignors": ["range", "sticky"], "MaxGroups": 3, "NoCompression": false},
+		"manual-clock": false, "initial-rebalance-delay": "2s"}`)
+	require.NoError(t, err)
+	assert.Len(t, cfg.Topics, 2)
+	assert.Equal(t, []string{"range", "sticky"}, cfg.Rules.EagerAssignors)
+	assert.Equal(t, 3, cfg.Rules.MaxGroups)
+	assert.False(t, cfg.Rules.NoCompression)
+	assert.Equal(t, 2*time.Second, cfg.InitialRebalanceDelay)
+}
+
+// TestHelpVersionAndErrors checks the binary's answers to -h and -version
+// (stdout, no error, so main exits 0) and to mistakes: a flag error is
+// printed once by the flag package, and an error that already says
+// "vastfake:" gets no second prefix.
+func TestHelpVersionAndErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, run([]string{"-h"}, &out, &errOut, nil))
+	assert.Contains(t, out.String(), "Usage: vastfake")
+	assert.Contains(t, out.String(), "-listen")
+	assert.Empty(t, errOut.String())
+
+	t.Setenv("VASTFAKE_VERSION", "true") // not a setting: ignored
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.NotNil(t, cfg)
+
+	out.Reset()
+	require.NoError(t, run([]string{"-version"}, &out, &errOut, nil))
+	assert.Regexp(t, `^vastfake \S+( revision \S+)? go\S+\n$`, out.String())
+	assert.Contains(t, out.String(), runtime.Version())
+
+	out.Reset()
+	err = run([]string{"-no-such-flag"}, &out, &errOut, nil)
+	var fe *flagError
+	require.ErrorAs(t, err, &fe, "main prints nothing more")
+	assert.Equal(t, 1, strings.Count(errOut.String(), "flag provided but not defined: -no-such-flag"))
+	assert.Contains(t, errOut.String(), "Usage: vastfake")
+	assert.Empty(t, out.String())
+
+	err = run([]string{"-listen", "127.0.0.1:0", "-log-level", "error", "-topic", "a:1:retention.ms=soon"}, io.Discard, io.Discard, nil)
+	require.Error(t, err)
+	line := errorLine(err)
+	assert.True(t, strings.HasPrefix(line, "vastfake: "), line)
+	assert.Equal(t, 1, strings.Count(line, "vastfake:"), line)
+	assert.Equal(t, "vastfake: -http: oops", errorLine(errors.New("-http: oops")))
 }
 
 // syncBuffer is a bytes.Buffer safe for the broker's logger and the test.

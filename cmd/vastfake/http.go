@@ -15,17 +15,22 @@ import (
 )
 
 // serveControl serves b's HTTP control plane and live page (package
-// control) on addr. It returns the bound address and a stop function that
-// shuts the server down, waiting up to five seconds for requests in flight,
-// and returns once the serving goroutine has exited; stop is safe to call
-// more than once.
-func serveControl(b *broker.Broker, addr string, logger *slog.Logger) (string, func(), error) {
+// control) on addr, requiring token when it is not empty and answering the
+// Host names in allowHosts besides localhost and IP addresses (the host of
+// addr is always allowed). It returns the bound address and a stop
+// function that shuts the server down, waiting up to five seconds for
+// requests in flight, and returns once the serving goroutine has exited;
+// stop is safe to call more than once.
+func serveControl(b *broker.Broker, addr, token string, allowHosts []string, logger *slog.Logger) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("-http: %w", err)
 	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		allowHosts = append(allowHosts, host)
+	}
 	srv := &http.Server{
-		Handler:           control.New(b),
+		Handler:           control.New(b, control.WithToken(token), control.WithAllowedHosts(allowHosts...)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

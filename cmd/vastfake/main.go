@@ -6,18 +6,27 @@
 //	go run ./cmd/vastfake -topic orders:3:retention.ms=60000 -rule MaxGroups=10 -http 127.0.0.1:8080
 //
 // The first line on stdout is the bootstrap address ("listening on
-// host:port"). Every flag can also be set by the environment variable named
+// host:port"); with -http the second is "control plane on
+// http://host:port/", and when -user is given without -http-token a third
+// gives the token generated for the control plane ("control plane token
+// <token>"; send it as "Authorization: Bearer <token>" or open the page at
+// http://host:port/?token=<token>). Every flag can also be set by the environment variable named
 // in its help, or by the JSON file named by -config (see config.go for the
 // precedence). SIGINT or SIGTERM closes the broker.
 package main
 
 import (
+	"crypto/rand"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,17 +36,59 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "vastfake:", err)
+		var fe *flagError
+		if !errors.As(err, &fe) { // the flag package printed those already
+			fmt.Fprintln(os.Stderr, errorLine(err))
+		}
 		os.Exit(2)
 	}
 }
 
+// errorLine is the line main prints for err: prefixed "vastfake: " once,
+// whether or not the error (the broker's do) already starts with it.
+func errorLine(err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "vastfake: ") {
+		msg = "vastfake: " + msg
+	}
+	return msg
+}
+
+// versionLine is what -version prints: the module version (or "(devel)"
+// for a build from a checkout), the VCS revision when the build recorded
+// one, and the Go version.
+func versionLine() string {
+	version, goVersion, revision := "(devel)", runtime.Version(), ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		if bi.GoVersion != "" {
+			goVersion = bi.GoVersion
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	line := "vastfake " + version
+	if revision != "" && version == "(devel)" {
+		line += " revision " + revision
+	}
+	return line + " " + goVersion
+}
+
 // run parses the configuration, starts the broker and the -http control
 // plane, writes the ready file, prints the bootstrap address (and the
-// control plane's on a second line) and serves until a signal arrives or
+// control plane's on a second line, and a generated token on a third) and
+// serves until a signal arrives or
 // stop is closed (tests use stop).
 func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
-	cfg, err := parseConfig(args, stderr)
+	cfg, err := parseConfig(args, stdout, stderr)
+	if errors.Is(err, errDone) {
+		return nil // -h or -version answered
+	}
 	if err != nil {
 		return err
 	}
@@ -76,9 +127,16 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		return err
 	}
 	defer b.Close()
-	httpAddr := ""
+	httpAddr, generatedToken := "", ""
 	if cfg.HTTP != "" {
-		addr, stopHTTP, err := serveControl(b, cfg.HTTP, logger)
+		token := cfg.HTTPToken
+		if token == "" && len(cfg.Users) > 0 {
+			// The broker holds users' records: the control plane that
+			// serves them needs a token too.
+			token = rand.Text()
+			generatedToken = token
+		}
+		addr, stopHTTP, err := serveControl(b, cfg.HTTP, token, cfg.HTTPAllowHosts, logger)
 		if err != nil {
 			return err
 		}
@@ -93,6 +151,9 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	fmt.Fprintf(stdout, "listening on %s\n", b.AdvertisedAddr())
 	if httpAddr != "" {
 		fmt.Fprintf(stdout, "control plane on http://%s/\n", httpAddr)
+	}
+	if generatedToken != "" {
+		fmt.Fprintf(stdout, "control plane token %s\n", generatedToken)
 	}
 	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", cfg.Profile,
 		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock, "http", httpAddr,

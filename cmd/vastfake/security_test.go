@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestParseSecurityFlags(t *testing.T) {
 		"-user", "app:app-secret",
 		"-policy", "allow app KafkaRead vast:kafka:group:shop:billing",
 		"-default-deny", "-view", "shop",
-	}, io.Discard)
+	}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"env-user": "env-pass", "other": "o:with:colons", "app": "app-secret"}, cfg.Users)
 	assert.Equal(t, []broker.Policy{
@@ -47,7 +48,7 @@ func TestParseSecurityFlags(t *testing.T) {
 		{"-policy", "allow app KafkaRead"},
 		{"-tls-cert", "cert.pem"},
 	} {
-		_, err := parseConfig(bad, io.Discard)
+		_, err := parseConfig(bad, io.Discard, io.Discard)
 		assert.Error(t, err, "%q", bad)
 	}
 }
@@ -98,4 +99,42 @@ func TestRunWithSecurity(t *testing.T) {
 	defer bad.Close()
 	_, err = kadm.NewClient(bad).ListTopics(ctx)
 	assert.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+}
+
+// TestControlPlaneTokenWithUsers starts the binary with a SASL user and
+// -http: the control plane then requires a token, generated and printed on
+// the third stdout line when -http-token is not given. Without it a
+// request gets 401, with it 200.
+func TestControlPlaneTokenWithUsers(t *testing.T) {
+	lines := startRun(t, io.Discard, 3, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-log-level", "warn",
+		"-user", "app:app-secret", "-topic", "orders:1")
+	base, ok := strings.CutPrefix(lines[1], "control plane on ")
+	require.True(t, ok, "second line: %q", lines[1])
+	token, ok := strings.CutPrefix(lines[2], "control plane token ")
+	require.True(t, ok, "third line: %q", lines[2])
+	require.GreaterOrEqual(t, len(token), 26, "at least 128 random bits")
+
+	get := func(path, token string) int {
+		req, err := http.NewRequest("GET", base+strings.TrimPrefix(path, "/"), nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, get("/topics", ""))
+	assert.Equal(t, http.StatusUnauthorized, get("/topics/orders/partitions/0/records", "guess"))
+	assert.Equal(t, http.StatusOK, get("/topics", token))
+	assert.Equal(t, http.StatusOK, get("/healthz", ""), "health checks need no token")
+
+	// A token given by flag is used and not printed.
+	lines = startRun(t, io.Discard, 2, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-log-level", "warn",
+		"-user", "app:app-secret", "-http-token", "chosen")
+	base = strings.TrimPrefix(lines[1], "control plane on ")
+	assert.Equal(t, http.StatusUnauthorized, get("/topics", token))
+	assert.Equal(t, http.StatusOK, get("/topics", "chosen"))
+	http.DefaultClient.CloseIdleConnections()
 }
