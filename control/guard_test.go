@@ -41,10 +41,11 @@ func send(t *testing.T, method, url, body string, headers ...string) (int, strin
 }
 
 // TestCrossSitePostsRefused forges what a web page on another site can
-// make a browser send to a control plane on localhost: a cross-site
-// fetch, and HTML form posts that carry no Origin. Each is refused and the
-// topic survives; the control plane's own page and clients without a
-// browser's headers still reset.
+// make a browser send to a control plane on localhost: a cross-site fetch
+// or HTML form post, which carry the page's Origin or Sec-Fetch-Site. Each
+// is refused and the topic survives; the control plane's own page and
+// clients without a browser's headers (curl -d sends a form type) still
+// reset.
 func TestCrossSitePostsRefused(t *testing.T) {
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
@@ -53,9 +54,8 @@ func TestCrossSitePostsRefused(t *testing.T) {
 		{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"},
 		{"Origin", "http://evil.example"},
 		{"Sec-Fetch-Site", "same-site"},
-		{"Content-Type", "application/x-www-form-urlencoded"},
-		{"Content-Type", "multipart/form-data; boundary=x"},
-		{"Content-Type", "text/plain;charset=UTF-8"},
+		{"Content-Type", "application/x-www-form-urlencoded", "Origin", "http://evil.example"},
+		{"Content-Type", "multipart/form-data; boundary=x", "Sec-Fetch-Site", "cross-site"},
 		{"Content-Type", "text/plain", "Origin", "null"},
 	} {
 		status, body, _ := send(t, "POST", url+"/reset", "a=b", forged...)
@@ -75,7 +75,9 @@ func TestCrossSitePostsRefused(t *testing.T) {
 	_, ok = k.Broker().Topic("orders")
 	assert.False(t, ok)
 	status, body, _ = send(t, "POST", url+"/reset", "")
-	assert.Equal(t, http.StatusOK, status, "curl and test code send neither Origin nor a form: %s", body)
+	assert.Equal(t, http.StatusOK, status, "curl and test code send no Origin: %s", body)
+	status, body, _ = send(t, "POST", url+"/reset", "{}", "Content-Type", "application/x-www-form-urlencoded")
+	assert.Equal(t, http.StatusOK, status, "curl -d sends a form type and no Origin: %s", body)
 }
 
 // TestForeignHostRefused plays DNS rebinding: a request that reaches the
