@@ -457,7 +457,7 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 
 // configValues checks a config file value against its flag's type and
 // returns it as flag values: one for a single-valued flag, any number for a
-// repeatable one.
+// repeatable one. An integer flag also takes a JSON integer.
 func configValues(f *flag.Flag, raw json.RawMessage) ([]string, error) {
 	var str string
 	var strs []string
@@ -469,6 +469,15 @@ func configValues(f *flag.Flag, raw json.RawMessage) ([]string, error) {
 			return nil, fmt.Errorf("want true or false, got %s", raw)
 		}
 		return []string{strconv.FormatBool(v)}, nil
+	}
+	if g, ok := f.Value.(flag.Getter); ok && !repeatable {
+		switch g.Get().(type) {
+		case int, int64, uint, uint64:
+			var n int64
+			if json.Unmarshal(raw, &n) == nil {
+				return []string{strconv.FormatInt(n, 10)}, nil
+			}
+		}
 	}
 	switch {
 	case isString && string(raw) != "null":

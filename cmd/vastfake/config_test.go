@@ -326,20 +326,20 @@ func TestBinaryServesControlPlane(t *testing.T) {
 // config file's "num-partitions") reaches the broker, whose auto-created
 // topics get that many partitions in the kafka profile.
 func TestNumPartitions(t *testing.T) {
-	cfg, err := parseConfig(nil, io.Discard)
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), cfg.NumPartitions, "Kafka's default")
 	t.Setenv("VASTFAKE_NUM_PARTITIONS", "4")
-	cfg, err = parseConfig(nil, io.Discard)
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, int32(4), cfg.NumPartitions)
 	file := filepath.Join(t.TempDir(), "config.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"num-partitions": 5}`), 0o600))
-	cfg, err = parseConfig([]string{"-config", file}, io.Discard)
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, int32(5), cfg.NumPartitions)
 	for _, bad := range []string{"0", "-1", "x", "4294967296"} {
-		_, err := parseConfig([]string{"-num-partitions", bad}, io.Discard)
+		_, err := parseConfig([]string{"-num-partitions", bad}, io.Discard, io.Discard)
 		assert.Error(t, err, bad)
 	}
 
