@@ -91,6 +91,10 @@ type config struct {
 	view        string
 	tls         *tls.Config
 	err         error
+
+	// wrapListener, when set, wraps every listener the broker opens;
+	// tests use it to make Accept fail.
+	wrapListener func(net.Listener) net.Listener
 }
 
 // Option configures a Broker.
@@ -352,8 +356,14 @@ func (b *Broker) Restart() error {
 // listen listens on addr, with TLS when the broker has a TLS config.
 func (b *Broker) listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || b.cfg.tls == nil {
-		return ln, err
+	if err != nil {
+		return nil, err
+	}
+	if b.cfg.wrapListener != nil {
+		ln = b.cfg.wrapListener(ln)
+	}
+	if b.cfg.tls == nil {
+		return ln, nil
 	}
 	return tls.NewListener(ln, b.cfg.tls), nil
 }
@@ -396,21 +406,31 @@ func (b *Broker) Close() error {
 	return nil
 }
 
+// acceptLoop accepts connections on ln until ln closes or the broker does.
+// A failed accept (out of file descriptors, say) is retried after a pause
+// that doubles from 5 ms to 1 s while failures last, as net/http does, so
+// the broker serves again once descriptors free up.
 func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
+	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			b.log.Warn("accept failed; retrying", "err", err, "retry_in", pause)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-b.ctx.Done():
+				t.Stop()
+				return
 			}
-			b.log.Warn("accept failed", "err", err)
-			return
+			continue
 		}
+		pause = 0
 		c := newClientConn(b, nc)
 		b.connsMu.Lock()
 		if b.ctx.Err() != nil {
