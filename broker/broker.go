@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -247,6 +248,8 @@ func New(opts ...Option) (*Broker, error) {
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
+	} else {
+		cfg.logger = slog.New(clipHandler{cfg.logger.Handler()})
 	}
 	if cfg.clusterID == "" {
 		cfg.clusterID = randomID()
@@ -301,7 +304,7 @@ func New(opts ...Option) (*Broker, error) {
 		Rules:                 cfg.rules,
 		Clock:                 cfg.clock,
 		InitialRebalanceDelay: cfg.rebalDelay,
-		Logger:                cfg.logger,
+		Logger:                b.log,
 	})
 	b.scheduleRetention()
 	b.startAccepting(ln)
@@ -515,4 +518,73 @@ func errName(code int16) string {
 		return err.Error()
 	}
 	return "NONE"
+}
+
+// maxLogged is how many bytes of a client-supplied string (a client id, a
+// user name, a denial naming either) the request log and the log lines
+// keep; clip marks the rest.
+const maxLogged = 256
+
+// clip returns s if it is at most maxLogged bytes long, and otherwise its
+// first maxLogged bytes (cut at a character boundary) followed by
+// "…(N bytes)", N being len(s). A client sending a 500 KiB user name then
+// costs the logs a few hundred bytes per attempt.
+func clip(s string) string {
+	if len(s) <= maxLogged {
+		return s
+	}
+	cut := maxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// clipHandler passes every log record on with its string values clipped,
+// so that no log line carries a client's long input whole, whoever logs it.
+type clipHandler struct{ slog.Handler }
+
+func (h clipHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, clip(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(clipAttr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h clipHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	clipped := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clipped[i] = clipAttr(a)
+	}
+	return clipHandler{h.Handler.WithAttrs(clipped)}
+}
+
+func (h clipHandler) WithGroup(name string) slog.Handler {
+	return clipHandler{h.Handler.WithGroup(name)}
+}
+
+// clipAttr clips a string value, or any other value that prints long (an
+// error, a panic value); it leaves numbers, durations and short values be.
+func clipAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		if s := v.String(); len(s) > maxLogged {
+			return slog.String(a.Key, clip(s))
+		}
+	case slog.KindAny:
+		if s := fmt.Sprint(v.Any()); len(s) > maxLogged {
+			return slog.String(a.Key, clip(s))
+		}
+	case slog.KindGroup:
+		group := v.Group()
+		clipped := make([]any, len(group))
+		for i, g := range group {
+			clipped[i] = clipAttr(g)
+		}
+		return slog.Group(a.Key, clipped...)
+	}
+	return slog.Attr{Key: a.Key, Value: v}
 }

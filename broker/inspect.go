@@ -135,7 +135,8 @@ func (b *Broker) CommittedOffset(group, topic string, partition int32) (int64, b
 
 // RequestRecord is one entry of the request log. The raw SASL token that
 // follows a v0 SaslHandshake, which is not a Kafka request, is logged as
-// SaslAuthenticate with Version -1.
+// SaslAuthenticate with Version -1. ClientID, User and Denied keep at most
+// 256 bytes of what the client sent, then "…(N bytes)".
 type RequestRecord struct {
 	// Time is when the broker answered, on its clock.
 	Time     time.Time
@@ -181,6 +182,7 @@ type requestLog struct {
 }
 
 func (l *requestLog) add(r RequestRecord) {
+	r.ClientID, r.User, r.Denied = clip(r.ClientID), clip(r.User), clip(r.Denied) // client input, kept short
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.blocks) == 0 || len(l.blocks[len(l.blocks)-1]) == requestLogBlock {

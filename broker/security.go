@@ -25,6 +25,12 @@ const mechanismPlain = "PLAIN"
 // closes the connection before the broker allocates it.
 const maxSASLFrameSize = 512 << 10
 
+// maxSASLTokenSize caps a SASL/PLAIN token (authorization id, user name and
+// password): a longer one fails authentication before it is parsed, so a
+// client cannot make the broker split, compare and log a name of hundreds
+// of kilobytes. Kafka has no such cap below sasl.server.max.receive.size.
+const maxSASLTokenSize = 8 << 10
+
 // anonymous is the principal of a connection that did not authenticate (a
 // listener with no users), as Kafka names it; policies may name it.
 const anonymous = "ANONYMOUS"
@@ -250,6 +256,10 @@ func (b *Broker) saslRequired() bool { return len(b.cfg.users) > 0 }
 // RFC 4616). It returns the user named, whether the credentials are good,
 // the message for the client and, for the request log, why they are not.
 func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string) {
+	if len(token) > maxSASLTokenSize {
+		why = tokenTooLong(len(token))
+		return "", false, "Authentication failed: " + why, why
+	}
 	parts := bytes.Split(token, []byte{0})
 	if len(parts) != 3 {
 		msg = fmt.Sprintf("Invalid SASL/PLAIN response: expected 3 tokens, got %d", len(parts))
@@ -273,6 +283,11 @@ func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string
 		return user, false, "Authentication failed: Invalid username or password", "SASL/PLAIN: wrong password for user " + fmt.Sprintf("%q", user)
 	}
 	return user, true, "", ""
+}
+
+// tokenTooLong says why a SASL token of size bytes is refused.
+func tokenTooLong(size int) string {
+	return fmt.Sprintf("SASL/PLAIN token of %d bytes is over the broker's %d-byte limit", size, maxSASLTokenSize)
 }
 
 // handleSaslHandshake answers SaslHandshake v0-v1: the client names its
@@ -317,8 +332,9 @@ func handleSaslHandshake(b *Broker, r *request) kmsg.Response {
 // SASL token after a v1 handshake.
 //
 // v1 adds the session lifetime (0: no re-authentication), v2 flexible
-// encoding. Wrong credentials or a malformed token get
-// SASL_AUTHENTICATION_FAILED with a message, then the connection closes.
+// encoding. Wrong credentials, a malformed token or one over 8 KiB
+// (maxSASLTokenSize, refused unparsed) get SASL_AUTHENTICATION_FAILED with a
+// message, then the connection closes.
 // Before a handshake it closes with ILLEGAL_SASL_STATE; after
 // authentication, or on a listener without users, it answers
 // ILLEGAL_SASL_STATE.
