@@ -47,15 +47,30 @@ type clientConn struct {
 
 func newClientConn(b *Broker, nc net.Conn) *clientConn {
 	ctx, cancel := context.WithCancel(b.ctx)
-	return &clientConn{
+	c := &clientConn{
 		b:      b,
 		nc:     nc,
-		r:      bufio.NewReaderSize(nc, 64<<10),
 		ctx:    ctx,
 		cancel: cancel,
 		remote: nc.RemoteAddr().String(),
 	}
+	size := readBufferSize
+	if b.saslRequired() {
+		size = readBufferBeforeAuth // until authenticated: see readSize
+	}
+	c.r = bufio.NewReaderSize(nc, size)
+	return c
 }
+
+// readBufferSize is a connection's read buffer: several small requests
+// arrive with one read. Before SASL authentication, when only small
+// ApiVersions and SASL requests may come, a connection has a
+// readBufferBeforeAuth one, so that connections that never log in hold
+// little.
+const (
+	readBufferSize       = 64 << 10
+	readBufferBeforeAuth = 4 << 10
+)
 
 // request is one decoded request as a handler sees it.
 type request struct {
@@ -139,11 +154,10 @@ func (c *clientConn) handleOne() error {
 	if c.rawSASLNext {
 		return c.rawSASLAuthenticate()
 	}
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+	size, err := c.readSize()
+	if err != nil {
 		return err
 	}
-	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	unauthenticated := c.b.saslRequired() && !c.authenticated
 	if size < 8 || size > maxFrameSize || unauthenticated && size > maxSASLFrameSize {
 		return protoErr("frame size %d out of range", size)
@@ -258,7 +272,12 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	} else {
 		c.out = nil
 	}
-	_, err := c.nc.Write(out) // one whole frame per write: no buffering to gain from
+	return c.send(out) // one whole frame per write: no buffering to gain from
+}
+
+// send writes one whole frame.
+func (c *clientConn) send(frame []byte) error {
+	_, err := c.nc.Write(frame)
 	return err
 }
 
@@ -323,16 +342,43 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 	return b, clientID, nil
 }
 
-// frameStep is how much of a frame's memory is committed before its bytes
-// arrive: a header claiming 100 MB costs at most this much until the client
-// actually sends more.
-const frameStep = 1 << 20
+// readSize reads a frame's int32 size. It returns io.ErrUnexpectedEOF for a
+// size cut short.
+func (c *clientConn) readSize() (int32, error) {
+	if c.authenticated && c.r.Size() < readBufferSize && c.r.Buffered() == 0 {
+		c.r = bufio.NewReaderSize(c.nc, readBufferSize)
+	}
+	first, err := c.r.ReadByte()
+	if err != nil {
+		return 0, err
+	}
+	var rest [3]byte
+	if _, err := io.ReadFull(c.r, rest[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	return int32(uint32(first)<<24 | uint32(rest[0])<<16 | uint32(rest[1])<<8 | uint32(rest[2])), nil
+}
+
+// frameFirstStep is how much memory a frame larger than the connection's
+// buffer gets before its bytes arrive; the buffer then doubles as they do.
+// A header claiming 100 MiB costs 16 KiB until the client sends more.
+const frameFirstStep = 16 << 10
+
+// maxKeptBufferBeforeAuth bounds the request buffer a connection keeps
+// between frames while SASL authentication is required and not done: its
+// requests (ApiVersions, SASL) are small, and a client that sent one large
+// frame and then idles must not hold it.
+const maxKeptBufferBeforeAuth = frameFirstStep
 
 // readFrame reads a frame body of size bytes into the connection's reused
-// buffer, which it keeps for the next frame up to maxKeptBuffer. A large
-// frame's buffer grows as its bytes arrive rather than all at once, so a
-// client that sends only a huge length cannot make the broker allocate it.
-// It returns io.ErrUnexpectedEOF for a frame cut short.
+// buffer, which it keeps for the next frame up to maxKeptBuffer
+// (maxKeptBufferBeforeAuth before authentication). A large frame's buffer
+// grows as its bytes arrive rather than all at once, so a client that sends
+// only a huge length cannot make the broker allocate it. It returns
+// io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	if size <= cap(c.frame) {
 		frame := c.frame[:size]
@@ -341,7 +387,7 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 	}
 	frame := c.frame[:0]
 	for len(frame) < size {
-		step := min(size-len(frame), max(frameStep, len(frame)))
+		step := min(size-len(frame), max(frameFirstStep, len(frame)))
 		frame = slices.Grow(frame, step)
 		n, err := io.ReadFull(c.r, frame[len(frame):len(frame)+step])
 		frame = frame[:len(frame)+n]
@@ -352,7 +398,11 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if cap(frame) <= maxKeptBuffer {
+	keep := maxKeptBuffer
+	if c.b.saslRequired() && !c.authenticated {
+		keep = maxKeptBufferBeforeAuth
+	}
+	if cap(frame) <= keep {
 		c.frame = frame
 	} else {
 		c.frame = nil

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -53,6 +54,74 @@ func TestAcksZeroProduceGetsNoAnswerEvenWhenFaulted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), int32(binary.BigEndian.Uint32(head[4:])), "correlation id of the first answer")
 	assert.Equal(t, kerr.NotLeaderForPartition.Code, b.Requests()[0].ErrorCode, "the request log still shows the fault")
+}
+
+// trickle is a connection that sends n bytes a hundred at a time and then
+// closes. It records the most memory the reader ever committed to the
+// frame: the bytes already handed over plus the capacity left in the slice
+// it is asked to fill (a bufio.Reader of the minimum size passes a frame's
+// slices straight through).
+type trickle struct{ left, given, committed int }
+
+func (t *trickle) Read(p []byte) (int, error) {
+	t.committed = max(t.committed, t.given+cap(p))
+	if t.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), t.left, 100)
+	t.left -= n
+	t.given += n
+	return n, nil
+}
+
+// TestFrameMemoryFollowsArrivingBytes: a header claiming a large frame
+// followed by a trickle costs the broker little more than the trickle, not
+// the claimed size, whether or not the connection has authenticated.
+func TestFrameMemoryFollowsArrivingBytes(t *testing.T) {
+	for _, claimed := range []int{maxFrameSize, maxSASLFrameSize} {
+		src := &trickle{left: 1000}
+		c := &clientConn{b: &Broker{}, r: bufio.NewReaderSize(src, 16)}
+		_, err := c.readFrame(claimed)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		assert.LessOrEqual(t, src.committed, 64<<10, "memory committed to a %d-byte frame after 1000 bytes", claimed)
+		assert.Nil(t, c.frame, "a frame cut short keeps no buffer")
+	}
+}
+
+// TestNoLargeBufferKeptBeforeAuthentication: a client that must still
+// authenticate and sends one large frame does not leave the connection
+// holding a buffer that size; after authentication it does, for speed.
+func TestNoLargeBufferKeptBeforeAuthentication(t *testing.T) {
+	const size = 300 << 10
+	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}}
+	c := &clientConn{b: b, r: bufio.NewReader(bytes.NewReader(make([]byte, 2*size)))}
+	_, err := c.readFrame(size)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, cap(c.frame), 64<<10, "buffer kept before authentication")
+
+	c.authenticated = true
+	_, err = c.readFrame(size)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, cap(c.frame), size, "buffer kept after authentication")
+}
+
+// TestSmallReadBufferBeforeAuthentication: a connection that must log in
+// reads through a small buffer until it has, then a full-size one.
+func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
+	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}, ctx: context.Background()}
+	server, client := net.Pipe()
+	defer server.Close()
+	defer client.Close()
+	c := newClientConn(b, server)
+	defer c.cancel()
+	assert.LessOrEqual(t, c.r.Size(), 4<<10, "read buffer before authentication")
+
+	c.authenticated = true
+	go client.Write([]byte{0, 0, 0, 8})
+	size, err := c.readSize()
+	require.NoError(t, err)
+	assert.Equal(t, int32(8), size)
+	assert.Equal(t, readBufferSize, c.r.Size(), "read buffer after authentication")
 }
 
 // failingListener fails Accept with EMFILE, as accept does when the process

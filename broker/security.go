@@ -7,7 +7,6 @@ package broker
 import (
 	"bytes"
 	"crypto/subtle"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -373,30 +372,37 @@ func handleSaslAuthenticate(b *Broker, r *request) kmsg.Response {
 // rawSASLAuthenticate reads the raw SASL/PLAIN token that follows a v0
 // SaslHandshake ([int32 size][token], not a Kafka request) and answers an
 // empty raw challenge ([int32 0]) when the credentials are good. Bad
-// credentials or a bad frame close the connection without an answer, as
-// Kafka does. The request log records it as SaslAuthenticate version -1.
+// credentials, a token over maxSASLTokenSize (not read) or a bad frame
+// close the connection without an answer, as Kafka does. The request log
+// records it as SaslAuthenticate version -1.
 func (c *clientConn) rawSASLAuthenticate() error {
 	c.rawSASLNext = false
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+	size, err := c.readSize()
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return protoErr("truncated SASL token size")
 		}
 		return err
 	}
-	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	if size < 0 || size > maxSASLFrameSize {
 		return protoErr("raw SASL token size %d out of range", size)
 	}
-	token := make([]byte, size)
-	if _, err := io.ReadFull(c.r, token); err != nil {
+	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID}
+	if size > maxSASLTokenSize { // refused unread
+		why := tokenTooLong(int(size))
+		rec.Time, rec.ErrorCode, rec.Denied, rec.Closed = c.b.clock.Now(), kerr.SaslAuthenticationFailed.Code, why, true
+		c.b.reqLog.add(rec)
+		return &closeError{reason: why}
+	}
+	token, err := c.readFrame(int(size))
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return protoErr("truncated SASL token")
 		}
 		return err
 	}
 	user, ok, _, why := c.b.checkPlain(token)
-	rec := RequestRecord{Time: c.b.clock.Now(), API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID, User: user}
+	rec.Time, rec.User = c.b.clock.Now(), user
 	if !ok {
 		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
 		c.b.reqLog.add(rec)
@@ -404,8 +410,7 @@ func (c *clientConn) rawSASLAuthenticate() error {
 	}
 	c.b.reqLog.add(rec)
 	c.user, c.authenticated = user, true
-	_, err := c.nc.Write([]byte{0, 0, 0, 0})
-	return err
+	return c.send([]byte{0, 0, 0, 0})
 }
 
 // closeError asks serve to close the connection for a reason that is not a
