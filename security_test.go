@@ -589,6 +589,17 @@ func TestTLS(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TestTLSHandshakeTimeout: a connection to a TLS listener that does not
+// finish its handshake in time is closed.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	k := fixtures.Start(t, fixtures.TLS(), fixtures.BrokerOptions(broker.WithTLSHandshakeTimeout(100*time.Millisecond)))
+	assertClosed(t, dialRaw(t, k.Addr()))
+	c := dialRaw(t, k.Addr())
+	_, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}) // the start of a ClientHello
+	require.NoError(t, err)
+	assertClosed(t, c)
+}
+
 // lockedBuffer is a buffer a logger and a test may share.
 type lockedBuffer struct {
 	mu  sync.Mutex

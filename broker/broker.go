@@ -93,6 +93,9 @@ type config struct {
 	tls         *tls.Config
 	err         error
 
+	idleTimeout         time.Duration
+	readTimeout         time.Duration
+	tlsHandshakeTimeout time.Duration
 	// wrapListener, when set, wraps every listener the broker opens;
 	// tests use it to make Accept fail.
 	wrapListener func(net.Listener) net.Listener
@@ -203,6 +206,41 @@ func WithView(name string) Option { return func(c *config) { c.view = name } }
 // tests.
 func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 
+// The connection timeouts' defaults.
+const (
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultReadTimeout is how long a request may stall mid-frame.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultTLSHandshakeTimeout is net/http's TLS handshake timeout.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
+)
+
+// WithIdleTimeout closes a connection that sends no request for d, as
+// Kafka's connections.max.idle.ms does; clients reconnect when they next
+// need the broker. A request the broker is still answering (a delayed
+// fetch, a JoinGroup waiting for a rebalance) does not count as idle. An
+// answer the client does not read within d also closes the connection.
+// The default is DefaultIdleTimeout, 10 minutes; 0 never closes an idle
+// connection. The timeout is wall-clock time, whatever clock the broker
+// runs on.
+func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
+
+// WithReadTimeout closes a connection that starts sending a request and
+// then sends nothing more for d before the request is complete: a stalled
+// frame would otherwise hold its buffer until the idle timeout. The default
+// is DefaultReadTimeout, 30 seconds; 0 waits as long as the idle timeout.
+// Kafka has no such timeout (its idle timeout covers it).
+func WithReadTimeout(d time.Duration) Option { return func(c *config) { c.readTimeout = d } }
+
+// WithTLSHandshakeTimeout closes a TLS connection whose handshake has not
+// finished within d of its accept. The default is
+// DefaultTLSHandshakeTimeout, 10 seconds; 0 waits as long as it takes. It
+// matters only with WithTLS.
+func WithTLSHandshakeTimeout(d time.Duration) Option {
+	return func(c *config) { c.tlsHandshakeTimeout = d }
+}
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -217,7 +255,8 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second}
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, idleTimeout: DefaultIdleTimeout,
+		readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}

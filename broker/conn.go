@@ -3,12 +3,14 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"time"
 
@@ -27,6 +29,7 @@ const maxFrameSize = 100 << 20
 type clientConn struct {
 	b      *Broker
 	nc     net.Conn
+	rd     deadlineReader // what r reads from
 	r      *bufio.Reader
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,6 +53,7 @@ func newClientConn(b *Broker, nc net.Conn) *clientConn {
 	c := &clientConn{
 		b:      b,
 		nc:     nc,
+		rd:     deadlineReader{nc: nc, idle: b.cfg.idleTimeout, read: b.cfg.readTimeout},
 		ctx:    ctx,
 		cancel: cancel,
 		remote: nc.RemoteAddr().String(),
@@ -58,7 +62,7 @@ func newClientConn(b *Broker, nc net.Conn) *clientConn {
 	if b.saslRequired() {
 		size = readBufferBeforeAuth // until authenticated: see readSize
 	}
-	c.r = bufio.NewReaderSize(nc, size)
+	c.r = bufio.NewReaderSize(&c.rd, size)
 	return c
 }
 
@@ -71,6 +75,43 @@ const (
 	readBufferSize       = 64 << 10
 	readBufferBeforeAuth = 4 << 10
 )
+
+// deadlineReader reads a connection with a read deadline renewed before
+// every read: between requests (waiting for a request's first byte) a read
+// may wait the idle timeout, inside a request the read timeout; 0 means no
+// deadline. A read that times out returns errIdle or a closeError saying the
+// request stalled.
+type deadlineReader struct {
+	nc         net.Conn
+	idle, read time.Duration
+	betweenReq bool // waiting for a request's first byte
+	armed      bool // a deadline is set on nc
+}
+
+// errIdle ends a connection that sent no request for the idle timeout.
+var errIdle = errors.New("idle timeout")
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	d := r.read
+	if r.betweenReq || d == 0 {
+		d = r.idle
+	}
+	if d > 0 {
+		r.nc.SetReadDeadline(time.Now().Add(d))
+		r.armed = true
+	} else if r.armed {
+		r.nc.SetReadDeadline(time.Time{})
+		r.armed = false
+	}
+	n, err := r.nc.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if r.betweenReq {
+			return n, errIdle
+		}
+		return n, &closeError{reason: fmt.Sprintf("request stalled: no bytes for %v before its end", d)}
+	}
+	return n, err
+}
 
 // request is one decoded request as a handler sees it.
 type request struct {
@@ -118,9 +159,11 @@ func protoErr(format string, args ...any) error {
 	return &protocolError{msg: fmt.Sprintf(format, args...)}
 }
 
-// serve reads and answers requests until the peer closes the connection, a
-// malformed frame arrives, or the broker closes. A panic in a handler is
-// logged and closes this connection only.
+// serve runs the TLS handshake, if any, then reads and answers requests
+// until the peer closes the connection, a malformed frame arrives, a
+// timeout expires (TLS handshake, idle, stalled request, unread answer) or
+// the broker closes. A panic in a handler is logged and closes this
+// connection only.
 func (c *clientConn) serve() {
 	defer c.cancel()
 	defer c.nc.Close()
@@ -129,6 +172,12 @@ func (c *clientConn) serve() {
 			c.b.log.Error("handler panic; closing connection", "remote", c.remote, "panic", r)
 		}
 	}()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := c.handshake(tc); err != nil {
+			c.b.log.Info("closing connection: TLS handshake failed", "remote", c.remote, "err", err)
+			return
+		}
+	}
 	for {
 		err := c.handleOne()
 		if err == nil {
@@ -141,12 +190,23 @@ func (c *clientConn) serve() {
 			c.b.log.Warn("closing connection: bad request", "remote", c.remote, "client_id", c.clientID, "reason", pe.msg)
 		case errors.As(err, &ce):
 			c.b.log.Info("closing connection", "remote", c.remote, "client_id", c.clientID, "user", c.user, "reason", ce.reason)
+		case errors.Is(err, errIdle):
+			c.b.log.Debug("closing idle connection", "remote", c.remote, "client_id", c.clientID, "idle_timeout", c.rd.idle)
 		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 		default:
 			c.b.log.Debug("connection closed", "remote", c.remote, "err", err)
 		}
 		return
 	}
+}
+
+// handshake runs the TLS handshake within the TLS handshake timeout.
+func (c *clientConn) handshake(tc *tls.Conn) error {
+	if d := c.b.cfg.tlsHandshakeTimeout; d > 0 {
+		tc.SetDeadline(time.Now().Add(d))
+		defer tc.SetDeadline(time.Time{})
+	}
+	return tc.Handshake()
 }
 
 // handleOne reads one frame, dispatches it and writes the answer.
@@ -275,9 +335,17 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	return c.send(out) // one whole frame per write: no buffering to gain from
 }
 
-// send writes one whole frame.
+// send writes one whole frame. A client that does not read it within the
+// idle timeout has its connection closed: the write fails.
 func (c *clientConn) send(frame []byte) error {
+	d := c.b.cfg.idleTimeout
+	if d > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(d))
+	}
 	_, err := c.nc.Write(frame)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return &closeError{reason: fmt.Sprintf("the client left an answer unread for %v", d)}
+	}
 	return err
 }
 
@@ -342,13 +410,16 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 	return b, clientID, nil
 }
 
-// readSize reads a frame's int32 size. It returns io.ErrUnexpectedEOF for a
-// size cut short.
+// readSize reads a frame's int32 size. It waits up to the idle timeout for
+// the first byte, then the read timeout for each later read until the
+// frame is complete. It returns io.ErrUnexpectedEOF for a size cut short.
 func (c *clientConn) readSize() (int32, error) {
 	if c.authenticated && c.r.Size() < readBufferSize && c.r.Buffered() == 0 {
-		c.r = bufio.NewReaderSize(c.nc, readBufferSize)
+		c.r = bufio.NewReaderSize(&c.rd, readBufferSize)
 	}
+	c.rd.betweenReq = true
 	first, err := c.r.ReadByte()
+	c.rd.betweenReq = false
 	if err != nil {
 		return 0, err
 	}

@@ -201,3 +201,48 @@ func TestCloseWhileAcceptKeepsFailing(t *testing.T) {
 		"the accept loop keeps trying")
 	require.NoError(t, b.Close()) // TestMain's goleak check fails if the loop outlives it
 }
+
+// TestUnreadAnswersCloseTheConnection: a client that sends fetches and
+// never reads the answers has its connection closed once an answer has
+// waited the idle timeout, instead of holding a goroutine and its buffers
+// forever.
+func TestUnreadAnswersCloseTheConnection(t *testing.T) {
+	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}), WithIdleTimeout(200*time.Millisecond))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	value := make([]byte, 256<<10)
+	for range 16 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: value}).FirstErr())
+	}
+	cl.Close()
+
+	nc, err := net.Dial("tcp", b.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(11)
+	fetch.MaxBytes, fetch.MinBytes, fetch.ReplicaID = 64<<20, 1, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = 64<<20, -1, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("never-reads"))
+	var reqs []byte
+	for i := range 512 { // 128 MiB of answers: more than the socket buffers hold
+		reqs = append(reqs, f.AppendRequest(nil, fetch, int32(i))...)
+	}
+	_, err = nc.Write(reqs)
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool {
+		b.connsMu.Lock()
+		defer b.connsMu.Unlock()
+		return len(b.conns) == 0
+	}, 20*time.Second, 5*time.Millisecond, "the broker still serves the connection that reads nothing")
+}
