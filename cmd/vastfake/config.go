@@ -35,6 +35,7 @@ type config struct {
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
 	RetentionCheckInterval time.Duration
+	IdleTimeout            time.Duration
 	ManualClock            bool
 	HTTP                   string
 	ReadyFile              string
@@ -221,6 +222,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
+	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	ready := str("ready-file", "", "file to write the bootstrap address to once the broker accepts connections")
@@ -278,6 +280,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr,
 		ReadyFile: *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
+		IdleTimeout: broker.DefaultIdleTimeout,
 	}
 	for _, spec := range users.all() {
 		name, pass, ok := strings.Cut(spec, ":")
@@ -311,6 +314,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		{"initial-rebalance-delay", *rebal, &cfg.InitialRebalanceDelay},
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
+		{"idle-timeout", *idle, &cfg.IdleTimeout},
 	} {
 		if d.val == "" {
 			continue

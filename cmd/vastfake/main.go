@@ -57,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
 		broker.WithClock(clk),
 		broker.WithLogger(logger),
+		broker.WithIdleTimeout(cfg.IdleTimeout),
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
