@@ -174,7 +174,11 @@ func (c *clientConn) serve() {
 	}()
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if err := c.handshake(tc); err != nil {
-			c.b.log.Info("closing connection: TLS handshake failed", "remote", c.remote, "err", err)
+			level := slog.LevelInfo
+			if errors.Is(err, io.EOF) { // a port probe: connect, close
+				level = slog.LevelDebug
+			}
+			c.b.log.Log(c.ctx, level, "closing connection: TLS handshake failed", "remote", c.remote, "err", err)
 			return
 		}
 	}
