@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,4 +107,79 @@ func TestCorruptBatchIsRefused(t *testing.T) {
 	assert.Equal(t, int16(87), send(append(append([]byte(nil), good...), good...)), "INVALID_RECORD")
 	assert.Equal(t, int16(2), send(good[:20]), "CORRUPT_MESSAGE for a truncated batch")
 	assert.Equal(t, int16(0), send(good), "the same connection still produces")
+}
+
+// TestStalledRequestIsClosed: a connection that starts a request and stops
+// sending before its end is closed after the read timeout instead of
+// holding its buffer, here before SASL login, while a client on another
+// connection keeps working.
+func TestStalledRequestIsClosed(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("ok", 1), fixtures.User("app", "app-secret"),
+		fixtures.BrokerOptions(broker.WithReadTimeout(100*time.Millisecond)))
+	healthy := k.Client()
+	apiVersions := header(int16(kmsg.ApiVersions), 0, 1)
+	cases := map[string][]byte{
+		"part of the size":         {0, 0},
+		"only a size":              frame(1000, nil),
+		"only the largest size":    frame(512<<10, nil),
+		"half of an ApiVersions":   frame(int32(len(apiVersions)+100), apiVersions),
+		"half of the largest size": frame(512<<10, make([]byte, 256<<10)),
+	}
+	for name, bytes := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := dialRaw(t, k.Addr())
+			_, err := c.Write(bytes)
+			require.NoError(t, err)
+			assertClosed(t, c)
+			produceSync(t, healthy, &kgo.Record{Topic: "ok", Value: []byte(name)})
+		})
+	}
+}
+
+// TestIdleConnectionsAreClosed: a connection that sends no request for the
+// idle timeout is closed; a request the broker is still answering (a long
+// poll) is not idleness; a client whose idle connections were closed
+// reconnects.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	var logs lockedBuffer
+	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithIdleTimeout(300*time.Millisecond),
+		broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}),
+		broker.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+
+	assertClosed(t, dialRaw(t, b.Addr()))
+
+	// An empty fetch in the kafka profile waits half its MaxWait, 1s, for
+	// records: longer than the idle timeout.
+	c := dialRaw(t, b.Addr())
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes, fetch.ReplicaID = 2000, 1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = 1<<20, -1, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	resp := kmsg.NewPtrFetchResponse()
+	roundTrip(t, c, 11, fetch, resp, 1)
+	require.Len(t, resp.Topics, 1)
+	assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	assertClosed(t, c)
+
+	// Once every connection of an idle client is closed, it reconnects.
+	var connects connectCounter
+	cl := newClient(t, b.Addr(), kgo.ClientID("idler"), kgo.WithHooks(&connects))
+	produceSync(t, cl, &kgo.Record{Topic: "t", Value: []byte("before")})
+	require.Eventually(t, func() bool {
+		return int64(strings.Count(logs.String(), "client_id=idler idle_timeout")) >= connects.n.Load()
+	}, 10*time.Second, 5*time.Millisecond, "the broker closes every connection of the idle client")
+	produceSync(t, cl, &kgo.Record{Topic: "t", Value: []byte("after")})
+}
+
+// connectCounter counts the connections a kgo client opens.
+type connectCounter struct{ n atomic.Int64 }
+
+func (c *connectCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		c.n.Add(1)
+	}
 }

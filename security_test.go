@@ -6,10 +6,13 @@ package vastfake_test
 // a TLS listener.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -584,6 +587,83 @@ func TestTLS(t *testing.T) {
 	plaintext := newClient(t, k.Addr(), saslOpt(appUser, appPass), kgo.RequestRetries(0))
 	_, err := kadm.NewClient(plaintext).ListTopics(shortCtx(t))
 	assert.Error(t, err)
+}
+
+// TestTLSHandshakeTimeout: a connection to a TLS listener that does not
+// finish its handshake in time is closed.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	k := fixtures.Start(t, fixtures.TLS(), fixtures.BrokerOptions(broker.WithTLSHandshakeTimeout(100*time.Millisecond)))
+	assertClosed(t, dialRaw(t, k.Addr()))
+	c := dialRaw(t, k.Addr())
+	_, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}) // the start of a ClientHello
+	require.NoError(t, err)
+	assertClosed(t, c)
+}
+
+// lockedBuffer is a buffer a logger and a test may share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestLongNamesAreClippedInLogs: failed logins with huge user names and a
+// huge client id leave short request-log entries and short log lines; a
+// token over the SASL size cap is refused before it is parsed.
+func TestLongNamesAreClippedInLogs(t *testing.T) {
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	k := fixtures.Start(t, fixtures.User(appUser, appPass), fixtures.BrokerOptions(broker.WithLogger(logger)))
+	for _, name := range []string{strings.Repeat("u", 500<<10), strings.Repeat("v", 6<<10)} {
+		cl := newClient(t, k.Addr(), saslOpt(name, "pw"), kgo.RequestRetries(0))
+		_, err := kadm.NewClient(cl).ListTopics(shortCtx(t))
+		require.Error(t, err)
+	}
+	// kgo refuses client ids over 256 bytes; Kafka's limit is 32767.
+	clientID := strings.Repeat("c", 30000)
+	c := dialRaw(t, k.Addr())
+	_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1))
+	require.NoError(t, err)
+	readFrame(t, c)
+	r, ok := findRequest(k.Broker(), kmsg.ApiVersions, func(r broker.RequestRecord) bool { return r.ClientID != "kgo" })
+	require.True(t, ok)
+	assert.Equal(t, clientID[:256]+"…(30000 bytes)", r.ClientID)
+
+	failed := 0
+	for _, r := range k.Broker().Requests() {
+		assert.LessOrEqual(t, len(r.ClientID), 300, "client id of %s", r.API)
+		assert.LessOrEqual(t, len(r.User), 300, "user of %s", r.API)
+		assert.LessOrEqual(t, len(r.Denied), 300, "denial of %s", r.API)
+		if r.API == kmsg.SASLAuthenticate && r.ErrorCode == kerr.SaslAuthenticationFailed.Code {
+			failed++
+		}
+	}
+	assert.Equal(t, 2, failed, "failed logins")
+	_, ok = findRequest(k.Broker(), kmsg.SASLAuthenticate, func(r broker.RequestRecord) bool {
+		return r.User == "" && strings.Contains(r.Denied, "SASL/PLAIN token of 512004 bytes is over the broker's 8192-byte limit")
+	})
+	assert.True(t, ok, "the 500 KiB name is refused unparsed")
+	_, ok = findRequest(k.Broker(), kmsg.SASLAuthenticate, func(r broker.RequestRecord) bool {
+		return r.User == strings.Repeat("v", 256)+"…(6144 bytes)" && strings.HasSuffix(r.Denied, " bytes)")
+	})
+	assert.True(t, ok, "the 6 KiB name is clipped")
+
+	lines := strings.Split(logs.String(), "\n")
+	assert.Contains(t, logs.String(), "SASL/PLAIN: unknown user")
+	for _, line := range lines {
+		assert.LessOrEqual(t, len(line), 2000, "log line %.300s", line)
+	}
 }
 
 // offsetsFor is one committed offset for kadm.

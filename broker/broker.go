@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -94,6 +95,13 @@ type config struct {
 	view        string
 	tls         *tls.Config
 	err         error
+
+	idleTimeout         time.Duration
+	readTimeout         time.Duration
+	tlsHandshakeTimeout time.Duration
+	// wrapListener, when set, wraps every listener the broker opens;
+	// tests use it to make Accept fail.
+	wrapListener func(net.Listener) net.Listener
 }
 
 // Option configures a Broker.
@@ -207,6 +215,41 @@ func WithView(name string) Option { return func(c *config) { c.view = name } }
 // tests.
 func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 
+// The connection timeouts' defaults.
+const (
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultReadTimeout is how long a request may stall mid-frame.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultTLSHandshakeTimeout is net/http's TLS handshake timeout.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
+)
+
+// WithIdleTimeout closes a connection that sends no request for d, as
+// Kafka's connections.max.idle.ms does; clients reconnect when they next
+// need the broker. A request the broker is still answering (a delayed
+// fetch, a JoinGroup waiting for a rebalance) does not count as idle. An
+// answer the client does not read within d also closes the connection.
+// The default is DefaultIdleTimeout, 10 minutes; 0 never closes an idle
+// connection. The timeout is wall-clock time, whatever clock the broker
+// runs on.
+func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
+
+// WithReadTimeout closes a connection that starts sending a request and
+// then sends nothing more for d before the request is complete: a stalled
+// frame would otherwise hold its buffer until the idle timeout. The default
+// is DefaultReadTimeout, 30 seconds; 0 waits as long as the idle timeout.
+// Kafka has no such timeout (its idle timeout covers it).
+func WithReadTimeout(d time.Duration) Option { return func(c *config) { c.readTimeout = d } }
+
+// WithTLSHandshakeTimeout closes a TLS connection whose handshake has not
+// finished within d of its accept. The default is
+// DefaultTLSHandshakeTimeout, 10 seconds; 0 waits as long as it takes. It
+// matters only with WithTLS.
+func WithTLSHandshakeTimeout(d time.Duration) Option {
+	return func(c *config) { c.tlsHandshakeTimeout = d }
+}
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -221,7 +264,8 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: defaultPartitions}
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: defaultPartitions,
+		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -255,6 +299,8 @@ func New(opts ...Option) (*Broker, error) {
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
+	} else {
+		cfg.logger = slog.New(clipHandler{cfg.logger.Handler()})
 	}
 	if cfg.clusterID == "" {
 		cfg.clusterID = randomID()
@@ -310,7 +356,7 @@ func New(opts ...Option) (*Broker, error) {
 		Rules:                 cfg.rules,
 		Clock:                 cfg.clock,
 		InitialRebalanceDelay: cfg.rebalDelay,
-		Logger:                cfg.logger,
+		Logger:                b.log,
 	})
 	b.scheduleRetention()
 	b.startAccepting(ln)
@@ -365,8 +411,14 @@ func (b *Broker) Restart() error {
 // listen listens on addr, with TLS when the broker has a TLS config.
 func (b *Broker) listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || b.cfg.tls == nil {
-		return ln, err
+	if err != nil {
+		return nil, err
+	}
+	if b.cfg.wrapListener != nil {
+		ln = b.cfg.wrapListener(ln)
+	}
+	if b.cfg.tls == nil {
+		return ln, nil
 	}
 	return tls.NewListener(ln, b.cfg.tls), nil
 }
@@ -409,21 +461,31 @@ func (b *Broker) Close() error {
 	return nil
 }
 
+// acceptLoop accepts connections on ln until ln closes or the broker does.
+// A failed accept (out of file descriptors, say) is retried after a pause
+// that doubles from 5 ms to 1 s while failures last, as net/http does, so
+// the broker serves again once descriptors free up.
 func (b *Broker) acceptLoop(ln net.Listener) {
 	defer b.wg.Done()
+	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			b.log.Warn("accept failed; retrying", "err", err, "retry_in", pause)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-b.ctx.Done():
+				t.Stop()
+				return
 			}
-			b.log.Warn("accept failed", "err", err)
-			return
+			continue
 		}
+		pause = 0
 		c := newClientConn(b, nc)
 		b.connsMu.Lock()
 		if b.ctx.Err() != nil {
@@ -508,4 +570,73 @@ func errName(code int16) string {
 		return err.Error()
 	}
 	return "NONE"
+}
+
+// maxLogged is how many bytes of a client-supplied string (a client id, a
+// user name, a denial naming either) the request log and the log lines
+// keep; clip marks the rest.
+const maxLogged = 256
+
+// clip returns s if it is at most maxLogged bytes long, and otherwise its
+// first maxLogged bytes (cut at a character boundary) followed by
+// "…(N bytes)", N being len(s). A client sending a 500 KiB user name then
+// costs the logs a few hundred bytes per attempt.
+func clip(s string) string {
+	if len(s) <= maxLogged {
+		return s
+	}
+	cut := maxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// clipHandler passes every log record on with its string values clipped,
+// so that no log line carries a client's long input whole, whoever logs it.
+type clipHandler struct{ slog.Handler }
+
+func (h clipHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, clip(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(clipAttr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h clipHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	clipped := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clipped[i] = clipAttr(a)
+	}
+	return clipHandler{h.Handler.WithAttrs(clipped)}
+}
+
+func (h clipHandler) WithGroup(name string) slog.Handler {
+	return clipHandler{h.Handler.WithGroup(name)}
+}
+
+// clipAttr clips a string value, or any other value that prints long (an
+// error, a panic value); it leaves numbers, durations and short values be.
+func clipAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		if s := v.String(); len(s) > maxLogged {
+			return slog.String(a.Key, clip(s))
+		}
+	case slog.KindAny:
+		if s := fmt.Sprint(v.Any()); len(s) > maxLogged {
+			return slog.String(a.Key, clip(s))
+		}
+	case slog.KindGroup:
+		group := v.Group()
+		clipped := make([]any, len(group))
+		for i, g := range group {
+			clipped[i] = clipAttr(g)
+		}
+		return slog.Group(a.Key, clipped...)
+	}
+	return slog.Attr{Key: a.Key, Value: v}
 }

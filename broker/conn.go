@@ -3,12 +3,14 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"time"
 
@@ -27,6 +29,7 @@ const maxFrameSize = 100 << 20
 type clientConn struct {
 	b      *Broker
 	nc     net.Conn
+	rd     deadlineReader // what r reads from
 	r      *bufio.Reader
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,14 +51,67 @@ type clientConn struct {
 
 func newClientConn(b *Broker, nc net.Conn) *clientConn {
 	ctx, cancel := context.WithCancel(b.ctx)
-	return &clientConn{
+	c := &clientConn{
 		b:      b,
 		nc:     nc,
-		r:      bufio.NewReaderSize(nc, 64<<10),
+		rd:     deadlineReader{nc: nc, idle: b.cfg.idleTimeout, read: b.cfg.readTimeout},
 		ctx:    ctx,
 		cancel: cancel,
 		remote: nc.RemoteAddr().String(),
 	}
+	size := readBufferSize
+	if b.saslRequired() {
+		size = readBufferBeforeAuth // until authenticated: see readSize
+	}
+	c.r = bufio.NewReaderSize(&c.rd, size)
+	return c
+}
+
+// readBufferSize is a connection's read buffer: several small requests
+// arrive with one read. Before SASL authentication, when only small
+// ApiVersions and SASL requests may come, a connection has a
+// readBufferBeforeAuth one, so that connections that never log in hold
+// little.
+const (
+	readBufferSize       = 64 << 10
+	readBufferBeforeAuth = 4 << 10
+)
+
+// deadlineReader reads a connection with a read deadline renewed before
+// every read: between requests (waiting for a request's first byte) a read
+// may wait the idle timeout, inside a request the read timeout; 0 means no
+// deadline. A read that times out returns errIdle or a closeError saying the
+// request stalled.
+type deadlineReader struct {
+	nc         net.Conn
+	idle, read time.Duration
+	betweenReq bool // waiting for a request's first byte
+	armed      bool // a deadline is set on nc
+}
+
+// errIdle ends a connection that sent no request for the idle timeout.
+var errIdle = errors.New("idle timeout")
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	d := r.read
+	if r.betweenReq || d == 0 {
+		d = r.idle
+	}
+	if d > 0 {
+		r.nc.SetReadDeadline(time.Now().Add(d))
+		r.armed = true
+	} else if r.armed {
+		r.nc.SetReadDeadline(time.Time{})
+		r.armed = false
+	}
+	n, err := r.nc.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if r.betweenReq {
+			return n, errIdle
+		}
+		return n, &closeError{reason: fmt.Sprintf("request stalled: no bytes for %v before its end", d)}
+	}
+	return n, err
 }
 
 // request is one decoded request as a handler sees it.
@@ -104,9 +160,11 @@ func protoErr(format string, args ...any) error {
 	return &protocolError{msg: fmt.Sprintf(format, args...)}
 }
 
-// serve reads and answers requests until the peer closes the connection, a
-// malformed frame arrives, or the broker closes. A panic in a handler is
-// logged and closes this connection only.
+// serve runs the TLS handshake, if any, then reads and answers requests
+// until the peer closes the connection, a malformed frame arrives, a
+// timeout expires (TLS handshake, idle, stalled request, unread answer) or
+// the broker closes. A panic in a handler is logged and closes this
+// connection only.
 func (c *clientConn) serve() {
 	defer c.cancel()
 	defer c.nc.Close()
@@ -115,6 +173,16 @@ func (c *clientConn) serve() {
 			c.b.log.Error("handler panic; closing connection", "remote", c.remote, "panic", r)
 		}
 	}()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := c.handshake(tc); err != nil {
+			level := slog.LevelInfo
+			if errors.Is(err, io.EOF) { // a port probe: connect, close
+				level = slog.LevelDebug
+			}
+			c.b.log.Log(c.ctx, level, "closing connection: TLS handshake failed", "remote", c.remote, "err", err)
+			return
+		}
+	}
 	for {
 		err := c.handleOne()
 		if err == nil {
@@ -127,6 +195,8 @@ func (c *clientConn) serve() {
 			c.b.log.Warn("closing connection: bad request", "remote", c.remote, "client_id", c.clientID, "reason", pe.msg)
 		case errors.As(err, &ce):
 			c.b.log.Info("closing connection", "remote", c.remote, "client_id", c.clientID, "user", c.user, "reason", ce.reason)
+		case errors.Is(err, errIdle):
+			c.b.log.Debug("closing idle connection", "remote", c.remote, "client_id", c.clientID, "idle_timeout", c.rd.idle)
 		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 		default:
 			c.b.log.Debug("connection closed", "remote", c.remote, "err", err)
@@ -135,16 +205,24 @@ func (c *clientConn) serve() {
 	}
 }
 
+// handshake runs the TLS handshake within the TLS handshake timeout.
+func (c *clientConn) handshake(tc *tls.Conn) error {
+	if d := c.b.cfg.tlsHandshakeTimeout; d > 0 {
+		tc.SetDeadline(time.Now().Add(d))
+		defer tc.SetDeadline(time.Time{})
+	}
+	return tc.Handshake()
+}
+
 // handleOne reads one frame, dispatches it and writes the answer.
 func (c *clientConn) handleOne() error {
 	if c.rawSASLNext {
 		return c.rawSASLAuthenticate()
 	}
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+	size, err := c.readSize()
+	if err != nil {
 		return err
 	}
-	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	unauthenticated := c.b.saslRequired() && !c.authenticated
 	if size < 8 || size > maxFrameSize || unauthenticated && size > maxSASLFrameSize {
 		return protoErr("frame size %d out of range", size)
@@ -303,7 +381,20 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	} else {
 		c.out = nil
 	}
-	_, err := c.nc.Write(out) // one whole frame per write: no buffering to gain from
+	return c.send(out) // one whole frame per write: no buffering to gain from
+}
+
+// send writes one whole frame. A client that does not read it within the
+// idle timeout has its connection closed: the write fails.
+func (c *clientConn) send(frame []byte) error {
+	d := c.b.cfg.idleTimeout
+	if d > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(d))
+	}
+	_, err := c.nc.Write(frame)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return &closeError{reason: fmt.Sprintf("the client left an answer unread for %v", d)}
+	}
 	return err
 }
 
@@ -368,16 +459,46 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 	return b, clientID, nil
 }
 
-// frameStep is how much of a frame's memory is committed before its bytes
-// arrive: a header claiming 100 MB costs at most this much until the client
-// actually sends more.
-const frameStep = 1 << 20
+// readSize reads a frame's int32 size. It waits up to the idle timeout for
+// the first byte, then the read timeout for each later read until the
+// frame is complete. It returns io.ErrUnexpectedEOF for a size cut short.
+func (c *clientConn) readSize() (int32, error) {
+	if c.authenticated && c.r.Size() < readBufferSize && c.r.Buffered() == 0 {
+		c.r = bufio.NewReaderSize(&c.rd, readBufferSize)
+	}
+	c.rd.betweenReq = true
+	first, err := c.r.ReadByte()
+	c.rd.betweenReq = false
+	if err != nil {
+		return 0, err
+	}
+	var rest [3]byte
+	if _, err := io.ReadFull(c.r, rest[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	return int32(uint32(first)<<24 | uint32(rest[0])<<16 | uint32(rest[1])<<8 | uint32(rest[2])), nil
+}
+
+// frameFirstStep is how much memory a frame larger than the connection's
+// buffer gets before its bytes arrive; the buffer then doubles as they do.
+// A header claiming 100 MiB costs 16 KiB until the client sends more.
+const frameFirstStep = 16 << 10
+
+// maxKeptBufferBeforeAuth bounds the request buffer a connection keeps
+// between frames while SASL authentication is required and not done: its
+// requests (ApiVersions, SASL) are small, and a client that sent one large
+// frame and then idles must not hold it.
+const maxKeptBufferBeforeAuth = frameFirstStep
 
 // readFrame reads a frame body of size bytes into the connection's reused
-// buffer, which it keeps for the next frame up to maxKeptBuffer. A large
-// frame's buffer grows as its bytes arrive rather than all at once, so a
-// client that sends only a huge length cannot make the broker allocate it.
-// It returns io.ErrUnexpectedEOF for a frame cut short.
+// buffer, which it keeps for the next frame up to maxKeptBuffer
+// (maxKeptBufferBeforeAuth before authentication). A large frame's buffer
+// grows as its bytes arrive rather than all at once, so a client that sends
+// only a huge length cannot make the broker allocate it. It returns
+// io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	if size <= cap(c.frame) {
 		frame := c.frame[:size]
@@ -386,7 +507,7 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 	}
 	frame := c.frame[:0]
 	for len(frame) < size {
-		step := min(size-len(frame), max(frameStep, len(frame)))
+		step := min(size-len(frame), max(frameFirstStep, len(frame)))
 		frame = slices.Grow(frame, step)
 		n, err := io.ReadFull(c.r, frame[len(frame):len(frame)+step])
 		frame = frame[:len(frame)+n]
@@ -397,7 +518,11 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if cap(frame) <= maxKeptBuffer {
+	keep := maxKeptBuffer
+	if c.b.saslRequired() && !c.authenticated {
+		keep = maxKeptBufferBeforeAuth
+	}
+	if cap(frame) <= keep {
 		c.frame = frame
 	} else {
 		c.frame = nil

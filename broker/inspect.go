@@ -136,7 +136,8 @@ func (b *Broker) CommittedOffset(group, topic string, partition int32) (int64, b
 
 // RequestRecord is one entry of the request log. The raw SASL token that
 // follows a v0 SaslHandshake, which is not a Kafka request, is logged as
-// SaslAuthenticate with Version -1.
+// SaslAuthenticate with Version -1. ClientID, User and Denied keep at most
+// 256 bytes of what the client sent, then "…(N bytes)".
 type RequestRecord struct {
 	// Time is when the broker answered, on its clock; for a collapsed
 	// run of empty fetches (Repeats > 0), when it answered the last.
@@ -262,6 +263,7 @@ func (l *requestLog) add(r RequestRecord) { l.addRun(r, nil) }
 // outcome, and run then holds r's record. A notable r is never folded and
 // clears run.
 func (l *requestLog) addRun(r RequestRecord, run *logRun) {
+	r.ClientID, r.User, r.Denied = clip(r.ClientID), clip(r.User), clip(r.Denied) // client input, kept short
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++

@@ -1,13 +1,11 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -149,24 +147,6 @@ func (w *wire) send(req kmsg.Request) (kmsg.Response, error) {
 	}
 	require.NoError(w.t, resp.ReadFrom(body))
 	return resp, nil
-}
-
-// syncBuffer is a log destination safe for the broker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHiddenAPIsAreRefusedWithTheirRule: an API a rule keeps out of

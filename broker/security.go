@@ -7,7 +7,6 @@ package broker
 import (
 	"bytes"
 	"crypto/subtle"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,12 @@ const mechanismPlain = "PLAIN"
 // yet, as Kafka's sasl.server.max.receive.size (512 KiB) does: a larger one
 // closes the connection before the broker allocates it.
 const maxSASLFrameSize = 512 << 10
+
+// maxSASLTokenSize caps a SASL/PLAIN token (authorization id, user name and
+// password): a longer one fails authentication before it is parsed, so a
+// client cannot make the broker split, compare and log a name of hundreds
+// of kilobytes. Kafka has no such cap below sasl.server.max.receive.size.
+const maxSASLTokenSize = 8 << 10
 
 // anonymous is the principal of a connection that did not authenticate (a
 // listener with no users), as Kafka names it; policies may name it.
@@ -340,6 +345,10 @@ func (b *Broker) saslRequired() bool { return len(b.cfg.users) > 0 }
 // RFC 4616). It returns the user named, whether the credentials are good,
 // the message for the client and, for the request log, why they are not.
 func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string) {
+	if len(token) > maxSASLTokenSize {
+		why = tokenTooLong(len(token))
+		return "", false, "Authentication failed: " + why, why
+	}
 	parts := bytes.Split(token, []byte{0})
 	if len(parts) != 3 {
 		msg = fmt.Sprintf("Invalid SASL/PLAIN response: expected 3 tokens, got %d", len(parts))
@@ -363,6 +372,11 @@ func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string
 		return user, false, "Authentication failed: Invalid username or password", "SASL/PLAIN: wrong password for user " + fmt.Sprintf("%q", user)
 	}
 	return user, true, "", ""
+}
+
+// tokenTooLong says why a SASL token of size bytes is refused.
+func tokenTooLong(size int) string {
+	return fmt.Sprintf("SASL/PLAIN token of %d bytes is over the broker's %d-byte limit", size, maxSASLTokenSize)
 }
 
 // handleSaslHandshake answers SaslHandshake v0-v1: the client names its
@@ -407,8 +421,9 @@ func handleSaslHandshake(b *Broker, r *request) kmsg.Response {
 // SASL token after a v1 handshake.
 //
 // v1 adds the session lifetime (0: no re-authentication), v2 flexible
-// encoding. Wrong credentials or a malformed token get
-// SASL_AUTHENTICATION_FAILED with a message, then the connection closes.
+// encoding. Wrong credentials, a malformed token or one over 8 KiB
+// (maxSASLTokenSize, refused unparsed) get SASL_AUTHENTICATION_FAILED with a
+// message, then the connection closes.
 // Before a handshake it closes with ILLEGAL_SASL_STATE; after
 // authentication, or on a listener without users, it answers
 // ILLEGAL_SASL_STATE.
@@ -447,30 +462,37 @@ func handleSaslAuthenticate(b *Broker, r *request) kmsg.Response {
 // rawSASLAuthenticate reads the raw SASL/PLAIN token that follows a v0
 // SaslHandshake ([int32 size][token], not a Kafka request) and answers an
 // empty raw challenge ([int32 0]) when the credentials are good. Bad
-// credentials or a bad frame close the connection without an answer, as
-// Kafka does. The request log records it as SaslAuthenticate version -1.
+// credentials, a token over maxSASLTokenSize (not read) or a bad frame
+// close the connection without an answer, as Kafka does. The request log
+// records it as SaslAuthenticate version -1.
 func (c *clientConn) rawSASLAuthenticate() error {
 	c.rawSASLNext = false
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(c.r, lenBuf[:]); err != nil {
+	size, err := c.readSize()
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return protoErr("truncated SASL token size")
 		}
 		return err
 	}
-	size := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	if size < 0 || size > maxSASLFrameSize {
 		return protoErr("raw SASL token size %d out of range", size)
 	}
-	token := make([]byte, size)
-	if _, err := io.ReadFull(c.r, token); err != nil {
+	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID}
+	if size > maxSASLTokenSize { // refused unread
+		why := tokenTooLong(int(size))
+		rec.Time, rec.ErrorCode, rec.Denied, rec.Closed = c.b.clock.Now(), kerr.SaslAuthenticationFailed.Code, why, true
+		c.b.reqLog.add(rec)
+		return &closeError{reason: why}
+	}
+	token, err := c.readFrame(int(size))
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return protoErr("truncated SASL token")
 		}
 		return err
 	}
 	user, ok, _, why := c.b.checkPlain(token)
-	rec := RequestRecord{Time: c.b.clock.Now(), API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID, User: user}
+	rec.Time, rec.User = c.b.clock.Now(), user
 	if !ok {
 		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
 		c.b.reqLog.add(rec)
@@ -478,8 +500,7 @@ func (c *clientConn) rawSASLAuthenticate() error {
 	}
 	c.b.reqLog.add(rec)
 	c.user, c.authenticated = user, true
-	_, err := c.nc.Write([]byte{0, 0, 0, 0})
-	return err
+	return c.send([]byte{0, 0, 0, 0})
 }
 
 // closeError asks serve to close the connection for a reason that is not a

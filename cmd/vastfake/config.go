@@ -38,6 +38,7 @@ type config struct {
 	InitialRebalanceDelay  time.Duration
 	NumPartitions          int32
 	RetentionCheckInterval time.Duration
+	IdleTimeout            time.Duration
 	ManualClock            bool
 	HTTP                   string
 	HTTPToken              string
@@ -248,6 +249,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", 1, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
+	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
@@ -321,6 +323,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
 		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
+		IdleTimeout: broker.DefaultIdleTimeout,
 	}
 	for _, spec := range users.all() {
 		name, pass, ok := strings.Cut(spec, ":")
@@ -358,6 +361,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"initial-rebalance-delay", *rebal, &cfg.InitialRebalanceDelay},
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
+		{"idle-timeout", *idle, &cfg.IdleTimeout},
 	} {
 		if d.val == "" {
 			continue

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -353,4 +354,25 @@ func TestNumPartitions(t *testing.T) {
 	td, err := kadm.NewClient(cl).ListTopics(ctx, "auto")
 	require.NoError(t, err)
 	assert.Len(t, td["auto"].Partitions, 3)
+}
+
+// TestIdleTimeoutFlag: -idle-timeout defaults to Kafka's 10 minutes, 0
+// turns it off, and the binary's broker closes a connection idle that long.
+func TestIdleTimeoutFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultIdleTimeout, cfg.IdleTimeout)
+	cfg, err = parseConfig([]string{"-idle-timeout", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.IdleTimeout)
+	_, err = parseConfig([]string{"-idle-timeout", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
+
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-idle-timeout", "100ms")[0]
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the broker closes the idle connection")
 }

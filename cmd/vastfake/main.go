@@ -109,6 +109,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithDefaultPartitions(cfg.NumPartitions),
 		broker.WithClock(clk),
 		broker.WithLogger(logger),
+		broker.WithIdleTimeout(cfg.IdleTimeout),
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
