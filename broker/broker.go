@@ -84,6 +84,8 @@ type config struct {
 	logger      *slog.Logger
 	topics      []TopicSpec
 	rebalDelay  time.Duration
+	minSession  time.Duration
+	maxSession  time.Duration
 	retentionEv time.Duration
 	users       map[string]string
 	policies    []Policy
@@ -141,11 +143,28 @@ func WithTopics(topics ...TopicSpec) Option {
 }
 
 // WithInitialRebalanceDelay sets Kafka's group.initial.rebalance.delay.ms:
-// how long a new group waits for more members before its first rebalance.
-// It is 0 by default so tests form groups at once; VAST waits "a few
-// seconds".
+// how long the first rebalance of an empty group waits for more members,
+// waiting one delay more each time a member arrived, never past the
+// rebalance timeout. It is 0 by default so tests form groups at once;
+// Kafka's default is 3s, and VAST waits "a few seconds" [000].
 func WithInitialRebalanceDelay(d time.Duration) Option {
 	return func(c *config) { c.rebalDelay = d }
+}
+
+// WithMinSessionTimeout sets Kafka's group.min.session.timeout.ms: a
+// JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT.
+// The default is Kafka's, 6s (coordinator.DefaultMinSessionTimeout), in
+// both profiles; 0 removes the bound.
+func WithMinSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.minSession = d }
+}
+
+// WithMaxSessionTimeout sets Kafka's group.max.session.timeout.ms: a
+// JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT.
+// The default is Kafka's, 30m (coordinator.DefaultMaxSessionTimeout), in
+// both profiles; 0 removes the bound.
+func WithMaxSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.maxSession = d }
 }
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
@@ -212,7 +231,10 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second}
+	cfg := config{
+		listen: "127.0.0.1:0", retentionEv: time.Second,
+		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -231,6 +253,9 @@ func New(opts ...Option) (*Broker, error) {
 		if name == "" {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
+	}
+	if cfg.minSession > 0 && cfg.maxSession > 0 && cfg.minSession > cfg.maxSession {
+		return nil, fmt.Errorf("vastfake: the minimum session timeout %v is above the maximum %v", cfg.minSession, cfg.maxSession)
 	}
 	if cfg.view == "" {
 		cfg.view = DefaultView
@@ -297,6 +322,8 @@ func New(opts ...Option) (*Broker, error) {
 		Rules:                 cfg.rules,
 		Clock:                 cfg.clock,
 		InitialRebalanceDelay: cfg.rebalDelay,
+		MinSessionTimeout:     cfg.minSession,
+		MaxSessionTimeout:     cfg.maxSession,
 		Logger:                cfg.logger,
 	})
 	b.scheduleRetention()

@@ -46,7 +46,7 @@ func TestParseRuleSwitches(t *testing.T) {
 	cfg, err := parseConfig([]string{
 		"-profile", "vast",
 		"-rule", "NoCompression=false,MaxGroups=10",
-		"-rule", "eagerassignors=range,roundrobin,cooperative-sticky",
+		"-rule", "cooperativeassignors=cooperative-sticky,stream",
 		"-rule", "OffsetsRetention=1h",
 		"-stale-end-offset", "30s",
 	}, io.Discard)
@@ -54,7 +54,7 @@ func TestParseRuleSwitches(t *testing.T) {
 	want := rules.VAST()
 	want.NoCompression = false
 	want.MaxGroups = 10
-	want.EagerAssignors = []string{"range", "roundrobin", "cooperative-sticky"}
+	want.CooperativeAssignors = []string{"cooperative-sticky", "stream"}
 	want.OffsetsRetention = time.Hour
 	want.StaleEndOffset = 30 * time.Second
 	assert.Equal(t, want, cfg.Rules)
@@ -73,6 +73,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"profile": "kafka",
 		"log-level": "debug",
 		"initial-rebalance-delay": "3s",
+		"min-session-timeout": "1s",
 		"manual-clock": true,
 		"topic": ["from-file:2:retention.ms=1000"],
 		"rule": {"MaxGroups": 5, "NoCompression": true}
@@ -89,6 +90,8 @@ func TestConfigPrecedence(t *testing.T) {
 	assert.Equal(t, "kafka", cfg.Profile, "file beats default")
 	assert.Equal(t, "127.0.0.1:0", cfg.Listen, "env beats default")
 	assert.Equal(t, 3*time.Second, cfg.InitialRebalanceDelay)
+	assert.Equal(t, time.Second, cfg.MinSessionTimeout, "file beats default")
+	assert.Equal(t, 30*time.Minute, cfg.MaxSessionTimeout, "Kafka's group.max.session.timeout.ms by default")
 	assert.True(t, cfg.ManualClock)
 	assert.Equal(t, 7, cfg.Rules.MaxGroups, "the flag's rule applies last")
 	assert.True(t, cfg.Rules.NoCompression, "the file's rule applies on the kafka profile")

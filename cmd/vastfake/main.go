@@ -55,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithRules(cfg.Rules),
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
+		broker.WithMinSessionTimeout(cfg.MinSessionTimeout),
+		broker.WithMaxSessionTimeout(cfg.MaxSessionTimeout),
 		broker.WithClock(clk),
 		broker.WithLogger(logger),
 	}
