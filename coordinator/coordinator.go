@@ -6,15 +6,20 @@
 //
 // It behaves like the classic group coordinator of Apache Kafka 4.x, with the
 // VAST Event Broker 5.5 rules of the "Groups and offsets" table switched on
-// and off through rules.Rules: eager assignors only, group.instance.id
-// ignored, at most MaxGroups groups, offsets that never expire.
+// and off through rules.Rules: no cooperative assignors, group.instance.id
+// ignored, at most MaxGroups groups, offsets that never expire. As in Kafka,
+// session timeouts are bounded (Config.MinSessionTimeout and
+// MaxSessionTimeout) and a group that is Empty with no committed offsets is
+// deleted by the group cleanup.
 //
 // The coordinator opens no sockets and reads no wall clock: every session
 // timeout, rebalance timeout, initial rebalance delay and offset retention is
 // measured on the clock.Clock it is given, so a test that owns a
-// clock.Manual decides when each of them passes. It starts no goroutines of
-// its own; timers run on the clock, and the only calls that block are
-// JoinGroup and SyncGroup, in the caller's goroutine.
+// clock.Manual decides when each of them passes. Timers run on the clock;
+// the only goroutine of its own is the short one context.AfterFunc runs when
+// a connection closes, to forget the member ids handed out on it (Close
+// waits for those). The only calls that block are JoinGroup and SyncGroup,
+// in the caller's goroutine.
 //
 // The broker passes each decoded request and gets the response back with
 // the request's version. It wraps the ctx of JoinGroup with WithClient so
