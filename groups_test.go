@@ -21,6 +21,7 @@ import (
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // waitFor polls cond every few milliseconds until it holds or the deadline
@@ -219,7 +220,8 @@ func TestCrashStories(t *testing.T) {
 	})
 }
 
-// TestCooperativeStickyRefused: VAST supports eager assignors only.
+// TestCooperativeStickyRefused: VAST rebalances eagerly only, so a member
+// offering only cooperative-sticky is refused.
 func TestCooperativeStickyRefused(t *testing.T) {
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
@@ -327,11 +329,7 @@ func TestSessionTimeoutOnBrokerClock(t *testing.T) {
 	cl := newClient(t, b.Addr())
 
 	// A member that joins and syncs over the wire, then goes silent.
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "silent", 10_000, 10_000, "consumer"
-	proto := kmsg.NewJoinGroupRequestProtocol()
-	proto.Name, proto.Metadata = "range", (&kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}).AppendTo(nil)
-	join.Protocols = append(join.Protocols, proto)
+	join := rawJoin("silent", 10_000, 10_000)
 	resp, err := join.RequestWith(ctxT(t), cl)
 	require.NoError(t, err)
 	if resp.ErrorCode == kerr.MemberIDRequired.Code {
@@ -404,4 +402,211 @@ func TestDeleteTopicDeletesOffsets(t *testing.T) {
 	assert.False(t, ok)
 	_, ok = b.CommittedOffset("g", "keep", 0)
 	assert.True(t, ok)
+}
+
+// rawJoin is a consumer JoinGroup for topic "t" with the range protocol, no
+// member id and the given timeouts, to send by hand.
+func rawJoin(group string, sessionMillis, rebalanceMillis int32) *kmsg.JoinGroupRequest {
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = group, sessionMillis, rebalanceMillis, "consumer"
+	proto := kmsg.NewJoinGroupRequestProtocol()
+	proto.Name, proto.Metadata = "range", (&kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}).AppendTo(nil)
+	join.Protocols = append(join.Protocols, proto)
+	return join
+}
+
+// renamedBalancer is an eager kgo balancer under another protocol name, as
+// kafkajs's "RoundRobinAssigner" or an application's own assignor is.
+type renamedBalancer struct {
+	kgo.GroupBalancer
+	name string
+}
+
+func (b renamedBalancer) ProtocolName() string { return b.name }
+
+// TestEagerAssignorsByAnyName: VAST refuses cooperative rebalancing, not
+// eager assignors with other names. Groups whose members offer kafkajs's
+// RoundRobinAssigner, a custom name or the eager sticky assignor consume in
+// both profiles; a member offering cooperative-sticky and range joins with
+// range under VAST and with cooperative-sticky, its first choice, under
+// Kafka.
+func TestEagerAssignorsByAnyName(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
+		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
+		mixed := "cooperative-sticky"
+		if profile == "vast" {
+			mixed = "range"
+		}
+		for _, tc := range []struct {
+			group, protocol string
+			balancers       []kgo.GroupBalancer
+		}{
+			{"kafkajs", "RoundRobinAssigner", []kgo.GroupBalancer{renamedBalancer{kgo.RoundRobinBalancer(), "RoundRobinAssigner"}}},
+			{"custom", "by-region", []kgo.GroupBalancer{renamedBalancer{kgo.RangeBalancer(), "by-region"}}},
+			{"sticky", "sticky", []kgo.GroupBalancer{kgo.StickyBalancer()}},
+			{"mixed", mixed, []kgo.GroupBalancer{kgo.CooperativeStickyBalancer(), kgo.RangeBalancer()}},
+		} {
+			c := groupConsumer(t, b.Addr(), tc.group, "t", kgo.Balancers(tc.balancers...))
+			pollN(t, c, 1)
+			g, ok := b.Group(tc.group)
+			require.True(t, ok, tc.group)
+			assert.Equal(t, tc.protocol, g.Protocol, tc.group)
+			c.Close()
+		}
+	})
+}
+
+// TestSessionTimeoutBounds: as in Kafka, a JoinGroup whose session timeout
+// is outside group.min.session.timeout.ms (6 s) and
+// group.max.session.timeout.ms (30 min) gets INVALID_SESSION_TIMEOUT, in
+// both profiles; any rebalance timeout is accepted (Kafka Streams sends
+// Integer.MAX_VALUE). The broker options move the bounds.
+func TestSessionTimeoutBounds(t *testing.T) {
+	const maxInt32 = 1<<31 - 1
+	profiles(t, func(t *testing.T, profile string) {
+		b := fixtures.StartBroker(t, broker.WithProfile(profile))
+		cl := newClient(t, b.Addr())
+		for _, tc := range []struct {
+			session int32
+			want    int16
+		}{
+			{5_999, kerr.InvalidSessionTimeout.Code},
+			{maxInt32, kerr.InvalidSessionTimeout.Code},
+			{-1, kerr.InvalidSessionTimeout.Code},
+			{6_000, kerr.MemberIDRequired.Code},
+			{30 * 60 * 1000, kerr.MemberIDRequired.Code},
+		} {
+			resp, err := rawJoin("bounds", tc.session, maxInt32).RequestWith(ctxT(t), cl)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, resp.ErrorCode, "session timeout %d ms", tc.session)
+		}
+	})
+	t.Run("settable", func(t *testing.T) {
+		b := fixtures.StartBroker(t, broker.WithMinSessionTimeout(time.Second), broker.WithMaxSessionTimeout(0))
+		cl := newClient(t, b.Addr())
+		for session, want := range map[int32]int16{999: kerr.InvalidSessionTimeout.Code, 1000: kerr.MemberIDRequired.Code, maxInt32: kerr.MemberIDRequired.Code} {
+			resp, err := rawJoin("bounds", session, 1000).RequestWith(ctxT(t), cl)
+			require.NoError(t, err)
+			assert.Equal(t, want, resp.ErrorCode, "session timeout %d ms", session)
+		}
+	})
+}
+
+// TestDisconnectedJoinDoesNotHoldTheGroup: a client that gets a member id
+// with MEMBER_ID_REQUIRED (here with the longest session timeout and a
+// rebalance timeout of 2^31-1 ms) and goes away without using it does not
+// hold up the group: its id is forgotten when its connection closes, so a
+// real consumer forms the group at once. The broker's clock never moves:
+// nothing here waits for a timeout.
+func TestDisconnectedJoinDoesNotHoldTheGroup(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
+
+		gone := newClient(t, b.Addr())
+		resp, err := rawJoin("g", 30*60*1000, 1<<31-1).RequestWith(ctxT(t), gone)
+		require.NoError(t, err)
+		require.Equal(t, kerr.MemberIDRequired.Code, resp.ErrorCode)
+		gone.Close()
+
+		c := groupConsumer(t, b.Addr(), "g", "t")
+		pollN(t, c, 1)
+	})
+}
+
+// TestAbandonedJoinsFreeTheGroupLimit: clients that get MEMBER_ID_REQUIRED
+// and go away leave groups that are Empty with no committed offsets. Kafka's
+// cleanup deletes such groups; vastfake deletes them when a new group needs
+// room under VAST's 256-group limit, so a real consumer group still joins
+// after 255 abandoned joins fill the view beside a group with committed
+// offsets, which stays. While the abandoning client is connected its member
+// ids may still be used, and its groups count.
+func TestAbandonedJoinsFreeTheGroupLimit(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
+	producer := newClient(t, b.Addr())
+	produceSync(t, producer, &kgo.Record{Topic: "t", Value: []byte("x")})
+	adm := kadm.NewClient(producer)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1})
+	committed, err := adm.CommitOffsets(ctxT(t), "committed", offs)
+	require.NoError(t, err)
+	require.NoError(t, committed.Error())
+
+	abandoner := newClient(t, b.Addr())
+	for i := range 255 {
+		resp, err := rawJoin(fmt.Sprintf("abandoned-%03d", i), 45_000, 60_000).RequestWith(ctxT(t), abandoner)
+		require.NoError(t, err)
+		require.Equal(t, kerr.MemberIDRequired.Code, resp.ErrorCode)
+	}
+	listed, err := adm.ListGroups(ctxT(t))
+	require.NoError(t, err)
+	require.Len(t, listed, 256)
+	resp, err := rawJoin("app", 45_000, 60_000).RequestWith(ctxT(t), producer)
+	require.NoError(t, err)
+	require.Equal(t, kerr.GroupMaxSizeReached.Code, resp.ErrorCode, "the abandoning client is still connected")
+
+	abandoner.Close()
+	c := groupConsumer(t, b.Addr(), "app", "t")
+	ctx := ctxT(t)
+	for {
+		// Until the broker has seen the connection close, the join may
+		// still be refused; the consumer retries.
+		fs := c.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "the consumer group never joined: %v", fs.Err0())
+		if fs.NumRecords() > 0 {
+			break
+		}
+	}
+	listed, err = adm.ListGroups(ctxT(t))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"app", "committed"}, listed.Groups())
+	off, ok := b.CommittedOffset("committed", "t", 0)
+	assert.True(t, ok, "a group with committed offsets stays")
+	assert.Equal(t, int64(1), off)
+}
+
+// TestGroupRefusalsRecordTheirRule: the coordinator's refusals reach the
+// request log with their rule, like the produce path's, so Refusals and
+// AssertRefused see them: a cooperative-only JoinGroup (EagerAssignorsOnly)
+// and a JoinGroup or OffsetCommit that would create one group too many
+// (MaxGroups).
+func TestGroupRefusalsRecordTheirRule(t *testing.T) {
+	r := rules.VAST()
+	r.MaxGroups = 1
+	k := fixtures.Start(t, fixtures.Rules(r), fixtures.Topic("t", 1))
+	k.Produce("t", 0, "x")
+
+	coop := k.Client(kgo.ConsumerGroup("coop"), kgo.ConsumeTopics("t"), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	fs := coop.PollFetches(ctxT(t))
+	require.ErrorIs(t, fs.Err0(), kerr.InconsistentGroupProtocol)
+	coop.Close()
+	k.AssertRefused("EagerAssignorsOnly")
+
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1})
+	first, err := k.Admin().CommitOffsets(ctxT(t), "first", offs)
+	require.NoError(t, err)
+	require.NoError(t, first.Error())
+	second, err := k.Admin().CommitOffsets(ctxT(t), "second", offs)
+	require.NoError(t, err)
+	require.ErrorIs(t, second.Error(), kerr.GroupMaxSizeReached)
+	join, err := rawJoin("third", 45_000, 60_000).RequestWith(ctxT(t), k.Client())
+	require.NoError(t, err)
+	require.Equal(t, kerr.GroupMaxSizeReached.Code, join.ErrorCode)
+
+	type refusal struct {
+		api  kmsg.Key
+		rule string
+		code int16
+	}
+	var got []refusal
+	for _, rec := range k.Refusals() {
+		got = append(got, refusal{rec.API, rec.Rule, rec.ErrorCode})
+	}
+	assert.Contains(t, got, refusal{kmsg.JoinGroup, "EagerAssignorsOnly", kerr.InconsistentGroupProtocol.Code})
+	assert.Contains(t, got, refusal{kmsg.OffsetCommit, "MaxGroups", kerr.GroupMaxSizeReached.Code})
+	assert.Contains(t, got, refusal{kmsg.JoinGroup, "MaxGroups", kerr.GroupMaxSizeReached.Code})
 }

@@ -99,7 +99,11 @@ type acked struct {
 }
 
 func runLoad(t *testing.T, cfg loadConfig) {
-	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: loadTopic, Partitions: loadPartitions}))
+	// Members use a 1.5 s session timeout so that killed ones leave
+	// quickly; like a Kafka test cluster, the broker lowers
+	// group.min.session.timeout.ms (6 s by default) to allow it.
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: loadTopic, Partitions: loadPartitions}),
+		broker.WithMinSessionTimeout(time.Second))
 	start := time.Now()
 
 	// Committed offsets never move backwards: sample them throughout.

@@ -88,6 +88,8 @@ type config struct {
 	topics      []TopicSpec
 	rebalDelay  time.Duration
 	partitions  int32 // num.partitions
+	minSession  time.Duration
+	maxSession  time.Duration
 	retentionEv time.Duration
 	users       map[string]string
 	policies    []Policy
@@ -152,9 +154,10 @@ func WithTopics(topics ...TopicSpec) Option {
 }
 
 // WithInitialRebalanceDelay sets Kafka's group.initial.rebalance.delay.ms:
-// how long a new group waits for more members before its first rebalance.
-// It is 0 by default so tests form groups at once; VAST waits "a few
-// seconds".
+// how long the first rebalance of an empty group waits for more members,
+// waiting one delay more each time a member arrived, never past the
+// rebalance timeout. It is 0 by default so tests form groups at once;
+// Kafka's default is 3s, and VAST waits "a few seconds" [000].
 func WithInitialRebalanceDelay(d time.Duration) Option {
 	return func(c *config) { c.rebalDelay = d }
 }
@@ -164,6 +167,22 @@ func WithInitialRebalanceDelay(d time.Duration) Option {
 // asking for -1. It is 1 by default, as in Kafka; New fails for a count
 // below 1.
 func WithDefaultPartitions(n int32) Option { return func(c *config) { c.partitions = n } }
+
+// WithMinSessionTimeout sets Kafka's group.min.session.timeout.ms: a
+// JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT.
+// The default is Kafka's, 6s (coordinator.DefaultMinSessionTimeout), in
+// both profiles; 0 removes the bound.
+func WithMinSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.minSession = d }
+}
+
+// WithMaxSessionTimeout sets Kafka's group.max.session.timeout.ms: a
+// JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT.
+// The default is Kafka's, 30m (coordinator.DefaultMaxSessionTimeout), in
+// both profiles; 0 removes the bound.
+func WithMaxSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.maxSession = d }
+}
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
 // runs over every partition (Kafka's log.retention.check.interval.ms). The
@@ -265,7 +284,8 @@ var ErrClosed = errors.New("broker is closed")
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
 	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: defaultPartitions,
-		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout}
+		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
+		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -287,6 +307,9 @@ func New(opts ...Option) (*Broker, error) {
 	}
 	if cfg.partitions < 1 {
 		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
+	}
+	if cfg.minSession > 0 && cfg.maxSession > 0 && cfg.minSession > cfg.maxSession {
+		return nil, fmt.Errorf("vastfake: the minimum session timeout %v is above the maximum %v", cfg.minSession, cfg.maxSession)
 	}
 	if cfg.view == "" {
 		cfg.view = DefaultView
@@ -356,6 +379,8 @@ func New(opts ...Option) (*Broker, error) {
 		Rules:                 cfg.rules,
 		Clock:                 cfg.clock,
 		InitialRebalanceDelay: cfg.rebalDelay,
+		MinSessionTimeout:     cfg.minSession,
+		MaxSessionTimeout:     cfg.maxSession,
 		Logger:                b.log,
 	})
 	b.scheduleRetention()

@@ -4,6 +4,8 @@ package broker
 // machine lives in package coordinator; these handlers pass requests to it.
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/coordinator"
@@ -58,10 +60,22 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
+// coordinatorCtx is the ctx the coordinator gets for r: the connection's,
+// with a refusal sink that records on r the VAST rule that refused it, for
+// the request log.
+func coordinatorCtx(r *request) context.Context {
+	return coordinator.WithRefusalSink(r.ctx, func(rule, _ string) { r.refuse(rule) })
+}
+
 // handleJoinGroup answers JoinGroup v0-v9. It blocks until the group's join
-// phase completes, the connection closes or the broker closes.
-// VAST: eager assignors only (EagerAssignorsOnly), group.instance.id
-// ignored (IgnoreGroupInstanceID), at most 256 groups (MaxGroups).
+// phase completes, the connection closes or the broker closes. A session
+// timeout outside group.min/max.session.timeout.ms (WithMinSessionTimeout,
+// WithMaxSessionTimeout; 6 s and 30 min by default) gets
+// INVALID_SESSION_TIMEOUT; a member id handed out with MEMBER_ID_REQUIRED is
+// forgotten when its connection closes before joining with it.
+// VAST: cooperative protocols are refused, others voted on
+// (EagerAssignorsOnly), group.instance.id ignored (IgnoreGroupInstanceID),
+// at most 256 groups (MaxGroups); a refusal is recorded with its rule.
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
@@ -70,7 +84,7 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 		resp.Generation = -1
 		return resp
 	}
-	ctx := coordinator.WithClient(r.ctx, r.clientID, r.conn.remoteHost())
+	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
 	return b.coord.JoinGroup(ctx, req)
 }
 

@@ -174,7 +174,7 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 		resp.Topics = unknown
 		return resp
 	}
-	resp := b.coord.OffsetCommit(&known)
+	resp := b.coord.OffsetCommit(coordinatorCtx(r), &known)
 	resp.Topics = append(resp.Topics, unknown...)
 	return resp
 }

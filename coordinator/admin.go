@@ -131,9 +131,7 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 		case g.state != stateEmpty:
 			dg.ErrorCode = errNonEmptyGroup
 		default:
-			g.stopTimers(c)
-			g.state = stateDead
-			delete(c.groups, name)
+			c.removeGroup(g)
 		}
 		resp.Groups = append(resp.Groups, dg)
 	}
@@ -147,10 +145,8 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 func (c *Coordinator) Reset() {
 	c.mu.Lock()
 	defer c.unlock()
-	for name, g := range c.groups {
-		g.stopTimers(c)
-		g.state = stateDead
-		delete(c.groups, name)
+	for _, g := range c.groups {
+		c.removeGroup(g)
 	}
 	c.rebalances = nil
 }

@@ -6,21 +6,28 @@
 //
 // It behaves like the classic group coordinator of Apache Kafka 4.x, with the
 // VAST Event Broker 5.5 rules of the "Groups and offsets" table switched on
-// and off through rules.Rules: eager assignors only, group.instance.id
-// ignored, at most MaxGroups groups, offsets that never expire.
+// and off through rules.Rules: no cooperative assignors, group.instance.id
+// ignored, at most MaxGroups groups, offsets that never expire. As in Kafka,
+// session timeouts are bounded (Config.MinSessionTimeout and
+// MaxSessionTimeout) and a group that is Empty with no committed offsets is
+// deleted by the group cleanup.
 //
 // The coordinator opens no sockets and reads no wall clock: every session
 // timeout, rebalance timeout, initial rebalance delay and offset retention is
 // measured on the clock.Clock it is given, so a test that owns a
-// clock.Manual decides when each of them passes. It starts no goroutines of
-// its own; timers run on the clock, and the only calls that block are
-// JoinGroup and SyncGroup, in the caller's goroutine.
+// clock.Manual decides when each of them passes. Timers run on the clock;
+// the only goroutine of its own is the short one context.AfterFunc runs when
+// a connection closes, to forget the member ids handed out on it (Close
+// waits for those). The only calls that block are JoinGroup and SyncGroup,
+// in the caller's goroutine.
 //
 // The broker passes each decoded request and gets the response back with
 // the request's version. It wraps the ctx of JoinGroup with WithClient so
-// member ids and DescribeGroups carry the client id and host. A refusal made
-// because of a VAST rule is logged with the attribute "rule" set to the
-// rules.Rules field name ("EagerAssignorsOnly", "MaxGroups").
+// member ids and DescribeGroups carry the client id and host, and the ctx of
+// JoinGroup and OffsetCommit with WithRefusalSink so a refusal made because
+// of a VAST rule reaches its request log with the rules.Rules field name
+// ("EagerAssignorsOnly", "MaxGroups"). Without a sink such a refusal is
+// logged with the attribute "rule" set to that name.
 package coordinator
 
 import (
@@ -55,6 +62,19 @@ const (
 	errGroupSubscribedToTopic    int16 = 86
 )
 
+// Kafka's defaults for group.min.session.timeout.ms and
+// group.max.session.timeout.ms.
+const (
+	DefaultMinSessionTimeout = 6 * time.Second
+	DefaultMaxSessionTimeout = 30 * time.Minute
+)
+
+// emptyGroupCleanup is Kafka's offsets.retention.check.interval.ms default.
+// Kafka's periodic cleanup deletes a group that is Empty with no committed
+// offsets; vastfake deletes one at the latest this long after it became
+// Empty, when it is next looked at, and at once when MaxGroups needs room.
+const emptyGroupCleanup = 10 * time.Minute
+
 // Config configures a Coordinator.
 type Config struct {
 	// Rules are the VAST rules in force; the coordinator reads the group
@@ -63,13 +83,19 @@ type Config struct {
 	// Clock is the only source of time. It must not be nil.
 	Clock clock.Clock
 	// InitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms:
-	// how long the first rebalance of an empty group waits for more
-	// members. Zero completes it as soon as every known member has joined.
+	// how long the first rebalance of an Empty group waits for more
+	// members, waiting one delay more each time a member arrived during the
+	// last one, never past the rebalance timeout (Kafka's
+	// InitialDelayedJoin). Zero completes the join phase as soon as every
+	// known member has joined. Kafka's default is 3 s; the broker's is 0, so
+	// tests form groups at once.
 	InitialRebalanceDelay time.Duration
 	// MinSessionTimeout and MaxSessionTimeout are Kafka's
 	// group.min.session.timeout.ms and group.max.session.timeout.ms; a
-	// JoinGroup outside them gets INVALID_SESSION_TIMEOUT. Zero means no
-	// bound, so tests may use any session timeout.
+	// JoinGroup outside them gets INVALID_SESSION_TIMEOUT, as in Kafka.
+	// Zero means no bound. The broker passes DefaultMinSessionTimeout and
+	// DefaultMaxSessionTimeout, Kafka's defaults, unless configured
+	// otherwise.
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
 	// Logger receives refusals made because of a VAST rule, with the
@@ -86,6 +112,10 @@ type Coordinator struct {
 	minSession   time.Duration
 	maxSession   time.Duration
 	log          *slog.Logger
+
+	// watchers counts the goroutines context.AfterFunc may run to forget
+	// a pending member id when its connection closes; Close waits for them.
+	watchers sync.WaitGroup
 
 	mu      sync.Mutex
 	closed  bool
@@ -163,8 +193,9 @@ func New(cfg Config) *Coordinator {
 
 // Close shuts the coordinator down: every JoinGroup and SyncGroup blocked in
 // it returns at once with COORDINATOR_NOT_AVAILABLE, every timer is stopped,
-// and later requests get COORDINATOR_NOT_AVAILABLE. Groups and offsets stay
-// readable through Groups, Group and CommittedOffset. Close is idempotent.
+// and later requests get COORDINATOR_NOT_AVAILABLE. It returns once no
+// goroutine of the coordinator's is left. Groups and offsets stay readable
+// through Groups, Group and CommittedOffset. Close is idempotent.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -177,6 +208,7 @@ func (c *Coordinator) Close() {
 	}
 	close(c.done)
 	c.unlock()
+	c.watchers.Wait()
 }
 
 // unlock releases c.mu and wakes anything waiting for a change of state.
@@ -188,10 +220,45 @@ func (c *Coordinator) unlock() {
 	c.mu.Unlock()
 }
 
-// refuse logs a request refused because of a VAST rule.
-func (c *Coordinator) refuse(api, rule, group string, args ...any) {
-	c.log.Info("coordinator: refused by VAST rule",
-		append([]any{"api", api, "rule", rule, "group", group}, args...)...)
+// refuse reports a request refused because of a VAST rule: to the refusal
+// sink of ctx (WithRefusalSink) when there is one, which then owns the
+// report, and always to the coordinator's logger, at Info without a sink and
+// at Debug with one.
+func (c *Coordinator) refuse(ctx context.Context, api, rule, group, reason string) {
+	level := slog.LevelInfo
+	if sink := refusalSinkFrom(ctx); sink != nil {
+		sink(rule, reason)
+		level = slog.LevelDebug
+	}
+	c.log.Log(ctx, level, "coordinator: refused by VAST rule",
+		"api", api, "rule", rule, "group", group, "reason", reason)
+}
+
+// maxGroupsReason explains a MaxGroups refusal.
+func (c *Coordinator) maxGroupsReason() string {
+	return fmt.Sprintf("the view already has %d consumer groups, VAST's limit", c.rules.MaxGroups)
+}
+
+// ---- refusal sink ----
+
+type refusalSinkKey struct{}
+
+// WithRefusalSink returns a context that carries sink. A call given this
+// context (JoinGroup, OffsetCommit) that refuses its request because of a
+// VAST rule calls sink once, in the caller's goroutine before the call
+// returns, with the rules.Rules field name ("EagerAssignorsOnly",
+// "MaxGroups") and a sentence saying why. The broker uses it to record the
+// rule on the request in its request log.
+func WithRefusalSink(ctx context.Context, sink func(rule, reason string)) context.Context {
+	return context.WithValue(ctx, refusalSinkKey{}, sink)
+}
+
+func refusalSinkFrom(ctx context.Context) func(rule, reason string) {
+	if ctx == nil {
+		return nil
+	}
+	sink, _ := ctx.Value(refusalSinkKey{}).(func(rule, reason string))
+	return sink
 }
 
 // ---- client identity ----
@@ -264,8 +331,28 @@ func (t *timer) cancel() {
 func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // canCreateGroup reports whether one more group fits under Rules.MaxGroups.
+// At the limit it first deletes every group Kafka's periodic cleanup would
+// delete (abandoned), since that cleanup may run at any moment: a group that
+// holds no member and no offset does not keep a new one out. Call it with
+// c.mu held.
 func (c *Coordinator) canCreateGroup() bool {
-	return c.rules.MaxGroups <= 0 || len(c.groups) < c.rules.MaxGroups
+	if c.rules.MaxGroups <= 0 || len(c.groups) < c.rules.MaxGroups {
+		return true
+	}
+	for _, g := range c.groups {
+		if g.abandoned() {
+			c.removeGroup(g)
+		}
+	}
+	return len(c.groups) < c.rules.MaxGroups
+}
+
+// removeGroup deletes g: its timers stop, a call blocked in it gets
+// COORDINATOR_NOT_AVAILABLE, and it is Dead. Call it with c.mu held.
+func (c *Coordinator) removeGroup(g *group) {
+	g.stopTimers(c)
+	g.state = stateDead
+	delete(c.groups, g.name)
 }
 
 func (c *Coordinator) newGroup(name string) *group {

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -94,7 +95,22 @@ type member struct {
 // pendingMember is a member id handed out with MEMBER_ID_REQUIRED.
 type pendingMember struct {
 	id    string
-	timer *timer
+	timer *timer // the session timeout
+	// conn is done once the connection that asked for the id has closed
+	// (the ctx of its JoinGroup); nil when that is unknown.
+	conn    <-chan struct{}
+	unwatch func() bool // stops watching conn; nil when not watching
+}
+
+// disconnected reports whether the connection that asked for p's id has
+// closed.
+func (p *pendingMember) disconnected() bool {
+	select {
+	case <-p.conn:
+		return true
+	default:
+		return false
+	}
 }
 
 func (m *member) metadataFor(protocol string) []byte {
@@ -267,7 +283,7 @@ func (g *group) stopTimers(c *Coordinator) {
 		}
 	}
 	for _, p := range g.pending {
-		p.timer.cancel()
+		c.dropPending(g, p)
 	}
 }
 
@@ -277,16 +293,26 @@ func (g *group) stopTimers(c *Coordinator) {
 // BLOCKS until the join phase of the rebalance completes (every known member
 // has rejoined, the rebalance timeout or the initial rebalance delay has
 // passed), ctx is done, or the coordinator closes. It follows Kafka 4.x's
-// classic protocol: a v4+ join without a member id gets MEMBER_ID_REQUIRED
-// and a new member id at once (KIP-394); a v5+ join with group.instance.id
-// is a static member (KIP-345) unless Rules.IgnoreGroupInstanceID, which
-// treats it as dynamic as VAST does. Rules.EagerAssignorsOnly limits the
-// protocol vote of "consumer" groups to Rules.EagerAssignors, and a member
-// offering none of them gets INCONSISTENT_GROUP_PROTOCOL; Rules.MaxGroups
-// refuses creating one group too many with GROUP_MAX_SIZE_REACHED. When ctx
-// is done or the coordinator closes, the answer is
-// COORDINATOR_NOT_AVAILABLE; the member stays and is removed by the
-// rebalance timeout if it does not rejoin.
+// classic protocol: a session timeout outside Config.MinSessionTimeout and
+// MaxSessionTimeout gets INVALID_SESSION_TIMEOUT; any rebalance timeout is
+// accepted, as Kafka accepts Kafka Streams' Integer.MAX_VALUE (one of 0 or
+// less, and v0's missing one, is taken as the session timeout); a v4+ join
+// without a member id gets MEMBER_ID_REQUIRED and a new member id at once
+// (KIP-394); a v5+ join with group.instance.id is a static member (KIP-345)
+// unless Rules.IgnoreGroupInstanceID, which treats it as dynamic as VAST
+// does. Under Rules.EagerAssignorsOnly the cooperative protocols
+// (Rules.CooperativeAssignors) of a "consumer" group are left out of the
+// vote and a member offering nothing else gets INCONSISTENT_GROUP_PROTOCOL;
+// Rules.MaxGroups refuses creating one group too many with
+// GROUP_MAX_SIZE_REACHED, after deleting the groups Kafka's cleanup would
+// delete. Both refusals go to ctx's refusal sink (WithRefusalSink).
+//
+// ctx is the client connection's: when it is done, a blocked JoinGroup
+// answers COORDINATOR_NOT_AVAILABLE and the member stays until its session
+// timeout unless it rejoins, and a member id handed out with
+// MEMBER_ID_REQUIRED that was not used yet is forgotten. So a member that
+// went away holds a join phase up for at most its session timeout (30 min
+// by default), however long its rebalance timeout.
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	c.mu.Lock()
 	resp, wait, m := c.join(ctx, req)
@@ -336,12 +362,13 @@ func joinError(version int16, memberID string, code int16) *kmsg.JoinGroupRespon
 	return r
 }
 
-// usableProtocols copies the request's protocols, keeping only VAST's eager
-// assignors for a "consumer" group under Rules.EagerAssignorsOnly.
+// usableProtocols copies the request's protocols, leaving out the
+// cooperative ones (Rules.CooperativeAssignors) of a "consumer" group under
+// Rules.EagerAssignorsOnly.
 func (c *Coordinator) usableProtocols(req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
 	out := make([]kmsg.JoinGroupRequestProtocol, 0, len(req.Protocols))
 	for _, p := range req.Protocols {
-		if c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && !c.rules.EagerAssignor(p.Name) {
+		if c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && c.rules.CooperativeAssignor(p.Name) {
 			continue
 		}
 		out = append(out, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
@@ -378,7 +405,8 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		for i, p := range req.Protocols {
 			names[i] = p.Name
 		}
-		c.refuse("JoinGroup", "EagerAssignorsOnly", req.Group, "protocols", names)
+		c.refuse(ctx, "JoinGroup", "EagerAssignorsOnly", req.Group,
+			fmt.Sprintf("every protocol offered, %q, is cooperative; VAST rebalances eagerly only", names))
 		return fail(errInconsistentGroupProtocol)
 	}
 	instanceID := c.instanceID(req.InstanceID, req.Version >= 5)
@@ -404,7 +432,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 			return fail(errUnknownMemberID)
 		}
 		if !c.canCreateGroup() {
-			c.refuse("JoinGroup", "MaxGroups", req.Group, "max", c.rules.MaxGroups)
+			c.refuse(ctx, "JoinGroup", "MaxGroups", req.Group, c.maxGroupsReason())
 			return fail(errGroupMaxSizeReached)
 		}
 		g = c.newGroup(req.Group)
@@ -424,7 +452,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		}
 		id := newMemberID(clientID)
 		if req.Version >= 4 {
-			c.addPending(g, id, session)
+			c.addPending(ctx, g, id, session)
 			r := joinError(req.Version, id, errMemberIDRequired)
 			return r, nil, nil
 		}
@@ -437,8 +465,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		}
 	}
 	if p := g.pending[req.MemberID]; p != nil {
-		p.timer.cancel()
-		delete(g.pending, p.id)
+		c.dropPending(g, p)
 		return c.addAndRebalance(g, newMember(p.id), req)
 	}
 	m := g.members[req.MemberID]
@@ -477,18 +504,47 @@ func (c *Coordinator) updateMember(m *member, req *kmsg.JoinGroupRequest, ps []k
 	m.rebalance = rebalance
 }
 
-// addPending records a member id handed out with MEMBER_ID_REQUIRED; it
-// expires after the session timeout if the member never joins with it.
-func (c *Coordinator) addPending(g *group, id string, session time.Duration) {
+// addPending records a member id handed out with MEMBER_ID_REQUIRED. As in
+// Kafka it is forgotten after the session timeout if the member never joins
+// with it; vastfake also forgets it as soon as ctx, the connection that
+// asked for it, is done, so that a client that went away does not hold up
+// the group's join phase or keep an abandoned group alive. A client that
+// reconnects and joins with the forgotten id gets UNKNOWN_MEMBER_ID and
+// joins again without one.
+func (c *Coordinator) addPending(ctx context.Context, g *group, id string, session time.Duration) {
 	p := &pendingMember{id: id}
-	p.timer = c.after(session, func() {
+	forget := func() {
 		if c.groups[g.name] != g || g.pending[id] != p {
 			return
 		}
-		delete(g.pending, id)
+		c.dropPending(g, p)
 		c.tryCompleteJoin(g)
-	})
+	}
+	p.timer = c.after(session, forget)
+	if ctx != nil && ctx.Done() != nil {
+		p.conn = ctx.Done()
+		c.watchers.Add(1)
+		p.unwatch = context.AfterFunc(ctx, func() {
+			defer c.watchers.Done()
+			c.mu.Lock()
+			defer c.unlock()
+			if !c.closed {
+				forget()
+			}
+		})
+	}
 	g.pending[id] = p
+}
+
+// dropPending forgets a pending member id and stops its timer and watch.
+// Call it with c.mu held.
+func (c *Coordinator) dropPending(g *group, p *pendingMember) {
+	p.timer.cancel()
+	if p.unwatch != nil && p.unwatch() {
+		c.watchers.Done() // the watch will never run
+	}
+	p.unwatch = nil
+	delete(g.pending, p.id)
 }
 
 // addAndRebalance adds a new member and makes it wait for the join phase.
@@ -1001,8 +1057,7 @@ func (c *Coordinator) leaveOne(g *group, memberID string, instanceID *string, le
 		memberID = id
 	}
 	if p := g.pending[memberID]; p != nil {
-		p.timer.cancel()
-		delete(g.pending, memberID)
+		c.dropPending(g, p)
 		return errNone
 	}
 	m := g.members[memberID]

@@ -110,14 +110,26 @@ func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
 }
 
 func TestJoinGroupRefusals(t *testing.T) {
-	h := newHarness(t, rules.Kafka(), func(c *Config) { c.MinSessionTimeout = 6 * time.Second })
+	h := newHarness(t, rules.Kafka(), func(c *Config) {
+		c.MinSessionTimeout, c.MaxSessionTimeout = DefaultMinSessionTimeout, DefaultMaxSessionTimeout
+	})
 
 	req := joinReq("", "")
 	assert.Equal(t, errInvalidGroupID, h.join(req).ErrorCode)
 
-	req = joinReq("g", "")
-	req.SessionTimeoutMillis = 1000
-	assert.Equal(t, errInvalidSessionTimeout, h.join(req).ErrorCode)
+	for _, ms := range []int32{-1, 0, 5_999, 1_800_001, 1<<31 - 1} {
+		req = joinReq("g", "")
+		req.SessionTimeoutMillis = ms
+		assert.Equal(t, errInvalidSessionTimeout, h.join(req).ErrorCode, "session timeout %d ms", ms)
+	}
+	_, ok := h.c.Group("g")
+	assert.False(t, ok, "a refused join creates no group")
+	for _, ms := range []int32{6_000, 1_800_000} {
+		req = joinReq("bounds", "")
+		req.SessionTimeoutMillis = ms
+		req.RebalanceTimeoutMillis = 1<<31 - 1 // any rebalance timeout, as Kafka Streams sends
+		assert.Equal(t, errMemberIDRequired, h.join(req).ErrorCode, "session timeout %d ms", ms)
+	}
 
 	req = joinReq("g", "")
 	req.Protocols = nil
@@ -164,7 +176,7 @@ func TestRebalanceStates(t *testing.T) {
 	// refused, member commits of the current generation still pass.
 	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
 	assert.Equal(t, errRebalanceInProgress, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(commitReq("g", a, 1, "t", map[int32]int64{0: 5}))))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, 1, "t", map[int32]int64{0: 5}))))
 
 	aj := h.joinAsync(joinReq("g", a))
 	ar, br := get(t, aj), get(t, bj)
@@ -181,7 +193,7 @@ func TestRebalanceStates(t *testing.T) {
 	// CompletingRebalance: heartbeats pass, commits are refused, wrong
 	// syncs are refused, a follower's sync waits for the leader.
 	assert.Equal(t, errNone, h.c.Heartbeat(hbReq("g", b, 2)).ErrorCode)
-	assert.Equal(t, []int16{errRebalanceInProgress}, commitCodes(h.c.OffsetCommit(commitReq("g", b, 2, "t", map[int32]int64{0: 6}))))
+	assert.Equal(t, []int16{errRebalanceInProgress}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", b, 2, "t", map[int32]int64{0: 6}))))
 	assert.Equal(t, errIllegalGeneration, h.c.SyncGroup(context.Background(), syncReq("g", b, 1, nil)).ErrorCode)
 	assert.Equal(t, errUnknownMemberID, h.c.SyncGroup(context.Background(), syncReq("g", "x", 2, nil)).ErrorCode)
 	assert.Equal(t, errUnknownMemberID, h.c.SyncGroup(context.Background(), syncReq("nope", b, 2, nil)).ErrorCode)
@@ -323,6 +335,29 @@ func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
 	assert.Len(t, ar.Members, 1)
 }
 
+// TestPendingMemberForgottenWhenItsConnectionCloses: a member id handed out
+// with MEMBER_ID_REQUIRED holds the join phase up only while the connection
+// that asked for it is open; once it closes the phase completes with no
+// time passing, and the id is unknown.
+func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
+	h := newHarness(t, rules.VAST())
+	a := h.memberID("g")
+	conn, hangUp := context.WithCancel(context.Background())
+	req := joinReq("g", "")
+	req.SessionTimeoutMillis = 1_800_000
+	req.RebalanceTimeoutMillis = 1<<31 - 1
+	gone := get(t, h.joinAsyncCtx(conn, req))
+	require.Equal(t, errMemberIDRequired, gone.ErrorCode)
+	aj := h.joinAsync(joinReq("g", a))
+	h.waitJoining("g", 1)
+	still(t, aj) // Kafka waits for pending member ids
+	hangUp()
+	ar := get(t, aj)
+	require.Equal(t, errNone, ar.ErrorCode)
+	assert.Len(t, ar.Members, 1)
+	assert.Equal(t, errUnknownMemberID, h.join(joinReq("g", gone.MemberID)).ErrorCode)
+}
+
 func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
@@ -455,6 +490,24 @@ func TestEagerAssignorsOnly(t *testing.T) {
 		require.Equal(t, errNone, r.ErrorCode)
 		assert.Equal(t, "sessioned", *r.Protocol)
 	})
+	t.Run("vast votes among every eager protocol", func(t *testing.T) {
+		// kafkajs's assignor, a custom one and the eager sticky one are
+		// not cooperative: they join and take part in the vote.
+		h := newHarness(t, rules.VAST())
+		a, b := h.memberID("g"), h.memberID("g")
+		ar := joinReq("g", a)
+		ar.Protocols = protos("RoundRobinAssigner", "sticky")
+		aj := h.joinAsync(ar)
+		h.waitJoining("g", 1)
+		br := joinReq("g", b)
+		br.Protocols = protos("cooperative-sticky", "sticky", "RoundRobinAssigner")
+		bj := h.joinAsync(br)
+		for _, r := range []*kmsg.JoinGroupResponse{get(t, aj), get(t, bj)} {
+			require.Equal(t, errNone, r.ErrorCode)
+			assert.Equal(t, "RoundRobinAssigner", *r.Protocol, "a tie goes to the leader's first choice")
+		}
+		assert.NotContains(t, h.log.String(), `"rule"`)
+	})
 	t.Run("kafka", func(t *testing.T) {
 		h := newHarness(t, rules.Kafka())
 		id := h.memberID("g")
@@ -464,6 +517,37 @@ func TestEagerAssignorsOnly(t *testing.T) {
 		require.Equal(t, errNone, r.ErrorCode)
 		assert.Equal(t, "cooperative-sticky", *r.Protocol)
 	})
+	t.Run("kafka with the rule switched on", func(t *testing.T) {
+		r := rules.Kafka()
+		r.EagerAssignorsOnly = true
+		h := newHarness(t, r)
+		req := joinReq("g", "")
+		req.Protocols = protos("cooperative-sticky")
+		assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode)
+	})
+}
+
+// TestRefusalSink: a refusal made because of a VAST rule goes to the ctx's
+// sink, with the rule and why, and is logged only at Debug.
+func TestRefusalSink(t *testing.T) {
+	r := rules.VAST()
+	r.MaxGroups = 1
+	h := newHarness(t, r)
+	var got []string
+	ctx := WithRefusalSink(context.Background(), func(rule, reason string) { got = append(got, rule+": "+reason) })
+
+	req := joinReq("coop", "")
+	req.Protocols = protos("cooperative-sticky")
+	assert.Equal(t, errInconsistentGroupProtocol, get(t, h.joinAsyncCtx(ctx, req)).ErrorCode)
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, []int16{errGroupMaxSizeReached}, commitCodes(h.c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, errGroupMaxSizeReached, get(t, h.joinAsyncCtx(ctx, joinReq("c", ""))).ErrorCode)
+
+	require.Len(t, got, 3)
+	assert.Equal(t, `EagerAssignorsOnly: every protocol offered, ["cooperative-sticky"], is cooperative; VAST rebalances eagerly only`, got[0])
+	assert.Equal(t, "MaxGroups: the view already has 1 consumer groups, VAST's limit", got[1])
+	assert.Equal(t, got[1], got[2])
+	assert.NotContains(t, h.log.String(), `"rule"`, "the sink's owner reports the refusal")
 }
 
 // TestRejoinWhileStable follows Kafka: a follower rejoining with the same
@@ -627,7 +711,7 @@ func TestStaticMembershipKafka(t *testing.T) {
 	assert.Equal(t, errFencedInstanceID, h.c.SyncGroup(context.Background(), old).ErrorCode)
 	oc := commitReq("g", a, gen, "t", map[int32]int64{0: 1})
 	oc.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, []int16{errFencedInstanceID}, commitCodes(h.c.OffsetCommit(oc)))
+	assert.Equal(t, []int16{errFencedInstanceID}, commitCodes(h.c.OffsetCommit(context.Background(), oc)))
 	assert.Equal(t, errFencedInstanceID, h.join(static("i-a", a)).ErrorCode)
 	hb = hbReq("g", a2, gen)
 	hb.InstanceID = kmsg.StringPtr("i-a")
@@ -728,7 +812,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hb).ErrorCode)
 	oc := commitReq("g", a, 1, "t", map[int32]int64{0: 1})
 	oc.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(oc)))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), oc)))
 	// It does not rejoin and its session ends: it is removed.
 	h.clk.Advance(10 * time.Second)
 	r2 := get(t, j2)
@@ -799,7 +883,7 @@ func TestCloseReleasesBlockedCalls(t *testing.T) {
 	assert.Equal(t, errCoordinatorNotAvailable, h.join(joinReq("g", b)).ErrorCode)
 	assert.Equal(t, errCoordinatorNotAvailable, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
 	assert.Equal(t, errCoordinatorNotAvailable, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
-	assert.Equal(t, []int16{errCoordinatorNotAvailable}, commitCodes(h.c.OffsetCommit(commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, []int16{errCoordinatorNotAvailable}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
 	h.c.Close() // idempotent
 	_, ok := h.c.Group("h")
 	assert.True(t, ok, "groups stay readable after Close")

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -25,14 +26,15 @@ type offset struct {
 // REBALANCE_IN_PROGRESS. Commits during PreparingRebalance are accepted, as
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
-// GROUP_MAX_SIZE_REACHED. Topics are taken by name; the broker filters
-// topics that do not exist and caps the version below v10 (topic ids).
-func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+// GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
+// Topics are taken by name; the broker filters topics that do not exist and
+// caps the version below v10 (topic ids). It never blocks.
+func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
-	g, code := c.commitGroup(req)
+	g, code := c.commitGroup(ctx, req)
 	now := c.clock.Now()
 	for _, t := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
@@ -67,7 +69,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 
 // commitGroup validates a commit and returns the group it goes to, creating
 // it for a generation -1 commit.
-func (c *Coordinator) commitGroup(req *kmsg.OffsetCommitRequest) (*group, int16) {
+func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitRequest) (*group, int16) {
 	if c.closed {
 		return nil, errCoordinatorNotAvailable
 	}
@@ -85,7 +87,7 @@ func (c *Coordinator) commitGroup(req *kmsg.OffsetCommitRequest) (*group, int16)
 			return nil, errIllegalGeneration
 		}
 		if !c.canCreateGroup() {
-			c.refuse("OffsetCommit", "MaxGroups", req.Group, "max", c.rules.MaxGroups)
+			c.refuse(ctx, "OffsetCommit", "MaxGroups", req.Group, c.maxGroupsReason())
 			return nil, errGroupMaxSizeReached
 		}
 		return c.newGroup(req.Group), errNone
@@ -326,33 +328,53 @@ func (c *Coordinator) expireAll() {
 	}
 }
 
-// expire applies Kafka's offsets.retention.minutes to g when
-// Rules.OffsetsNeverExpire is off: the offsets of a group without members
-// expire OffsetsRetention after the later of the commit and the moment the
-// group became empty. A group whose last offsets expire here, with no
-// pending members, is deleted, as Kafka's cleanup does; an Empty group that
-// never committed is kept. It is checked when offsets are read rather than
-// on a timer.
+// expire applies Kafka's group cleanup to g (GroupCoordinatorShard's
+// cleanupGroupMetadata). When Rules.OffsetsNeverExpire is off, the offsets
+// of a group without members expire OffsetsRetention after the later of the
+// commit and the moment the group became Empty (offsets.retention.minutes).
+// A group left Empty with no committed offsets (abandoned) is deleted when
+// its last offsets expire here, or once it has been Empty for
+// emptyGroupCleanup; a group that holds offsets is never deleted here. It
+// runs when a group is looked at rather than on a timer.
 func (c *Coordinator) expire(g *group) {
-	if c.rules.OffsetsNeverExpire || c.rules.OffsetsRetention <= 0 || g.state != stateEmpty || len(g.offsets) == 0 {
+	if g.state != stateEmpty {
 		return
 	}
 	now := c.clock.Now()
-	for t, ps := range g.offsets {
-		for p, o := range ps {
-			base := o.at
-			if g.emptySince.After(base) {
-				base = g.emptySince
+	expired := false
+	if !c.rules.OffsetsNeverExpire && c.rules.OffsetsRetention > 0 && len(g.offsets) > 0 {
+		for t, ps := range g.offsets {
+			for p, o := range ps {
+				base := o.at
+				if g.emptySince.After(base) {
+					base = g.emptySince
+				}
+				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
+					delete(ps, p)
+				}
 			}
-			if !now.Before(base.Add(c.rules.OffsetsRetention)) {
-				delete(ps, p)
+			if len(ps) == 0 {
+				delete(g.offsets, t)
 			}
 		}
-		if len(ps) == 0 {
-			delete(g.offsets, t)
+		expired = len(g.offsets) == 0
+	}
+	if g.abandoned() && (expired || !now.Before(g.emptySince.Add(emptyGroupCleanup))) {
+		c.removeGroup(g)
+	}
+}
+
+// abandoned reports whether Kafka's cleanup would delete g: it is Empty,
+// has no committed offsets, and no member id it handed out with
+// MEMBER_ID_REQUIRED still waits on an open connection.
+func (g *group) abandoned() bool {
+	if g.state != stateEmpty || len(g.members) > 0 || len(g.offsets) > 0 {
+		return false
+	}
+	for _, p := range g.pending {
+		if !p.disconnected() {
+			return false
 		}
 	}
-	if len(g.offsets) == 0 && len(g.pending) == 0 {
-		delete(c.groups, g.name)
-	}
+	return true
 }

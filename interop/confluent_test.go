@@ -433,8 +433,8 @@ func TestConfluentStaticMemberRestart(t *testing.T) {
 		conf := func() *kafka.ConfigMap {
 			return ckGroupConf(b.Addr(), group,
 				"group.instance.id", instance,
-				"session.timeout.ms", 3000,
-				"max.poll.interval.ms", 3000)
+				"session.timeout.ms", 6000, // Kafka's group.min.session.timeout.ms
+				"max.poll.interval.ms", 6000)
 		}
 		stable := func(members int) func() bool {
 			return func() bool {

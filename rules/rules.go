@@ -11,7 +11,10 @@
 // Nothing outside this package hard-codes a VAST limit.
 package rules
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Rules is the set of VAST behaviours a broker enforces. The zero value lifts
 // every rule (it behaves like Apache Kafka); use VAST for the VAST profile.
@@ -24,13 +27,19 @@ type Rules struct {
 	// those APIs stay absent in the kafka profile too.
 	ClassicGroupsOnly bool
 
-	// EagerAssignorsOnly restricts the JoinGroup protocol vote to the eager
-	// assignors in EagerAssignors; a member offering none of them gets
-	// INCONSISTENT_GROUP_PROTOCOL. [000][KB], error code [choice]
+	// EagerAssignorsOnly refuses cooperative rebalancing: the protocols
+	// named in CooperativeAssignors are left out of the JoinGroup protocol
+	// vote of a "consumer" group, and a member offering nothing else gets
+	// INCONSISTENT_GROUP_PROTOCOL. Every other protocol (range, roundrobin,
+	// eager sticky, kafkajs's RoundRobinAssigner, custom names) is voted on
+	// as Kafka does. [000][KB], error code [choice]
 	EagerAssignorsOnly bool
 
-	// EagerAssignors names the assignors VAST accepts. [000][KB]
-	EagerAssignors []string
+	// CooperativeAssignors names the cooperative protocols that
+	// EagerAssignorsOnly refuses: "cooperative-sticky", the protocol name of
+	// the cooperative sticky assignor in the Java client, librdkafka,
+	// franz-go and sarama. [000][KB]
+	CooperativeAssignors []string
 
 	// IgnoreGroupInstanceID accepts group.instance.id but treats the member
 	// as an ordinary dynamic member: no fencing, a restart rebalances. [000]
@@ -135,7 +144,7 @@ func VAST() Rules {
 	return Rules{
 		ClassicGroupsOnly:     true,
 		EagerAssignorsOnly:    true,
-		EagerAssignors:        []string{"range", "roundrobin"},
+		CooperativeAssignors:  []string{"cooperative-sticky"},
 		IgnoreGroupInstanceID: true,
 		MaxGroups:             256,
 		OffsetsNeverExpire:    true,
@@ -161,9 +170,12 @@ func VAST() Rules {
 
 // Kafka returns the rules with every VAST restriction lifted: the broker then
 // behaves like Apache Kafka 4.x for everything vastfake implements.
+// CooperativeAssignors keeps VAST's list, unused while EagerAssignorsOnly is
+// off, so that switching that rule on alone refuses cooperative-sticky.
 func Kafka() Rules {
 	return Rules{
-		OffsetsRetention: 7 * 24 * time.Hour,
+		CooperativeAssignors: []string{"cooperative-sticky"},
+		OffsetsRetention:     7 * 24 * time.Hour,
 	}
 }
 
@@ -187,12 +199,8 @@ func (r *Rules) MessageMaxBytes() int {
 	return KafkaMessageMaxBytes
 }
 
-// EagerAssignor reports whether name is one of the assignors VAST accepts.
-func (r *Rules) EagerAssignor(name string) bool {
-	for _, a := range r.EagerAssignors {
-		if a == name {
-			return true
-		}
-	}
-	return false
+// CooperativeAssignor reports whether name is one of the cooperative
+// protocols listed in CooperativeAssignors.
+func (r *Rules) CooperativeAssignor(name string) bool {
+	return slices.Contains(r.CooperativeAssignors, name)
 }

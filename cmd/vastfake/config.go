@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -37,6 +38,8 @@ type config struct {
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
 	NumPartitions          int32
+	MinSessionTimeout      time.Duration
+	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
 	IdleTimeout            time.Duration
 	ManualClock            bool
@@ -245,7 +248,9 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	listen := str("listen", "127.0.0.1:9092", "address to listen on; port 0 picks a free one")
 	advertise := str("advertise", "", "host:port clients are told to connect to; default the listen address")
 	profile := str("profile", "vast", "rules to enforce: vast or kafka")
-	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0")
+	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0 (Kafka's is 3s)")
+	minSession := dur("min-session-timeout", "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
+	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", 1, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
@@ -323,7 +328,9 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
 		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
-		IdleTimeout: broker.DefaultIdleTimeout,
+		IdleTimeout:       broker.DefaultIdleTimeout,
+		MinSessionTimeout: coordinator.DefaultMinSessionTimeout,
+		MaxSessionTimeout: coordinator.DefaultMaxSessionTimeout,
 	}
 	for _, spec := range users.all() {
 		name, pass, ok := strings.Cut(spec, ":")
@@ -359,6 +366,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		dst  *time.Duration
 	}{
 		{"initial-rebalance-delay", *rebal, &cfg.InitialRebalanceDelay},
+		{"min-session-timeout", *minSession, &cfg.MinSessionTimeout},
+		{"max-session-timeout", *maxSession, &cfg.MaxSessionTimeout},
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},

@@ -49,7 +49,7 @@ func TestParseRuleSwitches(t *testing.T) {
 	cfg, err := parseConfig([]string{
 		"-profile", "vast",
 		"-rule", "NoCompression=false,MaxGroups=10",
-		"-rule", "eagerassignors=range,roundrobin,cooperative-sticky",
+		"-rule", "cooperativeassignors=cooperative-sticky,stream",
 		"-rule", "OffsetsRetention=1h",
 		"-stale-end-offset", "30s",
 	}, io.Discard, io.Discard)
@@ -57,7 +57,7 @@ func TestParseRuleSwitches(t *testing.T) {
 	want := rules.VAST()
 	want.NoCompression = false
 	want.MaxGroups = 10
-	want.EagerAssignors = []string{"range", "roundrobin", "cooperative-sticky"}
+	want.CooperativeAssignors = []string{"cooperative-sticky", "stream"}
 	want.OffsetsRetention = time.Hour
 	want.StaleEndOffset = 30 * time.Second
 	assert.Equal(t, want, cfg.Rules)
@@ -77,6 +77,7 @@ func TestConfigPrecedence(t *testing.T) {
 		"profile": "kafka",
 		"log-level": "debug",
 		"initial-rebalance-delay": "3s",
+		"min-session-timeout": "1s",
 		"manual-clock": true,
 		"topic": ["from-file:2:retention.ms=1000"],
 		"rule": {"MaxGroups": 5, "NoCompression": true}
@@ -93,6 +94,8 @@ func TestConfigPrecedence(t *testing.T) {
 	assert.Equal(t, "kafka", cfg.Profile, "file beats default")
 	assert.Equal(t, "127.0.0.1:0", cfg.Listen, "env beats default")
 	assert.Equal(t, 3*time.Second, cfg.InitialRebalanceDelay)
+	assert.Equal(t, time.Second, cfg.MinSessionTimeout, "file beats default")
+	assert.Equal(t, 30*time.Minute, cfg.MaxSessionTimeout, "Kafka's group.max.session.timeout.ms by default")
 	assert.True(t, cfg.ManualClock)
 	assert.Equal(t, 7, cfg.Rules.MaxGroups, "the flag's rule applies last")
 	assert.True(t, cfg.Rules.NoCompression, "the file's rule applies on the kafka profile")
@@ -124,7 +127,7 @@ func TestConfigFileTypes(t *testing.T) {
 		`{"initial-rebalance-delay": 3}`:          "initial-rebalance-delay",
 		`{"rule": 5}`:                             "rule",
 		`{"rule": {"MaxGroups": {"n": 1}}}`:       "rule",
-		`{"rule": {"EagerAssignors": [1]}}`:       "rule",
+		`{"rule": {"CooperativeAssignors": [1]}}`:       "rule",
 		`{"rule": {"MaxGroups": -5}}`:             "MaxGroups",
 		`{"profile": "kafka", "profile": "vast"}`: "profile",
 		`{"version": true}`:                       "version",
@@ -137,11 +140,11 @@ func TestConfigFileTypes(t *testing.T) {
 		}
 	}
 
-	cfg, err := parse(`{"topic": "a:1,b:2", "rule": {"EagerAssignors": ["range", "sticky"], "MaxGroups": 3, "NoCompression": false},
+	cfg, err := parse(`{"topic": "a:1,b:2", "rule": {"CooperativeAssignors": ["cooperative-sticky", "mine"], "MaxGroups": 3, "NoCompression": false},
 		"manual-clock": false, "initial-rebalance-delay": "2s"}`)
 	require.NoError(t, err)
 	assert.Len(t, cfg.Topics, 2)
-	assert.Equal(t, []string{"range", "sticky"}, cfg.Rules.EagerAssignors)
+	assert.Equal(t, []string{"cooperative-sticky", "mine"}, cfg.Rules.CooperativeAssignors)
 	assert.Equal(t, 3, cfg.Rules.MaxGroups)
 	assert.False(t, cfg.Rules.NoCompression)
 	assert.Equal(t, 2*time.Second, cfg.InitialRebalanceDelay)
