@@ -609,4 +609,9 @@ func TestGroupRefusalsRecordTheirRule(t *testing.T) {
 	assert.Contains(t, got, refusal{kmsg.JoinGroup, "EagerAssignorsOnly", kerr.InconsistentGroupProtocol.Code})
 	assert.Contains(t, got, refusal{kmsg.OffsetCommit, "MaxGroups", kerr.GroupMaxSizeReached.Code})
 	assert.Contains(t, got, refusal{kmsg.JoinGroup, "MaxGroups", kerr.GroupMaxSizeReached.Code})
+	for _, rec := range k.Refusals() {
+		// JoinGroup and OffsetCommit answers have no message field: the
+		// record carries the coordinator's reason instead.
+		assert.NotEmpty(t, rec.Message, "%s refused by %s", rec.API.Name(), rec.Rule)
+	}
 }

@@ -122,6 +122,7 @@ type request struct {
 	clientID string
 	kreq     kmsg.Request
 	rule     string // the VAST rule that refused (part of) the request
+	why      string // what the refusal told the client, when its answer has no message field
 
 	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
 	denied     string // why a policy (or failed authentication) denied (part of) the request
@@ -147,6 +148,15 @@ func (r *request) deny(why string) {
 func (r *request) refuse(rule string) {
 	if r.rule == "" {
 		r.rule = rule
+	}
+}
+
+// refuseBecause is refuse with the reason, for answers that carry no error
+// message of their own (JoinGroup, OffsetCommit): the request log and the
+// log line show it instead.
+func (r *request) refuseBecause(rule, why string) {
+	if r.rule == "" {
+		r.rule, r.why = rule, why
 	}
 }
 
@@ -301,7 +311,11 @@ func (c *clientConn) handleOne() error {
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	}
 	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {
-		rec.Message = logMessage(firstErrorMessage(resp))
+		rec.Message = firstErrorMessage(resp)
+		if rec.Message == "" {
+			rec.Message = req.why
+		}
+		rec.Message = logMessage(rec.Message)
 	}
 	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
 	if !emptyFetch(resp) {

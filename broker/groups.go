@@ -61,10 +61,10 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 }
 
 // coordinatorCtx is the ctx the coordinator gets for r: the connection's,
-// with a refusal sink that records on r the VAST rule that refused it, for
-// the request log.
+// with a refusal sink that records on r the VAST rule that refused it and
+// why, for the request log.
 func coordinatorCtx(r *request) context.Context {
-	return coordinator.WithRefusalSink(r.ctx, func(rule, _ string) { r.refuse(rule) })
+	return coordinator.WithRefusalSink(r.ctx, r.refuseBecause)
 }
 
 // handleJoinGroup answers JoinGroup v0-v9. It blocks until the group's join
