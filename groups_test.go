@@ -615,3 +615,28 @@ func TestGroupRefusalsRecordTheirRule(t *testing.T) {
 		assert.NotEmpty(t, rec.Message, "%s refused by %s", rec.API.Name(), rec.Rule)
 	}
 }
+
+// TestBrokerConfigsShowGroupBounds: DescribeConfigs on the broker reports
+// the session timeout bounds JoinGroup enforces, Kafka's by default.
+func TestBrokerConfigsShowGroupBounds(t *testing.T) {
+	brokerConfigs := func(t *testing.T, b *broker.Broker) map[string]string {
+		t.Helper()
+		rc, err := fixtures.Admin(t, b).DescribeBrokerConfigs(ctxT(t))
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, r := range rc {
+			require.NoError(t, r.Err)
+			for _, c := range r.Configs {
+				out[c.Key] = c.MaybeValue()
+			}
+		}
+		return out
+	}
+	got := brokerConfigs(t, fixtures.StartBroker(t))
+	assert.Equal(t, "6000", got["group.min.session.timeout.ms"])
+	assert.Equal(t, "1800000", got["group.max.session.timeout.ms"])
+	assert.Equal(t, "600000", got["connections.max.idle.ms"])
+	got = brokerConfigs(t, fixtures.StartBroker(t, broker.WithMinSessionTimeout(time.Second), broker.WithMaxSessionTimeout(time.Minute)))
+	assert.Equal(t, "1000", got["group.min.session.timeout.ms"])
+	assert.Equal(t, "60000", got["group.max.session.timeout.ms"])
+}

@@ -264,6 +264,9 @@ func (b *Broker) brokerConfigs() map[string]string {
 		"num.partitions":                   strconv.Itoa(int(b.cfg.partitions)),
 		"offsets.retention.minutes":        offsetsRetention,
 		"group.initial.rebalance.delay.ms": strconv.FormatInt(b.cfg.rebalDelay.Milliseconds(), 10),
+		"group.min.session.timeout.ms":     strconv.FormatInt(b.cfg.minSession.Milliseconds(), 10),
+		"group.max.session.timeout.ms":     strconv.FormatInt(b.cfg.maxSession.Milliseconds(), 10),
+		"connections.max.idle.ms":          strconv.FormatInt(b.cfg.idleTimeout.Milliseconds(), 10),
 		"log.retention.ms":                 strconv.FormatInt(defaultRetention.Milliseconds(), 10),
 	}
 }

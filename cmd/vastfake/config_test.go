@@ -127,7 +127,7 @@ func TestConfigFileTypes(t *testing.T) {
 		`{"initial-rebalance-delay": 3}`:          "initial-rebalance-delay",
 		`{"rule": 5}`:                             "rule",
 		`{"rule": {"MaxGroups": {"n": 1}}}`:       "rule",
-		`{"rule": {"CooperativeAssignors": [1]}}`:       "rule",
+		`{"rule": {"CooperativeAssignors": [1]}}`: "rule",
 		`{"rule": {"MaxGroups": -5}}`:             "MaxGroups",
 		`{"profile": "kafka", "profile": "vast"}`: "profile",
 		`{"version": true}`:                       "version",
