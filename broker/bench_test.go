@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -234,4 +235,9 @@ func (l *loopConn) Read(p []byte) (int, error) {
 }
 
 func (l *loopConn) Write(p []byte) (int, error) { return len(p), nil }
-func (l *loopConn) RemoteAddr() net.Addr        { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+// Deadlines never expire: the frame is always there to read.
+func (l *loopConn) SetDeadline(time.Time) error      { return nil }
+func (l *loopConn) SetReadDeadline(time.Time) error  { return nil }
+func (l *loopConn) SetWriteDeadline(time.Time) error { return nil }
+func (l *loopConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
