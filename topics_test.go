@@ -195,8 +195,10 @@ func TestOffsetsTopic(t *testing.T) {
 		assert.Equal(t, []string{"__consumer_offsets"}, td.Names())
 	})
 
-	t.Run("kafka: a regex consumer skips it and consumes at once", func(t *testing.T) {
-		k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 2), fixtures.Topic("refunds", 1))
+	profiles(t, func(t *testing.T, profile string) {
+		// A regex consumer skips it (kafka) or never sees it (vast), and
+		// consumes at once.
+		k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("orders", 2), fixtures.Topic("refunds", 1))
 		k.Produce("orders", 0, "o1")
 		k.Produce("refunds", 0, "r1")
 		for _, group := range []string{"", "regex-group"} {
