@@ -186,8 +186,8 @@ func (c *clientConn) serve() {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if err := c.handshake(tc); err != nil {
 			level := slog.LevelInfo
-			if errors.Is(err, io.EOF) { // a port probe: connect, close
-				level = slog.LevelDebug
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.ctx.Err() != nil {
+				level = slog.LevelDebug // a port probe (connect, close), or the broker closing
 			}
 			c.b.log.Log(c.ctx, level, "closing connection: TLS handshake failed", "remote", c.remote, "err", err)
 			return
@@ -250,6 +250,9 @@ func (c *clientConn) handleOne() error {
 
 	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
 		if key >= 0 && int(key) < len(c.b.hiddenBy) && c.b.hiddenBy[key] != "" {
+			if unauthenticated { // no rule refusal for a client that never logged in
+				return c.requireLogin(key, version, frame[8:])
+			}
 			return c.refuseHidden(key, version, frame[8:])
 		}
 		return protoErr("unsupported api key %d", key)
@@ -262,7 +265,8 @@ func (c *clientConn) handleOne() error {
 			// so the client can retry at one it knows.
 			resp := c.b.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.ApiVersions, Version: version, ErrorCode: resp.ErrorCode})
+			c.fetchRun = logRun{}
+			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
 		}
 		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
@@ -278,11 +282,7 @@ func (c *clientConn) handleOne() error {
 	}
 	clientID := c.clientID
 	if unauthenticated && !a.beforeAuth {
-		// Kafka closes a connection that sends anything but
-		// ApiVersions or SASL before authenticating.
-		why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
-		c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID, Denied: why, Closed: true})
-		return &closeError{reason: why}
+		return c.requireLogin(key, version, nil)
 	}
 	if err := kreq.ReadFrom(body); err != nil {
 		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
@@ -378,6 +378,22 @@ func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	return &closeError{reason: msg}
 }
 
+// requireLogin closes a connection that sent a request other than
+// ApiVersions or SASL before authenticating, as Kafka does, and records the
+// denial. hdr, when not nil, is the frame after the api key, version and
+// correlation id, for the client id.
+func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
+	if hdr != nil {
+		if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
+			c.clientID = string(id)
+		}
+	}
+	why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
+	c.fetchRun = logRun{}
+	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
+	return &closeError{reason: why}
+}
+
 // write encodes resp with kmsg behind its response header and flushes it.
 func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) error {
 	if need := responseSizeHint(resp); cap(c.out) < need {
@@ -398,18 +414,31 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	return c.send(out) // one whole frame per write: no buffering to gain from
 }
 
-// send writes one whole frame. A client that does not read it within the
-// idle timeout has its connection closed: the write fails.
+// sendChunk is how much of an answer send writes under one deadline.
+const sendChunk = 256 << 10
+
+// send writes one whole frame. A client that reads none of it for the idle
+// timeout has its connection closed: the deadline is renewed for every
+// sendChunk bytes, so a client that reads a large answer slowly but steadily
+// keeps its connection, as Kafka counts idleness from the last progress.
 func (c *clientConn) send(frame []byte) error {
 	d := c.b.cfg.idleTimeout
-	if d > 0 {
+	if d <= 0 {
+		_, err := c.nc.Write(frame)
+		return err
+	}
+	for len(frame) > 0 {
+		n := min(len(frame), sendChunk)
 		c.nc.SetWriteDeadline(time.Now().Add(d))
+		if _, err := c.nc.Write(frame[:n]); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return &closeError{reason: fmt.Sprintf("the client read nothing of an answer for %v", d)}
+			}
+			return err
+		}
+		frame = frame[n:]
 	}
-	_, err := c.nc.Write(frame)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		return &closeError{reason: fmt.Sprintf("the client left an answer unread for %v", d)}
-	}
-	return err
+	return nil
 }
 
 // maxKeptBuffer bounds the request and response buffers a connection keeps
