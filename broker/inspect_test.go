@@ -203,6 +203,18 @@ func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
 	_, err = dialWire(t, kb, "k").send(kmsg.NewPtrConsumerGroupHeartbeatRequest())
 	require.ErrorIs(t, err, io.EOF)
 	assert.Empty(t, kb.Refusals())
+
+	// Before a SASL login a hidden API is a missing login, not a rule
+	// refusal: a client that never logged in trips no VAST rule.
+	sb, err := New(WithUsers(map[string]string{"u": "p"}))
+	require.NoError(t, err)
+	defer sb.Close()
+	_, err = dialWire(t, sb, "anon").send(kmsg.NewPtrOffsetDeleteRequest())
+	require.ErrorIs(t, err, io.EOF)
+	assert.Empty(t, sb.Refusals())
+	require.Len(t, sb.Denials(), 1)
+	assert.Contains(t, sb.Denials()[0].Denied, "SASL authentication required")
+	assert.Equal(t, "anon", sb.Denials()[0].ClientID)
 }
 
 // TestRefusalMessageIsLogged: the record and the log line of a refusal
