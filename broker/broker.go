@@ -248,7 +248,8 @@ const (
 // Kafka's connections.max.idle.ms does; clients reconnect when they next
 // need the broker. A request the broker is still answering (a delayed
 // fetch, a JoinGroup waiting for a rebalance) does not count as idle. An
-// answer the client does not read within d also closes the connection.
+// answer the client reads nothing of for d also closes the connection; a
+// slow reader that keeps reading keeps it.
 // The default is DefaultIdleTimeout, 10 minutes; 0 never closes an idle
 // connection. The timeout is wall-clock time, whatever clock the broker
 // runs on.
@@ -307,6 +308,18 @@ func New(opts ...Option) (*Broker, error) {
 	}
 	if cfg.partitions < 1 {
 		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"idle timeout", cfg.idleTimeout}, {"read timeout", cfg.readTimeout},
+		{"TLS handshake timeout", cfg.tlsHandshakeTimeout},
+		{"minimum session timeout", cfg.minSession}, {"maximum session timeout", cfg.maxSession},
+	} {
+		if d.d < 0 {
+			return nil, fmt.Errorf("vastfake: %s %v: want 0 (none) or more", d.name, d.d)
+		}
 	}
 	if cfg.minSession > 0 && cfg.maxSession > 0 && cfg.minSession > cfg.maxSession {
 		return nil, fmt.Errorf("vastfake: the minimum session timeout %v is above the maximum %v", cfg.minSession, cfg.maxSession)

@@ -246,3 +246,16 @@ func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 		return len(b.conns) == 0
 	}, 20*time.Second, 5*time.Millisecond, "the broker still serves the connection that reads nothing")
 }
+
+// TestNegativeTimeoutsRefused: a negative timeout or session bound is a
+// mistake, not a silent "none", so New refuses it.
+func TestNegativeTimeoutsRefused(t *testing.T) {
+	for _, opt := range []Option{WithIdleTimeout(-1), WithReadTimeout(-time.Second), WithTLSHandshakeTimeout(-1),
+		WithMinSessionTimeout(-1), WithMaxSessionTimeout(-time.Minute)} {
+		b, err := New(opt)
+		if err == nil {
+			b.Close()
+		}
+		assert.ErrorContains(t, err, "want 0 (none) or more")
+	}
+}
