@@ -10,10 +10,11 @@
 //
 // Every request passes a guard first (guard.go): a Host header naming
 // neither localhost, an IP address nor a host given to WithAllowedHosts
-// gets 403 (DNS rebinding); a POST, PUT or DELETE from another site, or
-// with a form's content type and no matching Origin, gets 403 (cross-site
-// request forgery); and with WithToken, a request without the token gets
-// 401, except GET /healthz.
+// gets 403 (DNS rebinding); a POST, PUT or DELETE whose Origin or
+// Sec-Fetch-Site says it comes from another site gets 403 (cross-site
+// request forgery, as net/http.CrossOriginProtection decides); and with
+// WithToken, a request without the token gets 401, except GET or HEAD
+// /healthz.
 //
 //	GET    /healthz                                   {"status": "ok", "bootstrap": "host:port"}
 //	GET    /rules                                     the rules.Rules in force

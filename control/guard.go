@@ -11,6 +11,7 @@ package control
 import (
 	"crypto/subtle"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -42,9 +43,16 @@ func WithAllowedHosts(hosts ...string) Option {
 	}
 }
 
-// tokenCookie is the cookie that carries the token for the live page's own
-// requests (live.json) once the page was opened with ?token=.
-const tokenCookie = "vastfake_token"
+// tokenCookie names the cookie that carries the token for the live page's
+// own requests (live.json) once the page was opened with ?token=. Browsers
+// do not scope cookies by port, so the name carries the port the request
+// came to: two control planes on one host keep their own tokens.
+func tokenCookie(hostport string) string {
+	if _, port, err := net.SplitHostPort(hostport); err == nil && port != "" {
+		return "vastfake_token_" + port
+	}
+	return "vastfake_token"
+}
 
 type guard struct {
 	token string
@@ -85,7 +93,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/" && r.URL.Query().Get("token") != "" {
 			// The live page fetches live.json without the query: give it
 			// the token as a cookie that no other site's request carries.
-			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: g.token, Path: "/",
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie(r.Host), Value: g.token, Path: "/",
 				HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
 	}
@@ -144,7 +152,7 @@ func (g *guard) authorized(r *http.Request) bool {
 	if t := r.URL.Query().Get("token"); t != "" {
 		given = append(given, t)
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil {
+	if c, err := r.Cookie(tokenCookie(r.Host)); err == nil {
 		given = append(given, c.Value)
 	}
 	for _, t := range given {

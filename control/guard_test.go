@@ -143,7 +143,7 @@ func TestTokenRequired(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == "vastfake_token" {
+		if c.Name == "vastfake_token_"+srv.URL[strings.LastIndex(srv.URL, ":")+1:] { // one cookie per port
 			cookie = c
 		}
 	}
@@ -152,6 +152,8 @@ func TestTokenRequired(t *testing.T) {
 	assert.Equal(t, http.SameSiteStrictMode, cookie.SameSite)
 	status, body, _ = send(t, "GET", srv.URL+"/live.json", "", "Cookie", cookie.Name+"="+cookie.Value)
 	assert.Equal(t, http.StatusOK, status, body)
+	status, _, _ = send(t, "GET", srv.URL+"/live.json", "", "Cookie", "vastfake_token_1="+cookie.Value)
+	assert.Equal(t, http.StatusUnauthorized, status, "another port's cookie is not this control plane's")
 
 	status, _, _ = send(t, "POST", srv.URL+"/reset", "", "Authorization", "Bearer s3cret")
 	assert.Equal(t, http.StatusOK, status)
