@@ -314,9 +314,11 @@ func (g *group) stopTimers(c *Coordinator) {
 // went away holds a join phase up for at most its session timeout (30 min
 // by default), however long its rebalance timeout.
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	ctx, flush := deferRefusals(ctx)
 	c.mu.Lock()
 	resp, wait, m := c.join(ctx, req)
 	c.unlock()
+	flush()
 	if wait == nil {
 		return resp
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -548,6 +549,42 @@ func TestRefusalSink(t *testing.T) {
 	assert.Equal(t, "MaxGroups: the view already has 1 consumer groups, VAST's limit", got[1])
 	assert.Equal(t, got[1], got[2])
 	assert.NotContains(t, h.log.String(), `"rule"`, "the sink's owner reports the refusal")
+}
+
+// TestRefusalSinkMayCallBack: the refusal sink runs without the
+// coordinator's lock, so a sink that reads the coordinator (as a request log
+// that looks up the group might) does not deadlock, for JoinGroup and for
+// OffsetCommit.
+func TestRefusalSinkMayCallBack(t *testing.T) {
+	r := rules.VAST()
+	r.MaxGroups = 1
+	// No harness: on a deadlock its cleanup's Close would hang too.
+	c := New(Config{Rules: r, Clock: clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))})
+	var seen [][]string
+	ctx := WithRefusalSink(context.Background(), func(rule, _ string) {
+		var names []string
+		for _, g := range c.Groups() {
+			names = append(names, g.Name)
+		}
+		seen = append(seen, append([]string{rule}, names...))
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := joinReq("coop", "")
+		req.Protocols = protos("cooperative-sticky")
+		c.JoinGroup(ctx, req)
+		c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
+		c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))
+		c.JoinGroup(ctx, joinReq("c", ""))
+	}()
+	select {
+	case <-done:
+	case <-time.After(deadline):
+		t.Fatalf("a refusal sink calling Groups deadlocked the coordinator")
+	}
+	c.Close()
+	assert.Equal(t, [][]string{{"EagerAssignorsOnly"}, {"MaxGroups", "a"}, {"MaxGroups", "a"}}, seen)
 }
 
 // TestRejoinWhileStable follows Kafka: a follower rejoining with the same

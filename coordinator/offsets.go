@@ -30,6 +30,8 @@ type offset struct {
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	ctx, flush := deferRefusals(ctx)
+	defer flush() // after the unlock below: defers run last in, first out
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
