@@ -93,7 +93,8 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout are Kafka's
 	// group.min.session.timeout.ms and group.max.session.timeout.ms; a
 	// JoinGroup outside them gets INVALID_SESSION_TIMEOUT, as in Kafka.
-	// Zero means no bound. The broker passes DefaultMinSessionTimeout and
+	// Zero removes the bound; a negative session timeout is refused even
+	// then, as Kafka's minimum is never negative. The broker passes DefaultMinSessionTimeout and
 	// DefaultMaxSessionTimeout, Kafka's defaults, unless configured
 	// otherwise.
 	MinSessionTimeout time.Duration

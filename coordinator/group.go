@@ -294,7 +294,7 @@ func (g *group) stopTimers(c *Coordinator) {
 // has rejoined, the rebalance timeout or the initial rebalance delay has
 // passed), ctx is done, or the coordinator closes. It follows Kafka 4.x's
 // classic protocol: a session timeout outside Config.MinSessionTimeout and
-// MaxSessionTimeout gets INVALID_SESSION_TIMEOUT; any rebalance timeout is
+// MaxSessionTimeout, or negative, gets INVALID_SESSION_TIMEOUT; any rebalance timeout is
 // accepted, as Kafka accepts Kafka Streams' Integer.MAX_VALUE (one of 0 or
 // less, and v0's missing one, is taken as the session timeout); a v4+ join
 // without a member id gets MEMBER_ID_REQUIRED and a new member id at once
@@ -391,7 +391,10 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		return fail(errInvalidGroupID)
 	}
 	session := millis(req.SessionTimeoutMillis)
-	if (c.minSession > 0 && session < c.minSession) || (c.maxSession > 0 && session > c.maxSession) {
+	// Kafka refuses sessionTimeoutMs < group.min.session.timeout.ms, which
+	// is never negative: a negative session timeout is refused even with
+	// the minimum removed. Zero passes, as in Kafka with a minimum of 0.
+	if session < 0 || session < c.minSession || (c.maxSession > 0 && session > c.maxSession) {
 		return fail(errInvalidSessionTimeout)
 	}
 	rebalance := millis(req.RebalanceTimeoutMillis)

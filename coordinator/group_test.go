@@ -110,6 +110,24 @@ func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
 	}
 }
 
+// TestNegativeSessionTimeoutWithoutBounds: with both session bounds removed
+// a negative session timeout is still refused, as Kafka refuses it against
+// any group.min.session.timeout.ms; zero passes, as in Kafka with a minimum
+// of 0.
+func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
+	h := newHarness(t, rules.Kafka()) // MinSessionTimeout and MaxSessionTimeout 0: no bounds
+	for _, ms := range []int32{-1, -1 << 31} {
+		req := joinReq("g", "")
+		req.SessionTimeoutMillis = ms
+		assert.Equal(t, errInvalidSessionTimeout, h.join(req).ErrorCode, "session timeout %d ms", ms)
+	}
+	_, ok := h.c.Group("g")
+	assert.False(t, ok, "a refused join creates no group")
+	req := joinReq("zero", "")
+	req.SessionTimeoutMillis = 0
+	assert.Equal(t, errMemberIDRequired, h.join(req).ErrorCode)
+}
+
 func TestJoinGroupRefusals(t *testing.T) {
 	h := newHarness(t, rules.Kafka(), func(c *Config) {
 		c.MinSessionTimeout, c.MaxSessionTimeout = DefaultMinSessionTimeout, DefaultMaxSessionTimeout
