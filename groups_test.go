@@ -639,4 +639,9 @@ func TestBrokerConfigsShowGroupBounds(t *testing.T) {
 	got = brokerConfigs(t, fixtures.StartBroker(t, broker.WithMinSessionTimeout(time.Second), broker.WithMaxSessionTimeout(time.Minute)))
 	assert.Equal(t, "1000", got["group.min.session.timeout.ms"])
 	assert.Equal(t, "60000", got["group.max.session.timeout.ms"])
+	// Removed bounds read as Kafka would have them: no minimum is 0, no
+	// maximum is the largest int.
+	got = brokerConfigs(t, fixtures.StartBroker(t, broker.WithMinSessionTimeout(0), broker.WithMaxSessionTimeout(0)))
+	assert.Equal(t, "0", got["group.min.session.timeout.ms"])
+	assert.Equal(t, "2147483647", got["group.max.session.timeout.ms"])
 }
