@@ -337,9 +337,12 @@ func (c *Coordinator) expireAll() {
 // A group left Empty with no committed offsets (abandoned) is deleted when
 // its last offsets expire here, or once it has been Empty for
 // emptyGroupCleanup; a group that holds offsets is never deleted here. It
-// runs when a group is looked at rather than on a timer.
+// runs when a group is looked at rather than on a timer. Once the
+// coordinator is closed it does nothing, so groups and offsets read after
+// Close stay as they were (Close drops the pending member ids, which could
+// otherwise make a group abandoned).
 func (c *Coordinator) expire(g *group) {
-	if g.state != stateEmpty {
+	if g.state != stateEmpty || c.closed {
 		return
 	}
 	now := c.clock.Now()

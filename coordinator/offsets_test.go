@@ -279,6 +279,22 @@ func TestAbandonedGroupsAreDeleted(t *testing.T) {
 	})
 }
 
+// TestGroupsStayReadableAfterClose: Close drops the member ids handed out
+// with MEMBER_ID_REQUIRED, which leaves a group holding only such ids
+// abandoned; reading groups after Close, however far the clock has moved,
+// deletes nothing, as Close promises.
+func TestGroupsStayReadableAfterClose(t *testing.T) {
+	h := newHarness(t, rules.VAST())
+	h.memberID("pending-only") // the id waits on a connection still open
+	h.c.Close()
+	h.clk.Advance(emptyGroupCleanup)
+	gi, ok := h.c.Group("pending-only")
+	require.True(t, ok, "a group read after Close is not deleted")
+	assert.Equal(t, "Empty", gi.State)
+	require.Len(t, h.c.Groups(), 1)
+	assert.Equal(t, "pending-only", h.c.Groups()[0].Name)
+}
+
 func TestOffsetDelete(t *testing.T) {
 	h := newHarness(t, rules.Kafka())
 	md := kmsg.ConsumerMemberMetadata{Version: 0, Topics: []string{"sub"}}
