@@ -70,9 +70,10 @@ const (
 )
 
 // emptyGroupCleanup is Kafka's offsets.retention.check.interval.ms default.
-// Kafka's periodic cleanup deletes a group that is Empty with no committed
-// offsets; vastfake deletes one at the latest this long after it became
-// Empty, when it is next looked at, and at once when MaxGroups needs room.
+// Kafka's periodic cleanup, which runs this often, deletes a group that is
+// Empty with no committed offsets, so at any time within this long after it
+// became Empty; vastfake deletes one once it has been Empty this long, when
+// it is next looked at, and at once when MaxGroups needs room.
 const emptyGroupCleanup = 10 * time.Minute
 
 // Config configures a Coordinator.

@@ -231,10 +231,10 @@ func TestMaxGroups(t *testing.T) {
 
 // TestAbandonedGroupsAreDeleted follows Kafka's group cleanup: a group that
 // is Empty with no committed offsets is deleted, by Kafka's periodic
-// cleanup (here at the latest offsets.retention.check.interval.ms, 10 min,
-// after it became Empty), and at once when MaxGroups needs room. A group
-// with committed offsets stays, and so does one holding a member id handed
-// out on a connection that is still open.
+// cleanup (here once it has been Empty for
+// offsets.retention.check.interval.ms, 10 min), and at once when MaxGroups
+// needs room. A group with committed offsets stays, and so does one holding
+// a member id handed out on a connection that is still open.
 func TestAbandonedGroupsAreDeleted(t *testing.T) {
 	t.Run("by Kafka's cleanup", func(t *testing.T) {
 		h := newHarness(t, rules.VAST())
