@@ -515,8 +515,19 @@ func (c *Coordinator) updateMember(m *member, req *kmsg.JoinGroupRequest, ps []k
 // asked for it, is done, so that a client that went away does not hold up
 // the group's join phase or keep an abandoned group alive. A client that
 // reconnects and joins with the forgotten id gets UNKNOWN_MEMBER_ID and
-// joins again without one.
+// joins again without one. A connection holds at most one pending id per
+// group: asking for a new one forgets the one it holds, since a client joins
+// with the id it was given on the same connection; without that, ids piling
+// up on an open connection would hold the join phase for a session timeout
+// each on a manual clock.
 func (c *Coordinator) addPending(ctx context.Context, g *group, id string, session time.Duration) {
+	if ctx != nil && ctx.Done() != nil {
+		for _, old := range g.pending {
+			if old.conn == ctx.Done() {
+				c.dropPending(g, old)
+			}
+		}
+	}
 	p := &pendingMember{id: id}
 	forget := func() {
 		if c.groups[g.name] != g || g.pending[id] != p {

@@ -377,6 +377,41 @@ func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
 	assert.Equal(t, errUnknownMemberID, h.join(joinReq("g", gone.MemberID)).ErrorCode)
 }
 
+// TestPendingMemberIDsBoundedPerConnection: a connection that asks a group
+// for a new member id while it still holds one it never used loses the
+// older one, so one connection holds at most one pending id per group and
+// cannot hold the join phase up with ids piling up on a manual clock. Ids
+// asked for on other connections stay.
+func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
+	h := newHarness(t, rules.VAST())
+	conn, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	var ids []string
+	for range 100 {
+		r := get(t, h.joinAsyncCtx(conn, joinReq("g", "")))
+		require.Equal(t, errMemberIDRequired, r.ErrorCode)
+		ids = append(ids, r.MemberID)
+	}
+	// The join phase waits for no older id: it completes with no time passing.
+	r := get(t, h.joinAsyncCtx(conn, joinReq("g", ids[len(ids)-1])))
+	require.Equal(t, errNone, r.ErrorCode)
+	assert.Len(t, r.Members, 1)
+	assert.Equal(t, errUnknownMemberID, get(t, h.joinAsyncCtx(conn, joinReq("g", ids[0]))).ErrorCode)
+
+	other, hangUpOther := context.WithCancel(context.Background())
+	defer hangUpOther()
+	x := get(t, h.joinAsyncCtx(other, joinReq("h", "")))
+	require.Equal(t, errMemberIDRequired, x.ErrorCode)
+	y := get(t, h.joinAsyncCtx(conn, joinReq("h", "")))
+	require.Equal(t, errMemberIDRequired, y.ErrorCode)
+	yj := h.joinAsyncCtx(conn, joinReq("h", y.MemberID))
+	h.waitJoining("h", 1)
+	still(t, yj) // the other connection's id is still awaited
+	xr := get(t, h.joinAsyncCtx(other, joinReq("h", x.MemberID)))
+	require.Equal(t, errNone, xr.ErrorCode)
+	assert.Equal(t, errNone, get(t, yj).ErrorCode)
+}
+
 func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
