@@ -616,6 +616,57 @@ func TestGroupRefusalsRecordTheirRule(t *testing.T) {
 	}
 }
 
+// TestCommitToUnknownTopicsSkipsTheCoordinator: as in Kafka, an OffsetCommit
+// with no partition of an existing topic (none at all, or only unknown
+// topics) is answered without the coordinator: it creates no group, and at
+// the MaxGroups limit records no MaxGroups refusal the client never sees.
+// (kadm checks topics in Metadata first and sends no such commit, so the
+// commits are raw.)
+func TestCommitToUnknownTopicsSkipsTheCoordinator(t *testing.T) {
+	r := rules.VAST()
+	r.MaxGroups = 1
+	k := fixtures.Start(t, fixtures.Rules(r), fixtures.Topic("t", 1))
+	cl, adm := k.Client(), k.Admin()
+	commit := func(group string, topics ...string) *kmsg.OffsetCommitResponse {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = group, -1
+		for _, topic := range topics {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Offset = 1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		return resp
+	}
+	codes := func(resp *kmsg.OffsetCommitResponse) []int16 {
+		var out []int16
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				out = append(out, rp.ErrorCode)
+			}
+		}
+		return out
+	}
+
+	assert.Equal(t, []int16{kerr.UnknownTopicOrPartition.Code}, codes(commit("unknown-topics", "nope")))
+	assert.Empty(t, codes(commit("no-topics")))
+	listed, err := adm.ListGroups(ctxT(t))
+	require.NoError(t, err)
+	assert.Empty(t, listed.Groups(), "a commit with no existing partition creates no group")
+
+	require.Equal(t, []int16{0}, codes(commit("first", "t")))
+	assert.Equal(t, []int16{kerr.UnknownTopicOrPartition.Code}, codes(commit("second", "nope")))
+	assert.Equal(t, []int16{0, kerr.UnknownTopicOrPartition.Code}, codes(commit("first", "t", "nope")))
+	for _, rec := range k.Refusals() {
+		assert.NotEqual(t, "MaxGroups", rec.Rule, "%s refused by %s: %s", rec.API.Name(), rec.Rule, rec.Message)
+	}
+}
+
 // TestBrokerConfigsShowGroupBounds: DescribeConfigs on the broker reports
 // the session timeout bounds JoinGroup enforces, Kafka's by default.
 func TestBrokerConfigsShowGroupBounds(t *testing.T) {
@@ -639,4 +690,9 @@ func TestBrokerConfigsShowGroupBounds(t *testing.T) {
 	got = brokerConfigs(t, fixtures.StartBroker(t, broker.WithMinSessionTimeout(time.Second), broker.WithMaxSessionTimeout(time.Minute)))
 	assert.Equal(t, "1000", got["group.min.session.timeout.ms"])
 	assert.Equal(t, "60000", got["group.max.session.timeout.ms"])
+	// Removed bounds read as Kafka would have them: no minimum is 0, no
+	// maximum is the largest int.
+	got = brokerConfigs(t, fixtures.StartBroker(t, broker.WithMinSessionTimeout(0), broker.WithMaxSessionTimeout(0)))
+	assert.Equal(t, "0", got["group.min.session.timeout.ms"])
+	assert.Equal(t, "2147483647", got["group.max.session.timeout.ms"])
 }

@@ -4,6 +4,7 @@ package broker
 // IncrementalAlterConfigs.
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -265,7 +266,7 @@ func (b *Broker) brokerConfigs() map[string]string {
 		"offsets.retention.minutes":        offsetsRetention,
 		"group.initial.rebalance.delay.ms": strconv.FormatInt(b.cfg.rebalDelay.Milliseconds(), 10),
 		"group.min.session.timeout.ms":     strconv.FormatInt(b.cfg.minSession.Milliseconds(), 10),
-		"group.max.session.timeout.ms":     strconv.FormatInt(b.cfg.maxSession.Milliseconds(), 10),
+		"group.max.session.timeout.ms":     strconv.FormatInt(cmp.Or(b.cfg.maxSession.Milliseconds(), math.MaxInt32), 10), // 0: no bound, Kafka's largest
 		"connections.max.idle.ms":          strconv.FormatInt(b.cfg.idleTimeout.Milliseconds(), 10),
 		"log.retention.ms":                 strconv.FormatInt(defaultRetention.Milliseconds(), 10),
 	}

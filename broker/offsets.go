@@ -122,7 +122,9 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 // Partitions of topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION, as
 // in Kafka; the rest go to the coordinator, which checks the generation and
 // member (generation -1 with no member id commits for a group with no
-// active members, as admin tools do to reset offsets).
+// active members, as admin tools do to reset offsets). A commit left with
+// no partition (no topics, or only unknown or unreadable ones) is answered
+// without the coordinator, as Kafka does: no group is created or checked.
 // VAST: a commit that would create group 257 gets GROUP_MAX_SIZE_REACHED
 // (MaxGroups); committed offsets never expire (OffsetsNeverExpire).
 // Authorizes: KafkaRead on the group (every partition gets
@@ -169,7 +171,10 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 			known.Topics = append(known.Topics, kt)
 		}
 	}
-	if !groupOK {
+	if !groupOK || len(known.Topics) == 0 {
+		// As in Kafka, a commit with no partition to store (none asked,
+		// or none that exists and may be read) skips the coordinator: it
+		// neither creates nor checks the group.
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		resp.Topics = unknown
 		return resp

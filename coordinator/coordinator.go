@@ -70,9 +70,10 @@ const (
 )
 
 // emptyGroupCleanup is Kafka's offsets.retention.check.interval.ms default.
-// Kafka's periodic cleanup deletes a group that is Empty with no committed
-// offsets; vastfake deletes one at the latest this long after it became
-// Empty, when it is next looked at, and at once when MaxGroups needs room.
+// Kafka's periodic cleanup, which runs this often, deletes a group that is
+// Empty with no committed offsets, so at any time within this long after it
+// became Empty; vastfake deletes one once it has been Empty this long, when
+// it is next looked at, and at once when MaxGroups needs room.
 const emptyGroupCleanup = 10 * time.Minute
 
 // Config configures a Coordinator.
@@ -93,7 +94,8 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout are Kafka's
 	// group.min.session.timeout.ms and group.max.session.timeout.ms; a
 	// JoinGroup outside them gets INVALID_SESSION_TIMEOUT, as in Kafka.
-	// Zero means no bound. The broker passes DefaultMinSessionTimeout and
+	// Zero removes the bound; a negative session timeout is refused even
+	// then, as Kafka's minimum is never negative. The broker passes DefaultMinSessionTimeout and
 	// DefaultMaxSessionTimeout, Kafka's defaults, unless configured
 	// otherwise.
 	MinSessionTimeout time.Duration
@@ -223,7 +225,9 @@ func (c *Coordinator) unlock() {
 // refuse reports a request refused because of a VAST rule: to the refusal
 // sink of ctx (WithRefusalSink) when there is one, which then owns the
 // report, and always to the coordinator's logger, at Info without a sink and
-// at Debug with one.
+// at Debug with one. It runs with c.mu held, so the sink it finds must be
+// the one deferRefusals put in ctx, which calls the caller's sink only once
+// c.mu is released.
 func (c *Coordinator) refuse(ctx context.Context, api, rule, group, reason string) {
 	level := slog.LevelInfo
 	if sink := refusalSinkFrom(ctx); sink != nil {
@@ -246,11 +250,31 @@ type refusalSinkKey struct{}
 // WithRefusalSink returns a context that carries sink. A call given this
 // context (JoinGroup, OffsetCommit) that refuses its request because of a
 // VAST rule calls sink once, in the caller's goroutine before the call
-// returns, with the rules.Rules field name ("EagerAssignorsOnly",
+// returns and without holding the Coordinator's lock (sink may call
+// Groups, Group or CommittedOffset), with the rules.Rules field name ("EagerAssignorsOnly",
 // "MaxGroups") and a sentence saying why. The broker uses it to record the
 // rule on the request in its request log.
 func WithRefusalSink(ctx context.Context, sink func(rule, reason string)) context.Context {
 	return context.WithValue(ctx, refusalSinkKey{}, sink)
+}
+
+// deferRefusals returns a ctx whose refusal sink only collects, and a flush
+// that hands what was collected to the sink of the ctx it was given. A call
+// passes the returned ctx to its locked part and runs flush after releasing
+// c.mu, so a sink that calls back into the Coordinator (Groups, Group,
+// CommittedOffset) does not deadlock. Without a sink it returns ctx as is.
+func deferRefusals(ctx context.Context) (context.Context, func()) {
+	sink := refusalSinkFrom(ctx)
+	if sink == nil {
+		return ctx, func() {}
+	}
+	var queued [][2]string // rule, reason; appended under c.mu
+	collect := func(rule, reason string) { queued = append(queued, [2]string{rule, reason}) }
+	return WithRefusalSink(ctx, collect), func() {
+		for _, q := range queued {
+			sink(q[0], q[1])
+		}
+	}
 }
 
 func refusalSinkFrom(ctx context.Context) func(rule, reason string) {

@@ -294,7 +294,7 @@ func (g *group) stopTimers(c *Coordinator) {
 // has rejoined, the rebalance timeout or the initial rebalance delay has
 // passed), ctx is done, or the coordinator closes. It follows Kafka 4.x's
 // classic protocol: a session timeout outside Config.MinSessionTimeout and
-// MaxSessionTimeout gets INVALID_SESSION_TIMEOUT; any rebalance timeout is
+// MaxSessionTimeout, or negative, gets INVALID_SESSION_TIMEOUT; any rebalance timeout is
 // accepted, as Kafka accepts Kafka Streams' Integer.MAX_VALUE (one of 0 or
 // less, and v0's missing one, is taken as the session timeout); a v4+ join
 // without a member id gets MEMBER_ID_REQUIRED and a new member id at once
@@ -314,9 +314,11 @@ func (g *group) stopTimers(c *Coordinator) {
 // went away holds a join phase up for at most its session timeout (30 min
 // by default), however long its rebalance timeout.
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	ctx, flush := deferRefusals(ctx)
 	c.mu.Lock()
 	resp, wait, m := c.join(ctx, req)
 	c.unlock()
+	flush()
 	if wait == nil {
 		return resp
 	}
@@ -389,7 +391,10 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		return fail(errInvalidGroupID)
 	}
 	session := millis(req.SessionTimeoutMillis)
-	if (c.minSession > 0 && session < c.minSession) || (c.maxSession > 0 && session > c.maxSession) {
+	// Kafka refuses sessionTimeoutMs < group.min.session.timeout.ms, which
+	// is never negative: a negative session timeout is refused even with
+	// the minimum removed. Zero passes, as in Kafka with a minimum of 0.
+	if session < 0 || session < c.minSession || (c.maxSession > 0 && session > c.maxSession) {
 		return fail(errInvalidSessionTimeout)
 	}
 	rebalance := millis(req.RebalanceTimeoutMillis)
@@ -510,8 +515,19 @@ func (c *Coordinator) updateMember(m *member, req *kmsg.JoinGroupRequest, ps []k
 // asked for it, is done, so that a client that went away does not hold up
 // the group's join phase or keep an abandoned group alive. A client that
 // reconnects and joins with the forgotten id gets UNKNOWN_MEMBER_ID and
-// joins again without one.
+// joins again without one. A connection holds at most one pending id per
+// group: asking for a new one forgets the one it holds, since a client joins
+// with the id it was given on the same connection; without that, ids piling
+// up on an open connection would hold the join phase for a session timeout
+// each on a manual clock.
 func (c *Coordinator) addPending(ctx context.Context, g *group, id string, session time.Duration) {
+	if ctx != nil && ctx.Done() != nil {
+		for _, old := range g.pending {
+			if old.conn == ctx.Done() {
+				c.dropPending(g, old)
+			}
+		}
+	}
 	p := &pendingMember{id: id}
 	forget := func() {
 		if c.groups[g.name] != g || g.pending[id] != p {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -107,6 +108,24 @@ func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
 			assert.Equal(t, int32(1), r.Generation)
 		})
 	}
+}
+
+// TestNegativeSessionTimeoutWithoutBounds: with both session bounds removed
+// a negative session timeout is still refused, as Kafka refuses it against
+// any group.min.session.timeout.ms; zero passes, as in Kafka with a minimum
+// of 0.
+func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
+	h := newHarness(t, rules.Kafka()) // MinSessionTimeout and MaxSessionTimeout 0: no bounds
+	for _, ms := range []int32{-1, -1 << 31} {
+		req := joinReq("g", "")
+		req.SessionTimeoutMillis = ms
+		assert.Equal(t, errInvalidSessionTimeout, h.join(req).ErrorCode, "session timeout %d ms", ms)
+	}
+	_, ok := h.c.Group("g")
+	assert.False(t, ok, "a refused join creates no group")
+	req := joinReq("zero", "")
+	req.SessionTimeoutMillis = 0
+	assert.Equal(t, errMemberIDRequired, h.join(req).ErrorCode)
 }
 
 func TestJoinGroupRefusals(t *testing.T) {
@@ -358,6 +377,41 @@ func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
 	assert.Equal(t, errUnknownMemberID, h.join(joinReq("g", gone.MemberID)).ErrorCode)
 }
 
+// TestPendingMemberIDsBoundedPerConnection: a connection that asks a group
+// for a new member id while it still holds one it never used loses the
+// older one, so one connection holds at most one pending id per group and
+// cannot hold the join phase up with ids piling up on a manual clock. Ids
+// asked for on other connections stay.
+func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
+	h := newHarness(t, rules.VAST())
+	conn, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	var ids []string
+	for range 100 {
+		r := get(t, h.joinAsyncCtx(conn, joinReq("g", "")))
+		require.Equal(t, errMemberIDRequired, r.ErrorCode)
+		ids = append(ids, r.MemberID)
+	}
+	// The join phase waits for no older id: it completes with no time passing.
+	r := get(t, h.joinAsyncCtx(conn, joinReq("g", ids[len(ids)-1])))
+	require.Equal(t, errNone, r.ErrorCode)
+	assert.Len(t, r.Members, 1)
+	assert.Equal(t, errUnknownMemberID, get(t, h.joinAsyncCtx(conn, joinReq("g", ids[0]))).ErrorCode)
+
+	other, hangUpOther := context.WithCancel(context.Background())
+	defer hangUpOther()
+	x := get(t, h.joinAsyncCtx(other, joinReq("h", "")))
+	require.Equal(t, errMemberIDRequired, x.ErrorCode)
+	y := get(t, h.joinAsyncCtx(conn, joinReq("h", "")))
+	require.Equal(t, errMemberIDRequired, y.ErrorCode)
+	yj := h.joinAsyncCtx(conn, joinReq("h", y.MemberID))
+	h.waitJoining("h", 1)
+	still(t, yj) // the other connection's id is still awaited
+	xr := get(t, h.joinAsyncCtx(other, joinReq("h", x.MemberID)))
+	require.Equal(t, errNone, xr.ErrorCode)
+	assert.Equal(t, errNone, get(t, yj).ErrorCode)
+}
+
 func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
@@ -548,6 +602,42 @@ func TestRefusalSink(t *testing.T) {
 	assert.Equal(t, "MaxGroups: the view already has 1 consumer groups, VAST's limit", got[1])
 	assert.Equal(t, got[1], got[2])
 	assert.NotContains(t, h.log.String(), `"rule"`, "the sink's owner reports the refusal")
+}
+
+// TestRefusalSinkMayCallBack: the refusal sink runs without the
+// coordinator's lock, so a sink that reads the coordinator (as a request log
+// that looks up the group might) does not deadlock, for JoinGroup and for
+// OffsetCommit.
+func TestRefusalSinkMayCallBack(t *testing.T) {
+	r := rules.VAST()
+	r.MaxGroups = 1
+	// No harness: on a deadlock its cleanup's Close would hang too.
+	c := New(Config{Rules: r, Clock: clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))})
+	var seen [][]string
+	ctx := WithRefusalSink(context.Background(), func(rule, _ string) {
+		var names []string
+		for _, g := range c.Groups() {
+			names = append(names, g.Name)
+		}
+		seen = append(seen, append([]string{rule}, names...))
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := joinReq("coop", "")
+		req.Protocols = protos("cooperative-sticky")
+		c.JoinGroup(ctx, req)
+		c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
+		c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))
+		c.JoinGroup(ctx, joinReq("c", ""))
+	}()
+	select {
+	case <-done:
+	case <-time.After(deadline):
+		t.Fatalf("a refusal sink calling Groups deadlocked the coordinator")
+	}
+	c.Close()
+	assert.Equal(t, [][]string{{"EagerAssignorsOnly"}, {"MaxGroups", "a"}, {"MaxGroups", "a"}}, seen)
 }
 
 // TestRejoinWhileStable follows Kafka: a follower rejoining with the same

@@ -30,6 +30,8 @@ type offset struct {
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	ctx, flush := deferRefusals(ctx)
+	defer flush() // after the unlock below: defers run last in, first out
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
@@ -335,9 +337,12 @@ func (c *Coordinator) expireAll() {
 // A group left Empty with no committed offsets (abandoned) is deleted when
 // its last offsets expire here, or once it has been Empty for
 // emptyGroupCleanup; a group that holds offsets is never deleted here. It
-// runs when a group is looked at rather than on a timer.
+// runs when a group is looked at rather than on a timer. Once the
+// coordinator is closed it does nothing, so groups and offsets read after
+// Close stay as they were (Close drops the pending member ids, which could
+// otherwise make a group abandoned).
 func (c *Coordinator) expire(g *group) {
-	if g.state != stateEmpty {
+	if g.state != stateEmpty || c.closed {
 		return
 	}
 	now := c.clock.Now()

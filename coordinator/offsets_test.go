@@ -231,10 +231,10 @@ func TestMaxGroups(t *testing.T) {
 
 // TestAbandonedGroupsAreDeleted follows Kafka's group cleanup: a group that
 // is Empty with no committed offsets is deleted, by Kafka's periodic
-// cleanup (here at the latest offsets.retention.check.interval.ms, 10 min,
-// after it became Empty), and at once when MaxGroups needs room. A group
-// with committed offsets stays, and so does one holding a member id handed
-// out on a connection that is still open.
+// cleanup (here once it has been Empty for
+// offsets.retention.check.interval.ms, 10 min), and at once when MaxGroups
+// needs room. A group with committed offsets stays, and so does one holding
+// a member id handed out on a connection that is still open.
 func TestAbandonedGroupsAreDeleted(t *testing.T) {
 	t.Run("by Kafka's cleanup", func(t *testing.T) {
 		h := newHarness(t, rules.VAST())
@@ -277,6 +277,22 @@ func TestAbandonedGroupsAreDeleted(t *testing.T) {
 		}
 		assert.Equal(t, []string{"committed", "joining", "new"}, names)
 	})
+}
+
+// TestGroupsStayReadableAfterClose: Close drops the member ids handed out
+// with MEMBER_ID_REQUIRED, which leaves a group holding only such ids
+// abandoned; reading groups after Close, however far the clock has moved,
+// deletes nothing, as Close promises.
+func TestGroupsStayReadableAfterClose(t *testing.T) {
+	h := newHarness(t, rules.VAST())
+	h.memberID("pending-only") // the id waits on a connection still open
+	h.c.Close()
+	h.clk.Advance(emptyGroupCleanup)
+	gi, ok := h.c.Group("pending-only")
+	require.True(t, ok, "a group read after Close is not deleted")
+	assert.Equal(t, "Empty", gi.State)
+	require.Len(t, h.c.Groups(), 1)
+	assert.Equal(t, "pending-only", h.c.Groups()[0].Name)
 }
 
 func TestOffsetDelete(t *testing.T) {
