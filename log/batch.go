@@ -111,21 +111,17 @@ type RecordStats struct {
 // instead.
 //
 // An uncompressed batch is read in place without allocating. A compressed
-// batch (gzip, snappy, lz4, zstd) is decompressed first into pooled memory;
-// a batch that does not decompress in its codec returns ErrDecompress, and
-// one that decompresses to more than MaxDecompressedBytes returns
-// ErrTooLarge.
+// batch (gzip, snappy, lz4, zstd) is validated as it decompresses, record by
+// record, stopping at the first error, so memory follows its largest record
+// (snappy: its largest block); a batch that does not decompress in its codec
+// (or a zstd frame whose window is over MaxZstdWindow, or snappy with S2's
+// extensions) returns ErrDecompress, and one that decompresses to more than
+// MaxDecompressedBytes returns ErrTooLarge.
 func (b Batch) Validate() (RecordStats, error) {
 	if b.Compression() == 0 {
 		return b.validateRecords(b[BatchHeaderSize:])
 	}
-	var stats RecordStats
-	err := decompress(b.Compression(), b[BatchHeaderSize:], func(records []byte) error {
-		var err error
-		stats, err = b.validateRecords(records)
-		return err
-	})
-	return stats, err
+	return b.validateCompressed()
 }
 
 // validateRecords checks the record section of an uncompressed batch in
