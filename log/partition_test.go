@@ -799,3 +799,25 @@ func TestValidateKeepsNoRequestBytes(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkValidateCompressed validates BenchmarkValidate's batch
+// compressed in each codec.
+func BenchmarkValidateCompressed(b *testing.B) {
+	var records []byte
+	for i := range int32(1000) {
+		records = append(records, record(i, strings.Repeat("v", 100), nil)...)
+	}
+	for _, codec := range []int16{1, 2, 3, 4} {
+		b.Run(fmt.Sprint("codec ", codec), func(b *testing.B) {
+			parsed, err := ParseBatch(withRecords(codec, 1000, compressors[codec](b, records)))
+			require.NoError(b, err)
+			b.SetBytes(int64(len(records)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parsed.Validate(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
