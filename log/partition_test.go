@@ -745,8 +745,8 @@ func TestValidateBombsAllocateLittle(t *testing.T) {
 
 			b, err := ParseBatch(withRecords(codec, 2, compressed))
 			require.NoError(t, err)
-			t.Logf("%d-byte batch", len(b))
 			n := allocated(func() { _, err = b.Validate() })
+			t.Logf("%d-byte batch: %d bytes allocated to refuse it (%v)", len(b), n, err)
 			assert.Error(t, err)
 			assert.Less(t, n, uint64(16<<20), "bytes allocated to refuse the batch")
 		})
