@@ -260,6 +260,23 @@ func TestIncrementalAlterListConfigs(t *testing.T) {
 		require.NoError(t, alter(t, adm, "t", subtractCfg("cleanup.policy", "delete")))
 		assert.Equal(t, "compact", cleanupPolicy(t, adm, "t"))
 		require.NoError(t, alter(t, adm, "t", appendCfg("leader.replication.throttled.replicas", "0:0")))
+		// SUBTRACT removes every occurrence, and its own value is split and
+		// trimmed like the current one (Kafka's removeAll over the parsed
+		// list).
+		require.NoError(t, alter(t, adm, "t", kadm.AlterConfig{Op: kadm.SetConfig,
+			Name: "follower.replication.throttled.replicas", Value: kadm.StringPtr("0:1,1:1,0:1")}))
+		require.NoError(t, alter(t, adm, "t", subtractCfg("follower.replication.throttled.replicas", " 0:1 ,")))
+		rc, err := adm.DescribeTopicConfigs(ctxT(t), "t")
+		require.NoError(t, err)
+		c, err := rc.On("t", nil)
+		require.NoError(t, err)
+		var follower string
+		for _, e := range c.Configs {
+			if e.Key == "follower.replication.throttled.replicas" {
+				follower = e.MaybeValue()
+			}
+		}
+		assert.Equal(t, "1:1", follower, "every 0:1 is gone")
 
 		assert.ErrorIs(t, alter(t, adm, "t", appendCfg("cleanup.policy", "shred")), kerr.InvalidConfig)
 		assert.ErrorIs(t, alter(t, adm, "t", appendCfg("retention.ms", "5")), kerr.InvalidConfig, "retention.ms is not a list")

@@ -523,12 +523,12 @@ func (b *Broker) applyIncremental(r *request, old map[string]string, ops []kmsg.
 			if !set {
 				cur = def
 			}
+			// Both lists are parsed alike; SUBTRACT removes every
+			// occurrence, as Kafka's removeAll does.
 			parts := listParts(cur)
-			for _, v := range strings.Split(*c.Value, ",") {
+			for _, v := range listParts(*c.Value) {
 				if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
-					if i := slices.Index(parts, v); i >= 0 {
-						parts = slices.Delete(parts, i, i+1)
-					}
+					parts = slices.DeleteFunc(parts, func(p string) bool { return p == v })
 				} else if !slices.Contains(parts, v) {
 					parts = append(parts, v)
 				}

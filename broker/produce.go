@@ -30,13 +30,15 @@ type pendingAppend struct {
 // partition carries exactly one batch (INVALID_RECORD otherwise), checked
 // for CRC and length (CORRUPT_MESSAGE), and every record in it is read and
 // validated as Kafka's log validator does (INVALID_RECORD; see
-// log.Batch.Validate). A compressed batch (kafka profile) is decompressed
-// for that and stored as received; one that does not decompress gets
-// UNKNOWN_SERVER_ERROR, as Kafka answers. A batch larger than the topic's
-// max.message.bytes, or without it the broker's message.max.bytes, gets
-// MESSAGE_TOO_LARGE. Every partition of one request is
-// appended under one lock, so a consumer sees all of the request or none of
-// it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
+// log.Batch.Validate). A compressed batch (kafka profile) is validated as
+// it decompresses and stored as received; one that does not decompress
+// (including a zstd window over log.MaxZstdWindow and snappy with S2
+// extensions) gets UNKNOWN_SERVER_ERROR, as Kafka answers, and one that
+// decompresses past log.MaxDecompressedBytes MESSAGE_TOO_LARGE. A batch
+// larger than the topic's max.message.bytes, or without it the broker's
+// message.max.bytes, gets MESSAGE_TOO_LARGE. Every partition of one request
+// is appended under one lock, so a consumer sees all of the request or none
+// of it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
 // VAST: no compression (NoCompression), no producer ids or transactions
 // (NoIdempotence), size caps on batches, keys and values
 // (MaxMessageBytes, which also caps a topic's max.message.bytes;

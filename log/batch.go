@@ -111,27 +111,21 @@ type RecordStats struct {
 // instead.
 //
 // An uncompressed batch is read in place without allocating. A compressed
-// batch (gzip, snappy, lz4, zstd) is decompressed first into pooled memory;
-// a batch that does not decompress in its codec returns ErrDecompress, and
-// one that decompresses to more than MaxDecompressedBytes returns
-// ErrTooLarge.
+// batch (gzip, snappy, lz4, zstd) is validated as it decompresses, record by
+// record, stopping at the first error, so memory follows its largest record
+// (snappy: its largest block); a batch that does not decompress in its codec
+// (or a zstd frame whose window is over MaxZstdWindow, or snappy with S2's
+// extensions) returns ErrDecompress, and one that decompresses to more than
+// MaxDecompressedBytes returns ErrTooLarge.
 func (b Batch) Validate() (RecordStats, error) {
 	if b.Compression() == 0 {
 		return b.validateRecords(b[BatchHeaderSize:])
 	}
-	var stats RecordStats
-	err := decompress(b.Compression(), b[BatchHeaderSize:], func(records []byte) error {
-		var err error
-		stats, err = b.validateRecords(records)
-		return err
-	})
-	return stats, err
+	return b.validateCompressed()
 }
 
-// validateRecords checks the record section of a batch, uncompressed; see
-// Validate. It is the produce path's one walk over every record, so its
-// varint reads are written to inline: each takes the bytes and a position
-// and returns the value and the position after it, or a position < 0.
+// validateRecords checks the record section of an uncompressed batch in
+// place; see Validate.
 func (b Batch) validateRecords(section []byte) (RecordStats, error) {
 	stats := RecordStats{MinTimestamp: math.MaxInt64, MaxTimestamp: math.MinInt64}
 	first := b.FirstTimestamp()
@@ -143,51 +137,64 @@ func (b Batch) validateRecords(section []byte) (RecordStats, error) {
 			return stats, invalidRecord(i, "record length does not fit the batch")
 		}
 		at = p + int(length)
-		rec := section[:at]
-		p++ // attributes: unused in v2 records
-		tsDelta, p := varint64(rec, p)
-		if p < 0 {
-			return stats, invalidRecord(i, "bad timestamp delta")
-		}
-		if ts := first + tsDelta; ts != -1 {
-			stats.MinTimestamp = min(stats.MinTimestamp, ts)
-			stats.MaxTimestamp = max(stats.MaxTimestamp, ts)
-		}
-		offsetDelta, p := varint32(rec, p)
-		if p < 0 || offsetDelta != i {
-			return stats, invalidRecord(i, "offset delta is not the record's index")
-		}
-		keyLen, p := varint32(rec, p)
-		if p = skipBytes(rec, p, keyLen); p < 0 {
-			return stats, invalidRecord(i, "bad key length")
-		}
-		valueLen, p := varint32(rec, p)
-		if p = skipBytes(rec, p, valueLen); p < 0 {
-			return stats, invalidRecord(i, "bad value length")
-		}
-		stats.MaxKey, stats.MaxValue = max(stats.MaxKey, int(keyLen)), max(stats.MaxValue, int(valueLen))
-		headers, p := varint32(rec, p)
-		if p < 0 || headers < 0 || int(headers) > len(rec)-p {
-			return stats, invalidRecord(i, "bad header count")
-		}
-		for range headers {
-			keyLen, p = varint32(rec, p)
-			if p = skipBytes(rec, p, keyLen); p < 0 || keyLen < 0 {
-				return stats, invalidRecord(i, "bad header key length")
-			}
-			valueLen, p = varint32(rec, p)
-			if p = skipBytes(rec, p, valueLen); p < 0 {
-				return stats, invalidRecord(i, "bad header value length")
-			}
-		}
-		if p != len(rec) {
-			return stats, invalidRecord(i, "record length does not match its fields")
+		if err := validateRecord(section[p:at], i, first, &stats); err != nil {
+			return stats, err
 		}
 	}
 	if at != len(section) {
 		return stats, fmt.Errorf("%w: more records than the batch's count of %d", ErrInvalidRecord, n)
 	}
 	return stats, nil
+}
+
+// validateRecord checks record i of a batch whose first timestamp is first,
+// given its bytes after the length varint, and adds its key and value
+// lengths and timestamp to stats; see Validate for what it refuses. It is
+// the one check of a record's fields, for uncompressed batches read in
+// place and compressed ones read as a stream. Its varint reads are written
+// to inline: each takes the bytes and a position and returns the value and
+// the position after it, or a position < 0.
+func validateRecord(rec []byte, i int32, first int64, stats *RecordStats) error {
+	p := 1 // attributes: unused in v2 records
+	tsDelta, p := varint64(rec, p)
+	if p < 0 {
+		return invalidRecord(i, "bad timestamp delta")
+	}
+	if ts := first + tsDelta; ts != -1 {
+		stats.MinTimestamp = min(stats.MinTimestamp, ts)
+		stats.MaxTimestamp = max(stats.MaxTimestamp, ts)
+	}
+	offsetDelta, p := varint32(rec, p)
+	if p < 0 || offsetDelta != i {
+		return invalidRecord(i, "offset delta is not the record's index")
+	}
+	keyLen, p := varint32(rec, p)
+	if p = skipBytes(rec, p, keyLen); p < 0 {
+		return invalidRecord(i, "bad key length")
+	}
+	valueLen, p := varint32(rec, p)
+	if p = skipBytes(rec, p, valueLen); p < 0 {
+		return invalidRecord(i, "bad value length")
+	}
+	stats.MaxKey, stats.MaxValue = max(stats.MaxKey, int(keyLen)), max(stats.MaxValue, int(valueLen))
+	headers, p := varint32(rec, p)
+	if p < 0 || headers < 0 || int(headers) > len(rec)-p {
+		return invalidRecord(i, "bad header count")
+	}
+	for range headers {
+		keyLen, p = varint32(rec, p)
+		if p = skipBytes(rec, p, keyLen); p < 0 || keyLen < 0 {
+			return invalidRecord(i, "bad header key length")
+		}
+		valueLen, p = varint32(rec, p)
+		if p = skipBytes(rec, p, valueLen); p < 0 {
+			return invalidRecord(i, "bad header value length")
+		}
+	}
+	if p != len(rec) {
+		return invalidRecord(i, "record length does not match its fields")
+	}
+	return nil
 }
 
 // varint32 reads a zigzag varint of at most five bytes whose value fits an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/stretchr/testify/assert"
@@ -625,11 +626,31 @@ func TestValidateReadsXerialSnappy(t *testing.T) {
 }
 
 func TestValidateBoundsDecompressedSize(t *testing.T) {
-	enc, err := zstd.NewWriter(nil)
+	// One record whose value is just over the limit, so that every record
+	// check passes until the limit is reached.
+	size := MaxDecompressedBytes + 1
+	var head []byte
+	head = binary.AppendVarint(head, int64(7+size)) // length: the fields below and the value
+	head = append(head, 0)                          // attributes
+	head = binary.AppendVarint(head, 0)             // timestamp delta
+	head = binary.AppendVarint(head, 0)             // offset delta
+	head = binary.AppendVarint(head, -1)            // null key
+	head = binary.AppendVarint(head, int64(size))   // value length
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	require.NoError(t, err)
-	defer enc.Close()
-	bomb := enc.EncodeAll(make([]byte, MaxDecompressedBytes+1), nil)
-	b, err := ParseBatch(withRecords(4, 1, bomb))
+	_, err = enc.Write(head)
+	require.NoError(t, err)
+	chunk := make([]byte, 1<<20)
+	for left := size; left > 0; left -= len(chunk) {
+		_, err = enc.Write(chunk[:min(left, len(chunk))])
+		require.NoError(t, err)
+	}
+	_, err = enc.Write(binary.AppendVarint(nil, 0)) // no headers
+	require.NoError(t, err)
+	require.NoError(t, enc.Close())
+
+	b, err := ParseBatch(withRecords(4, 1, buf.Bytes()))
 	require.NoError(t, err)
 	_, err = b.Validate()
 	assert.ErrorIs(t, err, ErrTooLarge)
@@ -650,5 +671,153 @@ func BenchmarkValidate(b *testing.B) {
 		if _, err := parsed.Validate(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// zstdStream compresses src as a zstd stream with the given window, as a
+// streaming producer (librdkafka, zstd-jni) writes it: the frame header
+// names the window instead of the content size.
+func zstdStream(tb testing.TB, src []byte, window int) []byte {
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf, zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(1))
+	require.NoError(tb, err)
+	_, err = enc.Write(src)
+	require.NoError(tb, err)
+	require.NoError(tb, enc.Flush()) // a header of its own, not one block with its size
+	require.NoError(tb, enc.Close())
+	var h zstd.Header
+	require.NoError(tb, h.Decode(buf.Bytes()))
+	require.Equal(tb, uint64(window), h.WindowSize, "the frame names its window")
+	return buf.Bytes()
+}
+
+func TestValidateRefusesLargeZstdWindow(t *testing.T) {
+	records := append(record(0, "first", nil), record(1, strings.Repeat("v", 5000), nil)...)
+	b, err := ParseBatch(withRecords(4, 2, zstdStream(t, records, 8<<20)))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	require.NoError(t, err, "an 8 MiB window, what high zstd levels use, is read")
+
+	// A decoder keeps history up to the window: a 64 MiB window would
+	// keep 64 MiB per decoder after one small batch.
+	b, err = ParseBatch(withRecords(4, 2, zstdStream(t, records, 64<<20)))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	assert.ErrorIs(t, err, ErrDecompress)
+}
+
+// allocated returns the bytes allocated while fn ran.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestValidateBombsAllocateLittle validates small batches that decompress
+// to far more than they hold, or claim to, and checks that refusing them
+// allocates a bounded amount: records are validated as they decompress,
+// so memory follows the largest record, not the batch's (claimed) size.
+func TestValidateBombsAllocateLittle(t *testing.T) {
+	// One valid record, then zeros that read as a record of length 0,
+	// under MaxDecompressedBytes in all.
+	bomb := append(record(0, "v", nil), make([]byte, MaxDecompressedBytes-1<<10)...)
+	cases := map[string][]byte{
+		"gzip":             compressors[1](t, bomb),
+		"lz4":              compressors[3](t, bomb),
+		"zstd":             zstdStream(t, bomb, 1<<20),
+		"zstd truncated":   compressors[4](t, bomb)[:64],
+		"snappy truncated": compressors[2](t, bomb)[:64],
+	}
+	// A raw snappy block is decoded whole, so a snappy batch costs what it
+	// decodes to, at most maxSnappyRatio times its size; only a block
+	// claiming more than that is a tiny bomb.
+	codecs := map[string]int16{"gzip": 1, "lz4": 3, "zstd": 4, "zstd truncated": 4, "snappy truncated": 2}
+	for name, compressed := range cases {
+		t.Run(name, func(t *testing.T) {
+			codec := codecs[name]
+			// Warm the codec's pools with a valid batch first.
+			ok, err := ParseBatch(withRecords(codec, 1, compressors[codec](t, record(0, "v", nil))))
+			require.NoError(t, err)
+			_, err = ok.Validate()
+			require.NoError(t, err)
+
+			b, err := ParseBatch(withRecords(codec, 2, compressed))
+			require.NoError(t, err)
+			n := allocated(func() { _, err = b.Validate() })
+			t.Logf("%d-byte batch: %d bytes allocated to refuse it (%v)", len(b), n, err)
+			assert.Error(t, err)
+			assert.Less(t, n, uint64(16<<20), "bytes allocated to refuse the batch")
+		})
+	}
+}
+
+func TestValidateRefusesS2UnderSnappy(t *testing.T) {
+	// Repeats with small changes: S2 encodes the matches after each change
+	// with its repeat-offset copy, which snappy decoders do not know.
+	var value strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&value, "%c-the same forty bytes of text, over and over-", 'a'+i%26)
+	}
+	records := record(0, value.String(), nil)
+	encoded := s2.EncodeBest(nil, records)
+	_, err := snappy.DecodeStrict(nil, encoded)
+	require.Error(t, err, "S2 and snappy differ on this input")
+
+	b, err := ParseBatch(withRecords(2, 1, encoded))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	assert.ErrorIs(t, err, ErrDecompress)
+
+	b, err = ParseBatch(withRecords(2, 1, s2.EncodeSnappy(nil, records)))
+	require.NoError(t, err)
+	_, err = b.Validate()
+	assert.NoError(t, err, "the same records in snappy")
+}
+
+// TestValidateKeepsNoRequestBytes checks that the pooled decoders let go
+// of the batch they read, so a pool does not keep a request alive.
+func TestValidateKeepsNoRequestBytes(t *testing.T) {
+	records := record(0, "v", nil)
+	for codec, compress := range compressors {
+		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
+			raw := withRecords(codec, 1, compress(t, records))
+			freed := make(chan struct{})
+			runtime.AddCleanup(&raw[0], func(ch chan struct{}) { close(ch) }, freed)
+			b, err := ParseBatch(raw)
+			require.NoError(t, err)
+			_, err = b.Validate()
+			require.NoError(t, err)
+			raw, b = nil, nil
+			runtime.GC() // one cycle: the pools keep what was put in them
+			select {
+			case <-freed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the batch is still referenced after validation")
+			}
+		})
+	}
+}
+
+// BenchmarkValidateCompressed validates BenchmarkValidate's batch
+// compressed in each codec.
+func BenchmarkValidateCompressed(b *testing.B) {
+	var records []byte
+	for i := range int32(1000) {
+		records = append(records, record(i, strings.Repeat("v", 100), nil)...)
+	}
+	for _, codec := range []int16{1, 2, 3, 4} {
+		b.Run(fmt.Sprint("codec ", codec), func(b *testing.B) {
+			parsed, err := ParseBatch(withRecords(codec, 1000, compressors[codec](b, records)))
+			require.NoError(b, err)
+			b.SetBytes(int64(len(records)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parsed.Validate(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
