@@ -366,9 +366,7 @@ func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
 // version and correlation id.
 func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	rule := c.b.hiddenBy[key]
-	if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
-		c.clientID = string(id) // the client id comes before anything that differs by version
-	}
+	c.noteClientID(hdr)
 	msg := kmsg.NameForKey(key) + " is hidden by rule " + rule + " (not in ApiVersions): closing the connection, as Kafka does for an API it does not serve"
 	rec := RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
 		Message: msg, Rule: rule, User: c.user, Closed: true}
@@ -384,14 +382,21 @@ func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 // correlation id, for the client id.
 func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
 	if hdr != nil {
-		if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
-			c.clientID = string(id)
-		}
+		c.noteClientID(hdr)
 	}
 	why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
 	return &closeError{reason: why}
+}
+
+// noteClientID takes the client id from the header of a request that is not
+// parsed further (hdr is the frame after the api key, version and
+// correlation id): the id comes before anything that differs by version.
+func (c *clientConn) noteClientID(hdr []byte) {
+	if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
+		c.clientID = string(id)
+	}
 }
 
 // write encodes resp with kmsg behind its response header and flushes it.
@@ -515,14 +520,18 @@ func (c *clientConn) readSize() (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	var rest [3]byte
-	if _, err := io.ReadFull(c.r, rest[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	size := uint32(first)
+	for range 3 { // byte by byte from the buffer: no slice to escape per request
+		b, err := c.r.ReadByte()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
 		}
-		return 0, err
+		size = size<<8 | uint32(b)
 	}
-	return int32(uint32(first)<<24 | uint32(rest[0])<<16 | uint32(rest[1])<<8 | uint32(rest[2])), nil
+	return int32(size), nil
 }
 
 // frameFirstStep is how much memory a frame larger than the connection's
