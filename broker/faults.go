@@ -415,74 +415,63 @@ func mirrorErrors(req, resp reflect.Value, code int16) {
 // firstError returns the first non-zero ErrorCode anywhere in a response,
 // for the request log.
 func firstError(resp kmsg.Response) int16 {
-	if resp == nil {
-		return 0
-	}
-	return firstErrorIn(reflect.ValueOf(resp).Elem(), 0)
-}
-
-func firstErrorIn(v reflect.Value, depth int) int16 {
-	if depth > 4 {
-		return 0
-	}
-	switch v.Kind() {
-	case reflect.Struct:
-		p := errorPlanFor(v.Type())
-		if p.errorCode >= 0 {
-			if code := v.Field(p.errorCode).Int(); code != 0 {
-				return int16(code)
-			}
+	return firstInResponse(resp, func(v reflect.Value, p *errorPlan) int16 {
+		if p.errorCode < 0 {
+			return 0
 		}
-		for _, i := range p.structSlices {
-			if code := firstErrorIn(v.Field(i), depth+1); code != 0 {
-				return code
-			}
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			if code := firstErrorIn(v.Index(i), depth+1); code != 0 {
-				return code
-			}
-		}
-	}
-	return 0
+		return int16(v.Field(p.errorCode).Int())
+	})
 }
 
 // firstErrorMessage returns the first non-empty ErrorMessage anywhere in a
-// response, for the request log and the refusal log line: the explanation a client gets with
-// an error.
+// response, for the request log and the refusal log line: the explanation
+// a client gets with an error.
 func firstErrorMessage(resp kmsg.Response) string {
-	if resp == nil {
+	return firstInResponse(resp, func(v reflect.Value, p *errorPlan) string {
+		if p.errorMessage < 0 {
+			return ""
+		}
+		if f := v.Field(p.errorMessage); !f.IsNil() {
+			return f.Elem().String()
+		}
 		return ""
-	}
-	return firstErrorMessageIn(reflect.ValueOf(resp).Elem(), 0)
+	})
 }
 
-func firstErrorMessageIn(v reflect.Value, depth int) string {
+// firstInResponse walks a response's structs depth first, in field order,
+// and returns the first non-zero value get reads from one of them.
+func firstInResponse[T comparable](resp kmsg.Response, get func(reflect.Value, *errorPlan) T) T {
+	var zero T
+	if resp == nil {
+		return zero
+	}
+	return firstIn(reflect.ValueOf(resp).Elem(), 0, get)
+}
+
+func firstIn[T comparable](v reflect.Value, depth int, get func(reflect.Value, *errorPlan) T) T {
+	var zero T
 	if depth > 4 {
-		return ""
+		return zero
 	}
 	switch v.Kind() {
 	case reflect.Struct:
 		p := errorPlanFor(v.Type())
-		if p.errorMessage >= 0 {
-			if f := v.Field(p.errorMessage); !f.IsNil() && f.Elem().String() != "" {
-				return f.Elem().String()
-			}
+		if x := get(v, p); x != zero {
+			return x
 		}
 		for _, i := range p.structSlices {
-			if msg := firstErrorMessageIn(v.Field(i), depth+1); msg != "" {
-				return msg
+			if x := firstIn(v.Field(i), depth+1, get); x != zero {
+				return x
 			}
 		}
 	case reflect.Slice:
 		for i := 0; i < v.Len(); i++ {
-			if msg := firstErrorMessageIn(v.Index(i), depth+1); msg != "" {
-				return msg
+			if x := firstIn(v.Index(i), depth+1, get); x != zero {
+				return x
 			}
 		}
 	}
-	return ""
+	return zero
 }
 
 // errorPlan is where a kmsg struct type keeps its error code, its error
