@@ -67,14 +67,6 @@ var vastTopicConfigDefaults = map[string]string{
 	cfgAfterMaxMs:    unlimitedMillisSt,
 }
 
-// listTopicConfigs are the topic configs of Kafka's type LIST, the only
-// ones IncrementalAlterConfigs may APPEND to or SUBTRACT from.
-var listTopicConfigs = map[string]bool{
-	"cleanup.policy": true,
-	"follower.replication.throttled.replicas": true,
-	"leader.replication.throttled.replicas":   true,
-}
-
 // topicConfigTypes are the Kafka types of the topic configs that are not
 // LONG, as DescribeConfigs v3+ reports them.
 var topicConfigTypes = map[string]kmsg.ConfigType{
@@ -123,17 +115,29 @@ func (b *Broker) defaultFor(key string) (string, bool) {
 	return v, ok
 }
 
-// parseTopicConfigs validates explicitly set configs and returns them parsed,
-// or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
-// recorded on r (nil for a seed topic) as refused by that rule.
-func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
-	c := topicConfig{
-		set:             make(map[string]string, len(set)),
+// configResource names a resource of the config APIs: a topic or a broker.
+type configResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// defaultTopicConfig is the config of a topic with no config set: Kafka's
+// defaults, room for n explicit keys.
+func defaultTopicConfig(n int) topicConfig {
+	return topicConfig{
+		set:             make(map[string]string, n),
 		retention:       defaultRetention,
 		beforeMaxMs:     math.MaxInt64,
 		afterMaxMs:      math.MaxInt64,
 		maxMessageBytes: -1,
 	}
+}
+
+// parseTopicConfigs validates explicitly set configs and returns them parsed,
+// or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
+// recorded on r (nil for a seed topic) as refused by that rule.
+func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
+	c := defaultTopicConfig(len(set))
 	for k, v := range set {
 		if _, ok := b.defaultFor(k); !ok {
 			msg := "unknown topic config " + strconv.Quote(k)
@@ -287,14 +291,10 @@ func (b *Broker) brokerConfigs() map[string]string {
 func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	type resource struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	var order []resource
-	names := make(map[resource][]string) // nil: every config
+	var order []configResource
+	names := make(map[configResource][]string) // nil: every config
 	for _, rr := range req.Resources {
-		res := resource{rr.ResourceType, rr.ResourceName}
+		res := configResource{rr.ResourceType, rr.ResourceName}
 		prev, seen := names[res]
 		switch {
 		case !seen:
@@ -369,20 +369,16 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 // resource, 0 or the code, with the message.
 func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), keys func(int) (names, nullValues []string)) ([]int16, []string) {
 	codes, msgs := make([]int16, n), make([]string, n)
-	type id struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	first := make(map[id]int, n)
+	first := make(map[configResource]int, n)
 	for i := 0; i < n; i++ {
 		typ, name := resource(i)
-		if j, dup := first[id{typ, name}]; dup {
+		if j, dup := first[configResource{typ, name}]; dup {
 			for _, k := range []int{i, j} {
 				codes[k], msgs[k] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
 			}
 			continue
 		}
-		first[id{typ, name}] = i
+		first[configResource{typ, name}] = i
 	}
 	for i := 0; i < n; i++ {
 		if codes[i] != 0 {
@@ -516,7 +512,7 @@ func (b *Broker) applyIncremental(r *request, old map[string]string, ops []kmsg.
 				next[c.Name] = *c.Value
 				continue
 			}
-			if !listTopicConfigs[c.Name] {
+			if topicConfigTypes[c.Name] != kmsg.ConfigTypeList { // only LIST configs take APPEND and SUBTRACT
 				return nil, kerr.InvalidConfig.Code, "Can't " + opName(c.Op) + " to key " + c.Name + " because its type is not LIST."
 			}
 			cur, set := next[c.Name]

@@ -5,7 +5,8 @@ package broker
 
 import (
 	"crypto/rand"
-	"math"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -263,10 +264,8 @@ func (b *Broker) createOffsetsTopic() {
 	if b.rules.NoOffsetsTopic {
 		return
 	}
-	cfg := topicConfig{set: make(map[string]string, len(offsetsTopicConfigs)), retention: defaultRetention, beforeMaxMs: math.MaxInt64, afterMaxMs: math.MaxInt64, maxMessageBytes: -1}
-	for k, v := range offsetsTopicConfigs {
-		cfg.set[k] = v
-	}
+	cfg := defaultTopicConfig(0)
+	cfg.set = maps.Clone(offsetsTopicConfigs)
 	s := b.data
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -558,7 +557,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	for _, name := range sortedKeys(dups) {
+	for _, name := range slices.Sorted(maps.Keys(dups)) {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = name
 		st.NumPartitions, st.ReplicationFactor = -1, -1
@@ -566,15 +565,6 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // handleDeleteTopics answers DeleteTopics v1-v6.
@@ -680,7 +670,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	dups := duplicates(req.Topics, func(rt kmsg.CreatePartitionsRequestTopic) string { return rt.Topic })
-	for _, name := range sortedKeys(dups) {
+	for _, name := range slices.Sorted(maps.Keys(dups)) {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = name
 		st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
