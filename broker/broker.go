@@ -623,11 +623,19 @@ func clip(s string) string {
 	if len(s) <= maxLogged {
 		return s
 	}
-	cut := maxLogged
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return runePrefix(s, maxLogged) + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// runePrefix returns the longest prefix of s of at most n bytes that ends
+// on a character boundary.
+func runePrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // clipHandler passes every log record on with its string values clipped,

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/coordinator"
@@ -409,11 +408,7 @@ func logMessage(s string) string {
 	if len(s) <= maxLoggedMessage {
 		return s
 	}
-	cut := maxLoggedMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return runePrefix(s, maxLoggedMessage) + "…"
 }
 
 // emptyFetch reports whether resp is a Fetch answer that carries no
