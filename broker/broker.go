@@ -284,7 +284,7 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: defaultPartitions,
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout}
 	for _, o := range opts {

@@ -134,10 +134,10 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// defaultPartitions is Kafka's default num.partitions, the partition count
+// DefaultPartitions is Kafka's default num.partitions, the partition count
 // of an auto-created topic and of CreateTopics asking for -1, unless
 // WithDefaultPartitions sets another.
-const defaultPartitions = 1
+const DefaultPartitions = 1
 
 // maxPartitionsPerRequest is Kafka's controller limit on the partitions one
 // CreateTopics or CreatePartitions request may create

@@ -252,7 +252,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	minSession := dur("min-session-timeout", "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
-	numPartitions := fs.Int("num-partitions", 1, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
+	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
