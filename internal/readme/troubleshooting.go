@@ -18,10 +18,10 @@ type Row struct {
 	Texts map[string][]string
 }
 
-// clientLabel matches the start of a client's part of a cell: its name,
-// optionally a parenthesised aside, a version, a backquoted call or a
-// "with ..." clause, then a colon.
-var clientLabel = regexp.MustCompile("(librdkafka|kgo|sarama|kafka-python|kafkajs)( [0-9.]+)?( \\([^)]*\\))?( `[^`]*`)?( with [^:`]*(`[^`]*`)?)?:")
+// clientLabel matches the start of a client's part of a cell: its name and
+// what qualifies it (a version, the call that fails), up to the first colon
+// outside backquotes.
+var clientLabel = regexp.MustCompile("(librdkafka|kgo|sarama|kafka-python|kafkajs)([^:`;]|`[^`]*`){0,100}?:")
 
 var quoted = regexp.MustCompile("`([^`]+)`")
 
