@@ -141,6 +141,7 @@ def test_start_timeout(tmp_path):
 def test_dead_broker_fails_the_next_call(vastfake_bin):
     b = Broker(binary=vastfake_bin).start()
     try:
+        b.wait_for("its start log line", lambda: "vastfake started" in b.stderr_tail())
         os.kill(b.pid, signal.SIGKILL)
         b.proc.wait(timeout=30)
         with pytest.raises(vastfake.BrokerDiedError) as e:

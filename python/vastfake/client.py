@@ -264,10 +264,10 @@ class Client:
         """DELETE /faults: remove every fault and added latency."""
         self._call("DELETE", "faults")
 
-    def latency(self, api: Union[str, int], d: Duration) -> None:
+    def latency(self, api: Union[str, int], d: Duration) -> str:
         """POST /latency: delay every request of api by d of real time; 0
-        removes it."""
-        self._post("latency", api=api, d=go_duration(d))
+        removes it. Returns the latency as the broker set it ("200ms")."""
+        return self._post("latency", api=api, d=go_duration(d))["latency"]
 
     def drop_connections(self) -> None:
         """POST /drop-connections: close every client connection."""
@@ -286,9 +286,10 @@ class Client:
         request log stay)."""
         self._post("reset")
 
-    def stale_end_offset(self, d: Duration) -> None:
-        """POST /stale-end-offset: ListOffsets(latest) trails writes by d."""
-        self._post("stale-end-offset", d=go_duration(d))
+    def stale_end_offset(self, d: Duration) -> str:
+        """POST /stale-end-offset: ListOffsets(latest) trails writes by d; 0
+        turns it off. Returns it as the broker set it ("30s")."""
+        return self._post("stale-end-offset", d=go_duration(d))["staleEndOffset"]
 
     def advance(self, d: Duration) -> Clock:
         """POST /clock/advance: move the manual clock (-manual-clock) by d;
