@@ -5,7 +5,7 @@ plane.
 
 librdkafka 2.0.2 (Debian 12) needs enable.idempotence false against the
 VAST profile, and a consumer must be closed before the broker is reset (a
-close after a reset can hang, librdkafka issue 4187): every consumer here
+close after a reset can hang, confluentinc/librdkafka#4187): every consumer here
 is closed within its test."""
 
 import time
