@@ -333,7 +333,7 @@ class Client {
     while (next !== null) {
       const page = await this.recordsPage(topic, partition, { offset: next, limit: pageSize })
       yield * page.records
-      if (!page.records.length && page.nextOffset !== null && page.nextOffset <= next) break // never loop on a broken answer
+      if (page.nextOffset !== null && page.nextOffset <= next) break // no progress: never loop on a broken answer
       next = page.nextOffset
     }
   }

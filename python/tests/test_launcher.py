@@ -49,14 +49,12 @@ def test_context_manager_starts_and_stops(vastfake_bin):
 
 
 def test_control_plane_needs_the_token(vastfake_bin):
-    import urllib.error
-    import urllib.request
     with Broker(binary=vastfake_bin, args=["-user", "app:secret"]) as b:
         assert b.token
         b.topics()  # the launcher sends it
-        with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(b.url + "topics", timeout=10)
-        assert e.value.code == 401
+        with pytest.raises(vastfake.ControlPlaneError) as e:
+            vastfake.Client(b.url).topics()
+        assert e.value.status == 401
 
 
 def test_missing_binary_says_how_to_get_one(tmp_path):

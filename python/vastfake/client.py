@@ -27,6 +27,9 @@ from .types import Clock, Finding, Group, Health, Rebalance, Record, Request, To
 
 __all__ = ["Client", "Duration", "go_duration"]
 
+# The control plane is local: no HTTP(S)_PROXY from the environment applies.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
 T = TypeVar("T")
 
 #: A duration: a Go duration string ("30s", "1h30m"), seconds as a number,
@@ -80,9 +83,8 @@ class Client:
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         what = "%s /%s" % (method, path.lstrip("/"))
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-                return (json.loads(raw) if raw else None), resp.headers
+            with _opener.open(req, timeout=self.timeout) as resp:
+                raw, headers = resp.read(), resp.headers
         except urllib.error.HTTPError as e:
             raw = e.read()
             e.close()
@@ -101,6 +103,10 @@ class Client:
             self._check_alive()  # a dead broker explains itself better
             reason = getattr(e, "reason", e)
             raise ControlPlaneError("%s: no answer from the control plane at %s: %s" % (what, self.url, reason)) from None
+        try:
+            return (json.loads(raw) if raw else None), headers
+        except ValueError:
+            raise ControlPlaneError("%s: the answer is not JSON: %r" % (what, raw[:200])) from None
 
     def _get(self, path: str, **query: Any) -> Any:
         return self._call("GET", path, query)[0]
@@ -165,7 +171,7 @@ class Client:
         while nxt is not None:
             page, after = self.records_page(topic, partition, nxt, page_size)
             yield from page
-            if after is not None and after <= nxt and not page:
+            if after is not None and after <= nxt:
                 break  # no progress: never loop on a broken answer
             nxt = after
 
