@@ -55,3 +55,17 @@ def test_vast_refuses_compressed_batches(vastfake):
         producer.close(timeout=10)
     refused = vastfake.assert_refused("NoCompression")
     assert refused[0].client_id == "metrics" and refused[0].api == "Produce"
+
+
+def test_retries_through_an_injected_fault(vastfake):
+    create_topic(vastfake.bootstrap, "invoices", 1)
+    vastfake.fail_next("Produce", "NOT_LEADER_FOR_PARTITION", 2, topic="invoices")
+    producer = KafkaProducer(bootstrap_servers=vastfake.bootstrap, client_id="invoicer", retries=5,
+                             retry_backoff_ms=10, linger_ms=0)
+    try:
+        producer.send("invoices", value=b"i-1").get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    faulted = [r for r in vastfake.requests(api="Produce") if r.fault]
+    assert [(r.client_id, r.error) for r in faulted] == [("invoicer", "NOT_LEADER_FOR_PARTITION")] * 2
+    assert vastfake.values("invoices") == [b"i-1"]
