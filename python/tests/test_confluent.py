@@ -26,7 +26,8 @@ def create_topic(bootstrap, name, partitions=1, config=None):
 
 
 def producer(bootstrap, **extra):
-    conf = {"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 0}
+    conf = {"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 0,
+            "log.connection.close": False}
     conf.update({k.replace("_", "."): v for k, v in extra.items()})
     return Producer(conf)
 
@@ -107,6 +108,7 @@ def test_retention_follows_the_broker_clock(vastfake_factory):
     for i in range(3):
         p.produce("events", value=b"event-%d" % i)
     assert p.flush(30) == 0
+    del p  # destroyed now, not after the broker stops (it would log its reconnects)
     assert b.end_offset("events", 0) == 3
 
     b.advance("30s")  # younger than retention.ms: kept
