@@ -141,8 +141,10 @@ export interface Fault {
   /** 0: until cleared. */
   count?: number
   topic?: string
-  /** Every partition of topic when left out. */
+  /** One partition of topic; every one when neither this nor partitions is given. */
   partition?: number
+  /** Some partitions of topic. */
+  partitions?: number[]
   group?: string
 }
 export interface WaitOptions { timeoutMs?: number }
@@ -178,7 +180,7 @@ export class Client {
 
   clearRequests (): Promise<void>
   injectFault (fault: Fault): Promise<Record<string, unknown>>
-  failNext (api: string | number, err: string | number, n?: number, scope?: { topic?: string; partition?: number; group?: string }): Promise<Record<string, unknown>>
+  failNext (api: string | number, err: string | number, n?: number, scope?: { topic?: string; partition?: number; partitions?: number[]; group?: string }): Promise<Record<string, unknown>>
   clearFaults (): Promise<void>
   latency (api: string | number, d: Duration): Promise<string>
   dropConnections (): Promise<void>

@@ -403,18 +403,20 @@ class Client {
   /**
    * POST /faults: answer requests of api ("Produce" or its key) with the
    * Kafka error err ("NOT_LEADER_FOR_PARTITION" or its code), count times
-   * (0: until cleared), for a topic (every partition unless one is given),
-   * a group, or every request. Returns the fault as the broker understood it.
+   * (0: until cleared), for a topic (every partition unless partition or
+   * partitions are given), a group, or every request. Returns the fault as
+   * the broker understood it.
    */
-  injectFault ({ api, err, count = 0, topic, partition, group }) {
+  injectFault ({ api, err, count = 0, topic, partition, partitions, group }) {
     const body = { api, err, count }
     if (topic !== undefined) body.topic = topic
     if (partition !== undefined) body.partition = partition
+    if (partitions !== undefined) body.partitions = partitions
     if (group !== undefined) body.group = group
     return this._post('faults', undefined, body)
   }
 
-  /** Fail the next n requests of api with err; scope {topic, partition, group}. */
+  /** Fail the next n requests of api with err; scope {topic, partition, partitions, group}. */
   failNext (api, err, n = 1, scope = {}) {
     if (!(n >= 1)) throw new RangeError('failNext: n must be at least 1')
     return this.injectFault({ api, err, count: n, ...scope })

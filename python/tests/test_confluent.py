@@ -124,7 +124,7 @@ def test_retention_follows_the_broker_clock(vastfake_factory):
 def test_injected_faults_and_failover(vastfake):
     create_topic(vastfake.bootstrap, "payments")
     fault = vastfake.inject_fault("Produce", "NOT_LEADER_FOR_PARTITION", count=2, topic="payments")
-    assert fault["partition"] == -1  # every partition
+    assert fault["topic"] == "payments" and not fault["partitions"]  # every partition
 
     delivered = []
     p = producer(vastfake.bootstrap, retry_backoff_ms=10)

@@ -69,6 +69,8 @@ def test_every_endpoint(vastfake):
     assert vastfake.latency("Metadata", 0) == "0s"
     assert vastfake.stale_end_offset(30) == "30s"
     assert vastfake.stale_end_offset(0) == "0s"
+    assert vastfake.inject_fault("Fetch", "NOT_LEADER_FOR_PARTITION", topic="ledger", partition=0)["partitions"] == [0]
+    assert vastfake.inject_fault("Fetch", 6, topic="ledger", partitions=[0, 1])["partitions"] == [0, 1]
     with pytest.raises(ControlPlaneError, match="400 fault: unknown Kafka API"):
         vastfake.inject_fault("NoSuchAPI", "NOT_LEADER_FOR_PARTITION")
     vastfake.clear_faults()

@@ -245,19 +245,17 @@ class Client:
         self._call("DELETE", "requests")
 
     def inject_fault(self, api: Union[str, int], err: Union[str, int], count: int = 0, topic: Optional[str] = None,
-                     partition: Optional[int] = None, group: Optional[str] = None) -> Dict[str, Any]:
+                     partition: Optional[int] = None, partitions: Optional[List[int]] = None,
+                     group: Optional[str] = None) -> Dict[str, Any]:
         """POST /faults: answer requests of api ("Produce", or its key) with
         the Kafka error err ("NOT_LEADER_FOR_PARTITION", or its code), count
-        times (0: until cleared), for topic (every partition unless one is
-        given) or group, or every request of the API. Returns the fault as
-        the broker understood it."""
+        times (0: until cleared), for topic (every partition unless a
+        partition or partitions are given) or group, or every request of
+        the API. Returns the fault as the broker understood it."""
         body: Dict[str, Any] = {"api": api, "err": err, "count": count}
-        if topic is not None:
-            body["topic"] = topic
-        if partition is not None:
-            body["partition"] = partition
-        if group is not None:
-            body["group"] = group
+        for k, v in (("topic", topic), ("partition", partition), ("partitions", partitions), ("group", group)):
+            if v is not None:
+                body[k] = list(v) if k == "partitions" else v
         return self._post("faults", body)
 
     def fail_next(self, api: Union[str, int], err: Union[str, int], n: int = 1, **scope: Any) -> Dict[str, Any]:
