@@ -34,7 +34,7 @@ def test_every_endpoint(vastfake):
     for i in range(250):
         p.produce("ledger", key=b"k", value=b"v-%d" % i, partition=0, headers=[("h", b"\xff\x00")])
     assert p.flush(30) == 0
-    del p  # destroyed now, not after the session's broker stops
+    del p, admin  # destroyed now, not after the session's broker stops
 
     topics = vastfake.topics()
     assert [t.name for t in topics] == ["ledger"]
