@@ -86,6 +86,23 @@ test('a missing binary says how to get one', async (t) => {
   assert.match(run.stdout, /go install github\.com\/vastfake\/vastfake\/cmd\/vastfake@latest/)
 })
 
+test('inside a checkout, with go on PATH, the binary is built', { skip: !findGo() && 'needs go on PATH' }, () => {
+  const env = { ...process.env, PATH: path.dirname(findGo()) }
+  delete env.VASTFAKE_BIN
+  delete env.VASTFAKE_SRC
+  const code = "const b = require('vastfake').findBinary(); console.log(b); require('fs').accessSync(b, require('fs').constants.X_OK)"
+  const run = spawnSync(process.execPath, ['-e', code], { cwd: path.join(__dirname, '..'), env, encoding: 'utf8', timeout: 300_000 })
+  assert.strictEqual(run.status, 0, run.stderr)
+  assert.match(run.stdout, /vastfake-.*\/vastfake\n$/)
+})
+
+function findGo () {
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    if (dir && fs.existsSync(path.join(dir, 'go'))) return path.join(dir, 'go')
+  }
+  return null
+}
+
 test('a taken port is named', async () => {
   const server = net.createServer()
   await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
