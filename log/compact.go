@@ -189,7 +189,7 @@ type compactor struct {
 	// does; the part before was cleaned already.
 	latest    map[[md5.Size]byte]int64
 	dirtyFrom int64
-	buf    *bytes.Buffer // a decompressed record section
+	buf       *bytes.Buffer // a decompressed record section
 }
 
 func (c *compactor) release() {

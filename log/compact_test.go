@@ -150,10 +150,10 @@ func TestGapEveryNRecords(t *testing.T) {
 func TestCompactKeepsTheNewestRecordOfEachKey(t *testing.T) {
 	p := NewPartition()
 	hdr := []kmsg.Header{{Key: "h", Value: []byte("x")}}
-	appendKeyed(t, p, rec("a", "a1", 1000), rec("b", "b1", 1001), rec("c", "c1", 1002)) // 0-2
-	appendKeyed(t, p, rec("a", "a2", 1003), kv{Value: []byte("keyless"), TS: 1004})     // 3-4
+	appendKeyed(t, p, rec("a", "a1", 1000), rec("b", "b1", 1001), rec("c", "c1", 1002))  // 0-2
+	appendKeyed(t, p, rec("a", "a2", 1003), kv{Value: []byte("keyless"), TS: 1004})      // 3-4
 	appendKeyed(t, p, kv{Key: []byte("b"), Value: []byte("b2"), TS: 1005, Headers: hdr}) // 5
-	appendKeyed(t, p, rec("a", "a3", 1006), rec("d", "d1", 1007))                       // 6-7, the active tail
+	appendKeyed(t, p, rec("a", "a3", 1006), rec("d", "d1", 1007))                        // 6-7, the active tail
 	before := p.Bytes()
 
 	res, err := p.Compact(CompactOptions{Now: t0})
