@@ -138,7 +138,9 @@ func TestCompaction(t *testing.T) {
 		require.NoError(t, fs.Err0())
 		committed := make(chan error, 1)
 		group.CommitOffsetsSync(ctxT(t), map[string]map[int32]kgo.EpochOffset{"prices": {0: {Epoch: -1, Offset: 1}}},
-			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) { committed <- err })
+			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+				committed <- err
+			})
 		require.NoError(t, <-committed)
 		k.WaitCommitted("g", "prices", 0, 1)
 		group.Close()
