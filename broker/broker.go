@@ -562,9 +562,23 @@ func (b *Broker) scheduleRetention() {
 		return
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
-		b.ApplyRetention()
+		b.background(b.ApplyRetention)
 		b.scheduleRetention()
 	})
+}
+
+// background runs fn, a timer's work, as work the broker owns: Close waits
+// for it to finish, and once Close has begun it does not start.
+func (b *Broker) background(fn func()) {
+	b.sweepMu.Lock()
+	if b.ctx.Err() != nil {
+		b.sweepMu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.sweepMu.Unlock()
+	defer b.wg.Done()
+	fn()
 }
 
 // ApplyRetention drops, from every partition of a topic whose

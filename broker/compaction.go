@@ -130,7 +130,7 @@ func (b *Broker) scheduleCompaction() {
 		return
 	}
 	b.stopCompact = b.clock.AfterFunc(b.cfg.compactionEv, func() {
-		b.compactDirty()
+		b.background(b.compactDirty)
 		b.scheduleCompaction()
 	})
 }
