@@ -136,7 +136,9 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 	if end = dirty + indexed; end == 0 {
 		return res, nil
 	}
-	out, changed, err := c.rewrite(snap.entries[:end], &res)
+	// Room for the entries after the range, and a few appended meanwhile,
+	// so that the swap under the lock copies only those.
+	out, changed, err := c.rewrite(snap.entries[:end], len(snap.entries)-end+16, &res)
 	if err != nil {
 		return res, err
 	}
@@ -257,8 +259,9 @@ func (c *compactor) index(entries []entry) (int, error) {
 }
 
 // rewrite returns the entries as compaction leaves them, their batches
-// packed into one new buffer, and whether anything changed.
-func (c *compactor) rewrite(entries []entry, res *CompactResult) ([]entry, bool, error) {
+// packed into one new buffer, with their timestamp index filled in and
+// room for tailRoom more, and whether anything changed.
+func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) ([]entry, bool, error) {
 	type kept struct {
 		e     entry
 		batch []byte // nil: the source batch unchanged
@@ -333,7 +336,7 @@ func (c *compactor) rewrite(entries []entry, res *CompactResult) ([]entry, bool,
 		return nil, false, nil
 	}
 	buf := make([]byte, 0, size)
-	entriesOut := make([]entry, len(out))
+	entriesOut := make([]entry, len(out), len(out)+tailRoom)
 	for i, k := range out {
 		raw := k.batch
 		if raw == nil {
@@ -345,16 +348,23 @@ func (c *compactor) rewrite(entries []entry, res *CompactResult) ([]entry, bool,
 		res.BatchesAfter++
 		res.BytesAfter += int64(len(raw))
 	}
+	prefix := int64(-1)
 	for i := range entriesOut {
-		entriesOut[i].chunk = buf
+		e := &entriesOut[i]
+		e.chunk = buf
+		if i == 0 || e.maxTS > prefix {
+			prefix = e.maxTS
+		}
+		e.prefixMax = prefix
 	}
 	return entriesOut, true, nil
 }
 
 // swap replaces the first end entries of the log with out, unless the front
-// of the log moved since the snapshot (errLogChanged). It recomputes the
-// timestamp index over the whole log, a pass over entries that compaction
-// has just made few.
+// of the log moved since the snapshot (errLogChanged). Under the lock it
+// copies and re-indexes only the entries after the range (out came with
+// room for them and its own index); the partition's max timestamp is found
+// again over every entry's own max timestamp.
 func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed bool, res *CompactResult) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -366,24 +376,40 @@ func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed boo
 	if !changed {
 		return nil
 	}
-	entries := make([]entry, 0, len(out)+len(p.entries)-end)
-	entries = append(append(entries, out...), p.entries[end:]...)
-	p.maxTS, p.maxTSOffset = -1, -1
+	entries := append(out, p.entries[end:]...)
 	prefix := int64(-1)
-	for i := range entries {
+	if len(out) > 0 {
+		prefix = out[len(out)-1].prefixMax
+	}
+	for i := len(out); i < len(entries); i++ {
 		e := &entries[i]
 		if i == 0 || e.maxTS > prefix {
 			prefix = e.maxTS
 		}
 		e.prefixMax = prefix
-		if e.maxTS > p.maxTS {
-			p.maxTS, p.maxTSOffset = e.maxTS, e.last
-		}
 	}
 	p.entries = entries
+	p.maxTS, p.maxTSOffset = p.maxTimestampLocked()
 	p.bytes += res.BytesAfter - res.BytesBefore
 	res.Compacted = true
 	return nil
+}
+
+// maxTimestampLocked finds the largest batch max timestamp and the last
+// offset of the first batch that has it, as Publish keeps them; -1, -1 for
+// an empty log or one without timestamps. The prefix maxima make it a walk back from the end to
+// where the maximum first appears.
+func (p *Partition) maxTimestampLocked() (int64, int64) {
+	n := len(p.entries)
+	if n == 0 {
+		return -1, -1
+	}
+	top := p.entries[n-1].prefixMax
+	if top <= -1 {
+		return -1, -1 // as Publish: no batch beat the initial -1
+	}
+	i := sort.Search(n, func(i int) bool { return p.entries[i].prefixMax >= top })
+	return p.entries[i].maxTS, p.entries[i].last
 }
 
 func sameEntry(a, b *entry) bool {
