@@ -394,3 +394,22 @@ func BenchmarkCompact(b *testing.B) {
 	b.ReportMetric(float64(before), "log-B-before")
 	b.ReportMetric(float64(after), "log-B-after")
 }
+
+func TestCompactRecomputesTheTimestampIndex(t *testing.T) {
+	p := NewPartition()
+	appendKeyed(t, p, rec("a", "a1", 5000)) // the newest timestamp, superseded
+	appendKeyed(t, p, rec("b", "b1", 2000))
+	appendKeyed(t, p, rec("a", "a2", 1000))
+	appendKeyed(t, p, rec("z", "z", 1500)) // the active tail
+	ts, off := p.MaxTimestamp()
+	require.Equal(t, []int64{5000, 0}, []int64{ts, off})
+	_, err := p.Compact(CompactOptions{Now: t0})
+	require.NoError(t, err)
+	ts, off = p.MaxTimestamp()
+	assert.Equal(t, []int64{2000, 1}, []int64{ts, off}, "ListOffsets(max timestamp) no longer names a removed record")
+	o, ts := p.OffsetForTime(1600)
+	assert.Equal(t, []int64{1, 2000}, []int64{o, ts})
+	appendKeyed(t, p, rec("y", "y", 900))
+	o, ts = p.OffsetForTime(1600)
+	assert.Equal(t, []int64{1, 2000}, []int64{o, ts}, "entries after the swap are indexed too")
+}
