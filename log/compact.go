@@ -84,7 +84,8 @@ var errLogChanged = errors.New("the log changed during compaction")
 //
 // The new batches are computed without the partition's lock, into new
 // memory, and swapped in under it after checking that the front of the log
-// did not move meanwhile (retention, DeleteRecords), so readers and
+// did not move meanwhile (retention, DeleteRecords; if it did, the
+// compaction starts again, at most three times in all), so readers and
 // producers wait only for the swap, and a fetch answer holding the old
 // batches keeps reading them whole. Appends during the compaction stay. One
 // compaction runs at a time per partition.
@@ -95,13 +96,22 @@ var errLogChanged = errors.New("the log changed during compaction")
 func (p *Partition) Compact(opts CompactOptions) (CompactResult, error) {
 	p.compactMu.Lock()
 	defer p.compactMu.Unlock()
-	for {
+	for range maxCompactTries - 1 {
 		res, err := p.compactOnce(opts)
 		if !errors.Is(err, errLogChanged) {
 			return res, err
 		}
 	}
+	res, err := p.compactOnce(opts)
+	if errors.Is(err, errLogChanged) {
+		return CompactResult{}, nil // the front keeps moving: the next compaction tries again
+	}
+	return res, err
 }
+
+// maxCompactTries bounds how often one Compact starts again because the
+// front of the log moved; after that it gives up, changing nothing.
+const maxCompactTries = 3
 
 // compactSnapshot is the part of the log a compaction works on: entries
 // are never modified in place (appends go past them, drops copy), so the
