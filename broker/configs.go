@@ -364,18 +364,21 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 // alterChecks applies the checks Kafka makes on an AlterConfigs or
 // IncrementalAlterConfigs request before looking at any config
 // (ConfigAdminManager.preprocess): a resource listed twice gets
-// INVALID_REQUEST for every copy, and so does a resource naming a key twice
-// or giving no value for a key it does not delete. It returns, per
-// resource, 0 or the code, with the message.
+// INVALID_REQUEST, and so does a resource naming a key twice or giving no
+// value for a key it does not delete. It returns, per resource, 0 or the
+// code, with the message; the copies after the first of a resource listed
+// twice get repeatCopy, which means "answered at its first copy": Kafka
+// answers every copy, vastfake once.
+const repeatCopy = -1
+
 func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), keys func(int) (names, nullValues []string)) ([]int16, []string) {
 	codes, msgs := make([]int16, n), make([]string, n)
 	first := make(map[configResource]int, n)
 	for i := 0; i < n; i++ {
 		typ, name := resource(i)
 		if j, dup := first[configResource{typ, name}]; dup {
-			for _, k := range []int{i, j} {
-				codes[k], msgs[k] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
-			}
+			codes[j], msgs[j] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
+			codes[i] = repeatCopy
 			continue
 		}
 		first[configResource{typ, name}] = i
@@ -398,7 +401,7 @@ func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), ke
 // set of configs, as the legacy API does.
 //
 // A resource listed twice, a key named twice or a null value gets
-// INVALID_REQUEST, as in Kafka.
+// INVALID_REQUEST, as in Kafka; a resource listed twice is answered once.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
@@ -421,6 +424,9 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] == repeatCopy {
+			continue
+		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
 			resp.Resources = append(resp.Resources, sr)
@@ -449,7 +455,8 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 // list, applied to the current value or the default; APPEND adds the
 // elements not there yet, SUBTRACT removes them. On any other key they get
 // INVALID_CONFIG. A resource listed twice, a key named twice or a null value
-// to set gets INVALID_REQUEST, as in Kafka.
+// to set gets INVALID_REQUEST, as in Kafka; a resource listed twice is
+// answered once.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly), none of
 // them a list.
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
@@ -473,6 +480,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 	for i, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] == repeatCopy {
+			continue
+		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
 			resp.Resources = append(resp.Resources, sr)
