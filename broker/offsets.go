@@ -115,7 +115,9 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	topics := mergeTopics(req.Topics,
 		func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic },
-		func(t *kmsg.DeleteRecordsRequestTopic) *[]kmsg.DeleteRecordsRequestTopicPartition { return &t.Partitions },
+		func(t *kmsg.DeleteRecordsRequestTopic) *[]kmsg.DeleteRecordsRequestTopicPartition {
+			return &t.Partitions
+		},
 		func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition },
 		lastOfEach)
 	for _, rt := range topics {
