@@ -72,8 +72,9 @@ const (
 // emptyGroupCleanup is Kafka's offsets.retention.check.interval.ms default.
 // Kafka's periodic cleanup, which runs this often, deletes a group that is
 // Empty with no committed offsets, so at any time within this long after it
-// became Empty; vastfake deletes one once it has been Empty this long, when
-// it is next looked at, and at once when MaxGroups needs room.
+// became Empty; vastfake deletes one once it has been Empty this long, on
+// the coordinator's clock (see scheduleExpiry), and at once when MaxGroups
+// needs room.
 const emptyGroupCleanup = 10 * time.Minute
 
 // Config configures a Coordinator.
@@ -125,6 +126,12 @@ type Coordinator struct {
 	changed chan struct{} // made by a waiter (tests), closed and cleared by the next unlock
 	groups  map[string]*group
 	seq     uint64 // join order of members, for leader choice
+
+	// expiry is the one clock timer that removes expired offsets and
+	// abandoned groups, due at expiryAt: the earliest moment any group
+	// has something to expire (scheduleExpiry).
+	expiry   *timer
+	expiryAt time.Time
 
 	rebalances []Rebalance // the last maxRebalances, oldest first
 }
@@ -205,6 +212,8 @@ func (c *Coordinator) Close() {
 		return
 	}
 	c.closed = true
+	c.expiry.cancel()
+	c.expiry = nil
 	for _, g := range c.groups {
 		g.stopTimers(c)
 	}
@@ -374,8 +383,8 @@ func (c *Coordinator) canCreateGroup() bool {
 // removeGroup deletes g: its timers stop, a call blocked in it gets
 // COORDINATOR_NOT_AVAILABLE, and it is Dead. Call it with c.mu held.
 func (c *Coordinator) removeGroup(g *group) {
-	g.stopTimers(c)
 	g.state = stateDead
+	g.stopTimers(c)
 	delete(c.groups, g.name)
 }
 
@@ -389,6 +398,7 @@ func (c *Coordinator) newGroup(name string) *group {
 		emptySince: c.clock.Now(),
 	}
 	c.groups[name] = g
+	c.expiryChanged(g)
 	return g
 }
 
@@ -445,7 +455,6 @@ type OffsetInfo struct {
 func (c *Coordinator) Groups() []GroupInfo {
 	c.mu.Lock()
 	defer c.unlock()
-	c.expireAll()
 	out := make([]GroupInfo, 0, len(c.groups))
 	for _, name := range c.sortedGroupNames() {
 		out = append(out, c.groups[name].info())
@@ -480,13 +489,10 @@ func (c *Coordinator) CommittedOffset(group, topic string, partition int32) (int
 	return o.off, true
 }
 
-// lookup returns the group named name after expiring its offsets, or nil.
+// lookup returns the group named name, or nil. It changes nothing: offsets
+// expire and abandoned groups go on the clock (scheduleExpiry), not when a
+// request looks.
 func (c *Coordinator) lookup(name string) *group {
-	g := c.groups[name]
-	if g == nil {
-		return nil
-	}
-	c.expire(g)
 	return c.groups[name]
 }
 

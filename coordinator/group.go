@@ -561,6 +561,7 @@ func (c *Coordinator) dropPending(g *group, p *pendingMember) {
 	}
 	p.unwatch = nil
 	delete(g.pending, p.id)
+	c.expiryChanged(g) // the last pending id may have kept g from the cleanup
 }
 
 // addAndRebalance adds a new member and makes it wait for the join phase.
@@ -765,6 +766,7 @@ func (c *Coordinator) toEmpty(g *group) {
 	g.syncTimer.cancel()
 	g.syncTimer = nil
 	g.emptySince = c.clock.Now()
+	c.expiryChanged(g)
 }
 
 // syncExpired removes the members of generation gen that never sent

@@ -66,6 +66,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	if g != nil {
+		c.expiryChanged(g)
+	}
 	return resp
 }
 
@@ -281,6 +284,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	c.expiryChanged(g)
 	return resp
 }
 
@@ -309,6 +313,7 @@ func (c *Coordinator) TopicDeleted(topic string) {
 	defer c.unlock()
 	for _, g := range c.groups {
 		delete(g.offsets, topic)
+		c.expiryChanged(g)
 	}
 }
 
@@ -320,14 +325,84 @@ func (c *Coordinator) Failover() {
 	defer c.unlock()
 	for _, g := range c.groups {
 		g.offsets = make(map[string]map[int32]offset)
+		c.expiryChanged(g)
 	}
 }
 
-// expireAll applies offset retention to every group.
+// expireAll applies offset retention and the group cleanup to every group.
 func (c *Coordinator) expireAll() {
 	for _, g := range c.groups {
 		c.expire(g)
 	}
+}
+
+// nextExpiry returns when expire would next change g: the earliest moment
+// one of its offsets expires, or, for an abandoned group, when it has been
+// Empty for emptyGroupCleanup. It returns false when nothing of g expires
+// while it stays as it is (it has members, or a pending member id, or its
+// offsets never expire).
+func (c *Coordinator) nextExpiry(g *group) (time.Time, bool) {
+	if g.state != stateEmpty || c.closed {
+		return time.Time{}, false
+	}
+	var at time.Time
+	found := false
+	earliest := func(t time.Time) {
+		if !found || t.Before(at) {
+			at, found = t, true
+		}
+	}
+	if !c.rules.OffsetsNeverExpire && c.rules.OffsetsRetention > 0 {
+		for _, ps := range g.offsets {
+			for _, o := range ps {
+				base := o.at
+				if g.emptySince.After(base) {
+					base = g.emptySince
+				}
+				earliest(base.Add(c.rules.OffsetsRetention))
+			}
+		}
+	}
+	if g.abandoned() {
+		earliest(g.emptySince.Add(emptyGroupCleanup))
+	}
+	return at, found
+}
+
+// expiryChanged notes that what expires in g, or when, may have changed
+// (g was created or emptied, committed to, lost offsets or a pending member
+// id), and makes sure the expiry timer runs by then. Call it with c.mu held.
+func (c *Coordinator) expiryChanged(g *group) {
+	if at, ok := c.nextExpiry(g); ok {
+		c.scheduleExpiry(at)
+	}
+}
+
+// scheduleExpiry makes the expiry timer due at at, unless it is due
+// earlier already. When it fires it expires every group (expire) and
+// schedules itself for the next moment anything expires, so offsets
+// retention and the group cleanup run on the coordinator's clock, as
+// Kafka's periodic cleanup does, and never as a side effect of a read.
+// Call it with c.mu held.
+func (c *Coordinator) scheduleExpiry(at time.Time) {
+	if c.closed || c.expiry != nil && !c.expiryAt.After(at) {
+		return
+	}
+	c.expiry.cancel()
+	c.expiryAt = at
+	c.expiry = c.after(max(at.Sub(c.clock.Now()), 0), func() {
+		c.expiry = nil
+		c.expireAll()
+		var next time.Time
+		for _, g := range c.groups {
+			if at, ok := c.nextExpiry(g); ok && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+		if !next.IsZero() {
+			c.scheduleExpiry(next)
+		}
+	})
 }
 
 // expire applies Kafka's group cleanup to g (GroupCoordinatorShard's
@@ -337,10 +412,10 @@ func (c *Coordinator) expireAll() {
 // A group left Empty with no committed offsets (abandoned) is deleted when
 // its last offsets expire here, or once it has been Empty for
 // emptyGroupCleanup; a group that holds offsets is never deleted here. It
-// runs when a group is looked at rather than on a timer. Once the
-// coordinator is closed it does nothing, so groups and offsets read after
-// Close stay as they were (Close drops the pending member ids, which could
-// otherwise make a group abandoned).
+// runs on the expiry timer (scheduleExpiry), never when a group is looked
+// at. Once the coordinator is closed it does nothing, so groups and offsets
+// read after Close stay as they were (Close drops the pending member ids,
+// which could otherwise make a group abandoned).
 func (c *Coordinator) expire(g *group) {
 	if g.state != stateEmpty || c.closed {
 		return
