@@ -75,7 +75,10 @@ func coordinatorCtx(r *request) context.Context {
 // INVALID_SESSION_TIMEOUT; a member id handed out with MEMBER_ID_REQUIRED is
 // forgotten when its connection closes before joining with it. A protocol
 // named twice counts once, with its first copy's metadata, which is the copy
-// Kafka's group reads.
+// Kafka's group reads. A join that would make what the group keeps for its
+// members (ids, protocols, metadata, assignments) exceed 1 MiB
+// (coordinator.GroupMetadataMaxBytes, the record Kafka writes for a group)
+// gets GROUP_MAX_SIZE_REACHED.
 // VAST: cooperative protocols are refused, others voted on
 // (EagerAssignorsOnly), group.instance.id ignored (IgnoreGroupInstanceID),
 // at most 256 groups (MaxGroups); a refusal is recorded with its rule.
@@ -97,7 +100,12 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 }
 
 // handleSyncGroup answers SyncGroup v0-v5. A follower's call blocks until
-// the leader has sent the assignment.
+// the leader has sent the assignment. An assignment to a member named twice
+// keeps the last copy, and one to a member the group does not have is
+// dropped, as in Kafka; assignments that would make the group's members
+// exceed 1 MiB (coordinator.GroupMetadataMaxBytes) get UNKNOWN_SERVER_ERROR,
+// as Kafka answers a group record too large to write, and the group
+// rebalances.
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleSyncGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.SyncGroupRequest)

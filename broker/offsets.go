@@ -156,7 +156,9 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 // no partition (no topics, or only unknown or unreadable ones) is answered
 // without the coordinator, as Kafka does: no group is created or checked.
 // A partition named twice is answered once and stores its last copy, as
-// Kafka's commit keeps the last record written for a partition.
+// Kafka's commit keeps the last record written for a partition. Metadata
+// longer than offset.metadata.max.bytes (4096; WithOffsetMetadataMaxBytes)
+// gets OFFSET_METADATA_TOO_LARGE for that partition, as in Kafka.
 // VAST: a commit that would create group 257 gets GROUP_MAX_SIZE_REACHED
 // (MaxGroups); committed offsets never expire (OffsetsNeverExpire).
 // Authorizes: KafkaRead on the group (every partition gets

@@ -46,7 +46,9 @@ import (
 
 // Kafka error codes the coordinator answers with.
 const (
+	errUnknownServerError        int16 = -1
 	errNone                      int16 = 0
+	errOffsetMetadataTooLarge    int16 = 12
 	errCoordinatorNotAvailable   int16 = 15
 	errIllegalGeneration         int16 = 22
 	errInconsistentGroupProtocol int16 = 23
@@ -61,6 +63,20 @@ const (
 	errFencedInstanceID          int16 = 82
 	errGroupSubscribedToTopic    int16 = 86
 )
+
+// DefaultOffsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes: the
+// longest metadata string a committed offset may carry.
+const DefaultOffsetMetadataMaxBytes = 4096
+
+// GroupMetadataMaxBytes bounds what the coordinator keeps for one group's
+// members: their ids, client ids and hosts, instance ids, protocol type,
+// protocols with their metadata, and assignments. Kafka writes a classic
+// group's members and assignments as one record of __consumer_offsets,
+// which the broker's message.max.bytes (1048588 by default) bounds: a join
+// that would make the group larger gets GROUP_MAX_SIZE_REACHED, and a
+// leader's assignment that would gets UNKNOWN_SERVER_ERROR, as Kafka
+// answers a group record it cannot write, and the group rebalances.
+const GroupMetadataMaxBytes = 1048588
 
 // Kafka's defaults for group.min.session.timeout.ms and
 // group.max.session.timeout.ms.
@@ -101,6 +117,12 @@ type Config struct {
 	// otherwise.
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
+	// OffsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes: a
+	// committed offset whose metadata is longer (in bytes) gets
+	// OFFSET_METADATA_TOO_LARGE and is not stored, as in Kafka. Zero means
+	// DefaultOffsetMetadataMaxBytes; a negative value allows only empty
+	// metadata.
+	OffsetMetadataMaxBytes int
 	// Logger receives refusals made because of a VAST rule, with the
 	// attribute "rule" naming the rules.Rules field. It may be nil.
 	Logger *slog.Logger
@@ -114,6 +136,7 @@ type Coordinator struct {
 	initialDelay time.Duration
 	minSession   time.Duration
 	maxSession   time.Duration
+	maxMetadata  int // offset.metadata.max.bytes
 	log          *slog.Logger
 
 	// watchers counts the goroutines context.AfterFunc may run to forget
@@ -179,6 +202,16 @@ func (c *Coordinator) Rebalances() []Rebalance {
 	return out
 }
 
+func offsetMetadataMax(n int) int {
+	switch {
+	case n == 0:
+		return DefaultOffsetMetadataMaxBytes
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
 // New returns a coordinator with no groups.
 func New(cfg Config) *Coordinator {
 	if cfg.Clock == nil {
@@ -194,6 +227,7 @@ func New(cfg Config) *Coordinator {
 		initialDelay: cfg.InitialRebalanceDelay,
 		minSession:   cfg.MinSessionTimeout,
 		maxSession:   cfg.MaxSessionTimeout,
+		maxMetadata:  offsetMetadataMax(cfg.OffsetMetadataMaxBytes),
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),

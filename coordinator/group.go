@@ -113,6 +113,31 @@ func (p *pendingMember) disconnected() bool {
 	}
 }
 
+// storedBytes is what the coordinator keeps for m: the bytes of its ids,
+// client id and host, protocol type, protocols and assignment.
+func (m *member) storedBytes() int {
+	n := len(m.id) + len(m.clientID) + len(m.clientHost) + len(m.protocolType) + len(m.assignment)
+	if m.instanceID != nil {
+		n += len(*m.instanceID)
+	}
+	for _, p := range m.protocols {
+		n += len(p.Name) + len(p.Metadata)
+	}
+	return n
+}
+
+// storedBytes is what the coordinator keeps for g's members, leaving out
+// the member except (a member rejoining, counted anew).
+func (g *group) storedBytes(except string) int {
+	n := 0
+	for id, m := range g.members {
+		if id != except {
+			n += m.storedBytes()
+		}
+	}
+	return n
+}
+
 func (m *member) metadataFor(protocol string) []byte {
 	for _, p := range m.protocols {
 		if p.Name == protocol {
@@ -305,7 +330,9 @@ func (g *group) stopTimers(c *Coordinator) {
 // vote and a member offering nothing else gets INCONSISTENT_GROUP_PROTOCOL;
 // Rules.MaxGroups refuses creating one group too many with
 // GROUP_MAX_SIZE_REACHED, after deleting the groups Kafka's cleanup would
-// delete. Both refusals go to ctx's refusal sink (WithRefusalSink).
+// delete. Both refusals go to ctx's refusal sink (WithRefusalSink). A join
+// that would make what the group keeps for its members exceed
+// GroupMetadataMaxBytes gets GROUP_MAX_SIZE_REACHED too, in both profiles.
 //
 // ctx is the client connection's: when it is done, a blocked JoinGroup
 // answers COORDINATOR_NOT_AVAILABLE and the member stays until its session
@@ -444,6 +471,16 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
 		return fail(errInconsistentGroupProtocol)
+	}
+	joining := member{id: req.MemberID, instanceID: instanceID, clientID: clientID, clientHost: clientHost,
+		protocolType: req.ProtocolType, protocols: protocols}
+	if req.MemberID == "" {
+		joining.id = newMemberID(clientID) // the length of the id it would get
+	}
+	if g.storedBytes(req.MemberID)+joining.storedBytes() > GroupMetadataMaxBytes {
+		c.log.InfoContext(ctx, "coordinator: group metadata would exceed its bound", "group", req.Group,
+			"bound", GroupMetadataMaxBytes)
+		return fail(errGroupMaxSizeReached)
 	}
 
 	if req.MemberID == "" {
@@ -863,7 +900,11 @@ func (c *Coordinator) membersLeft(g *group) {
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID for a replaced static member,
 // ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL (v5 protocol type or name
 // mismatch) and REBALANCE_IN_PROGRESS while PreparingRebalance. In a Stable
-// group it returns the member's current assignment at once.
+// group it returns the member's current assignment at once. A leader's
+// assignment that would make the group's members exceed
+// GroupMetadataMaxBytes is not stored: every waiting SyncGroup gets
+// UNKNOWN_SERVER_ERROR and the group rebalances, as Kafka does when it
+// cannot write the group's record.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	c.mu.Lock()
 	resp, wait, m := c.sync(req)
@@ -934,12 +975,35 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		m.sessionTimer.cancel()
 		m.sessionTimer = nil
 		if m.id == g.leader {
-			assigned := make(map[string][]byte, len(req.GroupAssignment))
+			// The last assignment given to a member wins, as in Kafka;
+			// assignments to members the group does not have are dropped.
+			assigned := make(map[string][]byte, len(g.members))
+			size := 0
 			for _, a := range req.GroupAssignment {
-				assigned[a.MemberID] = bytes.Clone(a.MemberAssignment)
+				if g.members[a.MemberID] != nil {
+					assigned[a.MemberID] = a.MemberAssignment
+				}
 			}
 			for id, mm := range g.members {
-				mm.assignment = assigned[id]
+				size += mm.storedBytes() - len(mm.assignment) + len(assigned[id])
+			}
+			if size > GroupMetadataMaxBytes {
+				// Kafka cannot write a group record this large: every
+				// waiting SyncGroup gets UNKNOWN_SERVER_ERROR and the group
+				// rebalances (GroupMetadataManager.storeGroup).
+				c.log.Info("coordinator: assignment would exceed the group metadata bound", "group", g.name,
+					"bytes", size, "bound", GroupMetadataMaxBytes)
+				for _, mm := range g.ordered() {
+					if mm.syncWait != nil {
+						c.deliverSync(g, mm, syncError(mm.syncVersion, errUnknownServerError))
+						c.resetSession(g, mm)
+					}
+				}
+				c.prepareRebalance(g)
+				return nil, ch, m
+			}
+			for id, mm := range g.members {
+				mm.assignment = bytes.Clone(assigned[id])
 			}
 			g.state = stateStable
 			c.recordRebalance(g)

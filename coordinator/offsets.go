@@ -27,6 +27,8 @@ type offset struct {
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
 // GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
+// A partition whose metadata is longer than Config.OffsetMetadataMaxBytes
+// gets OFFSET_METADATA_TOO_LARGE and the others are stored, as in Kafka.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -46,8 +48,11 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = p.Partition
 			sp.ErrorCode = code
+			if code == errNone && p.Metadata != nil && len(*p.Metadata) > c.maxMetadata {
+				sp.ErrorCode = errOffsetMetadataTooLarge
+			}
 			st.Partitions = append(st.Partitions, sp)
-			if code != errNone {
+			if sp.ErrorCode != errNone {
 				continue
 			}
 			o := offset{off: p.Offset, epoch: -1, at: now}
