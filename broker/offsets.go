@@ -158,7 +158,10 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 // A partition named twice is answered once and stores its last copy, as
 // Kafka's commit keeps the last record written for a partition. Metadata
 // longer than offset.metadata.max.bytes (4096; WithOffsetMetadataMaxBytes)
-// gets OFFSET_METADATA_TOO_LARGE for that partition, as in Kafka.
+// gets OFFSET_METADATA_TOO_LARGE for that partition, as in Kafka, and so
+// does metadata that would take the metadata of all committed offsets past
+// 64 MiB (coordinator.OffsetMetadataTotalMaxBytes; Kafka keeps offsets on
+// disk).
 // VAST: a commit that would create group 257 gets GROUP_MAX_SIZE_REACHED
 // (MaxGroups); committed offsets never expire (OffsetsNeverExpire).
 // Authorizes: KafkaRead on the group (every partition gets

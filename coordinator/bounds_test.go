@@ -115,3 +115,46 @@ func TestGroupMetadataBound(t *testing.T) {
 		assert.Empty(t, m.Assignment, fmt.Sprintf("member %s", m.MemberID))
 	}
 }
+
+// metaBytes is the coordinator's count of committed metadata bytes.
+func metaBytes(c *Coordinator) int {
+	c.mu.Lock()
+	defer c.unlock()
+	return c.metaBytes
+}
+
+// TestOffsetMetadataTotalBound: the metadata of all committed offsets
+// together is bounded (OffsetMetadataTotalMaxBytes, lowered here): a commit
+// whose metadata does not fit gets OFFSET_METADATA_TOO_LARGE, one that
+// shrinks or keeps its metadata fits, and deleting a group, a topic's
+// offsets or failing over gives the room back.
+func TestOffsetMetadataTotalBound(t *testing.T) {
+	h := newHarness(t, rules.Kafka())
+	h.c.mu.Lock()
+	h.c.metaBudget = 100
+	h.c.unlock()
+	commit := func(group, topic string, md int) int16 {
+		req := commitReq(group, "", -1, topic, map[int32]int64{0: 1})
+		req.Topics[0].Partitions[0].Metadata = kmsg.StringPtr(strings.Repeat("m", md))
+		return h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+	}
+	assert.Equal(t, errNone, commit("a", "t", 60))
+	assert.Equal(t, errOffsetMetadataTooLarge, commit("b", "t", 60), "60 + 60 > 100")
+	assert.Equal(t, errNone, commit("b", "t", 40))
+	assert.Equal(t, errNone, commit("a", "t", 60), "the same size again fits")
+	assert.Equal(t, errNone, commit("a", "t", 10), "shrinking fits")
+	assert.Equal(t, 50, metaBytes(h.c))
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"a"}
+	require.Equal(t, errNone, h.c.DeleteGroups(del).Groups[0].ErrorCode)
+	assert.Equal(t, 40, metaBytes(h.c))
+	h.c.TopicDeleted("t")
+	assert.Equal(t, 0, metaBytes(h.c))
+	assert.Equal(t, errNone, commit("c", "u", 100))
+	h.c.Failover()
+	assert.Equal(t, 0, metaBytes(h.c))
+	assert.Equal(t, errNone, commit("c", "u", 30))
+	h.clk.Advance(rules.Kafka().OffsetsRetention)
+	assert.Equal(t, 0, metaBytes(h.c), "expired offsets give their room back")
+}

@@ -78,6 +78,15 @@ const DefaultOffsetMetadataMaxBytes = 4096
 // answers a group record it cannot write, and the group rebalances.
 const GroupMetadataMaxBytes = 1048588
 
+// OffsetMetadataTotalMaxBytes bounds the metadata of every committed offset
+// the coordinator keeps, all groups together. Kafka keeps offsets on disk
+// and has no such bound; vastfake keeps them in memory, so once they hold
+// this much a commit whose metadata does not fit gets
+// OFFSET_METADATA_TOO_LARGE, as one over offset.metadata.max.bytes does,
+// until deleted groups, topics or expired offsets make room. Commits with
+// empty or unchanged metadata always fit.
+const OffsetMetadataTotalMaxBytes = 64 << 20
+
 // Kafka's defaults for group.min.session.timeout.ms and
 // group.max.session.timeout.ms.
 const (
@@ -137,6 +146,10 @@ type Coordinator struct {
 	minSession   time.Duration
 	maxSession   time.Duration
 	maxMetadata  int // offset.metadata.max.bytes
+	// metaBytes is the metadata of every committed offset, in bytes,
+	// bounded by metaBudget (OffsetMetadataTotalMaxBytes; tests lower it).
+	metaBytes  int
+	metaBudget int
 	log          *slog.Logger
 
 	// watchers counts the goroutines context.AfterFunc may run to forget
@@ -228,6 +241,7 @@ func New(cfg Config) *Coordinator {
 		minSession:   cfg.MinSessionTimeout,
 		maxSession:   cfg.MaxSessionTimeout,
 		maxMetadata:  offsetMetadataMax(cfg.OffsetMetadataMaxBytes),
+		metaBudget:   OffsetMetadataTotalMaxBytes,
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
@@ -419,6 +433,9 @@ func (c *Coordinator) canCreateGroup() bool {
 func (c *Coordinator) removeGroup(g *group) {
 	g.state = stateDead
 	g.stopTimers(c)
+	for _, ps := range g.offsets {
+		c.metaBytes -= metadataBytes(ps)
+	}
 	delete(c.groups, g.name)
 }
 

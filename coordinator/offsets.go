@@ -27,8 +27,9 @@ type offset struct {
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
 // GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
-// A partition whose metadata is longer than Config.OffsetMetadataMaxBytes
-// gets OFFSET_METADATA_TOO_LARGE and the others are stored, as in Kafka.
+// A partition whose metadata is longer than Config.OffsetMetadataMaxBytes,
+// or does not fit in OffsetMetadataTotalMaxBytes with every other committed
+// offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -48,7 +49,12 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = p.Partition
 			sp.ErrorCode = code
-			if code == errNone && p.Metadata != nil && len(*p.Metadata) > c.maxMetadata {
+			var old offset
+			if g != nil {
+				old = g.offsets[t.Topic][p.Partition]
+			}
+			if code == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
+				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
 				sp.ErrorCode = errOffsetMetadataTooLarge
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -62,6 +68,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if p.Metadata != nil {
 				o.meta = *p.Metadata
 			}
+			c.metaBytes += len(o.meta) - len(old.meta)
 			ps := g.offsets[t.Topic]
 			if ps == nil {
 				ps = make(map[int32]offset)
@@ -280,6 +287,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
 				sp.ErrorCode = errGroupSubscribedToTopic
 			} else if ps := g.offsets[t.Topic]; ps != nil {
+				c.metaBytes -= len(ps[p.Partition].meta)
 				delete(ps, p.Partition)
 				if len(ps) == 0 {
 					delete(g.offsets, t.Topic)
@@ -291,6 +299,15 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	}
 	c.expiryChanged(g)
 	return resp
+}
+
+// metadataBytes is the metadata of a topic's committed offsets, in bytes.
+func metadataBytes(ps map[int32]offset) int {
+	n := 0
+	for _, o := range ps {
+		n += len(o.meta)
+	}
+	return n
 }
 
 // subscribedTopics reads the topics the members of a "consumer" group
@@ -317,6 +334,7 @@ func (c *Coordinator) TopicDeleted(topic string) {
 	c.mu.Lock()
 	defer c.unlock()
 	for _, g := range c.groups {
+		c.metaBytes -= metadataBytes(g.offsets[topic])
 		delete(g.offsets, topic)
 		c.expiryChanged(g)
 	}
@@ -329,6 +347,9 @@ func (c *Coordinator) Failover() {
 	c.mu.Lock()
 	defer c.unlock()
 	for _, g := range c.groups {
+		for _, ps := range g.offsets {
+			c.metaBytes -= metadataBytes(ps)
+		}
 		g.offsets = make(map[string]map[int32]offset)
 		c.expiryChanged(g)
 	}
@@ -435,6 +456,7 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
+					c.metaBytes -= len(o.meta)
 					delete(ps, p)
 				}
 			}
