@@ -150,7 +150,7 @@ type Coordinator struct {
 	// bounded by metaBudget (OffsetMetadataTotalMaxBytes; tests lower it).
 	metaBytes  int
 	metaBudget int
-	log          *slog.Logger
+	log        *slog.Logger
 
 	// watchers counts the goroutines context.AfterFunc may run to forget
 	// a pending member id when its connection closes; Close waits for them.
