@@ -514,3 +514,28 @@ func TestTopicRuleRefusalsRecorded(t *testing.T) {
 	})
 
 }
+
+// TestTopicNames: a topic name the broker keeps is at most 249 characters
+// of [a-zA-Z0-9._-], and not "." or "..", as in Kafka; anything else gets
+// INVALID_TOPIC_EXCEPTION and is not created.
+func TestTopicNames(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"))
+	adm := kadm.NewClient(k.Client())
+	for name, code := range map[string]int16{
+		strings.Repeat("a", 249): 0,
+		strings.Repeat("a", 250): kerr.InvalidTopicException.Code,
+		"a b":                    kerr.InvalidTopicException.Code,
+		"..":                     kerr.InvalidTopicException.Code,
+		"ok_name-1.x":            0,
+	} {
+		_, err := adm.CreateTopic(ctxT(t), 1, 1, nil, name) // the topic's error, if any
+		if code == 0 {
+			assert.NoError(t, err, "name of %d bytes", len(name))
+		} else {
+			assert.ErrorIs(t, err, kerr.ErrorForCode(code), "name of %d bytes", len(name))
+		}
+	}
+	names, err := adm.ListTopics(ctxT(t))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{strings.Repeat("a", 249), "ok_name-1.x"}, names.Names())
+}
