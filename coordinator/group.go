@@ -126,13 +126,19 @@ func (m *member) storedBytes() int {
 	return n
 }
 
-// storedBytes is what the coordinator keeps for g's members, leaving out
-// the member except (a member rejoining, counted anew).
+// storedBytes is what the coordinator keeps for g's members and the member
+// ids it handed out with MEMBER_ID_REQUIRED, leaving out the member except
+// (a member joining, counted anew).
 func (g *group) storedBytes(except string) int {
 	n := 0
 	for id, m := range g.members {
 		if id != except {
 			n += m.storedBytes()
+		}
+	}
+	for id := range g.pending {
+		if id != except {
+			n += len(id)
 		}
 	}
 	return n
