@@ -70,7 +70,8 @@ const DefaultOffsetMetadataMaxBytes = 4096
 
 // GroupMetadataMaxBytes bounds what the coordinator keeps for one group's
 // members: their ids, client ids and hosts, instance ids, protocol type,
-// protocols with their metadata, and assignments. Kafka writes a classic
+// protocols with their metadata, and assignments, with the member ids
+// handed out with MEMBER_ID_REQUIRED. Kafka writes a classic
 // group's members and assignments as one record of __consumer_offsets,
 // which the broker's message.max.bytes (1048588 by default) bounds: a join
 // that would make the group larger gets GROUP_MAX_SIZE_REACHED, and a
