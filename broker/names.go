@@ -16,7 +16,7 @@ package broker
 
 // smallRepeats is the length up to which repeats are looked for without a
 // map, so that the usual small requests do not allocate.
-const smallRepeats = 16
+const smallRepeats = 64
 
 // hasRepeats reports whether two items of items have the same key.
 func hasRepeats[T any, K comparable](items []T, key func(*T) K) bool {
