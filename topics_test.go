@@ -539,3 +539,42 @@ func TestTopicNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{strings.Repeat("a", 249), "ok_name-1.x"}, names.Names())
 }
+
+// TestTopicConfigValuesAreTyped: in the kafka profile a topic keeps only
+// config values of their Kafka type (numbers, booleans, the compression
+// names, partition:broker lists), as Kafka's ConfigDef checks them: free
+// text gets INVALID_CONFIG, from CreateTopics and from the config APIs.
+func TestTopicConfigValuesAreTyped(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"))
+	adm := kadm.NewClient(k.Client())
+	for _, c := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{"compression.type", "zstd", true},
+		{"compression.type", strings.Repeat("x", 1<<16), false},
+		{"segment.bytes", "1048576", true},
+		{"segment.bytes", "1 MiB", false},
+		{"segment.ms", "99999999999", true},
+		{"min.cleanable.dirty.ratio", "0.3", true},
+		{"min.cleanable.dirty.ratio", "lots", false},
+		{"preallocate", "TRUE", true},
+		{"preallocate", "yes", false},
+		{"leader.replication.throttled.replicas", "0:0,1:0", true},
+		{"leader.replication.throttled.replicas", "*", true},
+		{"leader.replication.throttled.replicas", "free text", false},
+	} {
+		_, err := adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{c.key: &c.value}, "typed")
+		if c.ok {
+			require.NoError(t, err, "%s=%.20s", c.key, c.value)
+			_, err = adm.DeleteTopic(ctxT(t), "typed")
+			require.NoError(t, err)
+		} else {
+			assert.ErrorIs(t, err, kerr.InvalidConfig, "%s=%.20s", c.key, c.value)
+		}
+	}
+	createTopic(t, k.Client(), "altered", 1, nil)
+	resp, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "compression.type", Value: kmsg.StringPtr("free text")}}, "altered")
+	require.NoError(t, err)
+	assert.ErrorIs(t, resp[0].Err, kerr.InvalidConfig)
+}

@@ -135,7 +135,8 @@ func defaultTopicConfig(n int) topicConfig {
 
 // parseTopicConfigs validates explicitly set configs and returns them parsed,
 // or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
-// recorded on r (nil for a seed topic) as refused by that rule.
+// recorded on r (nil for a seed topic) as refused by that rule; a value not
+// of its key's Kafka type is refused (checkConfigValue).
 func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
 	c := defaultTopicConfig(len(set))
 	for k, v := range set {
@@ -184,10 +185,65 @@ func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConf
 					return c, kerr.InvalidConfig.Code, "Invalid value " + p + " for configuration cleanup.policy: String must be one of: compact, delete"
 				}
 			}
+		default:
+			if msg := checkConfigValue(k, v); msg != "" {
+				return c, kerr.InvalidConfig.Code, msg
+			}
 		}
 		c.set[k] = v
 	}
 	return c, 0, ""
+}
+
+// compressionTypes are the values Kafka's compression.type takes.
+var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
+
+// checkConfigValue checks a topic config's value against its Kafka type,
+// as Kafka's ConfigDef does, and returns the message refusing it, or "".
+// Every value a topic keeps is then a number, a boolean, a name from a
+// fixed set or, for the replication throttle lists, "*" or
+// partition:broker pairs: a client cannot make a topic keep free text.
+func checkConfigValue(key, v string) string {
+	invalid := func(why string) string {
+		return "Invalid value " + v + " for configuration " + key + ": " + why
+	}
+	switch typ, ok := topicConfigTypes[key]; {
+	case key == "compression.type":
+		if !slices.Contains(compressionTypes, v) {
+			return invalid("String must be one of: " + strings.Join(compressionTypes, ", "))
+		}
+	case !ok: // LONG
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return invalid("Not a number of type LONG")
+		}
+	case typ == kmsg.ConfigTypeInt:
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err != nil {
+			return invalid("Not a number of type INT")
+		}
+	case typ == kmsg.ConfigTypeDouble:
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return invalid("Not a number of type DOUBLE")
+		}
+	case typ == kmsg.ConfigTypeBoolean:
+		if t := strings.ToLower(strings.TrimSpace(v)); t != "true" && t != "false" {
+			return invalid("Expected value to be either true or false")
+		}
+	case typ == kmsg.ConfigTypeList: // the replication throttle lists
+		parts := listParts(v)
+		if len(parts) == 1 && parts[0] == "*" {
+			return ""
+		}
+		for _, p := range parts {
+			part, broker, ok := strings.Cut(p, ":")
+			if _, err := strconv.ParseUint(part, 10, 31); err != nil || !ok {
+				return invalid("must be the literal '*' or a list of replicas in the format [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],...")
+			}
+			if _, err := strconv.ParseUint(broker, 10, 31); err != nil {
+				return invalid("must be the literal '*' or a list of replicas in the format [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],...")
+			}
+		}
+	}
+	return ""
 }
 
 // listParts splits a LIST config's value at commas, trimming spaces and
@@ -402,6 +458,7 @@ func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), ke
 //
 // A resource listed twice, a key named twice or a null value gets
 // INVALID_REQUEST, as in Kafka; a resource listed twice is answered once.
+// A value not of its key's Kafka type gets INVALID_CONFIG.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
@@ -456,7 +513,8 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 // elements not there yet, SUBTRACT removes them. On any other key they get
 // INVALID_CONFIG. A resource listed twice, a key named twice or a null value
 // to set gets INVALID_REQUEST, as in Kafka; a resource listed twice is
-// answered once.
+// answered once. A resulting value not of its key's Kafka type gets
+// INVALID_CONFIG.
 // VAST: only the four VAST topic configs (VASTTopicConfigsOnly), none of
 // them a list.
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
