@@ -78,7 +78,8 @@ func coordinatorCtx(r *request) context.Context {
 // Kafka's group reads. A join that would make what the group keeps for its
 // members (ids, protocols, metadata, assignments) exceed 1 MiB
 // (coordinator.GroupMetadataMaxBytes, the record Kafka writes for a group)
-// gets GROUP_MAX_SIZE_REACHED.
+// gets GROUP_MAX_SIZE_REACHED, and a group name over 32767 bytes
+// (coordinator.MaxGroupIDBytes) INVALID_GROUP_ID.
 // VAST: cooperative protocols are refused, others voted on
 // (EagerAssignorsOnly), group.instance.id ignored (IgnoreGroupInstanceID),
 // at most 256 groups (MaxGroups); a refusal is recorded with its rule.

@@ -158,3 +158,18 @@ func TestOffsetMetadataTotalBound(t *testing.T) {
 	h.clk.Advance(rules.Kafka().OffsetsRetention)
 	assert.Equal(t, 0, metaBytes(h.c), "expired offsets give their room back")
 }
+
+// TestGroupIDBound: a group the coordinator creates has a name of at most
+// MaxGroupIDBytes, the longest Kafka can write into its offsets records:
+// JoinGroup and OffsetCommit naming a longer one get INVALID_GROUP_ID and
+// create nothing.
+func TestGroupIDBound(t *testing.T) {
+	h := newHarness(t, rules.Kafka())
+	long := strings.Repeat("g", MaxGroupIDBytes+1)
+	assert.Equal(t, errInvalidGroupID, h.join(joinReq(long, "")).ErrorCode)
+	resp := h.c.OffsetCommit(context.Background(), commitReq(long, "", -1, "t", map[int32]int64{0: 1}))
+	assert.Equal(t, errInvalidGroupID, resp.Topics[0].Partitions[0].ErrorCode)
+	assert.Empty(t, h.c.Groups())
+	fits := strings.Repeat("g", MaxGroupIDBytes)
+	assert.Equal(t, errMemberIDRequired, h.join(joinReq(fits, "")).ErrorCode)
+}

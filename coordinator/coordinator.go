@@ -88,6 +88,12 @@ const GroupMetadataMaxBytes = 1048588
 // empty or unchanged metadata always fit.
 const OffsetMetadataTotalMaxBytes = 64 << 20
 
+// MaxGroupIDBytes bounds the name of a group the coordinator creates. Kafka
+// writes a group's id into the keys of its __consumer_offsets records as a
+// string with a 16-bit length, so no group it can store has a longer one;
+// JoinGroup and OffsetCommit creating one get INVALID_GROUP_ID.
+const MaxGroupIDBytes = 32767
+
 // Kafka's defaults for group.min.session.timeout.ms and
 // group.max.session.timeout.ms.
 const (

@@ -338,7 +338,8 @@ func (g *group) stopTimers(c *Coordinator) {
 // GROUP_MAX_SIZE_REACHED, after deleting the groups Kafka's cleanup would
 // delete. Both refusals go to ctx's refusal sink (WithRefusalSink). A join
 // that would make what the group keeps for its members exceed
-// GroupMetadataMaxBytes gets GROUP_MAX_SIZE_REACHED too, in both profiles.
+// GroupMetadataMaxBytes gets GROUP_MAX_SIZE_REACHED too, in both profiles,
+// and a group name longer than MaxGroupIDBytes INVALID_GROUP_ID.
 //
 // ctx is the client connection's: when it is done, a blocked JoinGroup
 // answers COORDINATOR_NOT_AVAILABLE and the member stays until its session
@@ -420,7 +421,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	if c.closed {
 		return fail(errCoordinatorNotAvailable)
 	}
-	if req.Group == "" {
+	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
 		return fail(errInvalidGroupID)
 	}
 	session := millis(req.SessionTimeoutMillis)

@@ -29,7 +29,9 @@ type offset struct {
 // GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
 // A partition whose metadata is longer than Config.OffsetMetadataMaxBytes,
 // or does not fit in OffsetMetadataTotalMaxBytes with every other committed
-// offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored.
+// offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored. A
+// commit that would create a group named longer than MaxGroupIDBytes gets
+// INVALID_GROUP_ID.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -102,6 +104,9 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 				return nil, errGroupIDNotFound
 			}
 			return nil, errIllegalGeneration
+		}
+		if len(req.Group) > MaxGroupIDBytes {
+			return nil, errInvalidGroupID
 		}
 		if !c.canCreateGroup() {
 			c.refuse(ctx, "OffsetCommit", "MaxGroups", req.Group, c.maxGroupsReason())
