@@ -10,6 +10,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -92,6 +93,7 @@ type config struct {
 	partitions   int32 // num.partitions
 	minSession   time.Duration
 	maxSession   time.Duration
+	maxOffsetMD  int // offset.metadata.max.bytes
 	retentionEv  time.Duration
 	compactionEv time.Duration
 	gaps         map[string]log.Gap // offset gaps by topic name
@@ -186,6 +188,16 @@ func WithMinSessionTimeout(d time.Duration) Option {
 // both profiles; 0 removes the bound.
 func WithMaxSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.maxSession = d }
+}
+
+// WithOffsetMetadataMaxBytes sets Kafka's offset.metadata.max.bytes: an
+// OffsetCommit partition whose metadata is longer than n bytes gets
+// OFFSET_METADATA_TOO_LARGE and is not stored; the request's other
+// partitions are. The default is Kafka's, 4096
+// (coordinator.DefaultOffsetMetadataMaxBytes), in both profiles; 0 allows
+// only empty metadata, and New fails for a negative n.
+func WithOffsetMetadataMaxBytes(n int) Option {
+	return func(c *config) { c.maxOffsetMD = n }
 }
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
@@ -290,7 +302,8 @@ var ErrClosed = errors.New("broker is closed")
 func New(opts ...Option) (*Broker, error) {
 	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
-		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout}
+		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -309,6 +322,9 @@ func New(opts ...Option) (*Broker, error) {
 		if name == "" {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
+	}
+	if cfg.maxOffsetMD < 0 {
+		return nil, fmt.Errorf("vastfake: offset.metadata.max.bytes %d: want 0 or more", cfg.maxOffsetMD)
 	}
 	if cfg.partitions < 1 {
 		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
@@ -398,7 +414,10 @@ func New(opts ...Option) (*Broker, error) {
 		InitialRebalanceDelay: cfg.rebalDelay,
 		MinSessionTimeout:     cfg.minSession,
 		MaxSessionTimeout:     cfg.maxSession,
-		Logger:                b.log,
+		// The coordinator reads 0 as its default and a negative bound as
+		// "empty metadata only", which is what 0 means here, as in Kafka.
+		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
+		Logger:                 b.log,
 	})
 	b.scheduleRetention()
 	b.scheduleCompaction()

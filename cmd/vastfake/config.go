@@ -38,6 +38,7 @@ type config struct {
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
 	NumPartitions          int32
+	OffsetMetadataMaxBytes int
 	MinSessionTimeout      time.Duration
 	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
@@ -279,6 +280,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
+	offsetMD := fs.Int("offset-metadata-max-bytes", coordinator.DefaultOffsetMetadataMaxBytes, "offset.metadata.max.bytes: an OffsetCommit partition with longer metadata gets OFFSET_METADATA_TOO_LARGE; 0 allows only empty metadata (env VASTFAKE_OFFSET_METADATA_MAX_BYTES)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	compaction := dur("compaction-interval", "how often topics with cleanup.policy=compact are compacted, on the broker's clock, when min.cleanable.dirty.ratio calls for it; default 0, off (POST /topics/{name}/compact compacts on demand)")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
@@ -384,6 +386,10 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-num-partitions %d: want 1 to %d", *numPartitions, math.MaxInt32)
 	}
 	cfg.NumPartitions = int32(*numPartitions)
+	if *offsetMD < 0 || *offsetMD > math.MaxInt32 {
+		return nil, fmt.Errorf("-offset-metadata-max-bytes %d: want 0 to %d", *offsetMD, math.MaxInt32)
+	}
+	cfg.OffsetMetadataMaxBytes = *offsetMD
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}

@@ -419,3 +419,45 @@ func TestOffsetGapAndCompactionFlags(t *testing.T) {
 	}
 	assert.Equal(t, []int64{0, 6}, offsets)
 }
+
+// TestOffsetMetadataMaxBytesFlag: -offset-metadata-max-bytes (or its
+// environment variable, or the config file key) defaults to Kafka's 4096
+// and reaches the broker: a commit with longer metadata gets
+// OFFSET_METADATA_TOO_LARGE.
+func TestOffsetMetadataMaxBytesFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 4096, cfg.OffsetMetadataMaxBytes, "Kafka's offset.metadata.max.bytes")
+	t.Setenv("VASTFAKE_OFFSET_METADATA_MAX_BYTES", "100")
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 100, cfg.OffsetMetadataMaxBytes)
+	file := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"offset-metadata-max-bytes": 8}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 8, cfg.OffsetMetadataMaxBytes)
+	for _, bad := range []string{"-1", "x", "4294967296"} {
+		_, err := parseConfig([]string{"-offset-metadata-max-bytes", bad}, io.Discard, io.Discard)
+		assert.Error(t, err, bad)
+	}
+
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-topic", "t", "-offset-metadata-max-bytes", "8")[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	for _, md := range []string{"12345678", "123456789"} {
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1, Metadata: md})
+		resp, err := adm.CommitOffsets(ctx, "g", offsets)
+		require.NoError(t, err)
+		if len(md) <= 8 {
+			assert.NoError(t, resp.Error(), md)
+		} else {
+			assert.ErrorIs(t, resp.Error(), kerr.OffsetMetadataTooLarge, md)
+		}
+	}
+}

@@ -110,6 +110,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
 		broker.WithDefaultPartitions(cfg.NumPartitions),
+		broker.WithOffsetMetadataMaxBytes(cfg.OffsetMetadataMaxBytes),
 		broker.WithMinSessionTimeout(cfg.MinSessionTimeout),
 		broker.WithMaxSessionTimeout(cfg.MaxSessionTimeout),
 		broker.WithClock(clk),
