@@ -225,6 +225,10 @@ func (e *errorWriter) WriteHeader(code int) {
 	e.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (streamed
+// answers set write deadlines through it).
+func (e *errorWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
 func (e *errorWriter) Write(p []byte) (int, error) {
 	if e.swallow {
 		return len(p), nil
