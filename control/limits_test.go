@@ -329,3 +329,77 @@ func TestConnectionCapLeavesKafkaServing(t *testing.T) {
 		t.Fatal("the waiting connection was not served after a slot freed")
 	}
 }
+
+// serveWith serves control.New(k's broker) with control.NewServer, edited
+// by edit, on a listener capped at control.MaxConns, until the test ends;
+// it returns the address.
+func serveWith(t *testing.T, k *fixtures.Kafka, edit func(*http.Server)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := control.NewServer(control.New(k.Broker()), slog.New(slog.DiscardHandler))
+	edit(srv)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(control.LimitListener(ln, control.MaxConns)) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// TestServerBoundsHeadersAndTricklingBodies: NewServer sets every
+// timeout, the idle one well above the live page's one-second poll;
+// headers over 64 KiB get 431; a client that trickles a body is cut off
+// at the read timeout (shortened here), its connection closed.
+func TestServerBoundsHeadersAndTricklingBodies(t *testing.T) {
+	k := fixtures.Start(t)
+	srv := control.NewServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	assert.Equal(t, control.ReadHeaderTimeout, srv.ReadHeaderTimeout)
+	assert.Equal(t, control.ReadTimeout, srv.ReadTimeout)
+	assert.Equal(t, control.WriteTimeout, srv.WriteTimeout)
+	assert.Equal(t, control.IdleTimeout, srv.IdleTimeout)
+	assert.Greater(t, control.IdleTimeout, 10*time.Second, "the live page's connection, polled every second, stays")
+
+	addr := serveWith(t, k, func(s *http.Server) { s.ReadTimeout = 300 * time.Millisecond })
+	big, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer big.Close()
+	go func() { // the server stops reading at the limit; this write may fail
+		_, _ = io.WriteString(big, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: "+strings.Repeat("h", 80<<10)+"\r\n\r\n")
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(big), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "POST /faults HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(deadline)))
+	rest, err := io.ReadAll(c) // the server answers what it can and closes
+	require.NoError(t, err, "the server closed the trickling connection before the test's deadline")
+	assert.NotContains(t, string(rest), "201 Created")
+}
+
+// TestStreamedAnswersOutliveWriteTimeout: a streamed answer moves its own
+// write deadline on with every write, so a download longer than the
+// server's WriteTimeout (here 1 ns, which no unstreamed answer survives)
+// arrives whole.
+func TestStreamedAnswersOutliveWriteTimeout(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("dump", 1))
+	value := strings.Repeat("v", 64<<10)
+	var recs []*kgo.Record
+	for range 100 {
+		recs = append(recs, &kgo.Record{Topic: "dump", Value: []byte(value)})
+	}
+	k.ProduceRecords(recs...)
+	addr := serveWith(t, k, func(s *http.Server) { s.WriteTimeout = time.Nanosecond })
+
+	offsets, next := recordsPage(t, "http://"+addr+"/topics/dump/partitions/0/records?limit=10000")
+	assert.Len(t, offsets, 100)
+	assert.Empty(t, next)
+	var topics []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", "http://"+addr+"/topics", nil, &topics))
+	assert.Len(t, topics, 1)
+	_, err := http.Get("http://" + addr + "/healthz")
+	assert.Error(t, err, "an unstreamed answer is bound by WriteTimeout")
+}
