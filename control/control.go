@@ -8,6 +8,10 @@
 // binary with its -http listener. Every answer is JSON; an error is
 // {"error": "..."} with a 4xx or 5xx status.
 //
+// Every body is bounded by MaxBodyBytes and every list is streamed
+// (server.go, stream.go); NewServer and LimitListener bound the server's
+// time and connections.
+//
 // Every request passes a guard first (guard.go): a Host header naming
 // neither localhost, an IP address nor a host given to WithAllowedHosts
 // gets 403 (DNS rebinding); a POST, PUT or DELETE whose Origin or
@@ -19,7 +23,7 @@
 //	GET    /healthz                                   {"status": "ok", "bootstrap": "host:port"}
 //	GET    /rules                                     the rules.Rules in force
 //	GET    /topics, /topics/{name}                    partitions with log start offset and high watermark
-//	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100
+//	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100 (at most MaxRecordsLimit); Next-Offset header
 //	GET    /groups, /groups/{name}                    state, generation, members with assignments, offsets with lag
 //	GET    /rebalances                                ?group=name: finished rebalances, oldest first
 //	GET    /requests                                  ?rule=MaxGroups&api=Produce&limit=N: the request log
