@@ -42,6 +42,7 @@ type config struct {
 	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
 	IdleTimeout            time.Duration
+	EmptyFetchDelay        time.Duration
 	ManualClock            bool
 	HTTP                   string
 	HTTPToken              string
@@ -255,6 +256,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
+	emptyFetch := dur("empty-fetch-delay", "vast profile: answer a fetch that finds no records after this long (or its fetch.wait.max.ms if shorter), standing in for a network round trip; new records end it at once; default 10ms, 0 answers at once")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
@@ -329,6 +331,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		IdleTimeout:       broker.DefaultIdleTimeout,
+		EmptyFetchDelay:   broker.DefaultEmptyFetchDelay,
 		MinSessionTimeout: coordinator.DefaultMinSessionTimeout,
 		MaxSessionTimeout: coordinator.DefaultMaxSessionTimeout,
 	}
@@ -371,6 +374,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
+		{"empty-fetch-delay", *emptyFetch, &cfg.EmptyFetchDelay},
 	} {
 		if d.val == "" {
 			continue
