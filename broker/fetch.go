@@ -30,7 +30,7 @@ var noRecords = []byte{}
 // VAST: every fetch is a full fetch: SessionID is 0 and an incremental
 // request gets FETCH_SESSION_ID_NOT_FOUND (NoFetchSessions); the answer
 // comes at once, even when empty (NoDelayedFetch), except that an empty
-// answer is paced by the empty fetch delay (WithEmptyFetchDelay, 10ms by
+// answer is paced by the empty fetch delay (WithEmptyFetchDelay, 20ms by
 // default, never past MaxWaitMillis) standing in for a network round trip,
 // and new records end the pause. In the kafka profile an empty fetch waits
 // up to half of MaxWaitMillis for new records (sessions are not emulated
