@@ -297,7 +297,8 @@ const DefaultEmptyFetchDelay = 20 * time.Millisecond
 // 0 answers at once, as VAST does, and spins idle consumers. It has no
 // effect in the kafka profile, where an empty fetch waits for data up to
 // half of fetch.wait.max.ms. The pause is wall-clock time, whatever clock
-// the broker runs on.
+// the broker runs on; Close ends it at once, and a connection the client
+// closes during it is let go when it ends, at most d later.
 func WithEmptyFetchDelay(d time.Duration) Option {
 	return func(c *config) { c.emptyFetchDelay = d }
 }
