@@ -24,9 +24,12 @@ import (
 )
 
 // floorBatchRecords is how many records the floor's fetch answer carries
-// at most per partition: about 900 KB, under kgo's default 1 MB
-// fetch.max.partition.bytes.
-const floorBatchRecords = 8000
+// at most per partition, about 110 KB: a new consumer's first answer is
+// then no larger than vastfake's (whose young partitions are stored in
+// small chunks), so that the floor bounds its first-record time, while a
+// fetch still carries enough records that its own cost is small next to
+// the client's decoding of them.
+const floorBatchRecords = 1000
 
 // floorEmptyFetchDelay paces empty fetch answers as vastfake's default
 // empty fetch delay does, so that the idle cost of the two compares.
