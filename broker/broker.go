@@ -280,8 +280,8 @@ const DefaultEmptyFetchDelay = 20 * time.Millisecond
 
 // WithEmptyFetchDelay paces empty Fetch answers where VAST answers at once
 // (the NoDelayedFetch rule): a fetch that finds no records is answered
-// after d, or after the fetch's own fetch.wait.max.ms if that is shorter,
-// standing in for the network round trip that separates a consumer from a
+// after d, or after half of the fetch's own fetch.wait.max.ms if that is
+// shorter (kafka-go's read deadline is exactly fetch.wait.max.ms), standing in for the network round trip that separates a consumer from a
 // real VAST broker and that a loopback connection lacks. Without it an idle
 // consumer fetches in a tight loop, tens of thousands of times a second,
 // and the broker and the client each burn most of a core. Records written

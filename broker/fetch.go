@@ -31,7 +31,7 @@ var noRecords = []byte{}
 // request gets FETCH_SESSION_ID_NOT_FOUND (NoFetchSessions); the answer
 // comes at once, even when empty (NoDelayedFetch), except that an empty
 // answer is paced by the empty fetch delay (WithEmptyFetchDelay, 20ms by
-// default, never past MaxWaitMillis) standing in for a network round trip,
+// default, never past half of MaxWaitMillis) standing in for a network round trip,
 // and new records end the pause. In the kafka profile an empty fetch waits
 // up to half of MaxWaitMillis for new records (sessions are not emulated
 // there either: the broker answers SessionID 0 and clients fall back to
@@ -80,17 +80,17 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 // fetchWait is how long a fetch that found bytes record bytes waits for
 // more before it is answered: 0 when it has data or asks for no wait. In
 // the VAST profile (NoDelayedFetch) an empty answer is paced by the empty
-// fetch delay, or MaxWaitMillis if shorter. In the kafka profile a fetch
-// short of MinBytes waits up to half of MaxWaitMillis: kafka-go sets its
-// read deadline to exactly MaxWait, so an answer near the deadline races it
-// (and under the race detector, loses often).
+// fetch delay, or half of MaxWaitMillis if shorter. In the kafka profile a
+// fetch short of MinBytes waits up to half of MaxWaitMillis. Half, in both:
+// kafka-go sets its read deadline to exactly MaxWait, so an answer near the
+// deadline races it (and under the race detector, loses often).
 func (b *Broker) fetchWait(req *kmsg.FetchRequest, bytes int) time.Duration {
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	switch {
 	case bytes > 0 || maxWait <= 0:
 		return 0
 	case b.rules.NoDelayedFetch:
-		return min(b.cfg.emptyFetchDelay, maxWait)
+		return min(b.cfg.emptyFetchDelay, maxWait/2)
 	case bytes >= int(req.MinBytes):
 		return 0
 	default:
