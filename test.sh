@@ -23,7 +23,7 @@ done
 # Every benchmark once, and vastbench on tiny sizes, so that the tools the
 # README's numbers come from keep working; the numbers here mean nothing.
 go test -run '^$' -bench . -benchtime 1x ./...
-go run ./cmd/vastbench -n 2000 -rounds 1
+go run ./cmd/vastbench -n 2000 -rounds 1 -quick
 if [ -d interop ]; then
   # The kafkajs tests skip (fail when CI is set) without node and kafkajs;
   # go test does not print skips, so say it here.

@@ -264,8 +264,10 @@ type RequestRecord struct {
 	// that a rule hides (Rule names it).
 	Closed bool
 	// Repeats counts the further answers this record stands for. An idle
-	// consumer in the VAST profile (NoDelayedFetch) fetches in a tight
-	// loop; consecutive empty Fetch answers on one connection with the
+	// consumer in the VAST profile (NoDelayedFetch) fetches again as soon
+	// as it is answered, 50 times a second with the default empty fetch
+	// delay and in a tight loop without one; consecutive empty Fetch
+	// answers on one connection with the
 	// same outcome (version, client id, user, error) are collapsed into
 	// one record, which moves to the end of the log with each repeat. 0
 	// for a single answer.

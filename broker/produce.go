@@ -118,9 +118,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 
 	if len(pending) > 0 {
 		b.appendPending(pending, now)
-		if !b.rules.NoDelayedFetch {
-			b.notifyData() // only delayed fetches (kafka profile) wait for data
-		}
+		b.notifyData()
 	}
 	return resp
 }

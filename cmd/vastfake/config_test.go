@@ -380,6 +380,29 @@ func TestIdleTimeoutFlag(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF, "the broker closes the idle connection")
 }
 
+// TestEmptyFetchDelayFlag: -empty-fetch-delay defaults to the broker's
+// DefaultEmptyFetchDelay and comes from the environment, the config file
+// and the command line, the command line winning.
+func TestEmptyFetchDelayFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultEmptyFetchDelay, cfg.EmptyFetchDelay)
+	t.Setenv("VASTFAKE_EMPTY_FETCH_DELAY", "25ms")
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 25*time.Millisecond, cfg.EmptyFetchDelay)
+	file := filepath.Join(t.TempDir(), "c.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"empty-fetch-delay": "40ms"}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 40*time.Millisecond, cfg.EmptyFetchDelay)
+	cfg, err = parseConfig([]string{"-config", file, "-empty-fetch-delay", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.EmptyFetchDelay)
+	_, err = parseConfig([]string{"-empty-fetch-delay", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
+}
+
 // TestOffsetGapAndCompactionFlags: -offset-gap and -compaction-interval
 // parse from the command line, the environment and the config file, and
 // reach the broker: records produced to the binary land with gaps.
