@@ -337,7 +337,7 @@ func New(opts ...Option) (*Broker, error) {
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		emptyFetchDelay: DefaultEmptyFetchDelay,
 		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
-		maxOffsetMD:     coordinator.DefaultOffsetMetadataMaxBytes}
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}
