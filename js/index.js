@@ -398,7 +398,11 @@ class Client {
   }
 
   /** GET /audit: client behaviour VAST would refuse or treat differently, with advice. */
-  async findings () { return ((await this._get('audit')) || {}).findings || [] }
+  async findings () { return (await this._audit()).findings }
+  async _audit () {
+    const body = (await this._get('audit')) || {}
+    return { findings: body.findings || [], dropped: body.dropped || 0 }
+  }
   /** DELETE /audit: forget every finding, e.g. between the phases of a test. */
   async clearFindings () { await this._call('DELETE', 'audit') }
   /** GET /live.json: topics, groups and the latest rebalances at once. */
@@ -502,8 +506,9 @@ class Client {
 
   /** Assert that GET /audit found nothing in the clients' behaviour. */
   async assertNoFindings () {
-    const got = await this.findings()
-    if (got.length) throw new AssertionError(`${got.length} audit finding${got.length === 1 ? '' : 's'}:\n${lines(got)}`)
+    const { findings: got, dropped } = await this._audit()
+    const more = dropped ? ` (and ${dropped} more the broker did not keep)` : ''
+    if (got.length || dropped) throw new AssertionError(`${got.length} audit finding${got.length === 1 ? '' : 's'}${more}:\n${lines(got)}`)
   }
 
   /** Assert that group committed offset (the next to read) for the partition. */

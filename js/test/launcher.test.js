@@ -197,7 +197,7 @@ test('ESM import', async () => {
 })
 
 // A control plane that serves record pages and GET /audit from stub.
-const stub = { records: [], nextHeader: true, findings: [], seen: [], connection: [], open: new Set() }
+const stub = { records: [], nextHeader: true, findings: [], dropped: 0, seen: [], connection: [], open: new Set() }
 
 async function withStub (fn) {
   const server = http.createServer((req, res) => {
@@ -211,6 +211,7 @@ async function withStub (fn) {
       body = { status: 'ok' }
     } else if (u.pathname === '/audit') {
       body = { findings: stub.findings }
+      if (stub.dropped) body.dropped = stub.dropped
     } else if (u.pathname.endsWith('/records')) {
       const off = Number(u.searchParams.get('offset'))
       const limit = Number(u.searchParams.get('limit'))
@@ -271,6 +272,9 @@ test('audit findings and a binary without /audit', () => withStub(async c => {
     message: '1 audit finding:\n  NoIdempotence [refused] from orders-svc (kafkajs 2.2.4) on topic orders, 3 times: ' +
       'InitProducerID is not served -- set idempotent: false'
   })
+  stub.dropped = 2
+  await assert.rejects(c.assertNoFindings(), { code: 'ERR_ASSERTION', message: /^1 audit finding \(and 2 more the broker did not keep\):\n {2}NoIdem/ })
+  stub.dropped = 0
   await c.clearFindings() // DELETE /audit
   assert.deepStrictEqual(stub.findings, [])
   assert.deepStrictEqual(await c.findings(), [])

@@ -99,6 +99,7 @@ class Stub(http.server.BaseHTTPRequestHandler):
     Connection headers."""
     protocol_version = "HTTP/1.1"  # keep-alive unless the client says close
     findings = []
+    dropped = 0  # distinct findings the broker did not keep
     records = []  # offsets
     next_header = True
     seen = []
@@ -126,6 +127,8 @@ class Stub(http.server.BaseHTTPRequestHandler):
         headers = {}
         if u.path == "/audit":
             body = {"findings": Stub.findings}
+            if Stub.dropped:
+                body["dropped"] = Stub.dropped
         elif u.path.endswith("/records"):
             off, limit = int(q["offset"][0]), int(q["limit"][0])
             page = [o for o in Stub.records if o >= off][:limit]
@@ -200,6 +203,10 @@ def test_findings_are_typed_and_asserted(stub):
         stub.assert_no_findings()
     assert str(e.value) == ("1 audit finding:\n  NoIdempotence [refused] from orders-svc (librdkafka 2.0.2) on "
                             "topic orders, 3 times: InitProducerID is not served -- set enable.idempotence=false")
+    Stub.dropped = 2
+    with pytest.raises(AssertionError, match=r"^1 audit finding \(and 2 more the broker did not keep\):\n  NoIdem"):
+        stub.assert_no_findings()
+    Stub.dropped = 0
     stub.clear_findings()  # DELETE /audit
     assert Stub.findings == [] and stub.findings() == []
     stub.assert_no_findings()

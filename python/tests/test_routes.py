@@ -41,18 +41,24 @@ ARGS = {
 
 
 def read_routes():
-    """The "METHOD /pattern" strings of routes() in control/control.go."""
+    """The "METHOD /pattern" strings control/control.go serves: the entries
+    of routes(), and any pattern handed to a mux's Handle or HandleFunc in
+    the package (an endpoint registered outside the table counts too)."""
     if not CONTROL_GO.is_file():
         if os.environ.get("CI"):
             pytest.fail("%s is missing: run the tests from a vastfake checkout" % CONTROL_GO)
         pytest.skip("not in a vastfake checkout: no %s" % CONTROL_GO)
-    src = CONTROL_GO.read_text()
-    m = re.search(r"\nfunc \(s \*server\) routes\(\) \[\]route \{\n(.*?)\n\}\n", src, re.S)
-    assert m, "no routes() in %s" % CONTROL_GO
-    body = m.group(1)
-    routes = re.findall(r'^\t\t\{"([A-Z]+ /[^"]*)",', body, re.M)
-    # Every entry of the table is one line starting with {": none skipped.
-    assert len(routes) == body.count('\n\t\t{"') and len(routes) >= 20, body
+    routes = []
+    m = re.search(r"\nfunc \(s \*server\) routes\(\) \[\]route \{\n(.*?)\n\}\n", CONTROL_GO.read_text(), re.S)
+    if m:
+        body = m.group(1)
+        routes = re.findall(r'^\t\t\{"([A-Z]+ /[^"]*)",', body, re.M)
+        # Every entry of the table is one line starting with {": none skipped.
+        assert len(routes) == body.count('\n\t\t{"'), body
+    for go in sorted(CONTROL_GO.parent.glob("*.go")):
+        if not go.name.endswith("_test.go"):
+            routes += re.findall(r'\.Handle(?:Func)?\("([A-Z]+ /[^"]*)"', go.read_text())
+    assert len(routes) >= 20, "read only %r from %s" % (routes, CONTROL_GO)
     return routes
 
 

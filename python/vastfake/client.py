@@ -236,8 +236,13 @@ class Client:
     def findings(self) -> List[Finding]:
         """GET /audit: what the broker found in the clients' behaviour that
         VAST would refuse or treat differently, with advice."""
-        body = self._get("audit")
-        return [Finding.from_json(f) for f in (body or {}).get("findings") or []]
+        return self._audit()[0]
+
+    def _audit(self) -> Tuple[List[Finding], int]:
+        """GET /audit: the findings, and how many distinct ones the broker
+        did not keep because it held its maximum."""
+        body = self._get("audit") or {}
+        return [Finding.from_json(f) for f in body.get("findings") or []], int(body.get("dropped") or 0)
 
     def clear_findings(self) -> None:
         """DELETE /audit: forget every finding, e.g. between the phases of a
@@ -364,9 +369,11 @@ class Client:
 
     def assert_no_findings(self) -> None:
         """Assert that GET /audit found nothing in the clients' behaviour."""
-        got = self.findings()
-        if got:
-            raise AssertionError("%d audit finding%s:\n%s" % (len(got), "" if len(got) == 1 else "s", _lines(got)))
+        got, dropped = self._audit()
+        if got or dropped:
+            more = "" if not dropped else " (and %d more the broker did not keep)" % dropped
+            raise AssertionError("%d audit finding%s%s:\n%s" % (len(got), "" if len(got) == 1 else "s", more,
+                                                                 _lines(got)))
 
     def assert_committed(self, group: str, topic: str, partition: int, offset: int) -> None:
         """Assert that group committed offset (the next to read) for the
