@@ -18,11 +18,21 @@ import (
 // handling them. A partition-scoped fault strips the matching partitions
 // from the request, handles the rest normally, and answers the stripped ones
 // with the error, so nothing is appended or committed for them.
+//
+// A DropAnswer fault instead handles the matching request in full and then
+// closes its connection without answering, as a network failure after the
+// broker acted would: a producer cannot tell whether its records were
+// stored and retries them.
 type Fault struct {
 	// API is the request kind, e.g. kmsg.Produce.
 	API kmsg.Key
 	// Err is the Kafka error code to answer with, e.g. kerr.NotLeaderForPartition.Code.
+	// A DropAnswer fault ignores it.
 	Err int16
+	// DropAnswer handles the request and closes the connection in place
+	// of the answer. Topic, Partition and Group only choose the requests
+	// it matches; the whole request is handled.
+	DropAnswer bool
 	// Count is how many requests to fail; 0 fails every matching request
 	// until the fault is cleared.
 	Count int
