@@ -212,9 +212,9 @@ const (
 	// default.
 	DefaultProducerIDExpiration = 24 * time.Hour
 	// MaxProducerStates caps the producer states a broker holds, one per
-	// producer id and partition it appended to, each about 250 bytes: a
+	// producer id and partition it appended to, each about 260 bytes: a
 	// client that creates producers without end cannot make the broker
-	// hold more than about 25 MB of them. Past the cap, the state of the
+	// hold more than about 26 MB of them. Past the cap, the state of the
 	// producer that appended least recently, in any partition, is
 	// forgotten (Kafka has no such cap; its only bound is
 	// producer.id.expiration.ms).
