@@ -87,6 +87,30 @@ func dialBench(b *testing.B, br *Broker) func(frame []byte) int {
 	}
 }
 
+// cpuMeter adds up the process's CPU time over a benchmark's round trips
+// and reports it per op as cpu-ns/op: the client's and the broker's work,
+// without the time spent waiting for a core, so that before/after
+// comparisons hold on a machine shared with other work, where ns/op swings
+// with the load.
+type cpuMeter struct {
+	total, start time.Duration
+	ok           bool
+}
+
+func (m *cpuMeter) begin() { m.start, m.ok = processCPU() }
+
+func (m *cpuMeter) end() {
+	if now, ok := processCPU(); ok && m.ok {
+		m.total += now - m.start
+	}
+}
+
+func (m *cpuMeter) report(b *testing.B) {
+	if m.ok && b.N > 0 {
+		b.ReportMetric(float64(m.total.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // produceFrame encodes a Produce request, acks=all, of one batch of that
 // many records to each of topic's three partitions.
 func produceFrame(topic string, records int) []byte {
@@ -111,9 +135,13 @@ func BenchmarkProduceRequest(b *testing.B) {
 	frame := produceFrame("bench", 1000)
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
+	var cpu cpuMeter
 	for b.Loop() {
+		cpu.begin()
 		roundTrip(frame)
+		cpu.end()
 	}
+	cpu.report(b)
 }
 
 // BenchmarkProduceRequestIdempotent is BenchmarkProduceRequest from an
@@ -151,13 +179,17 @@ func BenchmarkProduceRequestIdempotent(b *testing.B) {
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	seq := int32(0)
+	var cpu cpuMeter
 	for b.Loop() {
 		b.StopTimer()
 		setSequence(seq)
 		seq += records
 		b.StartTimer()
+		cpu.begin()
 		roundTrip(frame)
+		cpu.end()
 	}
+	cpu.report(b)
 	// Every batch was stored once: the benchmark measured appends, not
 	// refusals.
 	for _, p := range br.data.get("bench").partitions {
