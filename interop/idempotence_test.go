@@ -41,7 +41,7 @@ func idemBroker(t *testing.T) *broker.Broker {
 // dropNextAnswer makes the broker drop the answer to the next Produce to
 // "orders", after storing its records.
 func dropNextAnswer(b *broker.Broker) {
-	b.InjectFault(broker.Fault{API: kmsg.Produce, DropAnswer: true, Count: 1, Topic: "orders", Partition: broker.AnyPartition})
+	b.InjectFault(broker.Fault{API: kmsg.Produce, DropAnswer: true, Count: 1, Topic: "orders"})
 }
 
 // checkLostAnswers checks what "orders" holds after lostAnswers records,
