@@ -144,6 +144,16 @@ func TestIdempotentStateLifetime(t *testing.T) {
 	assert.Equal(t, kerr.OutOfOrderSequenceNumber.Code, produceIdem(t, cl, "idem", 0, idemBatch{7, 0, 5, 1}).ErrorCode,
 		"the state outlives the producer's records")
 
+	rc, err := k.Admin().DescribeBrokerConfigs(ctxT(t))
+	require.NoError(t, err)
+	require.Len(t, rc, 1)
+	expiration := ""
+	for _, c := range rc[0].Configs {
+		if c.Key == "producer.id.expiration.ms" {
+			expiration = c.MaybeValue()
+		}
+	}
+	assert.Equal(t, "86400000", expiration, "DescribeConfigs shows the expiration in force")
 	k.Advance(broker.DefaultProducerIDExpiration - time.Second)
 	assert.Equal(t, kerr.OutOfOrderSequenceNumber.Code, produceIdem(t, cl, "idem", 0, idemBatch{7, 0, 5, 1}).ErrorCode,
 		"not yet expired")

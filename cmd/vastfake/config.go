@@ -42,6 +42,7 @@ type config struct {
 	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
 	IdleTimeout            time.Duration
+	ProducerIDExpiration   time.Duration
 	ManualClock            bool
 	HTTP                   string
 	HTTPToken              string
@@ -255,6 +256,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
+	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
@@ -328,9 +330,10 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
 		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
-		IdleTimeout:       broker.DefaultIdleTimeout,
-		MinSessionTimeout: coordinator.DefaultMinSessionTimeout,
-		MaxSessionTimeout: coordinator.DefaultMaxSessionTimeout,
+		IdleTimeout:          broker.DefaultIdleTimeout,
+		ProducerIDExpiration: broker.DefaultProducerIDExpiration,
+		MinSessionTimeout:    coordinator.DefaultMinSessionTimeout,
+		MaxSessionTimeout:    coordinator.DefaultMaxSessionTimeout,
 	}
 	for _, spec := range users.all() {
 		name, pass, ok := strings.Cut(spec, ":")
@@ -371,6 +374,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
+		{"producer-id-expiration", *producerExp, &cfg.ProducerIDExpiration},
 	} {
 		if d.val == "" {
 			continue
