@@ -44,12 +44,15 @@ type config struct {
 	IdleTimeout            time.Duration
 	ProducerIDExpiration   time.Duration
 	ManualClock            bool
-	HTTP                   string
-	HTTPToken              string
-	HTTPAllowHosts         []string
-	ReadyFile              string
-	LogLevel               string
-	LogFormat              string
+	// ExitOnStdinClose makes the binary close when its stdin reaches end of
+	// file, so that a launcher's child dies with the launcher.
+	ExitOnStdinClose bool
+	HTTP             string
+	HTTPToken        string
+	HTTPAllowHosts   []string
+	ReadyFile        string
+	LogLevel         string
+	LogFormat        string
 
 	// Security: SASL/PLAIN users, identity policies and TLS.
 	Users       map[string]string
@@ -258,6 +261,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
+	exitOnStdinClose := fs.Bool("exit-on-stdin-close", false, "close the broker when stdin reaches end of file, so that it dies with the launcher holding the other end of the pipe, however that ends (env VASTFAKE_EXIT_ON_STDIN_CLOSE)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
 	httpAllowHosts := str("http-allow-hosts", "", "comma-separated host names the control plane answers besides localhost and IP addresses (DNS rebinding protection); * allows any")
@@ -329,7 +333,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr, HTTPToken: *httpToken,
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
 		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
-		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
+		ExitOnStdinClose:     *exitOnStdinClose,
+		DefaultDeny:          *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		IdleTimeout:          broker.DefaultIdleTimeout,
 		ProducerIDExpiration: broker.DefaultProducerIDExpiration,
 		MinSessionTimeout:    coordinator.DefaultMinSessionTimeout,
