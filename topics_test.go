@@ -289,7 +289,10 @@ func TestIncrementalAlterListConfigs(t *testing.T) {
 
 	t.Run("vast", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("t", 1))
-		assert.ErrorIs(t, alter(t, k.Admin(), "t", appendCfg("cleanup.policy", "compact")), kerr.InvalidConfig)
+		require.NoError(t, alter(t, k.Admin(), "t", appendCfg("cleanup.policy", "compact")))
+		assert.Equal(t, "delete,compact", cleanupPolicy(t, k.Admin(), "t"), "cleanup.policy is a VAST topic config")
+		assert.Empty(t, k.Refusals())
+		assert.ErrorIs(t, alter(t, k.Admin(), "t", appendCfg("follower.replication.throttled.replicas", "0:0")), kerr.InvalidConfig)
 		k.AssertRefused("VASTTopicConfigsOnly")
 	})
 }
@@ -425,7 +428,7 @@ func TestDuplicatedTopics(t *testing.T) {
 func TestTopicRuleRefusalsRecorded(t *testing.T) {
 	t.Run("configs", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("t", 1))
-		_, err := k.Admin().CreateTopic(ctxT(t), 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "compacted")
+		_, err := k.Admin().CreateTopic(ctxT(t), 1, 1, map[string]*string{"min.compaction.lag.ms": kadm.StringPtr("0")}, "compacted")
 		require.ErrorIs(t, err, kerr.InvalidConfig)
 		rec, ok := findRequest(k.Broker(), kmsg.CreateTopics, func(r broker.RequestRecord) bool { return r.Rule != "" })
 		require.True(t, ok)

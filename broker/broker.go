@@ -41,25 +41,26 @@ type Broker struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	lnMu       sync.Mutex // guards ln and acceptDone across Restart
-	ln         net.Listener
-	acceptDone chan struct{}
-	addr       string
-	host       string // advertised host and port
-	port       int32
-	clusterID  string
-	coord      *coordinator.Coordinator
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
-	connsMu    sync.Mutex
-	conns      map[*clientConn]struct{}
-	stopSweep  func() bool
-	sweepMu    sync.Mutex
-	data       *store
-	apis       []api // the table, with the rules applied
-	apiByKey   [maxAPIKey + 1]*api
+	lnMu        sync.Mutex // guards ln and acceptDone across Restart
+	ln          net.Listener
+	acceptDone  chan struct{}
+	addr        string
+	host        string // advertised host and port
+	port        int32
+	clusterID   string
+	coord       *coordinator.Coordinator
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	connsMu     sync.Mutex
+	conns       map[*clientConn]struct{}
+	stopSweep   func() bool
+	stopCompact func() bool
+	sweepMu     sync.Mutex
+	data        *store
+	apis        []api // the table, with the rules applied
+	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy   [maxAPIKey + 1]string
 	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
@@ -81,27 +82,29 @@ type Broker struct {
 }
 
 type config struct {
-	listen      string
-	advertise   string
-	nodeID      int32
-	clusterID   string
-	rules       rules.Rules
-	rulesSet    bool
-	clock       clock.Clock
-	logger      *slog.Logger
-	topics      []TopicSpec
-	rebalDelay  time.Duration
-	partitions  int32 // num.partitions
-	minSession  time.Duration
-	maxSession  time.Duration
-	retentionEv time.Duration
-	producerExp time.Duration // producer.id.expiration.ms
-	users       map[string]string
-	policies    []Policy
-	defaultDeny bool
-	view        string
-	tls         *tls.Config
-	err         error
+	listen       string
+	advertise    string
+	nodeID       int32
+	clusterID    string
+	rules        rules.Rules
+	rulesSet     bool
+	clock        clock.Clock
+	logger       *slog.Logger
+	topics       []TopicSpec
+	rebalDelay   time.Duration
+	partitions   int32 // num.partitions
+	minSession   time.Duration
+	maxSession   time.Duration
+	retentionEv  time.Duration
+	compactionEv time.Duration
+	producerExp  time.Duration      // producer.id.expiration.ms
+	gaps         map[string]log.Gap // offset gaps by topic name
+	users        map[string]string
+	policies     []Policy
+	defaultDeny  bool
+	view         string
+	tls          *tls.Config
+	err          error
 
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
@@ -428,6 +431,7 @@ func New(opts ...Option) (*Broker, error) {
 		Logger:                b.log,
 	})
 	b.scheduleRetention()
+	b.scheduleCompaction()
 	b.startAccepting(ln)
 	return b, nil
 }
@@ -524,6 +528,10 @@ func (b *Broker) Close() error {
 			b.stopSweep()
 			b.stopSweep = nil
 		}
+		if b.stopCompact != nil {
+			b.stopCompact()
+			b.stopCompact = nil
+		}
 		b.sweepMu.Unlock()
 		b.wg.Wait()
 	})
@@ -584,20 +592,40 @@ func (b *Broker) scheduleRetention() {
 		return
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
-		b.ApplyRetention()
-		b.expireProducers()
+		b.background(b.ApplyRetention)
+		b.background(b.expireProducers)
 		b.scheduleRetention()
 	})
 }
 
-// ApplyRetention drops, from every partition, the batches older than its
-// topic's retention.ms on the broker's clock, and moves log start offsets.
-// The broker runs it periodically; tests on a manual clock may call it
-// directly after advancing time.
+// background runs fn, a timer's work, as work the broker owns: Close waits
+// for it to finish, and once Close has begun it does not start.
+func (b *Broker) background(fn func()) {
+	b.sweepMu.Lock()
+	if b.ctx.Err() != nil {
+		b.sweepMu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.sweepMu.Unlock()
+	defer b.wg.Done()
+	fn()
+}
+
+// ApplyRetention drops, from every partition of a topic whose
+// cleanup.policy includes delete (the default), the batches older than its
+// topic's retention.ms on the broker's clock, and moves log start offsets;
+// as in Kafka, a topic with cleanup.policy=compact alone keeps its records
+// whatever their age. The broker runs it periodically; tests on a manual
+// clock may call it directly after advancing time.
 func (b *Broker) ApplyRetention() {
 	now := b.clock.Now()
 	for _, t := range b.data.all() {
-		ret := t.config().retention
+		cfg := t.config()
+		if !cfg.delete {
+			continue
+		}
+		ret := cfg.retention
 		for _, p := range t.partitions {
 			p.ApplyRetention(now, ret)
 		}

@@ -15,16 +15,23 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
-// The topic configs VAST supports [API], with Kafka's defaults (VAST's
+// The topic configs VAST supports (its management API's four, and
+// cleanup.policy, which VAST's Kafka Protocol Support page lists as
+// supported through topic compaction), with Kafka's defaults (VAST's
 // retention default is 7 days, the same as Kafka's).
 const (
 	cfgRetentionMs     = "retention.ms"
+	cfgCleanupPolicy   = "cleanup.policy"
 	cfgTimestampType   = "message.timestamp.type"
 	cfgBeforeMaxMs     = "message.timestamp.before.max.ms"
 	cfgAfterMaxMs      = "message.timestamp.after.max.ms"
 	cfgMaxMessageBytes = "max.message.bytes"
+	cfgDeleteRetention = "delete.retention.ms"
+	cfgMinLag          = "min.compaction.lag.ms"
+	cfgDirtyRatio      = "min.cleanable.dirty.ratio"
 	timestampCreate    = "CreateTime"
 	timestampAppend    = "LogAppendTime"
 	defaultRetention   = 7 * 24 * time.Hour
@@ -32,14 +39,15 @@ const (
 )
 
 // kafkaTopicConfigDefaults are the other topic configs Apache Kafka knows,
-// accepted and stored (but not acted on) in the kafka profile.
+// accepted and stored in the kafka profile; the broker acts on
+// max.message.bytes and the compaction configs (delete.retention.ms,
+// min.compaction.lag.ms, min.cleanable.dirty.ratio).
 var kafkaTopicConfigDefaults = map[string]string{
-	"cleanup.policy":                          "delete",
-	"compression.type":                        "producer",
-	"delete.retention.ms":                     "86400000",
-	"file.delete.delay.ms":                    "60000",
-	"flush.messages":                          "9223372036854775807",
-	"flush.ms":                                "9223372036854775807",
+	"compression.type":     "producer",
+	cfgDeleteRetention:     "86400000",
+	"file.delete.delay.ms": "60000",
+	"flush.messages":       "9223372036854775807",
+	"flush.ms":             "9223372036854775807",
 	"follower.replication.throttled.replicas": "",
 	"index.interval.bytes":                    "4096",
 	"leader.replication.throttled.replicas":   "",
@@ -47,8 +55,8 @@ var kafkaTopicConfigDefaults = map[string]string{
 	"local.retention.ms":                      "-2",
 	"max.compaction.lag.ms":                   "9223372036854775807",
 	cfgMaxMessageBytes:                        "", // defaultFor answers the limit the rules enforce
-	"min.cleanable.dirty.ratio":               "0.5",
-	"min.compaction.lag.ms":                   "0",
+	cfgDirtyRatio:                             "0.5",
+	cfgMinLag:                                 "0",
 	"min.insync.replicas":                     "1",
 	"preallocate":                             "false",
 	"remote.storage.enable":                   "false",
@@ -62,6 +70,7 @@ var kafkaTopicConfigDefaults = map[string]string{
 
 var vastTopicConfigDefaults = map[string]string{
 	cfgRetentionMs:   strconv.FormatInt(defaultRetention.Milliseconds(), 10),
+	cfgCleanupPolicy: "delete",
 	cfgTimestampType: timestampCreate,
 	cfgBeforeMaxMs:   unlimitedMillisSt,
 	cfgAfterMaxMs:    unlimitedMillisSt,
@@ -97,6 +106,20 @@ type topicConfig struct {
 	// maxMessageBytes is the topic's max.message.bytes, or -1 when it is
 	// not set and the broker's message.max.bytes applies.
 	maxMessageBytes int
+
+	// cleanup.policy: compact compacts the topic (and refuses keyless
+	// records); delete applies retention.ms.
+	compact, delete bool
+	// The compaction configs (see log.CompactOptions).
+	deleteRetention  time.Duration
+	minCompactionLag time.Duration
+	minDirtyRatio    float64
+}
+
+// compactOptions are the topic's compaction configs at now.
+func (c *topicConfig) compactOptions(now time.Time) log.CompactOptions {
+	return log.CompactOptions{Now: now, DeleteRetention: c.deleteRetention,
+		MinCompactionLag: c.minCompactionLag, MinDirtyRatio: c.minDirtyRatio}
 }
 
 // defaultFor returns the default value of a topic config key, and whether
@@ -130,6 +153,9 @@ func defaultTopicConfig(n int) topicConfig {
 		beforeMaxMs:     math.MaxInt64,
 		afterMaxMs:      math.MaxInt64,
 		maxMessageBytes: -1,
+		delete:          true,
+		deleteRetention: 24 * time.Hour,
+		minDirtyRatio:   0.5,
 	}
 }
 
@@ -143,7 +169,7 @@ func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConf
 			msg := "unknown topic config " + strconv.Quote(k)
 			if b.rules.VASTTopicConfigsOnly {
 				refuseFor(r, "VASTTopicConfigsOnly")
-				msg = "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms and message.timestamp.after.max.ms; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
+				msg = "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms, message.timestamp.after.max.ms and cleanup.policy; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
 			}
 			return c, kerr.InvalidConfig.Code, msg
 		}
@@ -178,12 +204,32 @@ func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConf
 				return c, kerr.InvalidConfig.Code, k + " must be an integer >= 0"
 			}
 			c.maxMessageBytes = int(n)
-		case "cleanup.policy":
+		case cfgCleanupPolicy:
+			c.compact, c.delete = false, false
 			for _, p := range listParts(v) {
 				if p != "compact" && p != "delete" {
 					return c, kerr.InvalidConfig.Code, "Invalid value " + p + " for configuration cleanup.policy: String must be one of: compact, delete"
 				}
+				c.compact = c.compact || p == "compact"
+				c.delete = c.delete || p == "delete"
 			}
+		case cfgDeleteRetention, cfgMinLag:
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || ms < 0 {
+				return c, kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + k + ": Value must be at least 0"
+			}
+			d := time.Duration(min(ms, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+			if k == cfgDeleteRetention {
+				c.deleteRetention = d
+			} else {
+				c.minCompactionLag = d
+			}
+		case cfgDirtyRatio:
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				return c, kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + k + ": Value must be no more than 1 and at least 0"
+			}
+			c.minDirtyRatio = f
 		}
 		c.set[k] = v
 	}
@@ -286,7 +332,7 @@ func (b *Broker) brokerConfigs() map[string]string {
 // the configs any of its copies asked for: Kafka answers each copy, but
 // clients key the answers by resource, and one answer per copy would let a
 // small request ask for a huge response.
-// VAST: a topic reports only its four VAST configs (VASTTopicConfigsOnly).
+// VAST: a topic reports only its five VAST configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaDescribeConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
@@ -400,7 +446,7 @@ func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), ke
 //
 // A resource listed twice, a key named twice or a null value gets
 // INVALID_REQUEST, as in Kafka.
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
+// VAST: only the five VAST topic configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
@@ -451,8 +497,8 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 // elements not there yet, SUBTRACT removes them. On any other key they get
 // INVALID_CONFIG. A resource listed twice, a key named twice or a null value
 // to set gets INVALID_REQUEST, as in Kafka.
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly), none of
-// them a list.
+// VAST: only the five VAST topic configs (VASTTopicConfigsOnly), of which
+// cleanup.policy is the one list.
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {

@@ -488,7 +488,7 @@ func duplicates[T any](items []T, name func(T) string) map[string]bool {
 // partition), as are replica assignments beyond their partition count. A
 // name listed more than once gets one INVALID_REQUEST answer and is not
 // created, as in Kafka. NumPartitions -1 means the broker's num.partitions.
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly); partition
+// VAST: only the five VAST topic configs (VASTTopicConfigsOnly); partition
 // limits per topic and per view (MaxPartitionsPerTopic/PerView).
 // Authorizes: KafkaCreate on the topic or on the view
 // (TOPIC_AUTHORIZATION_FAILED); a deny on either denies.

@@ -41,6 +41,8 @@ type config struct {
 	MinSessionTimeout      time.Duration
 	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
+	CompactionInterval     time.Duration
+	OffsetGaps             []broker.OffsetGap
 	IdleTimeout            time.Duration
 	ProducerIDExpiration   time.Duration
 	ManualClock            bool
@@ -146,6 +148,27 @@ func parseTopic(spec string) (broker.TopicSpec, error) {
 		t.Configs[k] = v
 	}
 	return t, nil
+}
+
+// parseOffsetGap parses topic:skip[:every]; every defaults to 1 (a gap
+// before every batch but the first).
+func parseOffsetGap(spec string) (broker.OffsetGap, error) {
+	parts := strings.Split(spec, ":")
+	g := broker.OffsetGap{Topic: parts[0], Every: 1}
+	bad := fmt.Errorf("offset gap %q: want topic:skip[:every] with skip >= 1 and every >= 1", spec)
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+		return g, bad
+	}
+	var err error
+	if g.Skip, err = strconv.ParseInt(parts[1], 10, 64); err != nil || g.Skip < 1 {
+		return g, bad
+	}
+	if len(parts) == 3 {
+		if g.Every, err = strconv.ParseInt(parts[2], 10, 64); err != nil || g.Every < 1 {
+			return g, bad
+		}
+	}
+	return g, nil
 }
 
 // setRule sets one field of r from "Field=value". The field name matches
@@ -258,6 +281,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
+	compaction := dur("compaction-interval", "how often topics with cleanup.policy=compact are compacted, on the broker's clock, when min.cleanable.dirty.ratio calls for it; default 0, off (POST /topics/{name}/compact compacts on demand)")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
@@ -271,6 +295,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	configFile := str("config", "", "JSON file whose keys are flag names, e.g. {\"topic\": [\"orders:3\"], \"rule\": [\"MaxGroups=10\"]}")
 	topics := &listFlag{split: splitTopics}
 	fs.Var(topics, "topic", "topic to create at start: name[:partitions[:key=value,...]], repeatable (env VASTFAKE_TOPICS, comma-separated)")
+	gaps := &listFlag{split: splitPlain}
+	fs.Var(gaps, "offset-gap", "leave unused offsets in a topic's partitions, as compaction would: topic:skip[:every] skips skip offsets once every records (default 1) were appended since the last gap, repeatable (env VASTFAKE_OFFSET_GAPS, comma-separated)")
 	ruleFlags := &listFlag{split: splitRules}
 	fs.Var(ruleFlags, "rule", "override one rule of the profile: Field=value with a rules.Rules field name, repeatable (env VASTFAKE_RULES, comma-separated)")
 	users := &listFlag{split: splitPlain}
@@ -290,7 +316,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 			return // a command, not a setting
 		}
 		if l, ok := f.Value.(*listFlag); ok {
-			env := "VASTFAKE_" + strings.ToUpper(f.Name) + "S"
+			env := envName(f.Name) + "S"
 			if base, ok := strings.CutSuffix(env, "YS"); ok {
 				env = base + "IES" // VASTFAKE_POLICIES
 			}
@@ -378,6 +404,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"max-session-timeout", *maxSession, &cfg.MaxSessionTimeout},
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
+		{"compaction-interval", *compaction, &cfg.CompactionInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
 		{"producer-id-expiration", *producerExp, &cfg.ProducerIDExpiration},
 	} {
@@ -396,6 +423,13 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		}
 	}
 	cfg.Rules = r
+	for _, spec := range gaps.all() {
+		g, err := parseOffsetGap(spec)
+		if err != nil {
+			return nil, err
+		}
+		cfg.OffsetGaps = append(cfg.OffsetGaps, g)
+	}
 	for _, spec := range topics.all() {
 		t, err := parseTopic(spec)
 		if err != nil {

@@ -4,6 +4,7 @@
 //	go run ./cmd/vastfake                      # VAST profile on 127.0.0.1:9092
 //	go run ./cmd/vastfake -listen 127.0.0.1:0 -topic orders:3 -profile kafka
 //	go run ./cmd/vastfake -topic orders:3:retention.ms=60000 -rule MaxGroups=10 -http 127.0.0.1:8080
+//	go run ./cmd/vastfake -topic prices:1:cleanup.policy=compact -compaction-interval 30s -offset-gap orders:5:100
 //
 // The first line on stdout is the bootstrap address ("listening on
 // host:port"); with -http the second is "control plane on
@@ -119,6 +120,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
 	}
+	opts = append(opts, broker.WithCompactionInterval(cfg.CompactionInterval), broker.WithOffsetGaps(cfg.OffsetGaps...))
 	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),
 		broker.WithDefaultDeny(cfg.DefaultDeny), broker.WithView(cfg.View))
 	if cfg.TLSCert != "" {
