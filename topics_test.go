@@ -517,3 +517,67 @@ func TestTopicRuleRefusalsRecorded(t *testing.T) {
 	})
 
 }
+
+// TestTopicNames: a topic name the broker keeps is at most 249 characters
+// of [a-zA-Z0-9._-], and not "." or "..", as in Kafka; anything else gets
+// INVALID_TOPIC_EXCEPTION and is not created.
+func TestTopicNames(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"))
+	adm := kadm.NewClient(k.Client())
+	for name, code := range map[string]int16{
+		strings.Repeat("a", 249): 0,
+		strings.Repeat("a", 250): kerr.InvalidTopicException.Code,
+		"a b":                    kerr.InvalidTopicException.Code,
+		"..":                     kerr.InvalidTopicException.Code,
+		"ok_name-1.x":            0,
+	} {
+		_, err := adm.CreateTopic(ctxT(t), 1, 1, nil, name) // the topic's error, if any
+		if code == 0 {
+			assert.NoError(t, err, "name of %d bytes", len(name))
+		} else {
+			assert.ErrorIs(t, err, kerr.ErrorForCode(code), "name of %d bytes", len(name))
+		}
+	}
+	names, err := adm.ListTopics(ctxT(t))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{strings.Repeat("a", 249), "ok_name-1.x"}, names.Names())
+}
+
+// TestTopicConfigValuesAreTyped: in the kafka profile a topic keeps only
+// config values of their Kafka type (numbers, booleans, the compression
+// names, partition:broker lists), as Kafka's ConfigDef checks them: free
+// text gets INVALID_CONFIG, from CreateTopics and from the config APIs.
+func TestTopicConfigValuesAreTyped(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"))
+	adm := kadm.NewClient(k.Client())
+	for _, c := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{"compression.type", "zstd", true},
+		{"compression.type", strings.Repeat("x", 1<<16), false},
+		{"segment.bytes", "1048576", true},
+		{"segment.bytes", "1 MiB", false},
+		{"segment.ms", "99999999999", true},
+		{"min.cleanable.dirty.ratio", "0.3", true},
+		{"min.cleanable.dirty.ratio", "lots", false},
+		{"preallocate", "TRUE", true},
+		{"preallocate", "yes", false},
+		{"leader.replication.throttled.replicas", "0:0,1:0", true},
+		{"leader.replication.throttled.replicas", "*", true},
+		{"leader.replication.throttled.replicas", "free text", false},
+	} {
+		_, err := adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{c.key: &c.value}, "typed")
+		if c.ok {
+			require.NoError(t, err, "%s=%.20s", c.key, c.value)
+			_, err = adm.DeleteTopic(ctxT(t), "typed")
+			require.NoError(t, err)
+		} else {
+			assert.ErrorIs(t, err, kerr.InvalidConfig, "%s=%.20s", c.key, c.value)
+		}
+	}
+	createTopic(t, k.Client(), "altered", 1, nil)
+	resp, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "compression.type", Value: kmsg.StringPtr("free text")}}, "altered")
+	require.NoError(t, err)
+	assert.ErrorIs(t, resp[0].Err, kerr.InvalidConfig)
+}

@@ -10,6 +10,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -63,8 +64,11 @@ type Broker struct {
 	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy   [maxAPIKey + 1]string
-	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
+	dataNotify chan struct{} // closed and replaced on an append while a fetch waits; wakes waiting fetches
 	notifyMu   sync.Mutex
+	// fetchWaiters counts fetches waiting for data (delayed or paced), so
+	// that a produce with no fetch waiting skips the wake-up.
+	fetchWaiters atomic.Int32
 
 	// appendMu makes a produce request visible all at once: Produce holds
 	// it exclusively while it appends every partition of the request;
@@ -95,6 +99,7 @@ type config struct {
 	partitions   int32 // num.partitions
 	minSession   time.Duration
 	maxSession   time.Duration
+	maxOffsetMD  int // offset.metadata.max.bytes
 	retentionEv  time.Duration
 	compactionEv time.Duration
 	producerExp  time.Duration      // producer.id.expiration.ms
@@ -108,6 +113,7 @@ type config struct {
 
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
+	emptyFetchDelay     time.Duration
 	tlsHandshakeTimeout time.Duration
 	// wrapListener, when set, wraps every listener the broker opens;
 	// tests use it to make Accept fail.
@@ -190,6 +196,16 @@ func WithMinSessionTimeout(d time.Duration) Option {
 // both profiles; 0 removes the bound.
 func WithMaxSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.maxSession = d }
+}
+
+// WithOffsetMetadataMaxBytes sets Kafka's offset.metadata.max.bytes: an
+// OffsetCommit partition whose metadata is longer than n bytes gets
+// OFFSET_METADATA_TOO_LARGE and is not stored; the request's other
+// partitions are. The default is Kafka's, 4096
+// (coordinator.DefaultOffsetMetadataMaxBytes), in both profiles; 0 allows
+// only empty metadata, and New fails for a negative n.
+func WithOffsetMetadataMaxBytes(n int) Option {
+	return func(c *config) { c.maxOffsetMD = n }
 }
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
@@ -302,6 +318,35 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(c *config) { c.tlsHandshakeTimeout = d }
 }
 
+// DefaultEmptyFetchDelay paces empty Fetch answers in the VAST profile: see
+// WithEmptyFetchDelay.
+const DefaultEmptyFetchDelay = 20 * time.Millisecond
+
+// WithEmptyFetchDelay paces empty Fetch answers where VAST answers at once
+// (the NoDelayedFetch rule): a fetch that finds no records is answered
+// after d, or after half of the fetch's own fetch.wait.max.ms if that is
+// shorter (kafka-go's read deadline is exactly fetch.wait.max.ms), standing in for the network round trip that separates a consumer from a
+// real VAST broker and that a loopback connection lacks. Without it an idle
+// consumer fetches in a tight loop, tens of thousands of times a second,
+// and the broker and the client each burn most of a core. Records written
+// to any partition the fetch reads end the pause at once, and the answer
+// carries them, so pacing never delays a record; an answer with an error
+// is never paced. The answer is still empty and still comes long before
+// fetch.wait.max.ms, as VAST's does. The default is
+// DefaultEmptyFetchDelay, 20ms, a round trip to a broker in another
+// region: an idle consumer then fetches 50 times a second and costs the
+// broker and the client about 1% of a core each, and a request queued
+// behind an empty fetch on the same connection (clients that share one
+// connection for fetches and other requests) waits at most that long.
+// 0 answers at once, as VAST does, and spins idle consumers. It has no
+// effect in the kafka profile, where an empty fetch waits for data up to
+// half of fetch.wait.max.ms. The pause is wall-clock time, whatever clock
+// the broker runs on; Close ends it at once, and a connection the client
+// closes during it is let go when it ends, at most d later.
+func WithEmptyFetchDelay(d time.Duration) Option {
+	return func(c *config) { c.emptyFetchDelay = d }
+}
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -318,7 +363,9 @@ var ErrClosed = errors.New("broker is closed")
 func New(opts ...Option) (*Broker, error) {
 	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
-		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout}
+		emptyFetchDelay: DefaultEmptyFetchDelay,
+		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -338,6 +385,9 @@ func New(opts ...Option) (*Broker, error) {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
 	}
+	if cfg.maxOffsetMD < 0 {
+		return nil, fmt.Errorf("vastfake: offset.metadata.max.bytes %d: want 0 or more", cfg.maxOffsetMD)
+	}
 	if cfg.partitions < 1 {
 		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
 	}
@@ -346,7 +396,7 @@ func New(opts ...Option) (*Broker, error) {
 		d    time.Duration
 	}{
 		{"idle timeout", cfg.idleTimeout}, {"read timeout", cfg.readTimeout},
-		{"TLS handshake timeout", cfg.tlsHandshakeTimeout},
+		{"TLS handshake timeout", cfg.tlsHandshakeTimeout}, {"empty fetch delay", cfg.emptyFetchDelay},
 		{"minimum session timeout", cfg.minSession}, {"maximum session timeout", cfg.maxSession},
 		{"producer id expiration", cfg.producerExp},
 	} {
@@ -428,7 +478,10 @@ func New(opts ...Option) (*Broker, error) {
 		InitialRebalanceDelay: cfg.rebalDelay,
 		MinSessionTimeout:     cfg.minSession,
 		MaxSessionTimeout:     cfg.maxSession,
-		Logger:                b.log,
+		// The coordinator reads 0 as its default and a negative bound as
+		// "empty metadata only", which is what 0 means here, as in Kafka.
+		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
+		Logger:                 b.log,
 	})
 	b.scheduleRetention()
 	b.scheduleCompaction()
@@ -644,8 +697,15 @@ func (b *Broker) expireProducers() {
 	b.producers.Expire(now, b.cfg.producerExp)
 }
 
-// notifyData wakes fetches waiting for new records (Kafka profile only).
+// notifyData wakes fetches waiting for new records: delayed fetches in the
+// Kafka profile, paced empty fetches in the VAST profile. Call it after the
+// records are published; with no fetch waiting it costs one atomic load.
+// A fetch counts itself in fetchWaiters before it reads the log, so either
+// that read sees the records or this call sees the waiter.
 func (b *Broker) notifyData() {
+	if b.fetchWaiters.Load() == 0 {
+		return
+	}
 	b.notifyMu.Lock()
 	close(b.dataNotify)
 	b.dataNotify = make(chan struct{})

@@ -161,7 +161,8 @@ func defaultTopicConfig(n int) topicConfig {
 
 // parseTopicConfigs validates explicitly set configs and returns them parsed,
 // or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
-// recorded on r (nil for a seed topic) as refused by that rule.
+// recorded on r (nil for a seed topic) as refused by that rule; a value not
+// of its key's Kafka type is refused (checkConfigValue).
 func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
 	c := defaultTopicConfig(len(set))
 	for k, v := range set {
@@ -230,10 +231,65 @@ func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConf
 				return c, kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + k + ": Value must be no more than 1 and at least 0"
 			}
 			c.minDirtyRatio = f
+		default:
+			if msg := checkConfigValue(k, v); msg != "" {
+				return c, kerr.InvalidConfig.Code, msg
+			}
 		}
 		c.set[k] = v
 	}
 	return c, 0, ""
+}
+
+// compressionTypes are the values Kafka's compression.type takes.
+var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
+
+// checkConfigValue checks a topic config's value against its Kafka type,
+// as Kafka's ConfigDef does, and returns the message refusing it, or "".
+// Every value a topic keeps is then a number, a boolean, a name from a
+// fixed set or, for the replication throttle lists, "*" or
+// partition:broker pairs: a client cannot make a topic keep free text.
+func checkConfigValue(key, v string) string {
+	invalid := func(why string) string {
+		return "Invalid value " + v + " for configuration " + key + ": " + why
+	}
+	switch typ, ok := topicConfigTypes[key]; {
+	case key == "compression.type":
+		if !slices.Contains(compressionTypes, v) {
+			return invalid("String must be one of: " + strings.Join(compressionTypes, ", "))
+		}
+	case !ok: // LONG
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return invalid("Not a number of type LONG")
+		}
+	case typ == kmsg.ConfigTypeInt:
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err != nil {
+			return invalid("Not a number of type INT")
+		}
+	case typ == kmsg.ConfigTypeDouble:
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return invalid("Not a number of type DOUBLE")
+		}
+	case typ == kmsg.ConfigTypeBoolean:
+		if t := strings.ToLower(strings.TrimSpace(v)); t != "true" && t != "false" {
+			return invalid("Expected value to be either true or false")
+		}
+	case typ == kmsg.ConfigTypeList: // the replication throttle lists
+		parts := listParts(v)
+		if len(parts) == 1 && parts[0] == "*" {
+			return ""
+		}
+		for _, p := range parts {
+			part, broker, ok := strings.Cut(p, ":")
+			if _, err := strconv.ParseUint(part, 10, 31); err != nil || !ok {
+				return invalid("must be the literal '*' or a list of replicas in the format [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],...")
+			}
+			if _, err := strconv.ParseUint(broker, 10, 31); err != nil {
+				return invalid("must be the literal '*' or a list of replicas in the format [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],...")
+			}
+		}
+	}
+	return ""
 }
 
 // listParts splits a LIST config's value at commas, trimming spaces and
@@ -411,18 +467,21 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 // alterChecks applies the checks Kafka makes on an AlterConfigs or
 // IncrementalAlterConfigs request before looking at any config
 // (ConfigAdminManager.preprocess): a resource listed twice gets
-// INVALID_REQUEST for every copy, and so does a resource naming a key twice
-// or giving no value for a key it does not delete. It returns, per
-// resource, 0 or the code, with the message.
+// INVALID_REQUEST, and so does a resource naming a key twice or giving no
+// value for a key it does not delete. It returns, per resource, 0 or the
+// code, with the message; the copies after the first of a resource listed
+// twice get repeatCopy, which means "answered at its first copy": Kafka
+// answers every copy, vastfake once.
+const repeatCopy = -1
+
 func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), keys func(int) (names, nullValues []string)) ([]int16, []string) {
 	codes, msgs := make([]int16, n), make([]string, n)
 	first := make(map[configResource]int, n)
 	for i := 0; i < n; i++ {
 		typ, name := resource(i)
 		if j, dup := first[configResource{typ, name}]; dup {
-			for _, k := range []int{i, j} {
-				codes[k], msgs[k] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
-			}
+			codes[j], msgs[j] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
+			codes[i] = repeatCopy
 			continue
 		}
 		first[configResource{typ, name}] = i
@@ -445,7 +504,8 @@ func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), ke
 // set of configs, as the legacy API does.
 //
 // A resource listed twice, a key named twice or a null value gets
-// INVALID_REQUEST, as in Kafka.
+// INVALID_REQUEST, as in Kafka; a resource listed twice is answered once.
+// A value not of its key's Kafka type gets INVALID_CONFIG.
 // VAST: only the five VAST topic configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
@@ -468,6 +528,9 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] == repeatCopy {
+			continue
+		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
 			resp.Resources = append(resp.Resources, sr)
@@ -496,7 +559,9 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 // list, applied to the current value or the default; APPEND adds the
 // elements not there yet, SUBTRACT removes them. On any other key they get
 // INVALID_CONFIG. A resource listed twice, a key named twice or a null value
-// to set gets INVALID_REQUEST, as in Kafka.
+// to set gets INVALID_REQUEST, as in Kafka; a resource listed twice is
+// answered once. A resulting value not of its key's Kafka type gets
+// INVALID_CONFIG.
 // VAST: only the five VAST topic configs (VASTTopicConfigsOnly), of which
 // cleanup.policy is the one list.
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
@@ -520,6 +585,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 	for i, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] == repeatCopy {
+			continue
+		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
 			resp.Resources = append(resp.Resources, sr)

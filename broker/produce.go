@@ -55,6 +55,8 @@ type pendingAppend struct {
 // INVALID_RECORD. As in Kafka since KIP-360, a producer id the partition
 // has no state of (new, or expired after producer.id.expiration.ms) may
 // start at any sequence, so UNKNOWN_PRODUCER_ID is never answered.
+// A partition named twice is answered once and only its last copy is
+// appended, as Kafka's handler collects partitions into a map.
 // VAST: no compression (NoCompression), no producer ids or transactions
 // (NoIdempotence), size caps on batches, keys and values
 // (MaxMessageBytes, which also caps a topic's max.message.bytes;
@@ -62,7 +64,7 @@ type pendingAppend struct {
 // (NoAutoCreateTopics), and the topic's timestamp window.
 // Authorizes: KafkaWrite on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleProduce(b *Broker, r *request) kmsg.Response {
-	req := r.kreq.(*kmsg.ProduceRequest)
+	req := mergeProduce(r.kreq.(*kmsg.ProduceRequest), r.version)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := b.clock.Now()
 	var pending []pendingAppend
@@ -126,11 +128,33 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 
 	if len(pending) > 0 {
 		b.appendPending(pending, now)
-		if !b.rules.NoDelayedFetch {
-			b.notifyData() // only delayed fetches (kafka profile) wait for data
-		}
+		b.notifyData()
 	}
 	return resp
+}
+
+// mergeProduce returns req with each topic and partition named once, as
+// Kafka's produce handler collects the request into a map of partitions: a
+// partition named again is answered once, in its first place, and only its
+// last copy's records are appended. It returns req itself when nothing
+// repeats.
+func mergeProduce(req *kmsg.ProduceRequest, version int16) *kmsg.ProduceRequest {
+	topics := mergeTopics(req.Topics,
+		func(t *kmsg.ProduceRequestTopic) string {
+			if version >= 13 {
+				return string(t.TopicID[:])
+			}
+			return t.Topic
+		},
+		func(t *kmsg.ProduceRequestTopic) *[]kmsg.ProduceRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.ProduceRequestTopicPartition) int32 { return p.Partition },
+		lastOfEach)
+	if sameSlice(topics, req.Topics) {
+		return req
+	}
+	merged := *req
+	merged.Topics = topics
+	return &merged
 }
 
 // appendPending appends a request's accepted batches. They are copied into

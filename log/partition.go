@@ -5,6 +5,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"sort"
 	"sync"
@@ -249,6 +250,19 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 	}
 	res.Records = first.chunk[first.pos:end:end]
 	return res, nil
+}
+
+// EachBatch calls fn with each batch of records, a run of whole stored
+// batches as Read returns it, in order, until fn returns false. The batches
+// alias records.
+func EachBatch(records []byte, fn func(Batch) bool) {
+	for len(records) >= BatchHeaderSize {
+		n := min(len(records), 12+int(binary.BigEndian.Uint32(records[offLength:])))
+		if !fn(Batch(records[:n:n])) {
+			return
+		}
+		records = records[n:]
+	}
 }
 
 // raw returns the stored batch.

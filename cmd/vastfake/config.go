@@ -38,6 +38,7 @@ type config struct {
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
 	NumPartitions          int32
+	OffsetMetadataMaxBytes int
 	MinSessionTimeout      time.Duration
 	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
@@ -45,6 +46,7 @@ type config struct {
 	OffsetGaps             []broker.OffsetGap
 	IdleTimeout            time.Duration
 	ProducerIDExpiration   time.Duration
+	EmptyFetchDelay        time.Duration
 	ManualClock            bool
 	// ExitOnStdinClose makes the binary close when its stdin reaches end of
 	// file, so that a launcher's child dies with the launcher.
@@ -280,10 +282,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
+	offsetMD := fs.Int("offset-metadata-max-bytes", coordinator.DefaultOffsetMetadataMaxBytes, "offset.metadata.max.bytes: an OffsetCommit partition with longer metadata gets OFFSET_METADATA_TOO_LARGE; 0 allows only empty metadata (env VASTFAKE_OFFSET_METADATA_MAX_BYTES)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	compaction := dur("compaction-interval", "how often topics with cleanup.policy=compact are compacted, on the broker's clock, when min.cleanable.dirty.ratio calls for it; default 0, off (POST /topics/{name}/compact compacts on demand)")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
+	emptyFetch := dur("empty-fetch-delay", "vast profile: answer a fetch that finds no records after this long (or half its fetch.wait.max.ms if shorter), standing in for a network round trip; new records end it at once; default 20ms, 0 answers at once")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	exitOnStdinClose := fs.Bool("exit-on-stdin-close", false, "close the broker when stdin reaches end of file, so that it dies with the launcher holding the other end of the pipe, however that ends (env VASTFAKE_EXIT_ON_STDIN_CLOSE)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
@@ -363,6 +367,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		DefaultDeny:      *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		IdleTimeout:          broker.DefaultIdleTimeout,
 		ProducerIDExpiration: broker.DefaultProducerIDExpiration,
+		EmptyFetchDelay:      broker.DefaultEmptyFetchDelay,
 		MinSessionTimeout:    coordinator.DefaultMinSessionTimeout,
 		MaxSessionTimeout:    coordinator.DefaultMaxSessionTimeout,
 	}
@@ -387,6 +392,10 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-num-partitions %d: want 1 to %d", *numPartitions, math.MaxInt32)
 	}
 	cfg.NumPartitions = int32(*numPartitions)
+	if *offsetMD < 0 || *offsetMD > math.MaxInt32 {
+		return nil, fmt.Errorf("-offset-metadata-max-bytes %d: want 0 to %d", *offsetMD, math.MaxInt32)
+	}
+	cfg.OffsetMetadataMaxBytes = *offsetMD
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}
@@ -407,6 +416,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"compaction-interval", *compaction, &cfg.CompactionInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
 		{"producer-id-expiration", *producerExp, &cfg.ProducerIDExpiration},
+		{"empty-fetch-delay", *emptyFetch, &cfg.EmptyFetchDelay},
 	} {
 		if d.val == "" {
 			continue

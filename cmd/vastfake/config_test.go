@@ -396,6 +396,29 @@ func TestIdleTimeoutFlag(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF, "the broker closes the idle connection")
 }
 
+// TestEmptyFetchDelayFlag: -empty-fetch-delay defaults to the broker's
+// DefaultEmptyFetchDelay and comes from the environment, the config file
+// and the command line, the command line winning.
+func TestEmptyFetchDelayFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultEmptyFetchDelay, cfg.EmptyFetchDelay)
+	t.Setenv("VASTFAKE_EMPTY_FETCH_DELAY", "25ms")
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 25*time.Millisecond, cfg.EmptyFetchDelay)
+	file := filepath.Join(t.TempDir(), "c.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"empty-fetch-delay": "40ms"}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 40*time.Millisecond, cfg.EmptyFetchDelay)
+	cfg, err = parseConfig([]string{"-config", file, "-empty-fetch-delay", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.EmptyFetchDelay)
+	_, err = parseConfig([]string{"-empty-fetch-delay", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
+}
+
 // TestOffsetGapAndCompactionFlags: -offset-gap and -compaction-interval
 // parse from the command line, the environment and the config file, and
 // reach the broker: records produced to the binary land with gaps.
@@ -434,4 +457,46 @@ func TestOffsetGapAndCompactionFlags(t *testing.T) {
 		offsets = append(offsets, r.Offset)
 	}
 	assert.Equal(t, []int64{0, 6}, offsets)
+}
+
+// TestOffsetMetadataMaxBytesFlag: -offset-metadata-max-bytes (or its
+// environment variable, or the config file key) defaults to Kafka's 4096
+// and reaches the broker: a commit with longer metadata gets
+// OFFSET_METADATA_TOO_LARGE.
+func TestOffsetMetadataMaxBytesFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 4096, cfg.OffsetMetadataMaxBytes, "Kafka's offset.metadata.max.bytes")
+	t.Setenv("VASTFAKE_OFFSET_METADATA_MAX_BYTES", "100")
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 100, cfg.OffsetMetadataMaxBytes)
+	file := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"offset-metadata-max-bytes": 8}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 8, cfg.OffsetMetadataMaxBytes)
+	for _, bad := range []string{"-1", "x", "4294967296"} {
+		_, err := parseConfig([]string{"-offset-metadata-max-bytes", bad}, io.Discard, io.Discard)
+		assert.Error(t, err, bad)
+	}
+
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-topic", "t", "-offset-metadata-max-bytes", "8")[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	for _, md := range []string{"12345678", "123456789"} {
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1, Metadata: md})
+		resp, err := adm.CommitOffsets(ctx, "g", offsets)
+		require.NoError(t, err)
+		if len(md) <= 8 {
+			assert.NoError(t, resp.Error(), md)
+		} else {
+			assert.ErrorIs(t, resp.Error(), kerr.OffsetMetadataTooLarge, md)
+		}
+	}
 }

@@ -110,12 +110,14 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
 		broker.WithDefaultPartitions(cfg.NumPartitions),
+		broker.WithOffsetMetadataMaxBytes(cfg.OffsetMetadataMaxBytes),
 		broker.WithMinSessionTimeout(cfg.MinSessionTimeout),
 		broker.WithMaxSessionTimeout(cfg.MaxSessionTimeout),
 		broker.WithClock(clk),
 		broker.WithLogger(logger),
 		broker.WithIdleTimeout(cfg.IdleTimeout),
 		broker.WithProducerIDExpiration(cfg.ProducerIDExpiration),
+		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay),
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
