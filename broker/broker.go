@@ -75,7 +75,10 @@ type Broker struct {
 	// Fetch and ListOffsets hold it shared while they read.
 	appendMu       sync.RWMutex
 	nextProducerID atomic.Int64
-	staleEnd       atomic.Int64 // StaleEndOffset in nanoseconds
+	// producers is every idempotent producer's state per partition,
+	// guarded by appendMu.
+	producers *log.Producers
+	staleEnd  atomic.Int64 // StaleEndOffset in nanoseconds
 
 	faults faultState
 	reqLog requestLog
@@ -99,6 +102,7 @@ type config struct {
 	maxOffsetMD  int // offset.metadata.max.bytes
 	retentionEv  time.Duration
 	compactionEv time.Duration
+	producerExp  time.Duration      // producer.id.expiration.ms
 	gaps         map[string]log.Gap // offset gaps by topic name
 	users        map[string]string
 	policies     []Policy
@@ -211,6 +215,30 @@ func WithOffsetMetadataMaxBytes(n int) Option {
 func WithRetentionCheckInterval(d time.Duration) Option {
 	return func(c *config) { c.retentionEv = d }
 }
+
+// WithProducerIDExpiration sets Kafka's producer.id.expiration.ms: a
+// partition forgets an idempotent producer that has not appended to it for
+// d on the broker's clock, checked with retention (WithRetentionCheckInterval).
+// A producer it forgot may continue at any sequence number, so a retry after
+// that long is not recognized. The default is DefaultProducerIDExpiration,
+// Kafka's 1 day; 0 never expires producers (MaxProducerStates still bounds
+// them).
+func WithProducerIDExpiration(d time.Duration) Option { return func(c *config) { c.producerExp = d } }
+
+// Bounds of the idempotent producers' state (kafka profile).
+const (
+	// DefaultProducerIDExpiration is Kafka's producer.id.expiration.ms
+	// default.
+	DefaultProducerIDExpiration = 24 * time.Hour
+	// MaxProducerStates caps the producer states a broker holds, one per
+	// producer id and partition it appended to, each about 260 bytes: a
+	// client that creates producers without end cannot make the broker
+	// hold more than about 26 MB of them. Past the cap, the state of the
+	// producer that appended least recently, in any partition, is
+	// forgotten (Kafka has no such cap; its only bound is
+	// producer.id.expiration.ms).
+	MaxProducerStates = 100_000
+)
 
 // WithUsers adds SASL/PLAIN users, name to password. With at least one user
 // the listener requires authentication, as a VAST view with SASL_PLAINTEXT
@@ -333,7 +361,7 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		emptyFetchDelay: DefaultEmptyFetchDelay,
 		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
@@ -370,6 +398,7 @@ func New(opts ...Option) (*Broker, error) {
 		{"idle timeout", cfg.idleTimeout}, {"read timeout", cfg.readTimeout},
 		{"TLS handshake timeout", cfg.tlsHandshakeTimeout}, {"empty fetch delay", cfg.emptyFetchDelay},
 		{"minimum session timeout", cfg.minSession}, {"maximum session timeout", cfg.maxSession},
+		{"producer id expiration", cfg.producerExp},
 	} {
 		if d.d < 0 {
 			return nil, fmt.Errorf("vastfake: %s %v: want 0 (none) or more", d.name, d.d)
@@ -404,6 +433,7 @@ func New(opts ...Option) (*Broker, error) {
 		conns:      make(map[*clientConn]struct{}),
 		data:       newStore(),
 		dataNotify: make(chan struct{}),
+		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 	}
 	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
@@ -616,6 +646,7 @@ func (b *Broker) scheduleRetention() {
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
 		b.background(b.ApplyRetention)
+		b.background(b.expireProducers)
 		b.scheduleRetention()
 	})
 }
@@ -652,6 +683,18 @@ func (b *Broker) ApplyRetention() {
 			p.ApplyRetention(now, ret)
 		}
 	}
+}
+
+// expireProducers forgets the idempotent producers that have not appended
+// for producer.id.expiration.ms on the broker's clock.
+func (b *Broker) expireProducers() {
+	if b.cfg.producerExp <= 0 {
+		return
+	}
+	now := b.clock.Now()
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	b.producers.Expire(now, b.cfg.producerExp)
 }
 
 // notifyData wakes fetches waiting for new records: delayed fetches in the

@@ -408,6 +408,9 @@ type faultBody struct {
 	Partition  *int32          `json:"partition"`
 	Partitions []int32         `json:"partitions"`
 	Group      string          `json:"group"`
+	// DropAnswer handles the request and closes the connection instead
+	// of answering; Err is then not needed.
+	DropAnswer bool `json:"dropAnswer"`
 }
 
 // rawString returns a JSON string's value or a number's text.
@@ -427,8 +430,8 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
 		return
 	}
-	if len(body.API) == 0 || len(body.Err) == 0 {
-		writeError(w, http.StatusBadRequest, `fault: "api" and "err" are required`)
+	if len(body.API) == 0 || len(body.Err) == 0 && !body.DropAnswer {
+		writeError(w, http.StatusBadRequest, `fault: "api" and "err" (or "dropAnswer": true) are required`)
 		return
 	}
 	api, err := apiKey(rawString(body.API))
@@ -436,10 +439,12 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
 		return
 	}
-	code, err := errCode(rawString(body.Err))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
-		return
+	var code int16
+	if len(body.Err) > 0 {
+		if code, err = errCode(rawString(body.Err)); err != nil {
+			writeError(w, http.StatusBadRequest, "fault: "+err.Error())
+			return
+		}
 	}
 	if body.Count < 0 {
 		writeError(w, http.StatusBadRequest, "fault: count must not be negative")
@@ -449,7 +454,7 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `fault: give "partition" or "partitions", not both`)
 		return
 	}
-	f := broker.Fault{API: api, Err: code, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group}
+	f := broker.Fault{API: api, Err: code, DropAnswer: body.DropAnswer, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group}
 	if body.Partition != nil && *body.Partition >= 0 {
 		f.Partitions = []int32{*body.Partition}
 	}
@@ -459,7 +464,7 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 	s.b.InjectFault(f)
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
-		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group,
+		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group, "dropAnswer": f.DropAnswer,
 	})
 }
 

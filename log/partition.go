@@ -1,6 +1,7 @@
 // Package log keeps Kafka partition logs in memory: record batches stored as
-// received, offsets, watermarks, a timestamp index and retention. It knows
-// nothing of sockets or of wall-clock time; callers pass the time in.
+// received, offsets, watermarks, a timestamp index, retention, and the
+// idempotent producers' state (Producers). It knows nothing of sockets or of
+// wall-clock time; callers pass the time in.
 package log
 
 import (

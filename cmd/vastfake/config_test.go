@@ -359,6 +359,22 @@ func TestNumPartitions(t *testing.T) {
 	assert.Len(t, td["auto"].Partitions, 3)
 }
 
+// TestProducerIDExpirationFlag: -producer-id-expiration defaults to
+// Kafka's producer.id.expiration.ms of a day, and 0 never expires.
+func TestProducerIDExpirationFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultProducerIDExpiration, cfg.ProducerIDExpiration)
+	cfg, err = parseConfig([]string{"-producer-id-expiration", "1h"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, cfg.ProducerIDExpiration)
+	cfg, err = parseConfig([]string{"-producer-id-expiration", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.ProducerIDExpiration)
+	_, err = parseConfig([]string{"-producer-id-expiration", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
+}
+
 // TestIdleTimeoutFlag: -idle-timeout defaults to Kafka's 10 minutes, 0
 // turns it off, and the binary's broker closes a connection idle that long.
 func TestIdleTimeoutFlag(t *testing.T) {
