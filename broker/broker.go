@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,12 @@ type Broker struct {
 	faults faultState
 	reqLog requestLog
 	authz  authorizer
+
+	// decompress holds a token for each compressed batch being validated;
+	// its capacity is WithDecompressions. decompressWaiting counts the
+	// requests waiting for a token.
+	decompress        chan struct{}
+	decompressWaiting atomic.Int32
 }
 
 type config struct {
@@ -101,6 +108,7 @@ type config struct {
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
 	tlsHandshakeTimeout time.Duration
+	decompressions      int
 	// wrapListener, when set, wraps every listener the broker opens;
 	// tests use it to make Accept fail.
 	wrapListener func(net.Listener) net.Listener
@@ -270,6 +278,23 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(c *config) { c.tlsHandshakeTimeout = d }
 }
 
+// WithDecompressions sets how many compressed batches the broker validates
+// at once, across every connection (kafka profile; VAST refuses
+// compression). A produce request carrying a compressed batch waits for a
+// turn; uncompressed ones never wait. Each validation holds at most the
+// codec's window (8 MiB: log.MaxZstdWindow, log.MaxSnappyWindow; lz4
+// blocks are at most 4 MiB) and a 64 KiB read buffer, so n bounds both the
+// memory and the cores that decompression takes, whatever clients send.
+// The default is DefaultDecompressions(); values below 1 mean 1. Kafka has
+// no such bound: its request handler threads (num.io.threads) bound
+// everything at once.
+func WithDecompressions(n int) Option { return func(c *config) { c.decompressions = max(n, 1) } }
+
+// DefaultDecompressions is half of GOMAXPROCS, at least 1: compression
+// bombs from any number of connections leave at least half of the cores
+// (when there are two or more) to other clients.
+func DefaultDecompressions() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -286,7 +311,8 @@ var ErrClosed = errors.New("broker is closed")
 func New(opts ...Option) (*Broker, error) {
 	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
-		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout}
+		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+		decompressions: DefaultDecompressions()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -351,6 +377,7 @@ func New(opts ...Option) (*Broker, error) {
 		data:       newStore(),
 		dataNotify: make(chan struct{}),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
+		decompress: make(chan struct{}, cfg.decompressions),
 	}
 	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
 	b.apis, b.hiddenBy = buildAPIs(&b.rules)
