@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
 // maxFrameSize is Kafka's socket.request.max.bytes default: a request
@@ -125,6 +126,17 @@ type request struct {
 	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
 	denied     string // why a policy (or failed authentication) denied (part of) the request
 	closeAfter string // when set, the connection closes after the answer, for this reason
+
+	reads []log.ReadResult // log reads the answer aliases, released once it is written
+}
+
+// releaseReads ends the log reads the request's answer aliased; the answer
+// must be written (encoded) by then.
+func (r *request) releaseReads() {
+	for i := range r.reads {
+		r.reads[i].Release()
+	}
+	r.reads = nil
 }
 
 // principal is the name policies match for this request's user.
@@ -288,6 +300,7 @@ func (c *clientConn) handleOne() error {
 	}
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
+	defer req.releaseReads()
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)
 		select {

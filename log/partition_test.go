@@ -967,3 +967,132 @@ func BenchmarkValidateCompressed(b *testing.B) {
 		})
 	}
 }
+
+// checkBatches fails unless records is a run of whole batches with right
+// CRCs, each holding one record whose value is one repeated letter.
+func checkBatches(t *testing.T, records []byte) {
+	t.Helper()
+	for rest := records; len(rest) > 0; {
+		n := 12 + int(binary.BigEndian.Uint32(rest[offLength:]))
+		b, err := ParseBatch(rest[:n])
+		if err != nil {
+			t.Errorf("read a broken batch: %v", err)
+			return
+		}
+		recs, err := b.Records()
+		if err != nil || len(recs) != 1 || len(recs[0].Value) == 0 {
+			t.Errorf("read a batch whose records do not decode: %v", err)
+			return
+		}
+		v := string(recs[0].Value)
+		if strings.Repeat(v[:1], len(v)) != v {
+			t.Errorf("a batch mixes two partitions' bytes")
+			return
+		}
+		rest = rest[n:]
+	}
+}
+
+// TestReleasedPartitionMemoryIsReused: the chunks of a released partition
+// go back to its Memory and a new partition's batches are copied into
+// them, and every byte reads back.
+func TestReleasedPartitionMemoryIsReused(t *testing.T) {
+	m := new(Memory)
+	fill := func(p *Partition, letter string) {
+		for i := range 200 {
+			appendRaw(t, p, batch(t, []int64{1}, strings.Repeat(letter, 1+(i*997)%(100<<10))), AppendOptions{})
+		}
+	}
+	p := m.NewPartition()
+	fill(p, "a")
+	stored := p.Bytes()
+	p.Release()
+	free := m.FreeBytes()
+	assert.GreaterOrEqual(t, int64(free), stored, "chunks given back")
+	res, err := p.Read(0, 1<<30)
+	require.NoError(t, err)
+	assert.Nil(t, res.Records, "a released partition reads nothing")
+
+	q := m.NewPartition()
+	fill(q, "b")
+	assert.Less(t, m.FreeBytes(), free, "a new partition takes the free chunks")
+	var got int64
+	for off := int64(0); off < q.HighWatermark(); {
+		res, err := q.Read(off, 1<<30)
+		require.NoError(t, err)
+		checkBatches(t, res.Records)
+		got += int64(len(res.Records))
+		for rest := res.Records; len(rest) > 0; rest = rest[12+int(binary.BigEndian.Uint32(rest[offLength:])):] {
+			off = Batch(rest).LastOffset() + 1
+		}
+		res.Release()
+	}
+	assert.Equal(t, q.Bytes(), got)
+}
+
+// TestReadKeepsReleasedMemoryUntilDone: a read of a partition that is
+// released while its result is in use (a fetch answer being written while
+// the topic is deleted) keeps the memory from reuse until the result is
+// released.
+func TestReadKeepsReleasedMemoryUntilDone(t *testing.T) {
+	m := new(Memory)
+	p := m.NewPartition()
+	appendRaw(t, p, batch(t, []int64{1}, strings.Repeat("a", 1000)), AppendOptions{})
+	res, err := p.Read(0, 1<<30)
+	require.NoError(t, err)
+	want := bytes.Clone(res.Records)
+	p.Release()
+	assert.Zero(t, m.FreeBytes(), "memory a read still holds is not free")
+
+	q := m.NewPartition()
+	for range 100 {
+		appendRaw(t, q, batch(t, []int64{1}, strings.Repeat("b", 1000)), AppendOptions{})
+	}
+	assert.Equal(t, want, res.Records, "the read's bytes are unchanged")
+	res.Release()
+	assert.Positive(t, m.FreeBytes(), "given back once the read is done")
+	res.Release() // a second release does nothing
+}
+
+// TestConcurrentReleaseNeverShowsReusedMemory: partitions are filled,
+// read and released while others reuse their memory; every read sees only
+// whole batches of its own partition.
+func TestConcurrentReleaseNeverShowsReusedMemory(t *testing.T) {
+	m := new(Memory)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			letter := string(rune('a' + w))
+			for round := range 20 {
+				p := m.NewPartition()
+				stop := make(chan struct{})
+				readerDone := make(chan struct{})
+				go func() {
+					defer close(readerDone)
+					for {
+						res, err := p.Read(0, 1<<30)
+						if err == nil {
+							checkBatches(t, res.Records)
+							res.Release()
+						}
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				}()
+				for i := range 30 {
+					appendRaw(t, p, batch(t, []int64{1}, strings.Repeat(letter, 1+(i*round*997)%(40<<10))), AppendOptions{})
+				}
+				p.Release() // while the reader may hold a result
+				close(stop)
+				<-readerDone
+			}
+		}()
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, m.FreeBytes(), MaxFreeBytes)
+}
