@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,12 @@ func dialBench(b *testing.B, br *Broker) func(frame []byte) int {
 	nc, err := net.Dial("tcp", br.Addr())
 	require.NoError(b, err)
 	b.Cleanup(func() { nc.Close() })
+	return benchRoundTrip(b, nc)
+}
+
+// benchRoundTrip returns a function that sends one encoded request on nc
+// and reads its answer, returning the answer's size.
+func benchRoundTrip(b *testing.B, nc net.Conn) func(frame []byte) int {
 	var answer []byte
 	return func(frame []byte) int {
 		if _, err := nc.Write(frame); err != nil {
@@ -113,9 +120,59 @@ func BenchmarkProduceRequest(b *testing.B) {
 	frame := produceFrame("bench", 1000)
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
+	reportCPU(b)
 	for b.Loop() {
 		roundTrip(frame)
 	}
+}
+
+// reportCPU reports, when the benchmark ends, the CPU time (user and
+// system) the whole process spent per op since it was called: the broker's
+// own cost, plus the benchmark's raw client, without the wait for a busy
+// machine's cores that ns/op includes.
+func reportCPU(b *testing.B) {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	b.Cleanup(func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+		}
+	})
+}
+
+// BenchmarkProduceNewConnection is BenchmarkProduceRequest from a new
+// connection every ten requests, as a test suite's producers connect, so
+// that what a new connection costs (its frame buffer) is in the numbers.
+// Every batch is stored, so run it a fixed number of times:
+//
+//	go test -run '^$' -bench ProduceNewConnection -benchtime 1000x -count 6 ./broker/
+func BenchmarkProduceNewConnection(b *testing.B) {
+	br := benchBroker(b, "bench")
+	frame := produceFrame("bench", 1000)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	reportCPU(b)
+	var nc net.Conn
+	var roundTrip func([]byte) int
+	i := 0
+	for b.Loop() {
+		if i%10 == 0 {
+			if nc != nil {
+				nc.Close()
+			}
+			var err error
+			nc, err = net.Dial("tcp", br.Addr())
+			require.NoError(b, err)
+			roundTrip = benchRoundTrip(b, nc)
+		}
+		i++
+		roundTrip(frame)
+	}
+	nc.Close()
 }
 
 // BenchmarkFetchRequest answers a Fetch of 1 MiB from each of three
