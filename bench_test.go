@@ -10,9 +10,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -223,15 +221,13 @@ func BenchmarkSuiteResetVsFresh(b *testing.B) {
 // system) the process spent per op since it was called, client included:
 // unlike ns/op it does not count waiting for a busy machine's cores.
 func reportCPU(b *testing.B) {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	start, ok := processCPU()
+	if !ok {
+		return // not measurable on this platform
 	}
-	start := cpu()
 	b.Cleanup(func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+		if end, _ := processCPU(); b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	})
 }

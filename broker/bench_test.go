@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,15 +130,13 @@ func BenchmarkProduceRequest(b *testing.B) {
 // own cost, plus the benchmark's raw client, without the wait for a busy
 // machine's cores that ns/op includes.
 func reportCPU(b *testing.B) {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	start, ok := processCPU()
+	if !ok {
+		return // not measurable on this platform
 	}
-	start := cpu()
 	b.Cleanup(func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+		if end, _ := processCPU(); b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	})
 }
