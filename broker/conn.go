@@ -35,8 +35,9 @@ type clientConn struct {
 	cancel context.CancelFunc
 	remote string
 
-	frame *frameBuf // the current request's frame, from the shared pool
-	out   []byte    // the answer buffer, reused across requests
+	frame     *frameBuf // the current request's frame, from the shared pool
+	lastFrame int       // the size of the last whole frame read
+	out       []byte    // the answer buffer, reused across requests
 
 	clientID string // the last request's client id; only serve's goroutine touches it
 	fetchRun logRun // the request log record of this connection's run of empty fetches
@@ -548,14 +549,16 @@ func (c *clientConn) readSize() (int32, error) {
 
 // readFrame reads a frame body of size bytes into a buffer from the shared
 // pool, which the connection holds until releaseFrame (after the request is
-// answered). The buffer never holds more than twice the bytes of the frame
-// that have arrived (and at least minFrameBuffer): it starts at what is
-// already buffered and doubles only once full, so a client that sends only
-// a huge length cannot make the broker allocate it. It returns
+// answered). The buffer holds at most twice the bytes the connection has
+// sent (and at least minFrameBuffer): it starts at the larger of what is
+// already buffered and the connection's previous frame, and doubles only
+// once full, so a client that sends only a huge length cannot make the
+// broker allocate it, while a producer sending frames of one size reads
+// each straight into a buffer of that size. It returns
 // io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
-	fb := getFrameBuf(min(size, max(minFrameBuffer, c.r.Buffered())))
+	fb := getFrameBuf(min(size, max(minFrameBuffer, c.r.Buffered(), c.lastFrame)))
 	buf := fb.b[:0]
 	for {
 		n, err := io.ReadFull(c.r, buf[len(buf):min(size, cap(buf))])
@@ -576,7 +579,7 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 		putFrameBuf(fb)
 		fb = next
 	}
-	c.frame = fb
+	c.frame, c.lastFrame = fb, size
 	return buf, nil
 }
 

@@ -58,11 +58,12 @@ type Partition struct {
 	released bool
 	dead     [][]byte
 
-	entries  []entry
-	chunk    []byte // the chunk being filled; len is its used size
-	logStart int64
-	hwm      int64
-	bytes    int64 // stored batch bytes still in the log
+	entries    []entry
+	chunk      []byte // the chunk being filled; len is its used size
+	chunkFresh bool   // chunk is new memory, not one a Memory gave back
+	logStart   int64
+	hwm        int64
+	bytes      int64 // stored batch bytes still in the log
 
 	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
 	maxTS       int64
@@ -246,16 +247,16 @@ func (p *Partition) Stage(b Batch) Staged {
 		p.mu.Unlock()
 		return Staged{} // Publish stores nothing in a released partition
 	}
-	fresh := false
 	if cap(p.chunk)-len(p.chunk) < n {
 		// Chunks are powers of two, so that a Memory can reuse them.
 		size := min(max(2*cap(p.chunk), minChunk, 1<<bits.Len(uint(n-1))), maxChunk)
 		if chunk := p.mem.get(size); chunk != nil {
-			p.chunk = chunk[:0]
+			p.chunk, p.chunkFresh = chunk[:0], false
 		} else {
-			p.chunk, fresh = make([]byte, 0, size), true
+			p.chunk, p.chunkFresh = make([]byte, 0, size), true
 		}
 	}
+	fresh := p.chunkFresh
 	pos := len(p.chunk)
 	p.chunk = p.chunk[:pos+n]
 	chunk := p.chunk[:cap(p.chunk)]
