@@ -388,6 +388,8 @@ func BenchmarkRoundTripDuringBombs(b *testing.B) {
 			}
 			fetch.Topics = append(fetch.Topics, ft)
 			fetchFrame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 2)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
 			for b.Loop() {
 				roundTrip(produce)
 				roundTrip(fetchFrame)
@@ -395,6 +397,10 @@ func BenchmarkRoundTripDuringBombs(b *testing.B) {
 			b.StopTimer()
 			close(stop)
 			bombing.Wait()
+			runtime.ReadMemStats(&after)
+			// The heap's address space only grows: its growth is the
+			// most the heap held while the bombs were validated.
+			b.ReportMetric(max(float64(after.HeapSys)-float64(before.HeapSys), 0)/(1<<20), "heap-growth-MiB")
 		})
 	}
 }
