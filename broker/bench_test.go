@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
 // benchBatch encodes a v2 batch of n records with 100-byte values, as a
@@ -54,7 +56,9 @@ func benchBroker(b *testing.B, topics ...string) *Broker {
 	for _, name := range topics {
 		specs = append(specs, TopicSpec{Name: name, Partitions: 3})
 	}
-	br, err := New(WithTopics(specs...))
+	// Empty fetches are answered at once: the benchmarks measure the
+	// broker's work per request, not the pacing of an idle consumer.
+	br, err := New(WithTopics(specs...), WithEmptyFetchDelay(0))
 	require.NoError(b, err)
 	b.Cleanup(func() { br.Close() })
 	return br
@@ -250,9 +254,9 @@ func emptyFetchRequest(topic string, partitions int32) *kmsg.FetchRequest {
 }
 
 // BenchmarkEmptyFetchRequest answers the empty Fetch an idle VAST-profile
-// consumer sends in a loop (NoDelayedFetch answers at once): three empty
-// partitions, nothing to return. It measures the broker's cost per spin,
-// request log included.
+// consumer sends in a loop (NoDelayedFetch, with the empty fetch delay
+// off): three empty partitions, nothing to return. It measures the broker's
+// cost per answer, request log included.
 func BenchmarkEmptyFetchRequest(b *testing.B) {
 	roundTrip := dialBench(b, benchBroker(b, "bench"))
 	frame := emptyFetchFrame("bench", 3)
@@ -298,6 +302,114 @@ func (l *loopConn) SetDeadline(time.Time) error      { return nil }
 func (l *loopConn) SetReadDeadline(time.Time) error  { return nil }
 func (l *loopConn) SetWriteDeadline(time.Time) error { return nil }
 func (l *loopConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+// benchKeyedBatch encodes a v2 batch of n records keyed key-00000 to
+// key-09999 in turn from record first on, with 40-byte values.
+func benchKeyedBatch(first, n int) []byte {
+	rb := kmsg.NewRecordBatch()
+	rb.Magic = 2
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp = 1_700_000_000_000, 1_700_000_000_000
+	rb.LastOffsetDelta, rb.NumRecords = int32(n-1), int32(n)
+	for i := 0; i < n; i++ {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.Key = fmt.Appendf(nil, "key-%05d", (first+i)%10_000)
+		r.Value = fmt.Appendf(nil, "value-%09d-0123456789abcdef0123456789", first+i)
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		rb.Records = r.AppendTo(rb.Records)
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// BenchmarkRoundTripsDuringCompaction answers a Produce (one batch of 10
+// records to each of three partitions) and a Fetch (64 KiB from each) on
+// one topic, and reports the 99th percentile and the worst of those round
+// trips; in the compacting case another goroutine meanwhile keeps filling
+// a partition of a compacted topic with 1M records over 10k keys (10,000
+// batches of 100) and compacting it, and the count of compactions is
+// reported. The control case, busy, runs the same loop on a log outside
+// the broker: the same CPU and memory traffic, no lock the broker shares.
+// Compaction takes no broker-wide lock, so compacting should cost the
+// round trips what busy does, and no more.
+func BenchmarkRoundTripsDuringCompaction(b *testing.B) {
+	batches := make([]log.Batch, 10_000)
+	for i := range batches {
+		var err error
+		batches[i], err = log.ParseBatch(benchKeyedBatch(i*100, 100))
+		require.NoError(b, err)
+	}
+	for _, name := range []string{"idle", "busy", "compacting"} {
+		b.Run(name, func(b *testing.B) {
+			br, err := New(WithTopics(TopicSpec{Name: "bench", Partitions: 3},
+				TopicSpec{Name: "state", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}))
+			require.NoError(b, err)
+			b.Cleanup(func() { br.Close() })
+			roundTrip := dialBench(b, br)
+			produce := produceFrame("bench", 10)
+			fetch := kmsg.NewPtrFetchRequest()
+			fetch.SetVersion(12)
+			fetch.MaxBytes, fetch.SessionEpoch = 50<<20, -1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "bench"
+			for p := int32(0); p < 3; p++ {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.PartitionMaxBytes = p, 64<<10
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			fetch.Topics = append(fetch.Topics, rt)
+			fetchFrame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 2)
+
+			stop, done := make(chan struct{}), make(chan struct{})
+			var compactions atomic.Int64
+			if name != "idle" {
+				part := br.data.get("state").partitions[0]
+				if name == "busy" {
+					part = log.NewPartition()
+				}
+				go func() {
+					defer close(done)
+					for {
+						for _, batch := range batches {
+							part.Append(batch, log.AppendOptions{Now: time.Now()})
+						}
+						if _, err := part.Compact(log.CompactOptions{Now: time.Now()}); err != nil {
+							b.Error(err)
+							return
+						}
+						compactions.Add(1)
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				}()
+			} else {
+				close(done)
+			}
+			var took []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				roundTrip(produce)
+				roundTrip(fetchFrame)
+				took = append(took, time.Since(start))
+			}
+			close(stop)
+			<-done
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
+			b.ReportMetric(float64(took[len(took)-1].Nanoseconds()), "max-ns")
+			if name != "idle" {
+				b.ReportMetric(float64(compactions.Load()), "compactions")
+			}
+		})
+	}
+}
 
 // gzipBombFrame encodes a Produce of one gzip batch holding one record
 // whose value is size zero bytes: 120 MiB fits in about 122 KB.

@@ -10,6 +10,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -41,29 +43,33 @@ type Broker struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	lnMu       sync.Mutex // guards ln and acceptDone across Restart
-	ln         net.Listener
-	acceptDone chan struct{}
-	addr       string
-	host       string // advertised host and port
-	port       int32
-	clusterID  string
-	coord      *coordinator.Coordinator
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
-	connsMu    sync.Mutex
-	conns      map[*clientConn]struct{}
-	stopSweep  func() bool
-	sweepMu    sync.Mutex
-	data       *store
-	apis       []api // the table, with the rules applied
-	apiByKey   [maxAPIKey + 1]*api
+	lnMu        sync.Mutex // guards ln and acceptDone across Restart
+	ln          net.Listener
+	acceptDone  chan struct{}
+	addr        string
+	host        string // advertised host and port
+	port        int32
+	clusterID   string
+	coord       *coordinator.Coordinator
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	connsMu     sync.Mutex
+	conns       map[*clientConn]struct{}
+	stopSweep   func() bool
+	stopCompact func() bool
+	sweepMu     sync.Mutex
+	data        *store
+	apis        []api // the table, with the rules applied
+	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy   [maxAPIKey + 1]string
-	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
+	dataNotify chan struct{} // closed and replaced on an append while a fetch waits; wakes waiting fetches
 	notifyMu   sync.Mutex
+	// fetchWaiters counts fetches waiting for data (delayed or paced), so
+	// that a produce with no fetch waiting skips the wake-up.
+	fetchWaiters atomic.Int32
 
 	// appendMu makes a produce request visible all at once: Produce holds
 	// it exclusively while it appends every partition of the request;
@@ -84,29 +90,33 @@ type Broker struct {
 }
 
 type config struct {
-	listen      string
-	advertise   string
-	nodeID      int32
-	clusterID   string
-	rules       rules.Rules
-	rulesSet    bool
-	clock       clock.Clock
-	logger      *slog.Logger
-	topics      []TopicSpec
-	rebalDelay  time.Duration
-	partitions  int32 // num.partitions
-	minSession  time.Duration
-	maxSession  time.Duration
-	retentionEv time.Duration
-	users       map[string]string
-	policies    []Policy
-	defaultDeny bool
-	view        string
-	tls         *tls.Config
-	err         error
+	listen       string
+	advertise    string
+	nodeID       int32
+	clusterID    string
+	rules        rules.Rules
+	rulesSet     bool
+	clock        clock.Clock
+	logger       *slog.Logger
+	topics       []TopicSpec
+	rebalDelay   time.Duration
+	partitions   int32 // num.partitions
+	minSession   time.Duration
+	maxSession   time.Duration
+	maxOffsetMD  int // offset.metadata.max.bytes
+	retentionEv  time.Duration
+	compactionEv time.Duration
+	gaps         map[string]log.Gap // offset gaps by topic name
+	users        map[string]string
+	policies     []Policy
+	defaultDeny  bool
+	view         string
+	tls          *tls.Config
+	err          error
 
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
+	emptyFetchDelay     time.Duration
 	tlsHandshakeTimeout time.Duration
 	decompressions      int
 	// wrapListener, when set, wraps every listener the broker opens;
@@ -190,6 +200,16 @@ func WithMinSessionTimeout(d time.Duration) Option {
 // both profiles; 0 removes the bound.
 func WithMaxSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.maxSession = d }
+}
+
+// WithOffsetMetadataMaxBytes sets Kafka's offset.metadata.max.bytes: an
+// OffsetCommit partition whose metadata is longer than n bytes gets
+// OFFSET_METADATA_TOO_LARGE and is not stored; the request's other
+// partitions are. The default is Kafka's, 4096
+// (coordinator.DefaultOffsetMetadataMaxBytes), in both profiles; 0 allows
+// only empty metadata, and New fails for a negative n.
+func WithOffsetMetadataMaxBytes(n int) Option {
+	return func(c *config) { c.maxOffsetMD = n }
 }
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
@@ -295,6 +315,35 @@ func WithDecompressions(n int) Option { return func(c *config) { c.decompression
 // (when there are two or more) to other clients.
 func DefaultDecompressions() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
+// DefaultEmptyFetchDelay paces empty Fetch answers in the VAST profile: see
+// WithEmptyFetchDelay.
+const DefaultEmptyFetchDelay = 20 * time.Millisecond
+
+// WithEmptyFetchDelay paces empty Fetch answers where VAST answers at once
+// (the NoDelayedFetch rule): a fetch that finds no records is answered
+// after d, or after half of the fetch's own fetch.wait.max.ms if that is
+// shorter (kafka-go's read deadline is exactly fetch.wait.max.ms), standing in for the network round trip that separates a consumer from a
+// real VAST broker and that a loopback connection lacks. Without it an idle
+// consumer fetches in a tight loop, tens of thousands of times a second,
+// and the broker and the client each burn most of a core. Records written
+// to any partition the fetch reads end the pause at once, and the answer
+// carries them, so pacing never delays a record; an answer with an error
+// is never paced. The answer is still empty and still comes long before
+// fetch.wait.max.ms, as VAST's does. The default is
+// DefaultEmptyFetchDelay, 20ms, a round trip to a broker in another
+// region: an idle consumer then fetches 50 times a second and costs the
+// broker and the client about 1% of a core each, and a request queued
+// behind an empty fetch on the same connection (clients that share one
+// connection for fetches and other requests) waits at most that long.
+// 0 answers at once, as VAST does, and spins idle consumers. It has no
+// effect in the kafka profile, where an empty fetch waits for data up to
+// half of fetch.wait.max.ms. The pause is wall-clock time, whatever clock
+// the broker runs on; Close ends it at once, and a connection the client
+// closes during it is let go when it ends, at most d later.
+func WithEmptyFetchDelay(d time.Duration) Option {
+	return func(c *config) { c.emptyFetchDelay = d }
+}
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -311,8 +360,9 @@ var ErrClosed = errors.New("broker is closed")
 func New(opts ...Option) (*Broker, error) {
 	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
-		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
-		decompressions: DefaultDecompressions()}
+		emptyFetchDelay: DefaultEmptyFetchDelay,
+		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes, decompressions: DefaultDecompressions()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -332,6 +382,9 @@ func New(opts ...Option) (*Broker, error) {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
 	}
+	if cfg.maxOffsetMD < 0 {
+		return nil, fmt.Errorf("vastfake: offset.metadata.max.bytes %d: want 0 or more", cfg.maxOffsetMD)
+	}
 	if cfg.partitions < 1 {
 		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
 	}
@@ -340,7 +393,7 @@ func New(opts ...Option) (*Broker, error) {
 		d    time.Duration
 	}{
 		{"idle timeout", cfg.idleTimeout}, {"read timeout", cfg.readTimeout},
-		{"TLS handshake timeout", cfg.tlsHandshakeTimeout},
+		{"TLS handshake timeout", cfg.tlsHandshakeTimeout}, {"empty fetch delay", cfg.emptyFetchDelay},
 		{"minimum session timeout", cfg.minSession}, {"maximum session timeout", cfg.maxSession},
 	} {
 		if d.d < 0 {
@@ -421,9 +474,13 @@ func New(opts ...Option) (*Broker, error) {
 		InitialRebalanceDelay: cfg.rebalDelay,
 		MinSessionTimeout:     cfg.minSession,
 		MaxSessionTimeout:     cfg.maxSession,
-		Logger:                b.log,
+		// The coordinator reads 0 as its default and a negative bound as
+		// "empty metadata only", which is what 0 means here, as in Kafka.
+		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
+		Logger:                 b.log,
 	})
 	b.scheduleRetention()
+	b.scheduleCompaction()
 	b.startAccepting(ln)
 	return b, nil
 }
@@ -520,6 +577,10 @@ func (b *Broker) Close() error {
 			b.stopSweep()
 			b.stopSweep = nil
 		}
+		if b.stopCompact != nil {
+			b.stopCompact()
+			b.stopCompact = nil
+		}
 		b.sweepMu.Unlock()
 		b.wg.Wait()
 	})
@@ -580,27 +641,54 @@ func (b *Broker) scheduleRetention() {
 		return
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
-		b.ApplyRetention()
+		b.background(b.ApplyRetention)
 		b.scheduleRetention()
 	})
 }
 
-// ApplyRetention drops, from every partition, the batches older than its
-// topic's retention.ms on the broker's clock, and moves log start offsets.
-// The broker runs it periodically; tests on a manual clock may call it
-// directly after advancing time.
+// background runs fn, a timer's work, as work the broker owns: Close waits
+// for it to finish, and once Close has begun it does not start.
+func (b *Broker) background(fn func()) {
+	b.sweepMu.Lock()
+	if b.ctx.Err() != nil {
+		b.sweepMu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.sweepMu.Unlock()
+	defer b.wg.Done()
+	fn()
+}
+
+// ApplyRetention drops, from every partition of a topic whose
+// cleanup.policy includes delete (the default), the batches older than its
+// topic's retention.ms on the broker's clock, and moves log start offsets;
+// as in Kafka, a topic with cleanup.policy=compact alone keeps its records
+// whatever their age. The broker runs it periodically; tests on a manual
+// clock may call it directly after advancing time.
 func (b *Broker) ApplyRetention() {
 	now := b.clock.Now()
 	for _, t := range b.data.all() {
-		ret := t.config().retention
+		cfg := t.config()
+		if !cfg.delete {
+			continue
+		}
+		ret := cfg.retention
 		for _, p := range t.partitions {
 			p.ApplyRetention(now, ret)
 		}
 	}
 }
 
-// notifyData wakes fetches waiting for new records (Kafka profile only).
+// notifyData wakes fetches waiting for new records: delayed fetches in the
+// Kafka profile, paced empty fetches in the VAST profile. Call it after the
+// records are published; with no fetch waiting it costs one atomic load.
+// A fetch counts itself in fetchWaiters before it reads the log, so either
+// that read sees the records or this call sees the waiter.
 func (b *Broker) notifyData() {
+	if b.fetchWaiters.Load() == 0 {
+		return
+	}
 	b.notifyMu.Lock()
 	close(b.dataNotify)
 	b.dataNotify = make(chan struct{})

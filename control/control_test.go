@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
 )
 
@@ -224,7 +225,7 @@ func TestFaults(t *testing.T) {
 	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
 		map[string]any{"api": "CreateTopics", "err": "POLICY_VIOLATION", "count": 1}, &f))
 	assert.Equal(t, "CreateTopics", f["api"])
-	assert.Equal(t, float64(-1), f["partition"], "no partition means every partition")
+	assert.Nil(t, f["partitions"], "no partition means every partition")
 	resp, err := adm.CreateTopic(ctx, 1, 1, nil, "orders")
 	if err == nil {
 		err = resp.Err
@@ -246,6 +247,63 @@ func TestFaults(t *testing.T) {
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/drop-connections", nil, nil))
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/restart", nil, nil))
 	k.Produce("audit", 0, "after restart") // clients reconnect
+}
+
+// TestFaultPartitionsGoAndJSON checks that a fault naming a topic and no
+// partition fails every partition of it, whether it is given as a Go
+// broker.Fault zero value or as JSON, and that partition 0 is only chosen
+// when it is named.
+func TestFaultPartitionsGoAndJSON(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 3))
+	url := serve(t, k)
+	cl := k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0))
+	failed := func() []int32 {
+		t.Helper()
+		var out []int32
+		for p := int32(0); p < 3; p++ {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: p, Value: []byte("x")}).FirstErr()
+			cancel()
+			if err != nil {
+				require.ErrorIs(t, err, kerr.PolicyViolation)
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		inject func()
+		want   []int32
+	}{
+		{"Go zero value", func() {
+			k.Broker().InjectFault(broker.Fault{API: kmsg.Produce, Err: kerr.PolicyViolation.Code, Topic: "orders"})
+		}, []int32{0, 1, 2}},
+		{"JSON without partition", func() {
+			require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+				map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders"}, nil))
+		}, []int32{0, 1, 2}},
+		{"Go partition 0", func() {
+			k.Broker().InjectFault(broker.Fault{API: kmsg.Produce, Err: kerr.PolicyViolation.Code, Topic: "orders", Partitions: []int32{0}})
+		}, []int32{0}},
+		{"JSON partition 0", func() {
+			require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+				map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partition": 0}, nil))
+		}, []int32{0}},
+		{"JSON partitions 0 and 2", func() {
+			require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+				map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partitions": []int{0, 2}}, nil))
+		}, []int32{0, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.inject()
+			defer k.ClearFaults()
+			assert.Equal(t, tc.want, failed())
+		})
+	}
+	var e errorBody
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partition": 0, "partitions": []int{1}}, &e))
 }
 
 func TestClockAdvance(t *testing.T) {
@@ -362,4 +420,57 @@ func produceStampedAt(t *testing.T, k *fixtures.Kafka, topic string, ms int64, v
 	resp, err := req.RequestWith(ctx, cl)
 	require.NoError(t, err)
 	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+}
+
+// TestSkipAndCompact drives a gap and a compaction through the control
+// plane and reads them back in the records endpoint, the topic and the
+// live view.
+func TestSkipAndCompact(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("prices", 1, "cleanup.policy", "compact"), fixtures.Topic("plain", 1))
+	url := serve(t, k)
+	rec := func(key, value string) *kgo.Record {
+		return &kgo.Record{Topic: "prices", Key: []byte(key), Value: []byte(value)}
+	}
+	k.ProduceRecords(rec("apple", "1"))
+	k.ProduceRecords(rec("apple", "2"))
+	var skipped map[string]any
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/prices/partitions/0/skip?n=5", nil, &skipped))
+	k.ProduceRecords(rec("pear", "3"))
+
+	var compacted []struct {
+		Partition      int32 `json:"partition"`
+		Compacted      bool  `json:"compacted"`
+		CleanedTo      int64 `json:"cleanedTo"`
+		RecordsRemoved int64 `json:"recordsRemoved"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/prices/compact", nil, &compacted))
+	require.Len(t, compacted, 1)
+	assert.True(t, compacted[0].Compacted)
+	assert.Equal(t, int64(2), compacted[0].CleanedTo)
+	assert.Equal(t, int64(1), compacted[0].RecordsRemoved)
+
+	var records []struct {
+		Offset int64   `json:"offset"`
+		Value  *string `json:"value"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics/prices/partitions/0/records", nil, &records))
+	require.Len(t, records, 2)
+	assert.Equal(t, []int64{1, 7}, []int64{records[0].Offset, records[1].Offset})
+	var live struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Partitions []struct {
+				HighWatermark int64 `json:"highWatermark"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/live.json", nil, &live))
+	assert.Equal(t, int64(8), live.Topics[1].Partitions[0].HighWatermark)
+
+	var e errorBody
+	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/topics/plain/compact", nil, &e))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/nope/compact", nil, &e))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/prices/partitions/1/skip?n=1", nil, &e))
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/prices/partitions/0/skip?n=0", nil, &e))
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/prices/partitions/0/skip", nil, &e))
 }

@@ -65,7 +65,8 @@ var (
 		return s
 	}}
 	snappyPool = sync.Pool{New: func() any { return new(snappyStream) }}
-	gzipPool   sync.Pool // *gzip.Reader
+	bufPool    = sync.Pool{New: func() any { return new(bytes.Buffer) }} // compaction's decompressed sections
+	gzipPool   sync.Pool                                                 // *gzip.Reader
 	lz4Pool    = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
 	zstdPool   = sync.Pool{New: func() any {
 		// One block at a time in the calling goroutine: no goroutines
@@ -333,6 +334,9 @@ func validateLongRecord(r *longRecord, i int32, first int64, stats *RecordStats)
 	keyLen, ok := r.varint32()
 	if !ok || !r.skip(keyLen) {
 		return fail("bad key length")
+	}
+	if keyLen < 0 {
+		stats.NullKeys++
 	}
 	valueLen, ok := r.varint32()
 	if !ok || !r.skip(valueLen) {
@@ -618,4 +622,52 @@ func (s *snappyStream) decodeStep() {
 		}
 		s.left -= length
 	}
+}
+
+// decompress appends the record section of a compressed batch, decoded, to
+// buf: for compaction, the one place vastfake reads a stored compressed
+// batch. It returns ErrDecompress for data that does not decode in the
+// batch's codec and ErrTooLarge past MaxDecompressedBytes.
+func (b Batch) decompress(buf *bytes.Buffer) error {
+	src := []byte(b[BatchHeaderSize:])
+	var r io.Reader
+	switch b.Compression() {
+	case codecGzip:
+		zr, err := gzipReader(src)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrDecompress, err)
+		}
+		defer putGzip(zr)
+		r = zr
+	case codecSnappy:
+		sr := snappyPool.Get().(*snappyStream)
+		defer sr.release()
+		if err := sr.reset(src); err != nil {
+			return fmt.Errorf("%w: %v", ErrDecompress, err)
+		}
+		r = sr
+	case codecLZ4:
+		lr := lz4Pool.Get().(*lz4.Reader)
+		lr.Reset(bytes.NewReader(src))
+		defer func() {
+			lr.Reset(nil)
+			lz4Pool.Put(lr)
+		}()
+		r = lr
+	case codecZstd:
+		d := zstdPool.Get().(*zstd.Decoder)
+		if err := d.Reset(bytes.NewReader(src)); err != nil {
+			return fmt.Errorf("%w: %v", ErrDecompress, err)
+		}
+		defer func() {
+			_ = d.Reset(nil)
+			zstdPool.Put(d)
+		}()
+		r = d
+	default:
+		return fmt.Errorf("%w: unknown compression codec %d", ErrDecompress, b.Compression())
+	}
+	c := countingReader{r: r}
+	_, _ = buf.ReadFrom(&c)
+	return c.failed()
 }

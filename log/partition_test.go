@@ -611,15 +611,20 @@ func headered(i int32, ts int64, n int) []byte {
 func TestStreamedRecordsGetTheSameChecks(t *testing.T) {
 	defer func(old int) { inPlaceMax = old }(inPlaceMax)
 	valid := append(append(headered(0, 5, 10), headered(1, -3, 300)...), headered(2, 0, 0)...)
-	plain, err := ParseBatch(withRecords(0, 3, valid))
+	nullKey := kmsg.NewRecord()
+	nullKey.OffsetDelta = 3
+	body := nullKey.AppendTo(nil)[1:]
+	valid = append(append(valid, binary.AppendVarint(nil, int64(len(body)))...), body...)
+	plain, err := ParseBatch(withRecords(0, 4, valid))
 	require.NoError(t, err)
 	want, err := plain.Validate()
 	require.NoError(t, err)
+	require.Equal(t, 1, want.NullKeys)
 	for _, place := range []int{streamBufferSize, 0} {
 		inPlaceMax = place
 		for name, cc := range codecCases() {
 			t.Run(fmt.Sprintf("%s, in place up to %d", name, place), func(t *testing.T) {
-				b, err := ParseBatch(withRecords(cc.codec, 3, cc.compress(t, valid)))
+				b, err := ParseBatch(withRecords(cc.codec, 4, cc.compress(t, valid)))
 				require.NoError(t, err)
 				stats, err := b.Validate()
 				require.NoError(t, err)
