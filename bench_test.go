@@ -178,3 +178,56 @@ func BenchmarkGroupFirstRecord(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSuiteResetVsFresh runs a test suite's cases one after another,
+// each producing 10,000 100-byte records into a new 3-partition topic with
+// a new client: on a fresh broker per case (closed after it), or on one
+// broker reset between cases, whose log memory the next case reuses. One
+// op is one case; a suite of 100:
+//
+//	go test -run '^$' -bench SuiteResetVsFresh -benchtime 100x -count 6 .
+func BenchmarkSuiteResetVsFresh(b *testing.B) {
+	const records = 10_000
+	runCase := func(b *testing.B, addr string) {
+		cl := benchClient(b, addr)
+		benchTopic(b, cl, "case")
+		produceN(b, cl, "case", records)
+		cl.Close()
+	}
+	b.Run("fresh broker per case", func(b *testing.B) {
+		b.SetBytes(records * benchValueSize)
+		reportCPU(b)
+		for b.Loop() {
+			br, err := broker.New()
+			require.NoError(b, err)
+			runCase(b, br.Addr())
+			br.Close()
+		}
+	})
+	b.Run("one broker, reset between cases", func(b *testing.B) {
+		br, err := broker.New()
+		require.NoError(b, err)
+		b.Cleanup(func() { br.Close() })
+		b.SetBytes(records * benchValueSize)
+		reportCPU(b)
+		for b.Loop() {
+			runCase(b, br.Addr())
+			br.Reset()
+		}
+	})
+}
+
+// reportCPU reports, when the benchmark ends, the CPU time (user and
+// system) the process spent per op since it was called, client included:
+// unlike ns/op it does not count waiting for a busy machine's cores.
+func reportCPU(b *testing.B) {
+	start, ok := processCPU()
+	if !ok {
+		return // not measurable on this platform
+	}
+	b.Cleanup(func() {
+		if end, _ := processCPU(); b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+		}
+	})
+}

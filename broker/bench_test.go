@@ -16,10 +16,12 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
@@ -68,6 +70,12 @@ func dialBench(b *testing.B, br *Broker) func(frame []byte) int {
 	nc, err := net.Dial("tcp", br.Addr())
 	require.NoError(b, err)
 	b.Cleanup(func() { nc.Close() })
+	return benchRoundTrip(b, nc)
+}
+
+// benchRoundTrip returns a function that sends one encoded request on nc
+// and reads its answer, returning the answer's size.
+func benchRoundTrip(b *testing.B, nc net.Conn) func(frame []byte) int {
 	var answer []byte
 	return func(frame []byte) int {
 		if _, err := nc.Write(frame); err != nil {
@@ -248,6 +256,40 @@ func requireStoredOnce(b *testing.B, br *Broker, records int32) {
 	for _, p := range br.data.get("bench").partitions {
 		require.Equal(b, int64(records), p.HighWatermark())
 	}
+}
+
+// BenchmarkProduceNewConnection is BenchmarkProduceRequest from a new
+// connection every ten requests, as a test suite's producers connect, so
+// that what a new connection costs (its frame buffer) is in the numbers.
+// Every batch is stored, so run it a fixed number of times:
+//
+//	go test -run '^$' -bench ProduceNewConnection -benchtime 1000x -count 6 ./broker/
+func BenchmarkProduceNewConnection(b *testing.B) {
+	br := benchBroker(b, "bench")
+	frame := produceFrame("bench", 1000)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	var cpu cpuMeter
+	cpu.begin()
+	var nc net.Conn
+	var roundTrip func([]byte) int
+	i := 0
+	for b.Loop() {
+		if i%10 == 0 {
+			if nc != nil {
+				nc.Close()
+			}
+			var err error
+			nc, err = net.Dial("tcp", br.Addr())
+			require.NoError(b, err)
+			roundTrip = benchRoundTrip(b, nc)
+		}
+		i++
+		roundTrip(frame)
+	}
+	cpu.end()
+	cpu.report(b)
+	nc.Close()
 }
 
 // BenchmarkFetchRequest answers a Fetch of 1 MiB from each of three
@@ -481,6 +523,112 @@ func BenchmarkRoundTripsDuringCompaction(b *testing.B) {
 			if name != "idle" {
 				b.ReportMetric(float64(compactions.Load()), "compactions")
 			}
+		})
+	}
+}
+
+// gzipBombFrame encodes a Produce of one gzip batch holding one record
+// whose value is size zero bytes: 120 MiB fits in about 122 KB.
+func gzipBombFrame(topic string, size int) []byte {
+	rec := kmsg.NewRecord()
+	rec.Value = make([]byte, size)
+	raw := rec.AppendTo(nil)
+	raw = append(binary.AppendVarint(nil, int64(len(raw)-1)), raw[1:]...) // a zero Length encodes as one byte
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+
+	rb := kmsg.NewRecordBatch()
+	rb.Magic, rb.Attributes = 2, 1 // gzip
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp = 1_700_000_000_000, 1_700_000_000_000
+	rb.NumRecords, rb.Records = 1, zipped.Bytes()
+	batch := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(batch[8:], uint32(len(batch)-12))
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bomb")).AppendRequest(nil, req, 1)
+}
+
+// BenchmarkRoundTripDuringBombs measures one client's round trip, an
+// uncompressed Produce of one record per partition and a Fetch of the
+// first batches (kafka profile), while other connections send, over and
+// over, gzip batches each holding one 120 MiB record (122 KB on the
+// wire): alone, with four such connections under the default
+// decompression budget, and with four turns so that all four are
+// validated at once.
+//
+//	go test -run '^$' -bench RoundTripDuringBombs -benchtime 100x -count 6 ./broker/
+func BenchmarkRoundTripDuringBombs(b *testing.B) {
+	bomb := gzipBombFrame("bombs", 120<<20)
+	cases := []struct {
+		name         string
+		bombs, turns int
+	}{
+		{"idle", 0, DefaultDecompressions()},
+		{"4 bombs", 4, DefaultDecompressions()},
+		{"4 bombs, 4 turns", 4, 4},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			br, err := New(WithProfile("kafka"), WithDecompressions(c.turns),
+				WithTopics(TopicSpec{Name: "bench", Partitions: 3}, TopicSpec{Name: "bombs", Partitions: 1}))
+			require.NoError(b, err)
+			b.Cleanup(func() { br.Close() })
+			stop := make(chan struct{})
+			var bombing sync.WaitGroup
+			for range c.bombs {
+				send := dialBench(b, br)
+				bombing.Add(1)
+				go func() {
+					defer bombing.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+							send(bomb)
+						}
+					}
+				}()
+			}
+			roundTrip := dialBench(b, br)
+			produce := produceFrame("bench", 1)
+			fetch := kmsg.NewPtrFetchRequest()
+			fetch.SetVersion(12)
+			fetch.MaxBytes, fetch.SessionEpoch = 1<<20, -1
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic = "bench"
+			for p := int32(0); p < 3; p++ {
+				fp := kmsg.NewFetchRequestTopicPartition()
+				fp.Partition, fp.PartitionMaxBytes = p, 1<<10
+				ft.Partitions = append(ft.Partitions, fp)
+			}
+			fetch.Topics = append(fetch.Topics, ft)
+			fetchFrame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 2)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				roundTrip(produce)
+				roundTrip(fetchFrame)
+			}
+			b.StopTimer()
+			close(stop)
+			bombing.Wait()
+			runtime.ReadMemStats(&after)
+			// The heap's address space only grows: its growth is the
+			// most the heap held while the bombs were validated.
+			b.ReportMetric(max(float64(after.HeapSys)-float64(before.HeapSys), 0)/(1<<20), "heap-growth-MiB")
 		})
 	}
 }

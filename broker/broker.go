@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,12 @@ type Broker struct {
 	faults faultState
 	reqLog requestLog
 	authz  authorizer
+
+	// decompress holds a token for each compressed batch being validated;
+	// its capacity is WithDecompressions. decompressWaiting counts the
+	// requests waiting for a token.
+	decompress        chan struct{}
+	decompressWaiting atomic.Int32
 }
 
 type config struct {
@@ -115,6 +122,7 @@ type config struct {
 	readTimeout         time.Duration
 	emptyFetchDelay     time.Duration
 	tlsHandshakeTimeout time.Duration
+	decompressions      int
 	// wrapListener, when set, wraps every listener the broker opens;
 	// tests use it to make Accept fail.
 	wrapListener func(net.Listener) net.Listener
@@ -318,6 +326,23 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(c *config) { c.tlsHandshakeTimeout = d }
 }
 
+// WithDecompressions sets how many compressed batches the broker validates
+// at once, across every connection (kafka profile; VAST refuses
+// compression). A produce request carrying a compressed batch waits for a
+// turn; uncompressed ones never wait. Each validation holds at most the
+// codec's window (8 MiB: log.MaxZstdWindow, log.MaxSnappyWindow; lz4
+// blocks are at most 4 MiB) and a 64 KiB read buffer, so n bounds both the
+// memory and the cores that decompression takes, whatever clients send.
+// The default is DefaultDecompressions(); values below 1 mean 1. Kafka has
+// no such bound: its request handler threads (num.io.threads) bound
+// everything at once.
+func WithDecompressions(n int) Option { return func(c *config) { c.decompressions = max(n, 1) } }
+
+// DefaultDecompressions is half of GOMAXPROCS, at least 1: compression
+// bombs from any number of connections leave at least half of the cores
+// (when there are two or more) to other clients.
+func DefaultDecompressions() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
 // DefaultEmptyFetchDelay paces empty Fetch answers in the VAST profile: see
 // WithEmptyFetchDelay.
 const DefaultEmptyFetchDelay = 20 * time.Millisecond
@@ -365,7 +390,7 @@ func New(opts ...Option) (*Broker, error) {
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		emptyFetchDelay: DefaultEmptyFetchDelay,
 		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
-		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes}
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes, decompressions: DefaultDecompressions()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -435,6 +460,7 @@ func New(opts ...Option) (*Broker, error) {
 		dataNotify: make(chan struct{}),
 		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
+		decompress: make(chan struct{}, cfg.decompressions),
 	}
 	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
 	b.apis, b.hiddenBy = buildAPIs(&b.rules)

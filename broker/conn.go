@@ -11,11 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
 // maxFrameSize is Kafka's socket.request.max.bytes default: a request
@@ -35,9 +35,9 @@ type clientConn struct {
 	cancel context.CancelFunc
 	remote string
 
-	// Scratch buffers reused across requests on this connection.
-	frame []byte
-	out   []byte
+	frame     *frameBuf // the current request's frame, from the shared pool
+	lastFrame int       // the size of the last whole frame read
+	out       []byte    // the answer buffer, reused across requests
 
 	clientID string // the last request's client id; only serve's goroutine touches it
 	fetchRun logRun // the request log record of this connection's run of empty fetches
@@ -127,6 +127,17 @@ type request struct {
 	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
 	denied     string // why a policy (or failed authentication) denied (part of) the request
 	closeAfter string // when set, the connection closes after the answer, for this reason
+
+	reads []log.ReadResult // log reads the answer aliases, released once it is written
+}
+
+// releaseReads ends the log reads the request's answer aliased; the answer
+// must be written (encoded) by then.
+func (r *request) releaseReads() {
+	for i := range r.reads {
+		r.reads[i].Release()
+	}
+	r.reads = nil
 }
 
 // principal is the name policies match for this request's user.
@@ -226,6 +237,7 @@ func (c *clientConn) handshake(tc *tls.Conn) error {
 
 // handleOne reads one frame, dispatches it and writes the answer.
 func (c *clientConn) handleOne() error {
+	defer c.releaseFrame()
 	if c.rawSASLNext {
 		return c.rawSASLAuthenticate()
 	}
@@ -289,6 +301,7 @@ func (c *clientConn) handleOne() error {
 	}
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
+	defer req.releaseReads()
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -452,9 +465,9 @@ func (c *clientConn) send(frame []byte) error {
 	return nil
 }
 
-// maxKeptBuffer bounds the request and response buffers a connection keeps
-// for its next frame; produce requests and fetch answers are often
-// megabytes, and regrowing a buffer for each costs more than the copy.
+// maxKeptBuffer bounds the answer buffer a connection keeps for its next
+// answer; fetch answers are often megabytes, and regrowing a buffer for
+// each costs more than the copy.
 const maxKeptBuffer = 16 << 20
 
 // responseSizeHint estimates the encoded size of a response that carries
@@ -540,52 +553,50 @@ func (c *clientConn) readSize() (int32, error) {
 	return int32(size), nil
 }
 
-// frameFirstStep is how much memory a frame larger than the connection's
-// buffer gets before its bytes arrive; the buffer then doubles as they do.
-// A header claiming 100 MiB costs 16 KiB until the client sends more.
-const frameFirstStep = 16 << 10
-
-// maxKeptBufferBeforeAuth bounds the request buffer a connection keeps
-// between frames while SASL authentication is required and not done: its
-// requests (ApiVersions, SASL) are small, and a client that sent one large
-// frame and then idles must not hold it.
-const maxKeptBufferBeforeAuth = frameFirstStep
-
-// readFrame reads a frame body of size bytes into the connection's reused
-// buffer, which it keeps for the next frame up to maxKeptBuffer
-// (maxKeptBufferBeforeAuth before authentication). A large frame's buffer
-// grows as its bytes arrive rather than all at once, so a client that sends
-// only a huge length cannot make the broker allocate it. It returns
+// readFrame reads a frame body of size bytes into a buffer from the shared
+// pool, which the connection holds until releaseFrame (after the request is
+// answered). The buffer holds at most twice the bytes the connection has
+// sent (and at least minFrameBuffer): it starts at the larger of what is
+// already buffered and the connection's previous frame, and doubles only
+// once full, so a client that sends only a huge length cannot make the
+// broker allocate it, while a producer sending frames of one size reads
+// each straight into a buffer of that size. It returns
 // io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
-	if size <= cap(c.frame) {
-		frame := c.frame[:size]
-		_, err := io.ReadFull(c.r, frame)
-		return frame, err
-	}
-	frame := c.frame[:0]
-	for len(frame) < size {
-		step := min(size-len(frame), max(frameFirstStep, len(frame)))
-		frame = slices.Grow(frame, step)
-		n, err := io.ReadFull(c.r, frame[len(frame):len(frame)+step])
-		frame = frame[:len(frame)+n]
+	c.releaseFrame()
+	fb := getFrameBuf(min(size, max(minFrameBuffer, c.r.Buffered(), c.lastFrame)))
+	buf := fb.b[:0]
+	for {
+		n, err := io.ReadFull(c.r, buf[len(buf):min(size, cap(buf))])
+		buf = buf[:len(buf)+n]
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(frame) > 0 {
+			putFrameBuf(fb)
+			if errors.Is(err, io.EOF) && len(buf) > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, err
 		}
+		if len(buf) == size {
+			break
+		}
+		// Full: the next buffer is at most twice what has arrived.
+		next := getFrameBuf(min(size, 2*len(buf)))
+		buf = append(next.b[:0], buf...)
+		putFrameBuf(fb)
+		fb = next
 	}
-	keep := maxKeptBuffer
-	if c.b.saslRequired() && !c.authenticated {
-		keep = maxKeptBufferBeforeAuth
-	}
-	if cap(frame) <= keep {
-		c.frame = frame
-	} else {
+	c.frame, c.lastFrame = fb, size
+	return buf, nil
+}
+
+// releaseFrame gives the connection's frame buffer back to the pool. The
+// request it held must be done with: whatever a handler keeps of a request
+// (group metadata, assignments, stored batches) it copies.
+func (c *clientConn) releaseFrame() {
+	if c.frame != nil {
+		putFrameBuf(c.frame)
 		c.frame = nil
 	}
-	return frame, nil
 }
 
 // remoteHost is the client's address as Kafka reports it in DescribeGroups:

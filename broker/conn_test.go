@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,21 +89,109 @@ func TestFrameMemoryFollowsArrivingBytes(t *testing.T) {
 	}
 }
 
-// TestNoLargeBufferKeptBeforeAuthentication: a client that must still
-// authenticate and sends one large frame does not leave the connection
-// holding a buffer that size; after authentication it does, for speed.
-func TestNoLargeBufferKeptBeforeAuthentication(t *testing.T) {
-	const size = 300 << 10
-	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}}
-	c := &clientConn{b: b, r: bufio.NewReader(bytes.NewReader(make([]byte, 2*size)))}
-	_, err := c.readFrame(size)
+// TestNoFrameBufferHeldBetweenRequests: once a request is answered its
+// frame buffer goes back to the shared pool, before and after SASL
+// authentication alike, so an idle connection holds no frame.
+func TestNoFrameBufferHeldBetweenRequests(t *testing.T) {
+	b, err := New(WithUsers(map[string]string{"app": "secret"}))
 	require.NoError(t, err)
-	assert.LessOrEqual(t, cap(c.frame), 64<<10, "buffer kept before authentication")
+	defer b.Close()
+	server, client := net.Pipe()
+	defer client.Close()
+	c := newClientConn(b, server)
+	done := make(chan struct{})
+	go func() { defer close(done); c.serve() }()
 
-	c.authenticated = true
-	_, err = c.readFrame(size)
+	versions := kmsg.NewPtrApiVersionsRequest()
+	versions.SetVersion(3)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t")).AppendRequest(nil, versions, 1)
+	go client.Write(frame)
+	var size [4]byte
+	_, err = io.ReadFull(client, size[:])
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, cap(c.frame), size, "buffer kept after authentication")
+	_, err = io.ReadFull(client, make([]byte, binary.BigEndian.Uint32(size[:])))
+	require.NoError(t, err)
+	client.Close()
+	<-done
+	assert.Nil(t, c.frame, "frame buffer held after the answer")
+}
+
+// pipeListener accepts in-memory connections made by dial: a write to one
+// returns only once the broker has read all of it, so a test knows what
+// the broker has received.
+type pipeListener struct {
+	net.Listener // the broker's own listener, closed with this one
+	conns        chan net.Conn
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	default:
+	}
+	// Accept on the real listener as well, so that Close ends Accept.
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { c, err := l.Listener.Accept(); got <- result{c, err} }()
+	select {
+	case c := <-l.conns:
+		go func() {
+			if r := <-got; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return c, nil
+	case r := <-got:
+		return r.c, r.err
+	}
+}
+
+func (l *pipeListener) dial() net.Conn {
+	server, client := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+// TestFrameBuffersHoldAtMostTwiceWhatArrived: connections that each sent
+// part of a frame declaring the largest size hold at most twice the bytes
+// they sent, not the size the frame declared.
+func TestFrameBuffersHoldAtMostTwiceWhatArrived(t *testing.T) {
+	const conns, sent = 200, 512 << 10
+	pl := &pipeListener{conns: make(chan net.Conn)}
+	b, err := New(func(c *config) {
+		c.wrapListener = func(ln net.Listener) net.Listener { pl.Listener = ln; return pl }
+	})
+	require.NoError(t, err)
+	defer b.Close()
+	msg := binary.BigEndian.AppendUint32(nil, maxFrameSize)
+	msg = append(msg, make([]byte, sent)...)
+
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC() // twice: pooled buffers go at the second
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	clients := make([]net.Conn, conns)
+	for i := range clients {
+		clients[i] = pl.dial()
+		_, err := clients[i].Write(msg) // returns once the broker has read it all
+		require.NoError(t, err)
+	}
+	grown := int64(heap()) - int64(before)
+	perConn := int64(readBufferSize + 16<<10) // the read buffer and the connection's state
+	t.Logf("%d connections that sent %d bytes each of a %d-byte frame: heap grew %d bytes (%.2f× what they sent)",
+		conns, sent, maxFrameSize, grown, float64(grown)/float64(conns*sent))
+	assert.LessOrEqual(t, grown, int64(conns)*(2*sent+perConn), "heap held by connections with partial frames")
+	for _, c := range clients {
+		c.Close()
+	}
 }
 
 // TestSmallReadBufferBeforeAuthentication: a connection that must log in

@@ -49,7 +49,7 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	}
 	req = mergeFetchDuplicates(req, r.version)
 	denied := b.fetchDenied(r, req)
-	resp, bytes := b.fetchOnce(req, r.version, denied)
+	resp, bytes := b.fetchOnce(r, req, denied)
 	wait := b.fetchWait(req, bytes)
 	if wait <= 0 || fetchHasError(resp) {
 		return resp
@@ -64,7 +64,7 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	for {
 		woken := b.dataWaiter()
 		// Re-check after taking the waiter so an append in between is seen.
-		if resp, bytes = b.fetchOnce(req, r.version, denied); bytes > 0 {
+		if resp, bytes = b.fetchOnce(r, req, denied); bytes > 0 {
 			return resp
 		}
 		select {
@@ -251,7 +251,11 @@ func (b *Broker) fetchDenied(r *request, req *kmsg.FetchRequest) []bool {
 
 // fetchOnce reads every requested partition once, except the topics denied
 // marks, and returns the response and how many record bytes it carries.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool) (*kmsg.FetchResponse, int) {
+// The records alias the log: each read is kept in r.reads, released once
+// the answer is written, so that a topic deleted meanwhile does not hand
+// their memory to another topic before then.
+func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*kmsg.FetchResponse, int) {
+	version := r.version
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := min(max(int(req.MaxBytes), 0), fetchMaxBytes)
 	total := 0
@@ -299,6 +303,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool)
 				max = budget - total
 			}
 			res, err := part.Read(rp.FetchOffset, max)
+			if res.Records != nil {
+				r.reads = append(r.reads, res)
+			}
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			if errors.Is(err, log.ErrOffsetOutOfRange) {
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code

@@ -34,7 +34,8 @@ type pendingAppend struct {
 // for CRC and length (CORRUPT_MESSAGE), and every record in it is read and
 // validated as Kafka's log validator does (INVALID_RECORD; see
 // log.Batch.Validate). A compressed batch (kafka profile) is validated as
-// it decompresses and stored as received; one that does not decompress
+// it decompresses, once one of the broker's decompression turns is free
+// (WithDecompressions), and stored as received; one that does not decompress
 // (including a zstd window over log.MaxZstdWindow and snappy with S2
 // extensions) gets UNKNOWN_SERVER_ERROR, as Kafka answers, and one that
 // decompresses past log.MaxDecompressedBytes MESSAGE_TOO_LARGE. A batch
@@ -281,6 +282,12 @@ func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64
 	if batch.ProducerID() >= 0 && batch.BaseSequence() < 0 {
 		return nil, kerr.InvalidRecord.Code, "invalid sequence number " + strconv.Itoa(int(batch.BaseSequence())) + " in a record batch with producer id " + strconv.FormatInt(batch.ProducerID(), 10)
 	}
+	if batch.Compression() != 0 {
+		if !b.startDecompression(r) {
+			return nil, kerr.RequestTimedOut.Code, "the connection closed while waiting to decompress"
+		}
+		defer func() { <-b.decompress }()
+	}
 	stats, err := batch.Validate()
 	switch {
 	case errors.Is(err, log.ErrDecompress):
@@ -309,6 +316,25 @@ func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64
 		}
 	}
 	return batch, 0, ""
+}
+
+// startDecompression waits for one of the broker's decompression turns
+// (WithDecompressions), which the caller gives back by receiving from
+// b.decompress. It returns false if the connection closes first.
+func (b *Broker) startDecompression(r *request) bool {
+	select {
+	case b.decompress <- struct{}{}:
+		return true
+	default:
+	}
+	b.decompressWaiting.Add(1)
+	defer b.decompressWaiting.Add(-1)
+	select {
+	case b.decompress <- struct{}{}:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
 }
 
 // keylessMessage is what checkBatch answers for a batch with keyless

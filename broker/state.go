@@ -11,7 +11,10 @@ import "github.com/vastfake/vastfake/coordinator"
 // state. Rules, faults, latency, the request log
 // and open connections stay. Clients still running see their topics
 // disappear (UNKNOWN_TOPIC_OR_PARTITION) and their groups forget them
-// (UNKNOWN_MEMBER_ID), as after deleting them by hand.
+// (UNKNOWN_MEMBER_ID), as after deleting them by hand. The topics' log
+// memory is kept (up to log.MaxFreeBytes) for the topics made after, so a
+// test suite that resets one broker between tests does not map fresh
+// memory for every test.
 func (b *Broker) Reset() {
 	for _, t := range b.data.all() {
 		b.deleteTopic(t)

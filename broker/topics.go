@@ -77,6 +77,7 @@ func lookupWritable(t *topic, p int32, byID bool) (*log.Partition, int16) {
 // write lock. A topic's partition slice is replaced, never mutated, when
 // partitions are added, so a reader may keep a *topic without the lock.
 type store struct {
+	mem        *log.Memory // where every partition's chunks come from and go back to
 	mu         sync.RWMutex
 	byName     map[string]*topic
 	byID       map[[16]byte]*topic
@@ -84,7 +85,7 @@ type store struct {
 }
 
 func newStore() *store {
-	return &store{byName: make(map[string]*topic), byID: make(map[[16]byte]*topic)}
+	return &store{mem: new(log.Memory), byName: make(map[string]*topic), byID: make(map[[16]byte]*topic)}
 }
 
 func (s *store) get(name string) *topic {
@@ -231,14 +232,14 @@ func (b *Broker) createTopic(r *request, name string, partitions int32, configs 
 	if validateOnly {
 		return 0, ""
 	}
-	s.add(&topic{name: name, cfg: cfg, partitions: newPartitions(int(n))})
+	s.add(&topic{name: name, cfg: cfg, partitions: s.newPartitions(int(n))})
 	return 0, ""
 }
 
-func newPartitions(n int) []*log.Partition {
+func (s *store) newPartitions(n int) []*log.Partition {
 	ps := make([]*log.Partition, n)
 	for i := range ps {
-		ps[i] = log.NewPartition()
+		ps[i] = s.mem.NewPartition()
 	}
 	return ps
 }
@@ -270,18 +271,21 @@ func (b *Broker) createOffsetsTopic() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byName[offsetsTopic]; !ok {
-		s.add(&topic{name: offsetsTopic, cfg: cfg, partitions: newPartitions(offsetsTopicPartitions), internal: true})
+		s.add(&topic{name: offsetsTopic, cfg: cfg, partitions: s.newPartitions(offsetsTopicPartitions), internal: true})
 	}
 }
 
-// deleteTopic removes a topic and every group's committed offsets for it.
+// deleteTopic removes a topic and every group's committed offsets for it,
+// and releases its partitions' memory for reuse by later topics (once
+// fetch answers being written from it are done; see log.Partition.Release).
 // Deleting the internal __consumer_offsets, which Kafka allows, loses every
 // group's committed offsets, as on Kafka, and the broker creates it again
 // at once, empty, as Kafka's coordinator does on the next FindCoordinator.
 func (b *Broker) deleteTopic(t *topic) {
 	s := b.data
 	s.mu.Lock()
-	if s.byName[t.name] == t {
+	removed := s.byName[t.name] == t
+	if removed {
 		delete(s.byName, t.name)
 		delete(s.byID, t.id)
 		if !t.internal {
@@ -294,6 +298,11 @@ func (b *Broker) deleteTopic(t *topic) {
 		b.producers.DropPartition(p)
 	}
 	b.appendMu.Unlock()
+	if removed {
+		for _, p := range t.partitions {
+			p.Release()
+		}
+	}
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()
@@ -737,7 +746,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			grown := make([]*log.Partition, rt.Count)
 			copy(grown, t.partitions)
 			for i := len(t.partitions); i < len(grown); i++ {
-				grown[i] = log.NewPartition()
+				grown[i] = s.mem.NewPartition()
 			}
 			if !t.internal {
 				s.partitions += len(grown) - len(t.partitions)

@@ -114,11 +114,13 @@ type RecordStats struct {
 // instead.
 //
 // An uncompressed batch is read in place without allocating. A compressed
-// batch (gzip, snappy, lz4, zstd) is validated as it decompresses, record by
-// record, stopping at the first error, so memory follows its largest record
-// (snappy: its largest block); a batch that does not decompress in its codec
-// (or a zstd frame whose window is over MaxZstdWindow, or snappy with S2's
-// extensions) returns ErrDecompress, and one that decompresses to more than
+// batch (gzip, snappy, lz4, zstd) is validated as it decompresses, field by
+// field, stopping at the first error, and keys, values and headers are
+// skipped, not kept: memory is the codec's window and a 64 KiB read buffer,
+// whatever the size of a record. A batch that does not decompress in its
+// codec (or a zstd frame whose window is over MaxZstdWindow, a snappy copy
+// reaching back more than MaxSnappyWindow, or snappy with S2's extensions)
+// returns ErrDecompress, and one that decompresses to more than
 // MaxDecompressedBytes returns ErrTooLarge.
 func (b Batch) Validate() (RecordStats, error) {
 	if b.Compression() == 0 {

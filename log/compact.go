@@ -124,8 +124,14 @@ type compactSnapshot struct {
 
 func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 	p.mu.RLock()
+	if p.released {
+		p.mu.RUnlock()
+		return CompactResult{}, nil
+	}
 	snap := compactSnapshot{entries: p.entries[:len(p.entries):len(p.entries)], logStart: p.logStart, cleanedTo: p.cleanedTo}
+	p.pins.Add(1) // the snapshot's chunks are read outside the lock
 	p.mu.RUnlock()
+	defer p.unpin()
 	now := opts.Now.UnixMilli()
 
 	end := snap.cleanableEnd(opts)
@@ -378,6 +384,9 @@ func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) (
 func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed bool, res *CompactResult) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.released {
+		return nil // deleted meanwhile: nothing to keep
+	}
 	if p.logStart != snap.logStart || len(p.entries) < end || !sameEntry(&p.entries[0], &snap.entries[0]) ||
 		!sameEntry(&p.entries[end-1], &snap.entries[end-1]) {
 		return errLogChanged

@@ -1,9 +1,10 @@
 package log
 
 // Validation of compressed batches: records are validated as they
-// decompress, so memory follows the largest record rather than the batch's
-// (claimed) decompressed size. Batches are stored and served as received,
-// never re-encoded.
+// decompress, field by field, and the bytes of keys, values and headers are
+// skipped rather than kept, so memory is the decoder's window and one read
+// buffer whatever the size of a record or of the batch. Batches are stored
+// and served as received, never re-encoded.
 
 import (
 	"bufio"
@@ -13,11 +14,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -38,6 +37,15 @@ const MaxDecompressedBytes = 128 << 20
 // window, which kgo uses).
 const MaxZstdWindow = 8 << 20
 
+// MaxSnappyWindow is how far back a snappy copy may reach: a snappy block
+// is decoded as a stream that keeps only its largest copy distance of
+// history, so a block's memory is that distance rather than its decoded
+// length. A block reaching further is refused like any batch that does not
+// decompress. snappy-java, librdkafka and golang/snappy encode 64 KiB
+// fragments (copies reach at most 64 KiB); S2's snappy encoder, which kgo
+// uses, reaches across the whole batch, which producers cap near 1 MiB.
+const MaxSnappyWindow = MaxZstdWindow
+
 // Compression codecs of a batch's attributes.
 const (
 	codecGzip   = 1
@@ -56,10 +64,11 @@ var (
 		s.br = bufio.NewReaderSize(&s.src, streamBufferSize)
 		return s
 	}}
-	bufPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	gzipPool sync.Pool // *gzip.Reader
-	lz4Pool  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
-	zstdPool = sync.Pool{New: func() any {
+	snappyPool = sync.Pool{New: func() any { return new(snappyStream) }}
+	bufPool    = sync.Pool{New: func() any { return new(bytes.Buffer) }} // compaction's decompressed sections
+	gzipPool   sync.Pool                                                 // *gzip.Reader
+	lz4Pool    = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdPool   = sync.Pool{New: func() any {
 		// One block at a time in the calling goroutine: no goroutines
 		// to stop, so a decoder the pool drops needs no Close.
 		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
@@ -75,6 +84,11 @@ const (
 	poolMax          = 4 << 20
 	streamBufferSize = 64 << 10
 )
+
+// inPlaceMax is the longest record of a compressed batch checked in place
+// in the read buffer; longer ones are checked as they stream past. Tests
+// lower it to check every record as a stream.
+var inPlaceMax = streamBufferSize
 
 // emptyGzip is a gzip member holding nothing; a pooled gzip reader is
 // reset onto it so that it lets go of the last batch.
@@ -93,10 +107,8 @@ const xerialHeaderSize = 16
 // before anything is allocated for it.
 const maxSnappyRatio = 22
 
-// validateCompressed validates the records of a compressed batch; see
-// Validate. gzip, lz4 and zstd are validated as they decompress; snappy,
-// whose blocks hold their decoded length, is decoded block by block into
-// pooled memory and validated in place.
+// validateCompressed validates the records of a compressed batch as it
+// decompresses; see Validate.
 func (b Batch) validateCompressed() (RecordStats, error) {
 	src := []byte(b[BatchHeaderSize:])
 	switch b.Compression() {
@@ -108,19 +120,12 @@ func (b Batch) validateCompressed() (RecordStats, error) {
 		defer putGzip(zr)
 		return b.validateStream(zr)
 	case codecSnappy:
-		buf := bufPool.Get().(*bytes.Buffer)
-		buf.Reset()
-		defer func() {
-			if buf.Cap() <= poolMax {
-				bufPool.Put(buf)
-			}
-		}()
-		if err := unsnappy(buf, src); errors.Is(err, ErrTooLarge) {
-			return RecordStats{}, err
-		} else if err != nil {
+		sr := snappyPool.Get().(*snappyStream)
+		defer sr.release()
+		if err := sr.reset(src); err != nil {
 			return RecordStats{}, fmt.Errorf("%w: %v", ErrDecompress, err)
 		}
-		return b.validateRecords(buf.Bytes())
+		return b.validateStream(sr)
 	case codecLZ4:
 		r := lz4Pool.Get().(*lz4.Reader)
 		r.Reset(bytes.NewReader(src))
@@ -148,7 +153,6 @@ func (b Batch) validateCompressed() (RecordStats, error) {
 type recordStream struct {
 	src countingReader
 	br  *bufio.Reader // reads src
-	rec []byte        // a record larger than br's buffer
 }
 
 // countingReader passes on a decompressor's output, up to
@@ -194,9 +198,12 @@ func (c *countingReader) failed() error {
 }
 
 // validateStream validates the records that r decompresses, stopping at
-// the first error, with the same record checks as an uncompressed batch
-// (validateRecord). It reads r to its end, so that a checksum at the end
-// of the stream is checked and bytes after the last record are refused.
+// the first error, with the same record checks as an uncompressed batch.
+// A record that fits the read buffer is checked in place (validateRecord);
+// a larger one field by field as it streams past (validateLongRecord),
+// skipping its keys, values and headers, so that memory never follows a
+// record's size. It reads r to its end, so that a checksum at the end of
+// the stream is checked and bytes after the last record are refused.
 func (b Batch) validateStream(r io.Reader) (RecordStats, error) {
 	s := streamPool.Get().(*recordStream)
 	s.src = countingReader{r: r}
@@ -216,15 +223,24 @@ func (b Batch) validateStream(r io.Reader) (RecordStats, error) {
 			return stats, invalidRecord(i, "record length does not fit the batch")
 		}
 		_, _ = s.br.Discard(p)
-		rec, err := s.next(int(length))
+		var err error
+		if int(length) <= inPlaceMax {
+			var rec []byte
+			if rec, err = s.br.Peek(int(length)); err == nil {
+				_, _ = s.br.Discard(int(length))
+				err = validateRecord(rec, i, first, &stats)
+			}
+		} else {
+			err = validateLongRecord(&longRecord{br: s.br, left: int(length)}, i, first, &stats)
+		}
 		if err != nil {
+			if errors.Is(err, ErrInvalidRecord) {
+				return stats, err
+			}
 			if err := s.src.failed(); err != nil {
 				return stats, err
 			}
 			return stats, invalidRecord(i, "record length does not fit the batch")
-		}
-		if err := validateRecord(rec, i, first, &stats); err != nil {
-			return stats, err
 		}
 	}
 	if _, err := s.br.ReadByte(); err == nil {
@@ -233,39 +249,124 @@ func (b Batch) validateStream(r io.Reader) (RecordStats, error) {
 	return stats, s.src.failed()
 }
 
-// next reads the next n bytes, which are valid until the next read. A
-// record that fits the read buffer is not copied; a larger one is read into
-// a slice that grows with what actually arrives, never by a length the
-// stream merely claims.
-func (s *recordStream) next(n int) ([]byte, error) {
-	if n <= s.br.Size() {
-		rec, err := s.br.Peek(n)
-		if err != nil {
-			return nil, err
+// longRecord reads the fields of a record larger than the read buffer from
+// the stream: left is how many of its bytes are still to come. Reads past
+// left fail as reads past the end of an in-place record do; a stream that
+// ends early returns its read error.
+type longRecord struct {
+	br   *bufio.Reader
+	left int
+	err  error // the stream's error, which ends the record
+}
+
+// varint reads a zigzag varint of at most maxBytes bytes inside the record
+// and returns it, with ok false when it is malformed, overflows bits, or
+// runs past the record or the stream.
+func (r *longRecord) varint(maxBytes int, bits uint) (int64, bool) {
+	var u uint64
+	for k := 0; k < maxBytes; k++ {
+		if r.left == 0 {
+			return 0, false
 		}
-		_, _ = s.br.Discard(n)
-		return rec, nil
-	}
-	s.rec = s.rec[:0]
-	for len(s.rec) < n {
-		chunk := min(n-len(s.rec), max(len(s.rec), s.br.Size()))
-		s.rec = slices.Grow(s.rec, chunk)
-		got, err := io.ReadFull(s.br, s.rec[len(s.rec):len(s.rec)+chunk])
-		s.rec = s.rec[:len(s.rec)+got]
+		c, err := r.br.ReadByte()
 		if err != nil {
-			return nil, err
+			r.err = err
+			return 0, false
+		}
+		r.left--
+		u |= uint64(c&0x7f) << (7 * k)
+		if c < 0x80 {
+			if k == maxBytes-1 && c>>(bits-7*uint(k)) != 0 {
+				return 0, false // past the type's bits
+			}
+			return int64(u>>1) ^ -int64(u&1), true
 		}
 	}
-	return s.rec, nil
+	return 0, false
+}
+
+func (r *longRecord) varint32() (int32, bool) {
+	v, ok := r.varint(binary.MaxVarintLen32, 32)
+	return int32(v), ok
+}
+
+// skip skips a bytes field of length l (-1 for null) without keeping it,
+// and reports false for a length below -1 or past the record's end.
+func (r *longRecord) skip(l int32) bool {
+	if l < -1 || int(l) > r.left {
+		return false
+	}
+	n := max(int(l), 0)
+	got, err := r.br.Discard(n)
+	r.left -= got
+	if err != nil {
+		r.err = err
+		return false
+	}
+	return true
+}
+
+// validateLongRecord is validateRecord for a record read from a stream;
+// it refuses what validateRecord refuses, with the same reasons, and
+// returns the stream's error when the stream ends inside the record.
+func validateLongRecord(r *longRecord, i int32, first int64, stats *RecordStats) error {
+	fail := func(why string) error {
+		if r.err != nil {
+			return r.err
+		}
+		return invalidRecord(i, why)
+	}
+	if _, err := r.br.ReadByte(); err != nil { // attributes: unused in v2 records
+		return err
+	}
+	r.left--
+	tsDelta, ok := r.varint(binary.MaxVarintLen64, 64)
+	if !ok {
+		return fail("bad timestamp delta")
+	}
+	if ts := first + tsDelta; ts != -1 {
+		stats.MinTimestamp = min(stats.MinTimestamp, ts)
+		stats.MaxTimestamp = max(stats.MaxTimestamp, ts)
+	}
+	if offsetDelta, ok := r.varint32(); !ok || offsetDelta != i {
+		return fail("offset delta is not the record's index")
+	}
+	keyLen, ok := r.varint32()
+	if !ok || !r.skip(keyLen) {
+		return fail("bad key length")
+	}
+	if keyLen < 0 {
+		stats.NullKeys++
+	}
+	valueLen, ok := r.varint32()
+	if !ok || !r.skip(valueLen) {
+		return fail("bad value length")
+	}
+	stats.MaxKey, stats.MaxValue = max(stats.MaxKey, int(keyLen)), max(stats.MaxValue, int(valueLen))
+	headers, ok := r.varint32()
+	if !ok || headers < 0 || int(headers) > r.left {
+		return fail("bad header count")
+	}
+	for range headers {
+		keyLen, ok = r.varint32()
+		if !ok || keyLen < 0 || !r.skip(keyLen) {
+			return fail("bad header key length")
+		}
+		valueLen, ok = r.varint32()
+		if !ok || !r.skip(valueLen) {
+			return fail("bad header value length")
+		}
+	}
+	if r.left != 0 {
+		return fail("record length does not match its fields")
+	}
+	return nil
 }
 
 // release returns s to its pool holding nothing of the batch it read.
 func (s *recordStream) release() {
 	s.src = countingReader{}
 	s.br.Reset(&s.src)
-	if cap(s.rec) > poolMax {
-		s.rec = nil
-	}
 	streamPool.Put(s)
 }
 
@@ -291,53 +392,236 @@ func putGzip(zr *gzip.Reader) {
 	}
 }
 
-// unsnappy decodes snappy-java's framed stream or one raw snappy block.
-func unsnappy(buf *bytes.Buffer, src []byte) error {
+// snappyStream decodes snappy-java's framed stream or one raw snappy
+// block as an io.Reader. A block of up to snappyKeep bytes is decoded
+// whole; a larger one keeps only the history its copies reach back to: it
+// is checked whole before it is decoded (every element in bounds, copies
+// within what the block has produced and within MaxSnappyWindow, the
+// decoded length as declared), which needs no memory, then decoded in
+// steps into a buffer of its largest copy distance plus snappyStep.
+type snappyStream struct {
+	rest   []byte // xerial blocks after the current one
+	xerial bool
+	block  []byte // the current block's elements not yet decoded
+	left   int    // bytes the current block has still to produce
+	lit    int    // bytes of a literal at block[0:] still to emit
+	buf    []byte // decoded bytes: history, then buf[r:] not yet read
+	r      int
+	hist   int // history the current block needs: its largest copy distance
+}
+
+// snappyStep is how much a snappy stream decodes at a time; a pooled
+// stream keeps a buffer of up to snappyKeep, enough for the history of a
+// producer's usual 1 MiB batch.
+const (
+	snappyStep = 64 << 10
+	snappyKeep = 1<<20 + 2*snappyStep
+)
+
+// reset makes s read the snappy data src: framed (xerialMagic) or one raw
+// block.
+func (s *snappyStream) reset(src []byte) error {
+	*s = snappyStream{buf: s.buf[:0]}
 	if !bytes.HasPrefix(src, xerialMagic) {
-		return unsnappyBlock(buf, src)
+		return s.startBlock(src)
 	}
 	if len(src) < xerialHeaderSize {
 		return errors.New("snappy: short xerial header")
 	}
-	src = src[xerialHeaderSize:]
-	for len(src) > 0 {
-		if len(src) < 4 {
-			return errors.New("snappy: short xerial block length")
-		}
-		n := int(binary.BigEndian.Uint32(src))
-		src = src[4:]
-		if n < 0 || n > len(src) {
-			return errors.New("snappy: xerial block past the end")
-		}
-		if err := unsnappyBlock(buf, src[:n]); err != nil {
-			return err
-		}
-		src = src[n:]
-	}
+	s.xerial, s.rest = true, src[xerialHeaderSize:]
 	return nil
 }
 
-// unsnappyBlock appends one decoded snappy block to buf. It decodes strict
-// snappy, as snappy-java and librdkafka do: S2's extensions, which an S2
-// decoder would accept, are refused.
-func unsnappyBlock(buf *bytes.Buffer, block []byte) error {
-	n, err := s2.DecodedLen(block)
+// release returns s to its pool holding no batch bytes and no more memory
+// than a small block needs.
+func (s *snappyStream) release() {
+	buf := s.buf
+	if cap(buf) > snappyKeep {
+		buf = nil
+	}
+	*s = snappyStream{buf: buf[:0]}
+	snappyPool.Put(s)
+}
+
+// nextBlock starts the next xerial block, or returns io.EOF after the last.
+func (s *snappyStream) nextBlock() error {
+	if !s.xerial || len(s.rest) == 0 {
+		return io.EOF
+	}
+	if len(s.rest) < 4 {
+		return errors.New("snappy: short xerial block length")
+	}
+	n := int(binary.BigEndian.Uint32(s.rest))
+	s.rest = s.rest[4:]
+	if n < 0 || n > len(s.rest) {
+		return errors.New("snappy: xerial block past the end")
+	}
+	block := s.rest[:n]
+	s.rest = s.rest[n:]
+	return s.startBlock(block)
+}
+
+// startBlock checks a whole block (see snappyStream) and makes it the one
+// being decoded, with no history: snappy blocks are independent. It
+// decodes strict snappy, as snappy-java and librdkafka do: S2's extensions
+// (a copy at offset 0 repeats the last offset) are refused.
+func (s *snappyStream) startBlock(block []byte) error {
+	n, k := binary.Uvarint(block)
+	if k <= 0 || n > 0xffffffff {
+		return errors.New("snappy: bad decoded length")
+	}
+	if n > uint64(maxSnappyRatio*len(block)) {
+		return errors.New("snappy: decoded length past what the block can hold")
+	}
+	if n <= snappyKeep {
+		// A block no larger than the history a stream may keep anyway
+		// (a producer's usual batch) is decoded whole, which is faster.
+		if cap(s.buf) < int(n) {
+			s.buf = make([]byte, 0, snappyKeep)
+		}
+		out, err := snappy.DecodeStrict(s.buf[:n], block)
+		if err != nil {
+			return err
+		}
+		s.block, s.left, s.lit, s.hist = nil, 0, 0, 0
+		s.buf, s.r = out, 0
+		return nil
+	}
+	hist, err := snappyCheck(block[k:], int(n))
 	if err != nil {
 		return err
 	}
-	if n > maxSnappyRatio*len(block) {
-		return errors.New("snappy: decoded length past what the block can hold")
-	}
-	if buf.Len()+n > MaxDecompressedBytes {
-		return ErrTooLarge
-	}
-	buf.Grow(n)
-	dst := buf.AvailableBuffer()[:n]
-	if _, err := snappy.DecodeStrict(dst, block); err != nil {
-		return err
-	}
-	buf.Write(dst) // dst is buf's own free space: Write only extends buf
+	s.block, s.left, s.lit, s.hist = block[k:], int(n), 0, hist
+	s.buf, s.r = s.buf[:0], 0
 	return nil
+}
+
+// snappyCheck walks a block's elements without decoding them and returns
+// the largest copy distance, or an error where a strict snappy decoder
+// fails, or where a copy reaches further back than MaxSnappyWindow.
+func snappyCheck(src []byte, decoded int) (int, error) {
+	errCorrupt := errors.New("snappy: corrupt input")
+	d, hist := 0, 0
+	for s := 0; s < len(src); {
+		length, offset, size := snappyElement(src[s:])
+		if size <= 0 {
+			return 0, errCorrupt
+		}
+		s += size
+		if offset == 0 { // a literal: its bytes follow
+			if length > len(src)-s {
+				return 0, errCorrupt
+			}
+			s += length
+		} else if offset > d {
+			return 0, errCorrupt // before the block's start, or S2's repeat (offset 0 is a literal here)
+		} else if offset > MaxSnappyWindow {
+			return 0, fmt.Errorf("snappy: a copy reaches %d bytes back, over the %d-byte window", offset, MaxSnappyWindow)
+		}
+		if length > decoded-d {
+			return 0, errCorrupt
+		}
+		d += length
+		hist = max(hist, offset)
+	}
+	if d != decoded {
+		return 0, errCorrupt
+	}
+	return hist, nil
+}
+
+// snappyElement parses the element at the start of src: a literal (offset
+// 0; its length bytes follow the tag) or a copy. It returns the length
+// produced, the copy offset, and the size of the tag, or size <= 0 when
+// src is cut short or a copy has offset 0 (S2's repeat code, not snappy).
+func snappyElement(src []byte) (length, offset, size int) {
+	tag := src[0]
+	switch tag & 3 {
+	case 0: // literal
+		x := int(tag >> 2)
+		size = 1
+		if x >= 60 {
+			extra := x - 59 // 1 to 4 bytes of length
+			if len(src) < 1+extra {
+				return 0, 0, 0
+			}
+			x = 0
+			for k := range extra {
+				x |= int(src[1+k]) << (8 * k)
+			}
+			size += extra
+		}
+		return x + 1, 0, size
+	case 1:
+		if len(src) < 2 {
+			return 0, 0, 0
+		}
+		length, offset, size = 4+int(tag>>2&7), int(tag&0xe0)<<3|int(src[1]), 2
+	case 2:
+		if len(src) < 3 {
+			return 0, 0, 0
+		}
+		length, offset, size = 1+int(tag>>2), int(binary.LittleEndian.Uint16(src[1:])), 3
+	default:
+		if len(src) < 5 {
+			return 0, 0, 0
+		}
+		length, offset, size = 1+int(tag>>2), int(binary.LittleEndian.Uint32(src[1:])), 5
+	}
+	if offset == 0 {
+		return 0, 0, 0
+	}
+	return length, offset, size
+}
+
+// Read decodes into p what the blocks, checked by startBlock, produce.
+func (s *snappyStream) Read(p []byte) (int, error) {
+	for s.r == len(s.buf) {
+		if s.left == 0 {
+			if err := s.nextBlock(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		s.decodeStep()
+	}
+	n := copy(p, s.buf[s.r:])
+	s.r += n
+	return n, nil
+}
+
+// decodeStep decodes up to snappyStep more bytes of the current block
+// after the history its copies need, which it moves to the front of buf.
+func (s *snappyStream) decodeStep() {
+	if keep := min(len(s.buf), s.hist); len(s.buf) > keep {
+		s.buf = s.buf[:copy(s.buf, s.buf[len(s.buf)-keep:])]
+	}
+	s.r = len(s.buf)
+	if want := len(s.buf) + snappyStep + 64; cap(s.buf) < want {
+		s.buf = append(make([]byte, 0, want), s.buf...)
+	}
+	for len(s.buf)-s.r < snappyStep && s.left > 0 {
+		if s.lit > 0 { // the rest of a literal
+			n := min(s.lit, snappyStep-(len(s.buf)-s.r))
+			s.buf = append(s.buf, s.block[:n]...)
+			s.block, s.lit, s.left = s.block[n:], s.lit-n, s.left-n
+			continue
+		}
+		length, offset, size := snappyElement(s.block)
+		s.block = s.block[size:]
+		if offset == 0 {
+			s.lit = length
+			continue
+		}
+		// A copy may overlap what it produces: the output from start on
+		// repeats with period offset, so each step can copy all of it.
+		d := len(s.buf)
+		s.buf = s.buf[:d+length] // decodeStep's buffer has room for one element past snappyStep
+		for i := d; i < d+length; {
+			i += copy(s.buf[i:d+length], s.buf[d-offset:i])
+		}
+		s.left -= length
+	}
 }
 
 // decompress appends the record section of a compressed batch, decoded, to
@@ -356,12 +640,12 @@ func (b Batch) decompress(buf *bytes.Buffer) error {
 		defer putGzip(zr)
 		r = zr
 	case codecSnappy:
-		if err := unsnappy(buf, src); errors.Is(err, ErrTooLarge) {
-			return err
-		} else if err != nil {
+		sr := snappyPool.Get().(*snappyStream)
+		defer sr.release()
+		if err := sr.reset(src); err != nil {
 			return fmt.Errorf("%w: %v", ErrDecompress, err)
 		}
-		return nil
+		r = sr
 	case codecLZ4:
 		lr := lz4Pool.Get().(*lz4.Reader)
 		lr.Reset(bytes.NewReader(src))

@@ -7,8 +7,10 @@ package log
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -53,11 +55,21 @@ type entry struct {
 type Partition struct {
 	mu sync.RWMutex
 
-	entries  []entry
-	chunk    []byte // the chunk being filled; len is its used size
-	logStart int64
-	hwm      int64
-	bytes    int64 // stored batch bytes still in the log
+	// mem, when set, is where chunks come from and go back to on Release.
+	// pins counts reads and copies using chunk memory outside mu, plus
+	// releasedPin once Release has run; the chunks in dead go back to mem
+	// when both are done. released is set under mu by Release.
+	mem      *Memory
+	pins     atomic.Int64
+	released bool
+	dead     [][]byte
+
+	entries    []entry
+	chunk      []byte // the chunk being filled; len is its used size
+	chunkFresh bool   // chunk is new memory, not one a Memory gave back
+	logStart   int64
+	hwm        int64
+	bytes      int64 // stored batch bytes still in the log
 
 	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
 	maxTS       int64
@@ -76,9 +88,148 @@ type Partition struct {
 	cleanedTo int64
 }
 
-// NewPartition returns an empty log whose first offset is 0.
+// NewPartition returns an empty log whose first offset is 0. Its memory is
+// left to the garbage collector; see Memory for a log whose memory is
+// reused.
 func NewPartition() *Partition {
 	return &Partition{maxTS: -1, maxTSOffset: -1}
+}
+
+// MaxFreeBytes bounds the chunks a Memory keeps for reuse; chunks released
+// beyond it are left to the garbage collector.
+const MaxFreeBytes = 64 << 20
+
+// chunkClasses are the chunk sizes a Memory keeps: powers of two from
+// minChunk to maxChunk.
+const (
+	minChunkClass = 12 // log2(minChunk)
+	chunkClasses  = 11 // up to log2(maxChunk)
+)
+
+// Memory is a store of free chunks for the partitions it makes: a released
+// partition's chunks (Partition.Release) go back to it, up to MaxFreeBytes,
+// and new batches are copied into them instead of into fresh memory, which
+// the kernel must first map and zero. A broker that deletes topics and
+// makes new ones (a test suite resetting it between tests) so reuses its
+// log memory. It is safe for concurrent use.
+type Memory struct {
+	mu    sync.Mutex
+	free  [chunkClasses][][]byte
+	bytes int
+}
+
+// NewPartition returns an empty log whose chunks come from m and go back to
+// it on Release.
+func (m *Memory) NewPartition() *Partition {
+	p := NewPartition()
+	p.mem = m
+	return p
+}
+
+// FreeBytes returns the bytes of the chunks m holds for reuse.
+func (m *Memory) FreeBytes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes
+}
+
+// chunkClass returns the class of a chunk of size bytes, or -1 if size is
+// not one.
+func chunkClass(size int) int {
+	if size < minChunk || size > maxChunk || size&(size-1) != 0 {
+		return -1
+	}
+	return bits.Len(uint(size)) - 1 - minChunkClass
+}
+
+// get returns a free chunk of size bytes (a class size), or nil.
+func (m *Memory) get(size int) []byte {
+	c := chunkClass(size)
+	if m == nil || c < 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list := m.free[c]
+	if len(list) == 0 {
+		return nil
+	}
+	chunk := list[len(list)-1]
+	list[len(list)-1] = nil
+	m.free[c] = list[:len(list)-1]
+	m.bytes -= len(chunk)
+	return chunk
+}
+
+// put keeps chunks of class sizes for reuse, up to MaxFreeBytes.
+func (m *Memory) put(chunks [][]byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, chunk := range chunks {
+		chunk = chunk[:cap(chunk)]
+		if c := chunkClass(len(chunk)); c >= 0 && m.bytes+len(chunk) <= MaxFreeBytes {
+			m.free[c] = append(m.free[c], chunk)
+			m.bytes += len(chunk)
+		}
+	}
+}
+
+// releasedPin marks Partition.pins once the partition is released; the
+// count of pins is below it.
+const releasedPin = 1 << 40
+
+// unpin ends a read or copy that used chunk memory outside the lock; the
+// last one after Release gives the chunks back.
+func (p *Partition) unpin() {
+	if p.pins.Add(-1) == releasedPin {
+		p.recycle()
+	}
+}
+
+// recycle gives the released partition's chunks to its Memory.
+func (p *Partition) recycle() {
+	if p.mem != nil {
+		p.mem.put(p.dead)
+	}
+	p.dead = nil
+}
+
+// Release empties a partition that is no longer part of any topic (deleted
+// with its topic, or by Reset) and gives its chunks back to the Memory it
+// came from once no read or copy still uses them: a fetch answer that
+// holds a ReadResult keeps them until ReadResult.Release. Afterwards reads
+// return nothing, and stages and publishes store nothing. Release is safe
+// to call more than once.
+func (p *Partition) Release() {
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return
+	}
+	p.released = true
+	var dead [][]byte
+	if p.mem != nil {
+		// Each chunk once, however entries share them (compaction can
+		// interleave its own chunks with kept ones).
+		seen := make(map[*byte]bool)
+		add := func(c []byte) {
+			if c != nil && chunkClass(cap(c)) >= 0 && !seen[unsafe.SliceData(c)] {
+				seen[unsafe.SliceData(c)] = true
+				dead = append(dead, c)
+			}
+		}
+		for i := range p.entries {
+			add(p.entries[i].chunk)
+		}
+		add(p.chunk)
+	}
+	p.dead = dead
+	p.entries, p.chunk, p.bytes = nil, nil, 0
+	last := p.pins.Add(releasedPin) == releasedPin
+	p.mu.Unlock()
+	if last {
+		p.recycle()
+	}
 }
 
 // AppendOptions says how the broker wants a batch stored.
@@ -147,16 +298,30 @@ func (p *Partition) Stage(b Batch) Staged {
 		return Staged{chunk: chunk, n: int32(n)}
 	}
 	p.mu.Lock()
-	if cap(p.chunk)-len(p.chunk) < n {
-		size := min(max(2*cap(p.chunk), minChunk, n), maxChunk)
-		p.chunk = make([]byte, 0, size)
+	if p.released {
+		p.mu.Unlock()
+		return Staged{} // Publish stores nothing in a released partition
 	}
+	if cap(p.chunk)-len(p.chunk) < n {
+		// Chunks are powers of two, so that a Memory can reuse them.
+		size := min(max(2*cap(p.chunk), minChunk, 1<<bits.Len(uint(n-1))), maxChunk)
+		if chunk := p.mem.get(size); chunk != nil {
+			p.chunk, p.chunkFresh = chunk[:0], false
+		} else {
+			p.chunk, p.chunkFresh = make([]byte, 0, size), true
+		}
+	}
+	fresh := p.chunkFresh
 	pos := len(p.chunk)
 	p.chunk = p.chunk[:pos+n]
 	chunk := p.chunk[:cap(p.chunk)]
+	p.pins.Add(1)
 	p.mu.Unlock()
-	prefault(chunk[pos : pos+n])
+	if fresh {
+		prefault(chunk[pos : pos+n])
+	}
 	copy(chunk[pos:pos+n], b)
+	p.unpin()
 	return Staged{chunk: chunk, pos: int32(pos), n: int32(n)}
 }
 
@@ -169,6 +334,9 @@ func (p *Partition) Stage(b Batch) Staged {
 func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.released {
+		return p.hwm, p.logStart // its memory may be another partition's now
+	}
 	stored := Batch(s.chunk[s.pos : s.pos+s.n : s.pos+s.n])
 	if g := opts.Gap; p.skip == 0 && g.Skip > 0 && p.sinceGap >= max(g.Every, 1) && g.Skip <= MaxOffset-p.hwm {
 		p.skip = g.Skip
@@ -215,11 +383,26 @@ func (p *Partition) Append(b Batch, opts AppendOptions) int64 {
 // ReadResult is what a read returns: a run of whole stored batches and the
 // partition's watermarks at the time of the read.
 type ReadResult struct {
-	// Records aliases the log's memory: callers must not modify it. It is
-	// nil when there is nothing at or after the offset.
+	// Records aliases the log's memory: callers must not modify it, nor
+	// use it after Release. It is nil when there is nothing at or after
+	// the offset.
 	Records        []byte
 	HighWatermark  int64
 	LogStartOffset int64
+
+	pinned *Partition // set when Records must be released
+}
+
+// Release ends the use of Records: if the partition is released (its topic
+// deleted), its memory may then be reused. Call it once Records has been
+// copied out (the broker: once the fetch answer is encoded); a result that
+// is never released only keeps a deleted partition's memory from reuse.
+// Release on a result without records does nothing.
+func (r *ReadResult) Release() {
+	if p := r.pinned; p != nil {
+		r.pinned, r.Records = nil, nil
+		p.unpin()
+	}
 }
 
 // Read returns the stored batches from the one holding offset onward, up to
@@ -236,7 +419,7 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 		return res, ErrOffsetOutOfRange
 	}
 	i := p.find(offset)
-	if i == len(p.entries) {
+	if i == len(p.entries) || p.released {
 		return res, nil
 	}
 	first := &p.entries[i]
@@ -249,6 +432,10 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 		end += e.n
 	}
 	res.Records = first.chunk[first.pos:end:end]
+	if p.mem != nil {
+		p.pins.Add(1)
+		res.pinned = p
+	}
 	return res, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/rand"
 	"runtime"
 	"strings"
 	"sync"
@@ -504,7 +505,9 @@ func record(i int32, v string, edit func([]byte) []byte) []byte {
 	return append(binary.AppendVarint(nil, int64(len(body))), body...)
 }
 
-func TestValidateRefusesBrokenRecords(t *testing.T) {
+// brokenRecords are record sections that Kafka's log validator refuses,
+// each with the record count its batch header claims.
+func brokenRecords() map[string]brokenRecord {
 	varint := func(v int64) []byte { return binary.AppendVarint(nil, v) }
 	// splice replaces body[at:at+n] with repl.
 	splice := func(at, n int, repl []byte) func([]byte) []byte {
@@ -513,10 +516,7 @@ func TestValidateRefusesBrokenRecords(t *testing.T) {
 		}
 	}
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	cases := map[string]struct {
-		count   int32
-		records []byte
-	}{
+	return map[string]brokenRecord{
 		"negative key length":          {1, record(0, "v", splice(3, 1, varint(-5)))},
 		"key length past the record":   {1, record(0, "v", splice(3, 1, varint(1000)))},
 		"key length over int32":        {1, record(0, "v", splice(3, 1, varint(1<<33)))},
@@ -535,6 +535,15 @@ func TestValidateRefusesBrokenRecords(t *testing.T) {
 		"overlong timestamp varint":    {1, record(0, "v", splice(1, 1, bytes.Repeat([]byte{0xff}, 11)))},
 		"empty record":                 {1, varint(0)},
 	}
+}
+
+type brokenRecord struct {
+	count   int32
+	records []byte
+}
+
+func TestValidateRefusesBrokenRecords(t *testing.T) {
+	cases := brokenRecords()
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			b, err := ParseBatch(withRecords(0, c.count, c.records))
@@ -544,10 +553,118 @@ func TestValidateRefusesBrokenRecords(t *testing.T) {
 		})
 	}
 	// The same builder makes a valid batch.
-	b, err := ParseBatch(withRecords(0, 2, cat(record(0, "a", nil), record(1, "b", nil))))
+	b, err := ParseBatch(withRecords(0, 2, append(record(0, "a", nil), record(1, "b", nil)...)))
 	require.NoError(t, err)
 	_, err = b.Validate()
 	require.NoError(t, err)
+}
+
+// xerialSnappy frames src as snappy-java does: its header, then 32 KiB
+// blocks each prefixed with its length.
+func xerialSnappy(src []byte) []byte {
+	out := append([]byte(nil), xerialMagic...)
+	out = binary.BigEndian.AppendUint32(out, 1)
+	out = binary.BigEndian.AppendUint32(out, 1)
+	for len(src) > 0 {
+		n := min(len(src), 32<<10)
+		block := s2.EncodeSnappy(nil, src[:n])
+		out = binary.BigEndian.AppendUint32(out, uint32(len(block)))
+		out = append(out, block...)
+		src = src[n:]
+	}
+	return out
+}
+
+// codecCases names each way a producer compresses a record section, with
+// the batch attribute it sets.
+func codecCases() map[string]struct {
+	codec    int16
+	compress func(testing.TB, []byte) []byte
+} {
+	type c = struct {
+		codec    int16
+		compress func(testing.TB, []byte) []byte
+	}
+	return map[string]c{
+		"gzip":          {1, compressors[1]},
+		"snappy":        {2, compressors[2]},
+		"snappy xerial": {2, func(_ testing.TB, src []byte) []byte { return xerialSnappy(src) }},
+		"lz4":           {3, compressors[3]},
+		"zstd":          {4, func(tb testing.TB, src []byte) []byte { return zstdStream(tb, src, 1<<20) }},
+	}
+}
+
+// headered encodes a record with offset delta i, timestamp delta ts, a
+// value of n zero bytes and two headers.
+func headered(i int32, ts int64, n int) []byte {
+	r := kmsg.NewRecord()
+	r.OffsetDelta, r.TimestampDelta64 = i, ts
+	r.Key, r.Value = []byte("key"), make([]byte, n)
+	r.Headers = []kmsg.Header{{Key: "h1", Value: []byte("one")}, {Key: "h2"}}
+	body := r.AppendTo(nil)[1:]
+	return append(binary.AppendVarint(nil, int64(len(body))), body...)
+}
+
+// TestStreamedRecordsGetTheSameChecks: records checked as they stream past
+// (as those longer than the read buffer are) are refused for every reason
+// in-place records are, and measured the same, in every codec.
+func TestStreamedRecordsGetTheSameChecks(t *testing.T) {
+	defer func(old int) { inPlaceMax = old }(inPlaceMax)
+	valid := append(append(headered(0, 5, 10), headered(1, -3, 300)...), headered(2, 0, 0)...)
+	nullKey := kmsg.NewRecord()
+	nullKey.OffsetDelta = 3
+	body := nullKey.AppendTo(nil)[1:]
+	valid = append(append(valid, binary.AppendVarint(nil, int64(len(body)))...), body...)
+	plain, err := ParseBatch(withRecords(0, 4, valid))
+	require.NoError(t, err)
+	want, err := plain.Validate()
+	require.NoError(t, err)
+	require.Equal(t, 1, want.NullKeys)
+	for _, place := range []int{streamBufferSize, 0} {
+		inPlaceMax = place
+		for name, cc := range codecCases() {
+			t.Run(fmt.Sprintf("%s, in place up to %d", name, place), func(t *testing.T) {
+				b, err := ParseBatch(withRecords(cc.codec, 4, cc.compress(t, valid)))
+				require.NoError(t, err)
+				stats, err := b.Validate()
+				require.NoError(t, err)
+				assert.Equal(t, want, stats)
+				for why, c := range brokenRecords() {
+					b, err := ParseBatch(withRecords(cc.codec, c.count, cc.compress(t, c.records)))
+					require.NoError(t, err)
+					_, err = b.Validate()
+					assert.ErrorIs(t, err, ErrInvalidRecord, why)
+				}
+			})
+		}
+	}
+}
+
+// TestLongRecordsValidateInLittleMemory: validating a compressed batch
+// holding one huge record allocates little, the same for a 1 MiB and a
+// 32 MiB record, in every codec: keys, values and headers stream past the
+// checks without being kept.
+func TestLongRecordsValidateInLittleMemory(t *testing.T) {
+	for _, size := range []int{1 << 20, 32 << 20} {
+		records := headered(0, 0, size)
+		for name, cc := range codecCases() {
+			t.Run(fmt.Sprintf("%s %d MiB", name, size>>20), func(t *testing.T) {
+				b, err := ParseBatch(withRecords(cc.codec, 1, cc.compress(t, records)))
+				require.NoError(t, err)
+				var stats RecordStats
+				first := allocated(func() { stats, err = b.Validate() }) // fills the codec's pools
+				require.NoError(t, err)
+				assert.Equal(t, size, stats.MaxValue)
+				n := allocated(func() { _, err = b.Validate() })
+				require.NoError(t, err)
+				t.Logf("%d-byte batch holding a %d-byte record: %d bytes allocated, %d the first time", len(b), size, n, first)
+				// Pools may be empty (the race detector drops pooled items
+				// at random): either run may allocate the codec's state.
+				assert.Less(t, first, uint64(8<<20), "bytes allocated to validate the batch")
+				assert.Less(t, n, uint64(8<<20), "bytes allocated to validate it again")
+			})
+		}
+	}
 }
 
 // compressors compress a record section the way Kafka producers do, per
@@ -629,13 +746,13 @@ func TestValidateBoundsDecompressedSize(t *testing.T) {
 	// One record whose value is just over the limit, so that every record
 	// check passes until the limit is reached.
 	size := MaxDecompressedBytes + 1
-	var head []byte
-	head = binary.AppendVarint(head, int64(7+size)) // length: the fields below and the value
-	head = append(head, 0)                          // attributes
-	head = binary.AppendVarint(head, 0)             // timestamp delta
-	head = binary.AppendVarint(head, 0)             // offset delta
-	head = binary.AppendVarint(head, -1)            // null key
-	head = binary.AppendVarint(head, int64(size))   // value length
+	fields := []byte{0}                               // attributes
+	fields = binary.AppendVarint(fields, 0)           // timestamp delta
+	fields = binary.AppendVarint(fields, 0)           // offset delta
+	fields = binary.AppendVarint(fields, -1)          // null key
+	fields = binary.AppendVarint(fields, int64(size)) // value length
+	// The length covers the fields, the value and the header count.
+	head := append(binary.AppendVarint(nil, int64(len(fields)+size+1)), fields...)
 	var buf bytes.Buffer
 	enc, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	require.NoError(t, err)
@@ -729,11 +846,10 @@ func TestValidateBombsAllocateLittle(t *testing.T) {
 		"zstd":             zstdStream(t, bomb, 1<<20),
 		"zstd truncated":   compressors[4](t, bomb)[:64],
 		"snappy truncated": compressors[2](t, bomb)[:64],
+		"snappy":           compressors[2](t, bomb),
+		"snappy xerial":    xerialSnappy(bomb),
 	}
-	// A raw snappy block is decoded whole, so a snappy batch costs what it
-	// decodes to, at most maxSnappyRatio times its size; only a block
-	// claiming more than that is a tiny bomb.
-	codecs := map[string]int16{"gzip": 1, "lz4": 3, "zstd": 4, "zstd truncated": 4, "snappy truncated": 2}
+	codecs := map[string]int16{"gzip": 1, "lz4": 3, "zstd": 4, "zstd truncated": 4, "snappy truncated": 2, "snappy": 2, "snappy xerial": 2}
 	for name, compressed := range cases {
 		t.Run(name, func(t *testing.T) {
 			codec := codecs[name]
@@ -750,6 +866,43 @@ func TestValidateBombsAllocateLittle(t *testing.T) {
 			assert.Error(t, err)
 			assert.Less(t, n, uint64(16<<20), "bytes allocated to refuse the batch")
 		})
+	}
+}
+
+// TestSnappyWindowIsBounded: a snappy block is decoded keeping only the
+// history its copies reach back to, up to MaxSnappyWindow; a block whose
+// copies reach further is refused like one that does not decode.
+func TestSnappyWindowIsBounded(t *testing.T) {
+	literal := func(out, b []byte) []byte {
+		out = append(out, 63<<2) // a literal with a four-byte length
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)-1))
+		return append(out, b...)
+	}
+	for _, gap := range []int{MaxSnappyWindow / 2, MaxSnappyWindow + 1<<20} {
+		// A value of gap random bytes, then 64 bytes repeating its start,
+		// encoded as one copy from gap bytes back.
+		value := make([]byte, gap+64)
+		_, _ = rand.New(rand.NewSource(1)).Read(value[:gap])
+		copy(value[gap:], value[:64])
+		decoded := record(0, string(value), nil)
+		at := bytes.Index(decoded, value) + gap
+		block := binary.AppendUvarint(nil, uint64(len(decoded)))
+		block = literal(block, decoded[:at])
+		block = append(block, 63<<2|3) // a 64-byte copy with a four-byte offset
+		block = binary.LittleEndian.AppendUint32(block, uint32(gap))
+		block = literal(block, decoded[at+64:])
+		got, err := snappy.Decode(nil, block)
+		require.NoError(t, err)
+		require.Equal(t, decoded, got, "the block is valid snappy")
+
+		b, err := ParseBatch(withRecords(2, 1, block))
+		require.NoError(t, err)
+		_, err = b.Validate()
+		if gap <= MaxSnappyWindow {
+			assert.NoError(t, err, "copies %d bytes back", gap)
+		} else {
+			assert.ErrorIs(t, err, ErrDecompress, "copies %d bytes back", gap)
+		}
 	}
 }
 
@@ -820,4 +973,133 @@ func BenchmarkValidateCompressed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// checkBatches fails unless records is a run of whole batches with right
+// CRCs, each holding one record whose value is one repeated letter.
+func checkBatches(t *testing.T, records []byte) {
+	t.Helper()
+	for rest := records; len(rest) > 0; {
+		n := 12 + int(binary.BigEndian.Uint32(rest[offLength:]))
+		b, err := ParseBatch(rest[:n])
+		if err != nil {
+			t.Errorf("read a broken batch: %v", err)
+			return
+		}
+		recs, err := b.Records()
+		if err != nil || len(recs) != 1 || len(recs[0].Value) == 0 {
+			t.Errorf("read a batch whose records do not decode: %v", err)
+			return
+		}
+		v := string(recs[0].Value)
+		if strings.Repeat(v[:1], len(v)) != v {
+			t.Errorf("a batch mixes two partitions' bytes")
+			return
+		}
+		rest = rest[n:]
+	}
+}
+
+// TestReleasedPartitionMemoryIsReused: the chunks of a released partition
+// go back to its Memory and a new partition's batches are copied into
+// them, and every byte reads back.
+func TestReleasedPartitionMemoryIsReused(t *testing.T) {
+	m := new(Memory)
+	fill := func(p *Partition, letter string) {
+		for i := range 200 {
+			appendRaw(t, p, batch(t, []int64{1}, strings.Repeat(letter, 1+(i*997)%(100<<10))), AppendOptions{})
+		}
+	}
+	p := m.NewPartition()
+	fill(p, "a")
+	stored := p.Bytes()
+	p.Release()
+	free := m.FreeBytes()
+	assert.GreaterOrEqual(t, int64(free), stored, "chunks given back")
+	res, err := p.Read(0, 1<<30)
+	require.NoError(t, err)
+	assert.Nil(t, res.Records, "a released partition reads nothing")
+
+	q := m.NewPartition()
+	fill(q, "b")
+	assert.Less(t, m.FreeBytes(), free, "a new partition takes the free chunks")
+	var got int64
+	for off := int64(0); off < q.HighWatermark(); {
+		res, err := q.Read(off, 1<<30)
+		require.NoError(t, err)
+		checkBatches(t, res.Records)
+		got += int64(len(res.Records))
+		for rest := res.Records; len(rest) > 0; rest = rest[12+int(binary.BigEndian.Uint32(rest[offLength:])):] {
+			off = Batch(rest).LastOffset() + 1
+		}
+		res.Release()
+	}
+	assert.Equal(t, q.Bytes(), got)
+}
+
+// TestReadKeepsReleasedMemoryUntilDone: a read of a partition that is
+// released while its result is in use (a fetch answer being written while
+// the topic is deleted) keeps the memory from reuse until the result is
+// released.
+func TestReadKeepsReleasedMemoryUntilDone(t *testing.T) {
+	m := new(Memory)
+	p := m.NewPartition()
+	appendRaw(t, p, batch(t, []int64{1}, strings.Repeat("a", 1000)), AppendOptions{})
+	res, err := p.Read(0, 1<<30)
+	require.NoError(t, err)
+	want := bytes.Clone(res.Records)
+	p.Release()
+	assert.Zero(t, m.FreeBytes(), "memory a read still holds is not free")
+
+	q := m.NewPartition()
+	for range 100 {
+		appendRaw(t, q, batch(t, []int64{1}, strings.Repeat("b", 1000)), AppendOptions{})
+	}
+	assert.Equal(t, want, res.Records, "the read's bytes are unchanged")
+	res.Release()
+	assert.Positive(t, m.FreeBytes(), "given back once the read is done")
+	res.Release() // a second release does nothing
+}
+
+// TestConcurrentReleaseNeverShowsReusedMemory: partitions are filled,
+// read and released while others reuse their memory; every read sees only
+// whole batches of its own partition.
+func TestConcurrentReleaseNeverShowsReusedMemory(t *testing.T) {
+	m := new(Memory)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			letter := string(rune('a' + w))
+			for round := range 20 {
+				p := m.NewPartition()
+				stop := make(chan struct{})
+				readerDone := make(chan struct{})
+				go func() {
+					defer close(readerDone)
+					for {
+						res, err := p.Read(0, 1<<30)
+						if err == nil {
+							checkBatches(t, res.Records)
+							res.Release()
+						}
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				}()
+				for i := range 30 {
+					appendRaw(t, p, batch(t, []int64{1}, strings.Repeat(letter, 1+(i*round*997)%(40<<10))), AppendOptions{})
+				}
+				p.Release() // while the reader may hold a result
+				close(stop)
+				<-readerDone
+			}
+		}()
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, m.FreeBytes(), MaxFreeBytes)
 }
