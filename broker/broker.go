@@ -37,6 +37,7 @@ import (
 type Broker struct {
 	cfg   config
 	rules rules.Rules
+	modes rules.Modes // each rule's mode, from rules: see Broker.vast
 	clock clock.Clock
 	log   *slog.Logger
 
@@ -61,6 +62,9 @@ type Broker struct {
 	apiByKey   [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy   [maxAPIKey + 1]string
+	// auditedBy names the audited rule that would hide each API key, or
+	// caps its versions, or is 0.
+	auditedBy  [maxAPIKey + 1]rules.ID
 	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
 	notifyMu   sync.Mutex
 
@@ -73,6 +77,7 @@ type Broker struct {
 
 	faults faultState
 	reqLog requestLog
+	audit  auditLog
 	authz  authorizer
 }
 
@@ -344,6 +349,7 @@ func New(opts ...Option) (*Broker, error) {
 	b := &Broker{
 		cfg:        cfg,
 		rules:      cfg.rules,
+		modes:      cfg.rules.Modes(),
 		clock:      cfg.clock,
 		log:        cfg.logger,
 		clusterID:  cfg.clusterID,
@@ -352,8 +358,10 @@ func New(opts ...Option) (*Broker, error) {
 		dataNotify: make(chan struct{}),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 	}
-	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
-	b.apis, b.hiddenBy = buildAPIs(&b.rules)
+	if b.enforced(rules.StaleEndOffset) {
+		b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
+	}
+	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules, &b.modes)
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
@@ -395,6 +403,7 @@ func New(opts ...Option) (*Broker, error) {
 		MinSessionTimeout:     cfg.minSession,
 		MaxSessionTimeout:     cfg.maxSession,
 		Logger:                b.log,
+		Audit:                 b.coordinatorFinding,
 	})
 	b.scheduleRetention()
 	b.startAccepting(ln)
@@ -466,7 +475,7 @@ func (b *Broker) AdvertisedAddr() string {
 	return net.JoinHostPort(b.host, strconv.Itoa(int(b.port)))
 }
 
-// Rules returns the rules the broker enforces.
+// Rules returns the rules the broker applies; Audit names those it audits.
 func (b *Broker) Rules() rules.Rules { return b.rules }
 
 // Clock returns the broker's clock.

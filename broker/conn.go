@@ -12,10 +12,12 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // maxFrameSize is Kafka's socket.request.max.bytes default: a request
@@ -40,6 +42,10 @@ type clientConn struct {
 	out   []byte
 
 	clientID string // the last request's client id; only serve's goroutine touches it
+	// software and softwareVersion are what ApiVersions v3+ said the
+	// client is ("librdkafka", "2.0.2"), clipped; only serve's goroutine
+	// touches them.
+	software, softwareVersion string
 	fetchRun logRun // the request log record of this connection's run of empty fetches
 
 	// SASL state, touched only by the connection's own goroutine.
@@ -122,6 +128,7 @@ type request struct {
 	clientID string
 	kreq     kmsg.Request
 	rule     string // the VAST rule that refused (part of) the request
+	finding  string // the audited VAST rule of the first finding the request caused
 	why      string // what the refusal told the client, when its answer has no message field
 
 	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
@@ -255,6 +262,13 @@ func (c *clientConn) handleOne() error {
 			}
 			return c.refuseHidden(key, version, frame[8:])
 		}
+		if key >= 0 && int(key) < len(c.b.auditedBy) && c.b.auditedBy[key] != 0 && !unauthenticated {
+			// Not served even in Kafka's behaviour (KIP-848, transactions):
+			// the connection closes as for any unknown API, with the finding.
+			c.noteClientID(frame[8:])
+			c.b.recordFinding(&request{conn: c, clientID: c.clientID}, c.b.auditedBy[key], rules.Refused, "", "",
+				kmsg.NameForKey(key)+" v"+strconv.Itoa(int(version))+": VAST does not advertise it")
+		}
 		return protoErr("unsupported api key %d", key)
 	}
 	a := c.b.apiByKey[key]
@@ -289,6 +303,9 @@ func (c *clientConn) handleOne() error {
 	}
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
+	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || version > a.advertised) {
+		c.b.recordFinding(req, id, rules.Refused, "", "", kmsg.NameForKey(key)+" v"+strconv.Itoa(int(version))+": VAST does not serve it")
+	}
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -307,7 +324,7 @@ func (c *clientConn) handleOne() error {
 	}
 	rec := RequestRecord{
 		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
-		ErrorCode: firstError(resp), Rule: req.rule, Fault: fault != nil,
+		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Fault: fault != nil,
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	}
 	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {

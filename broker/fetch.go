@@ -4,11 +4,13 @@ package broker
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 var noRecords = []byte{}
@@ -39,15 +41,20 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	if req.SessionID != 0 || req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		if b.rules.NoFetchSessions {
-			r.refuse("NoFetchSessions")
-		}
+		b.vast(r, rules.NoFetchSessions, rules.Refused, "", "", "incremental fetch (session "+strconv.Itoa(int(req.SessionID))+", epoch "+strconv.Itoa(int(req.SessionEpoch))+")")
 		return resp
 	}
 	req = mergeFetchDuplicates(req, r.version)
 	denied := b.fetchDenied(r, req)
+	if b.modes.Of(rules.NoOffsetsTopic) == rules.Audit {
+		b.auditOffsetsTopicFetch(r, req)
+	}
+	if req.MinBytes > 1 && req.MaxWaitMillis > 0 {
+		b.vast(r, rules.NoDelayedFetch, rules.Differs, fetchTopic(req), "", "fetch.min.bytes="+
+			strconv.Itoa(int(req.MinBytes))+", fetch.wait.max.ms="+strconv.Itoa(int(req.MaxWaitMillis))+": VAST answers at once with what it has")
+	}
 	resp, bytes := b.fetchOnce(req, r.version, denied)
-	if b.rules.NoDelayedFetch || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
+	if b.enforced(rules.NoDelayedFetch) || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
 		return resp
 	}
 	// Kafka profile: wait for new data, the wait, or the connection's end.
@@ -269,4 +276,30 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, version int16, denied []bool)
 		}
 	}
 	return resp, total
+}
+
+// fetchTopic names the first topic a fetch asks for, by name ("" when by
+// id), for a finding.
+func fetchTopic(req *kmsg.FetchRequest) string {
+	if len(req.Topics) == 0 {
+		return ""
+	}
+	return req.Topics[0].Topic
+}
+
+// auditOffsetsTopicFetch records a NoOffsetsTopic finding for a fetch that
+// reads __consumer_offsets, which VAST does not have.
+func (b *Broker) auditOffsetsTopicFetch(r *request, req *kmsg.FetchRequest) {
+	for i := range req.Topics {
+		name := req.Topics[i].Topic
+		if r.version >= 13 {
+			if t := b.data.getID(req.Topics[i].TopicID); t != nil {
+				name = t.name
+			}
+		}
+		if name == offsetsTopic {
+			b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", "Fetch from __consumer_offsets, which VAST does not have")
+			return
+		}
+	}
 }
