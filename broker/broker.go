@@ -61,7 +61,7 @@ type Broker struct {
 	apis       []api // the table, with the rules applied
 	apiByKey   [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
-	hiddenBy   [maxAPIKey + 1]string
+	hiddenBy [maxAPIKey + 1]string
 	// auditedBy names the audited rule that would hide each API key, or
 	// caps its versions, or is 0.
 	auditedBy  [maxAPIKey + 1]rules.ID

@@ -46,7 +46,7 @@ type clientConn struct {
 	// client is ("librdkafka", "2.0.2"), clipped; only serve's goroutine
 	// touches them.
 	software, softwareVersion string
-	fetchRun logRun // the request log record of this connection's run of empty fetches
+	fetchRun                  logRun // the request log record of this connection's run of empty fetches
 
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
