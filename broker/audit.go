@@ -9,6 +9,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -351,4 +352,79 @@ func advice(id rules.ID, kind rules.Kind, family string) string {
 		return s
 	}
 	return a[""]
+}
+
+// AuditReport is what the control plane's GET /audit and the binary's
+// JSON report hold: the findings, and how many distinct ones were not kept.
+type AuditReport struct {
+	Findings []Finding `json:"findings"`
+	Dropped  int64     `json:"dropped,omitempty"`
+}
+
+// AuditReport returns the findings, sorted as SortFindings does, for a
+// report.
+func (b *Broker) AuditReport() AuditReport {
+	fs := b.Findings()
+	SortFindings(fs)
+	return AuditReport{Findings: fs, Dropped: b.FindingsDropped()}
+}
+
+// Client describes the client of a finding: its software and version when
+// it said them, and its client id.
+func (f *Finding) Client() string {
+	var s string
+	switch {
+	case f.ClientSoftware != "" && f.ClientVersion != "":
+		s = f.ClientSoftware + " " + f.ClientVersion
+	case f.ClientSoftware != "":
+		s = f.ClientSoftware
+	}
+	if f.ClientID != "" {
+		if s != "" {
+			s += ", "
+		}
+		s += "client id " + f.ClientID
+	}
+	if s == "" {
+		s = "(no client)"
+	}
+	return s
+}
+
+// Markdown renders the report as a Markdown document: a summary line and
+// one table row per finding.
+func (a AuditReport) Markdown() string {
+	var sb strings.Builder
+	refused, differs := 0, 0
+	for _, f := range a.Findings {
+		if f.Kind == rules.Refused.String() {
+			refused++
+		} else {
+			differs++
+		}
+	}
+	sb.WriteString("# VAST compatibility report\n\n")
+	if len(a.Findings) == 0 {
+		sb.WriteString("No findings: nothing the audited rules check would have been refused or answered differently by VAST.\n")
+		return sb.String()
+	}
+	fmt.Fprintf(&sb, "%d findings: %d that VAST would have refused, %d where VAST would have behaved differently.\n", len(a.Findings), refused, differs)
+	if a.Dropped > 0 {
+		fmt.Fprintf(&sb, "%d more distinct findings were not kept (the broker keeps %d).\n", a.Dropped, maxFindings)
+	}
+	sb.WriteString("\n| kind | rule | client | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range a.Findings {
+		subject := f.Topic
+		if f.Group != "" {
+			subject = "group " + f.Group
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(subject),
+			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+f.Source+")"))
+	}
+	return sb.String()
+}
+
+// mdCell escapes s for a Markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
 }

@@ -133,7 +133,7 @@ func WithProfile(name string) Option {
 	return func(c *config) {
 		r, ok := rules.ForProfile(name)
 		if !ok {
-			c.err = fmt.Errorf("vastfake: unknown profile %q (want vast or kafka)", name)
+			c.err = fmt.Errorf("vastfake: unknown profile %q (want vast, kafka or audit)", name)
 			return
 		}
 		c.rules, c.rulesSet = r, true

@@ -279,6 +279,9 @@ func (c *clientConn) handleOne() error {
 			// so the client can retry at one it knows.
 			resp := c.b.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			if version > a.max {
+				c.noteSoftware(a.max, frame[8:])
+			}
 			c.fetchRun = logRun{}
 			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
@@ -405,6 +408,26 @@ func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
 	return &closeError{reason: why}
+}
+
+// noteSoftware takes the client's software name and version from an
+// ApiVersions request newer than the broker knows (hdr is the frame after
+// the api key, version and correlation id), reading its start as version
+// known: the name and version come first in every version since v3, and a
+// client that gets UNSUPPORTED_VERSION may carry on without asking again
+// (kgo does). Fields that follow and do not parse are ignored.
+func (c *clientConn) noteSoftware(known int16, hdr []byte) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(known)
+	body, _, err := parseRequestHeader(hdr, true)
+	if err != nil {
+		return
+	}
+	_ = req.ReadFrom(body) // the fields read before an error are set
+	if req.ClientSoftwareName == "" {
+		return
+	}
+	c.software, c.softwareVersion = clip(req.ClientSoftwareName), clip(req.ClientSoftwareVersion)
 }
 
 // noteClientID takes the client id from the header of a request that is not

@@ -358,7 +358,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	}
 	r, ok := rules.ForProfile(cfg.Profile)
 	if !ok {
-		return nil, fmt.Errorf("unknown profile %q (want vast or kafka)", cfg.Profile)
+		return nil, fmt.Errorf("unknown profile %q (want vast, kafka or audit)", cfg.Profile)
 	}
 	for _, d := range []struct {
 		name string
