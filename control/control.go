@@ -22,6 +22,8 @@
 //	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100
 //	GET    /groups, /groups/{name}                    state, generation, members with assignments, offsets with lag
 //	GET    /rebalances                                ?group=name: finished rebalances, oldest first
+//	GET    /audit                                     {"findings": [...]}: what audited rules found (broker.Finding)
+//	DELETE /audit                                     forget the findings
 //	GET    /requests                                  ?rule=MaxGroups&api=Produce&limit=N: the request log
 //	DELETE /requests                                  empty the request log
 //	POST   /faults                                    a broker.Fault as JSON; API and Err take names or numbers
@@ -77,6 +79,8 @@ func New(b *broker.Broker, opts ...Option) http.Handler {
 	mux.HandleFunc("GET /groups", s.groups)
 	mux.HandleFunc("GET /groups/{name}", s.group)
 	mux.HandleFunc("GET /rebalances", s.rebalances)
+	mux.HandleFunc("GET /audit", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.AuditReport()) })
+	mux.HandleFunc("DELETE /audit", s.do(b.ResetFindings))
 	mux.HandleFunc("GET /requests", s.requests)
 	mux.HandleFunc("DELETE /requests", s.do(b.ResetRequests))
 	mux.HandleFunc("POST /faults", s.injectFault)

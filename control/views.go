@@ -257,8 +257,11 @@ type requestView struct {
 	ErrorCode int16  `json:"errorCode"`
 	Error     string `json:"error,omitempty"`
 	// Rule names the VAST rule (a rules.Rules field) behind a refusal.
-	Rule  string `json:"rule,omitempty"`
-	Fault bool   `json:"fault,omitempty"`
+	Rule string `json:"rule,omitempty"`
+	// Finding names the audited VAST rule of the finding the request
+	// caused (GET /audit lists them).
+	Finding string `json:"finding,omitempty"`
+	Fault   bool   `json:"fault,omitempty"`
 	// User is the SASL user of the connection, if any.
 	User string `json:"user,omitempty"`
 	// Denied says why an identity policy or authentication refused it.
@@ -273,7 +276,7 @@ type requestView struct {
 
 func newRequestView(r broker.RequestRecord) requestView {
 	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID,
-		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Fault: r.Fault,
+		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Finding: r.Finding, Fault: r.Fault,
 		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
 }
 
@@ -285,7 +288,13 @@ type liveView struct {
 	Topics     []topicView     `json:"topics"`
 	Groups     []groupView     `json:"groups"`
 	Rebalances []rebalanceView `json:"rebalances"`
+	// Audit is set when a rule is audited: the findings so far, at most
+	// liveFindings of them.
+	Audit *broker.AuditReport `json:"audit,omitempty"`
 }
+
+// liveFindings is how many findings the page shows.
+const liveFindings = 100
 
 // liveRebalances is how many of the latest rebalances the page shows.
 const liveRebalances = 50
@@ -306,5 +315,13 @@ func (s *server) liveView() liveView {
 		rs = rs[len(rs)-liveRebalances:]
 	}
 	v.Rebalances = rebalanceViews(rs, "")
+	if s.b.Audited() {
+		a := s.b.AuditReport()
+		if len(a.Findings) > liveFindings {
+			a.Dropped += int64(len(a.Findings) - liveFindings)
+			a.Findings = a.Findings[:liveFindings]
+		}
+		v.Audit = &a
+	}
 	return v
 }
