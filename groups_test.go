@@ -261,6 +261,8 @@ func TestStaticMembershipIgnored(t *testing.T) {
 		require.Equal(t, "Stable", g.State)
 		gen := g.Generation
 		first.Close() // a static member does not leave on close
+		g, _ = b.Group("static")
+		assert.Len(t, g.Members, 1, "kgo sent no LeaveGroup for its instance id, so the member stays until its session ends")
 
 		restarted := groupConsumer(t, b.Addr(), "static", "t", kgo.InstanceID("pod-1"))
 		if profile == "vast" {

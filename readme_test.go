@@ -1,11 +1,25 @@
 package vastfake_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/internal/readme"
 )
 
 // TestReadmeFirstTest keeps README's "Getting started" test the one that
@@ -18,4 +32,139 @@ func TestReadmeFirstTest(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(readme), "```go\n"+string(example)+"```\n"),
 		"README.md must quote examples/gettingstarted/billing_test.go verbatim in a go block")
+}
+
+// TestFirstTestPassesAgainstARealCluster runs the getting-started test with
+// KAFKA_BOOTSTRAP pointing at a broker standing in for a real VAST cluster:
+// a test written for vastfake must pass there when the app is right, not
+// end in a skip at a call that only vastfake could answer.
+func TestFirstTestPassesAgainstARealCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs examples/gettingstarted with go test")
+	}
+	cluster := fixtures.StartBroker(t)
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestBillingCommitsWhatItRead$", "./examples/gettingstarted")
+	cmd.Env = append(os.Environ(), "KAFKA_BOOTSTRAP="+cluster.Addr())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestBillingCommitsWhatItRead")
+	assert.NotContains(t, string(out), "SKIP")
+	apis := map[kmsg.Key]bool{}
+	for _, r := range cluster.Requests() {
+		apis[r.API] = true
+	}
+	assert.True(t, apis[kmsg.Produce] && apis[kmsg.OffsetCommit], "the test ran against the cluster it was pointed at: %v", apis)
+}
+
+// TestTroubleshootingFranzGo checks every franz-go text in README's
+// troubleshooting table against what kgo and kadm really print when the VAST
+// profile refuses them, and that every row naming a rule with a franz-go
+// story has one.
+func TestTroubleshootingFranzGo(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	rows, err := readme.Troubleshooting(string(data))
+	require.NoError(t, err)
+
+	k := fixtures.Start(t, fixtures.Topic("orders", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// raw is a client with kgo's defaults but for the address and a short
+	// metadata age, so the texts are the ones an app sees.
+	raw := func(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Addr()), kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	errText := func(t *testing.T, err error) string {
+		require.Error(t, err)
+		return err.Error()
+	}
+	produce := func(cl *kgo.Client, topic string, value []byte) error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr()
+	}
+	createTopic := func(t *testing.T, partitions int32, configs map[string]*string) []string {
+		resp, _ := k.Admin().CreateTopic(ctx, partitions, 1, configs, "refused")
+		return []string{errText(t, resp.Err), resp.ErrMessage}
+	}
+	segment := "1000"
+
+	scenarios := map[string]func(t *testing.T) []string{
+		"NoCompression": func(t *testing.T) []string {
+			cl := raw(t, kgo.DisableIdempotentWrite()) // kgo's default codec, snappy
+			require.NoError(t, produce(cl, "orders", []byte("tiny")), "a batch snappy cannot shrink goes uncompressed")
+			return []string{errText(t, produce(cl, "orders", bytes.Repeat([]byte("compressible "), 200)))}
+		},
+		"NoIdempotence": func(t *testing.T) []string {
+			require.NoError(t, produce(raw(t), "orders", []byte("x")), "kgo produces without idempotence by itself")
+			tx := raw(t, kgo.TransactionalID("billing-tx"))
+			return []string{errText(t, tx.BeginTransaction())}
+		},
+		"EagerAssignorsOnly": func(t *testing.T) []string {
+			cl := raw(t, kgo.ConsumerGroup("cooperative"), kgo.ConsumeTopics("orders"))
+			return []string{errText(t, cl.PollFetches(ctx).Err0())}
+		},
+		"MaxValueBytes": func(t *testing.T) []string {
+			return []string{errText(t, produce(raw(t, kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression())), "orders", make([]byte, 130<<10)))}
+		},
+		"NoAutoCreateTopics": func(t *testing.T) []string {
+			return []string{errText(t, produce(raw(t, kgo.DisableIdempotentWrite(), kgo.UnknownTopicRetries(1)), "missing", []byte("x")))}
+		},
+		"VASTTopicConfigsOnly": func(t *testing.T) []string {
+			return createTopic(t, 1, map[string]*string{"segment.bytes": &segment})
+		},
+		"MaxPartitionsPerTopic": func(t *testing.T) []string {
+			return createTopic(t, 20_001, nil)
+		},
+		"FixedPartitions": func(t *testing.T) []string {
+			_, err := k.Admin().CreatePartitions(ctx, 1, "orders")
+			return []string{errText(t, err)}
+		},
+		"NoOffsetDelete": func(t *testing.T) []string {
+			_, err := k.Admin().DeleteOffsets(ctx, "billing", kadm.TopicsSet{"orders": {0: {}}})
+			return []string{errText(t, err)}
+		},
+		"ClassicGroupsOnly": func(t *testing.T) []string {
+			_, err := k.Admin().DescribeShareGroups(ctx, "billing")
+			return []string{errText(t, err)}
+		},
+		"MaxGroups": func(t *testing.T) []string {
+			offs := kadm.Offsets{}
+			offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 0, LeaderEpoch: -1})
+			var texts []string
+			for i := 0; ; i++ {
+				resp, err := k.Admin().CommitOffsets(ctx, fmt.Sprintf("g%03d", i), offs)
+				require.NoError(t, err)
+				if err := resp.Error(); err != nil {
+					texts = append(texts, err.Error())
+					break
+				}
+			}
+			cl := raw(t, kgo.ConsumerGroup("one-too-many"), kgo.ConsumeTopics("orders"), kgo.Balancers(kgo.RangeBalancer()))
+			return append(texts, errText(t, cl.PollFetches(ctx).Err0()))
+		},
+	}
+	for _, row := range rows {
+		if len(row.Texts["kgo"]) == 0 {
+			continue
+		}
+		found := false
+		for _, rule := range row.Rules {
+			found = found || scenarios[rule] != nil
+		}
+		assert.True(t, found, "README quotes kgo for %v, but no scenario here checks it", row.Rules)
+	}
+	for rule, run := range scenarios {
+		t.Run(rule, func(t *testing.T) {
+			row, ok := readme.RowFor(rows, rule)
+			require.True(t, ok, "README's troubleshooting table has no row for %s", rule)
+			require.NotEmpty(t, row.Texts["kgo"], "the %s row quotes no kgo text", rule)
+			got := run(t)
+			for _, quote := range row.Texts["kgo"] {
+				assert.True(t, slices.ContainsFunc(got, func(g string) bool { return readme.Matches(quote, g) }),
+					"README quotes kgo as %q for %s; kgo printed %q", quote, rule, got)
+			}
+		})
+	}
 }

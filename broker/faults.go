@@ -7,6 +7,7 @@ package broker
 
 import (
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,15 +30,17 @@ type Fault struct {
 	// Topic, when set, limits the fault to requests naming this topic, and
 	// to its partitions within them.
 	Topic string
-	// Partition, when Topic is set and Partition >= 0, limits the fault
-	// further to one partition. Use -1 (or AnyPartition) for all.
-	Partition int32
+	// Partitions, when Topic is set, limits the fault further to these
+	// partitions of it. Empty (the zero value) means every partition;
+	// []int32{0} means partition 0 alone.
+	Partitions []int32
 	// Group, when set, limits the fault to requests for this group.
 	Group string
 }
 
-// AnyPartition matches every partition of a Fault's topic.
-const AnyPartition = -1
+// anyPartition stands for "the whole topic" where a request names a topic
+// without partitions (DeleteTopics, say).
+const anyPartition = -1
 
 type faultState struct {
 	mu      sync.Mutex
@@ -55,8 +58,9 @@ func (s *faultState) rearm() { s.armed.Store(len(s.faults) > 0 || len(s.latency)
 // matches at most one.
 func (b *Broker) InjectFault(f Fault) {
 	if f.Topic == "" {
-		f.Partition = AnyPartition
+		f.Partitions = nil
 	}
+	f.Partitions = slices.Clone(f.Partitions)
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	b.faults.faults = append(b.faults.faults, &f)
@@ -155,12 +159,12 @@ func (f *Fault) matchesRequest(kreq kmsg.Request) bool {
 			if topic != f.Topic {
 				return
 			}
-			if f.Partition < 0 || !parts.IsValid() {
+			if len(f.Partitions) == 0 || !parts.IsValid() {
 				found = true
 				return
 			}
 			for i := 0; i < parts.Len(); i++ {
-				if partitionOf(parts.Index(i)) == f.Partition {
+				if f.onPartition(partitionOf(parts.Index(i))) {
 					found = true
 				}
 			}
@@ -168,6 +172,11 @@ func (f *Fault) matchesRequest(kreq kmsg.Request) bool {
 		return found
 	}
 	return true
+}
+
+// onPartition reports whether f covers partition p of its topic.
+func (f *Fault) onPartition(p int32) bool {
+	return len(f.Partitions) == 0 || slices.Contains(f.Partitions, p)
 }
 
 // applyFault answers req with f's error. A topic-scoped fault on a request
@@ -178,7 +187,7 @@ func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 		return errorAnswer(r, f.Err)
 	}
 	match := func(topic string, p int32) bool {
-		return topic == f.Topic && (f.Partition < 0 || p < 0 || p == f.Partition)
+		return topic == f.Topic && (p == anyPartition || f.onPartition(p))
 	}
 	// Split the request: the faulted partitions go to a copy answered
 	// with the error, the rest to the handler.
@@ -290,7 +299,7 @@ func filterPartitions(topics reflect.Value, keep func(topic string, p int32) boo
 		parts := t.FieldByName("Partitions")
 		if !parts.IsValid() {
 			// A request about whole topics (CreateTopics, DeleteTopics).
-			if keep(name, AnyPartition) {
+			if keep(name, anyPartition) {
 				out = reflect.Append(out, t)
 			}
 			continue

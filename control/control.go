@@ -345,14 +345,16 @@ func (s *server) clock(w http.ResponseWriter, r *http.Request) {
 // ---- control ----
 
 // faultBody is broker.Fault as JSON, with the API and error by name or
-// number and Partition defaulting to every partition.
+// number. "partition" (one) or "partitions" (a list) narrow a topic's
+// fault; neither, or a negative "partition", means every partition.
 type faultBody struct {
-	API       json.RawMessage `json:"api"`
-	Err       json.RawMessage `json:"err"`
-	Count     int             `json:"count"`
-	Topic     string          `json:"topic"`
-	Partition *int32          `json:"partition"`
-	Group     string          `json:"group"`
+	API        json.RawMessage `json:"api"`
+	Err        json.RawMessage `json:"err"`
+	Count      int             `json:"count"`
+	Topic      string          `json:"topic"`
+	Partition  *int32          `json:"partition"`
+	Partitions []int32         `json:"partitions"`
+	Group      string          `json:"group"`
 }
 
 // rawString returns a JSON string's value or a number's text.
@@ -390,14 +392,21 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fault: count must not be negative")
 		return
 	}
-	f := broker.Fault{API: api, Err: code, Count: body.Count, Topic: body.Topic, Partition: broker.AnyPartition, Group: body.Group}
-	if body.Partition != nil {
-		f.Partition = *body.Partition
+	if body.Partition != nil && body.Partitions != nil {
+		writeError(w, http.StatusBadRequest, `fault: give "partition" or "partitions", not both`)
+		return
+	}
+	f := broker.Fault{API: api, Err: code, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group}
+	if body.Partition != nil && *body.Partition >= 0 {
+		f.Partitions = []int32{*body.Partition}
+	}
+	if f.Topic == "" {
+		f.Partitions = nil
 	}
 	s.b.InjectFault(f)
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
-		"topic": f.Topic, "partition": f.Partition, "group": f.Group,
+		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group,
 	})
 }
 

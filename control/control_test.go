@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
 )
 
@@ -224,7 +225,7 @@ func TestFaults(t *testing.T) {
 	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
 		map[string]any{"api": "CreateTopics", "err": "POLICY_VIOLATION", "count": 1}, &f))
 	assert.Equal(t, "CreateTopics", f["api"])
-	assert.Equal(t, float64(-1), f["partition"], "no partition means every partition")
+	assert.Nil(t, f["partitions"], "no partition means every partition")
 	resp, err := adm.CreateTopic(ctx, 1, 1, nil, "orders")
 	if err == nil {
 		err = resp.Err
@@ -246,6 +247,63 @@ func TestFaults(t *testing.T) {
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/drop-connections", nil, nil))
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/restart", nil, nil))
 	k.Produce("audit", 0, "after restart") // clients reconnect
+}
+
+// TestFaultPartitionsGoAndJSON checks that a fault naming a topic and no
+// partition fails every partition of it, whether it is given as a Go
+// broker.Fault zero value or as JSON, and that partition 0 is only chosen
+// when it is named.
+func TestFaultPartitionsGoAndJSON(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 3))
+	url := serve(t, k)
+	cl := k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0))
+	failed := func() []int32 {
+		t.Helper()
+		var out []int32
+		for p := int32(0); p < 3; p++ {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: p, Value: []byte("x")}).FirstErr()
+			cancel()
+			if err != nil {
+				require.ErrorIs(t, err, kerr.PolicyViolation)
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		inject func()
+		want   []int32
+	}{
+		{"Go zero value", func() {
+			k.Broker().InjectFault(broker.Fault{API: kmsg.Produce, Err: kerr.PolicyViolation.Code, Topic: "orders"})
+		}, []int32{0, 1, 2}},
+		{"JSON without partition", func() {
+			require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+				map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders"}, nil))
+		}, []int32{0, 1, 2}},
+		{"Go partition 0", func() {
+			k.Broker().InjectFault(broker.Fault{API: kmsg.Produce, Err: kerr.PolicyViolation.Code, Topic: "orders", Partitions: []int32{0}})
+		}, []int32{0}},
+		{"JSON partition 0", func() {
+			require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+				map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partition": 0}, nil))
+		}, []int32{0}},
+		{"JSON partitions 0 and 2", func() {
+			require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+				map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partitions": []int{0, 2}}, nil))
+		}, []int32{0, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.inject()
+			defer k.ClearFaults()
+			assert.Equal(t, tc.want, failed())
+		})
+	}
+	var e errorBody
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partition": 0, "partitions": []int{1}}, &e))
 }
 
 func TestClockAdvance(t *testing.T) {

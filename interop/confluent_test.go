@@ -407,6 +407,7 @@ func TestConfluentCooperativeSticky(t *testing.T) {
 			}
 			if kerr, ok := ev.(kafka.Error); ok {
 				t.Logf("librdkafka reports: %v (code %d %v, fatal=%v)", kerr, kerr.Code(), kerr.Code(), kerr.IsFatal())
+				checkQuoted(t, "librdkafka", "EagerAssignorsOnly", kerr.Error())
 				if kerr.Code() != kafka.ErrInconsistentGroupProtocol {
 					t.Errorf("error %v, want INCONSISTENT_GROUP_PROTOCOL", kerr.Code())
 				}
@@ -512,6 +513,7 @@ func TestConfluentCompression(t *testing.T) {
 			}
 			kerr, _ = r.Error.(kafka.Error)
 			t.Logf("librdkafka reports: %v", r.Error)
+			checkQuoted(t, "librdkafka", "NoCompression", r.Error.Error())
 			if kerr.Code() != kafka.ErrUnsupportedCompressionType {
 				t.Errorf("error %v, want UNSUPPORTED_COMPRESSION_TYPE", r.Error)
 			}
@@ -532,6 +534,51 @@ func TestConfluentCompression(t *testing.T) {
 		if m := ckPoll(t, c, 1)[0]; string(m.Value) != string(value) {
 			t.Errorf("read back %d bytes, want the %d produced", len(m.Value), len(value))
 		}
+	})
+}
+
+// TestConfluentRefusalTexts runs librdkafka into the VAST profile's other
+// refusals and compares what it reports with README's troubleshooting table.
+func TestConfluentRefusalTexts(t *testing.T) {
+	t.Parallel()
+	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1}))
+	report := func(t *testing.T, conf *kafka.ConfigMap, topic string, value []byte) error {
+		p := ckProducer(t, conf)
+		return ckProduce(t, p, &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Value: value})[0].TopicPartition.Error
+	}
+	t.Run("MaxValueBytes", func(t *testing.T) {
+		err := report(t, ckConf(b.Addr()), "orders", make([]byte, 130<<10))
+		if err == nil {
+			t.Fatal("a 130 KB value was accepted")
+		}
+		checkQuoted(t, "librdkafka", "MaxValueBytes", err.Error())
+	})
+	t.Run("NoAutoCreateTopics", func(t *testing.T) {
+		err := report(t, ckConf(b.Addr(), "message.timeout.ms", 1000), "missing", []byte("x"))
+		if err == nil {
+			t.Fatal("a record for a missing topic was delivered")
+		}
+		checkQuoted(t, "librdkafka", "NoAutoCreateTopics", err.Error())
+	})
+	t.Run("NoIdempotence", func(t *testing.T) {
+		var got []string
+		p := ckProducer(t, ckConf(b.Addr(), "enable.idempotence", true, "message.timeout.ms", 5000))
+		deadline := time.After(ckTimeout)
+		for len(got) < 2 {
+			select {
+			case ev := <-p.Events():
+				if e, ok := ev.(kafka.Error); ok {
+					got = append(got, e.Error(), e.Code().String())
+				}
+			case <-deadline:
+				t.Fatalf("no fatal error from the idempotent producer within %v; got %q", ckTimeout, got)
+			}
+		}
+		tx := ckProducer(t, ckConf(b.Addr(), "enable.idempotence", true, "transactional.id", "billing-tx"))
+		if err := tx.InitTransactions(ctxCK(t)); err != nil {
+			got = append(got, err.Error())
+		}
+		checkQuoted(t, "librdkafka", "NoIdempotence", got...)
 	})
 }
 

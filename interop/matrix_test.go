@@ -96,6 +96,9 @@ func TestKafkaJSMatrix(t *testing.T) {
 			if got := stdout.String(); got != string(expected) {
 				t.Fatalf("matrix.js printed\n%s\nwant\n%s\nstderr:\n%s", got, expected, walkthroughTail(stderr.String(), 40))
 			}
+			if tc.profile == "vast" {
+				checkKafkaJSQuotes(t, stdout.String())
+			}
 		})
 	}
 }

@@ -163,6 +163,7 @@ func TestSaramaCompression(t *testing.T) {
 			_, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "z", Value: sarama.StringEncoder(text)})
 			if profile == "vast" {
 				assert.ErrorIs(t, err, sarama.ErrUnsupportedCompressionType, "codec %s", codec)
+				checkQuoted(t, "sarama", "NoCompression", err.Error())
 			} else {
 				assert.NoError(t, err, "codec %s", codec)
 			}
@@ -176,6 +177,19 @@ func TestSaramaCompression(t *testing.T) {
 	}, broker.WithTopics(broker.TopicSpec{Name: "z", Partitions: 1}))
 }
 
+// TestSaramaTopicConfigRefused: sarama's CreateTopic with a config VAST
+// does not take gets INVALID_CONFIG, with VAST's reason in its text.
+func TestSaramaTopicConfigRefused(t *testing.T) {
+	t.Parallel()
+	b := fixtures.StartBroker(t)
+	segment := "1000"
+	err := saramaAdmin(t, b.Addr()).CreateTopic("refused", &sarama.TopicDetail{
+		NumPartitions: 1, ReplicationFactor: 1, ConfigEntries: map[string]*string{"segment.bytes": &segment},
+	}, false)
+	require.ErrorIs(t, err, sarama.ErrInvalidConfig)
+	checkQuoted(t, "sarama", "VASTTopicConfigsOnly", err.Error())
+}
+
 // TestSaramaMessageTooLarge: a 127 KB value is refused by VAST (126 KB cap)
 // and accepted by kafka; sarama's own limit (1 MB) lets it through.
 func TestSaramaMessageTooLarge(t *testing.T) {
@@ -184,6 +198,7 @@ func TestSaramaMessageTooLarge(t *testing.T) {
 		_, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "big", Value: sarama.ByteEncoder(make([]byte, 127<<10))})
 		if profile == "vast" {
 			assert.ErrorIs(t, err, sarama.ErrMessageSizeTooLarge)
+			checkQuoted(t, "sarama", "MaxValueBytes", err.Error())
 		} else {
 			assert.NoError(t, err)
 		}
@@ -209,6 +224,7 @@ func TestSaramaUnknownTopic(t *testing.T) {
 		require.NoError(t, lerr)
 		if profile == "vast" {
 			assert.ErrorIs(t, err, sarama.ErrUnknownTopicOrPartition)
+			checkQuoted(t, "sarama", "NoAutoCreateTopics", err.Error())
 			assert.NotContains(t, topics, "nope", "VAST never creates topics on demand")
 		} else {
 			assert.NoError(t, err)
@@ -398,6 +414,7 @@ func TestSaramaCooperativeRefused(t *testing.T) {
 			t.Cleanup(func() { cg.Close() })
 			err = cg.Consume(ctxT(t), []string{"c"}, &saramaMember{})
 			assert.ErrorIs(t, err, sarama.ErrInconsistentGroupProtocol)
+			checkQuoted(t, "sarama", "EagerAssignorsOnly", err.Error())
 			return
 		}
 		m := startSaramaMember(t, b.Addr(), "coop", "c", 0, cfg)
