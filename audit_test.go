@@ -401,3 +401,17 @@ func joinGroup(t *testing.T, cl *kgo.Client, group string, instance *string, pro
 	require.NoError(t, err)
 	return resp
 }
+
+// TestAuditCooperativeChosen: a consumer that prefers cooperative-sticky
+// but also offers range joins VAST, which votes range: the group
+// rebalances eagerly there, a difference the audit reports.
+func TestAuditCooperativeChosen(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
+	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+		kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.RangeBalancer()))
+	produceAndConsume(t, k.Client(), consumer, "orders", 3)
+	g, ok := k.Broker().Group("billing")
+	require.True(t, ok)
+	assert.Equal(t, "cooperative-sticky", g.Protocol, "chosen as on Kafka")
+	assert.Equal(t, []string{"EagerAssignorsOnly differs  billing"}, findingKeys(k.Findings()))
+}

@@ -6,7 +6,8 @@
 // A request's path is short: read a frame, look its API up in the one table
 // in apis.go, decode it with kmsg, run the handler, encode with kmsg, write.
 // Handlers are grouped by concept: produce.go, fetch.go, offsets.go,
-// topics.go, groups.go, configs.go.
+// topics.go, groups.go, configs.go. Each VAST rule is checked once, through
+// Broker.vast (audit.go), which enforces, audits or ignores it by its mode.
 package broker
 
 import (

@@ -765,6 +765,7 @@ func (c *Coordinator) completeJoin(g *group) {
 		g.leader = g.ordered()[0].id
 	}
 	g.protocol = g.vote()
+	c.auditCooperativeChoice(g)
 	g.state = stateCompletingRebalance
 	g.pendingSync = make(map[string]struct{}, len(g.members))
 	for id := range g.members {
@@ -775,6 +776,25 @@ func (c *Coordinator) completeJoin(g *group) {
 	for _, m := range g.ordered() {
 		c.deliverJoin(g, m, c.joinResult(g, m, m.joinVersion))
 	}
+}
+
+// auditCooperativeChoice records a finding when the group voted for a
+// cooperative protocol although every member also offers an eager one:
+// VAST, which leaves cooperative protocols out of the vote, would have
+// chosen an eager one, so the members would rebalance eagerly (revoking
+// every partition) rather than incrementally. A member offering only
+// cooperative protocols is the refusal usableProtocols records instead.
+func (c *Coordinator) auditCooperativeChoice(g *group) {
+	if g.protocolType != "consumer" || !c.rules.EagerAssignorsOnly || !c.rules.CooperativeAssignor(g.protocol) {
+		return
+	}
+	for _, m := range g.members {
+		if !slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return !c.rules.CooperativeAssignor(p.Name) }) {
+			return
+		}
+	}
+	c.vast(nil, rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
+		"the group chose "+g.protocol+"; VAST leaves it out of the vote, so the group would rebalance eagerly with another protocol its members offer")
 }
 
 func (c *Coordinator) toEmpty(g *group) {
