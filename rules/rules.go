@@ -7,7 +7,9 @@
 // [choice] marks an answer vastfake chose where VAST publishes none.
 //
 // VAST returns the profile the broker starts with; Kafka returns the same
-// struct with every rule lifted, so a test can run one scenario under both.
+// struct with every rule lifted, so a test can run one scenario under both;
+// AuditAll audits every rule (see Modes in modes.go: each rule is enforced,
+// audited or off).
 // Nothing outside this package hard-codes a VAST limit.
 package rules
 
