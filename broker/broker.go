@@ -128,8 +128,9 @@ func WithRules(r rules.Rules) Option {
 	return func(c *config) { c.rules, c.rulesSet = r, true }
 }
 
-// WithProfile sets the rules by profile name, "vast" or "kafka"; New fails
-// for any other name.
+// WithProfile sets the rules by profile name, "vast", "kafka" or "audit"
+// (Kafka's behaviour, every VAST rule audited: see Findings); New fails for
+// any other name.
 func WithProfile(name string) Option {
 	return func(c *config) {
 		r, ok := rules.ForProfile(name)
