@@ -7,14 +7,20 @@ package interop_test
 // it causes none.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,4 +297,44 @@ func TestAuditKafkaJS(t *testing.T) {
 	// kafkajs's defaults are VAST's: no idempotence, no compression, the
 	// eager RoundRobinAssigner, minBytes 1.
 	assert.Equal(t, []string{}, auditFindings(t, b))
+}
+
+// TestAuditBinaryPythonApp runs the vastfake binary with -profile audit and
+// -audit-report, points the Python app at it unchanged, stops the binary
+// with SIGTERM, and reads the report it printed and wrote.
+func TestAuditBinaryPythonApp(t *testing.T) {
+	needConfluentPython(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "vastfake")
+	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-profile", "audit", "-topic", "orders:3",
+		"-audit-report", filepath.Join(dir, "report"), "-log-level", "warn")
+	cmd.Env = walkthroughEnv()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill() })
+	rd := bufio.NewReader(stdout)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	addr := strings.TrimSpace(strings.TrimPrefix(line, "listening on "))
+
+	runApp(t, addr, "audit", pythonWithConfluent, "app.py", "defaults")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait(), "vastfake exits 0 on SIGTERM")
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "\n"+string(md), string(rest), "the report on stdout")
+	assert.Contains(t, string(md), "| refused | EagerAssignorsOnly | confluent-kafka-python ")
+	assert.Contains(t, string(md), "set partition.assignment.strategy=range")
+	var report broker.AuditReport
+	js, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &report))
+	require.Len(t, report.Findings, 1)
+	assert.Equal(t, "billing-py", report.Findings[0].Group)
+	assert.Equal(t, "billing-py", report.Findings[0].ClientID)
 }
