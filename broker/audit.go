@@ -123,6 +123,11 @@ func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group, de
 // a check of one request (what Metadata lists, what configs report).
 func (b *Broker) enforced(id rules.ID) bool { return b.modes[id] == rules.Enforce }
 
+// audited reports whether rule id is audited. A "differs" check on the
+// fetch path asks it before describing the request, so that the other
+// modes, where such a check changes nothing, build no string per fetch.
+func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
+
 // recordFinding records a finding of rule id for r (nil: no client).
 func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group, detail string) {
 	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}

@@ -46,10 +46,10 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	}
 	req = mergeFetchDuplicates(req, r.version)
 	denied := b.fetchDenied(r, req)
-	if b.modes.Of(rules.NoOffsetsTopic) == rules.Audit {
+	if b.audited(rules.NoOffsetsTopic) {
 		b.auditOffsetsTopicFetch(r, req)
 	}
-	if req.MinBytes > 1 && req.MaxWaitMillis > 0 {
+	if req.MinBytes > 1 && req.MaxWaitMillis > 0 && b.audited(rules.NoDelayedFetch) {
 		b.vast(r, rules.NoDelayedFetch, rules.Differs, fetchTopic(req), "", "fetch.min.bytes="+
 			strconv.Itoa(int(req.MinBytes))+", fetch.wait.max.ms="+strconv.Itoa(int(req.MaxWaitMillis))+": VAST answers at once with what it has")
 	}
