@@ -128,6 +128,12 @@ func (b *Broker) enforced(id rules.ID) bool { return b.modes[id] == rules.Enforc
 // modes, where such a check changes nothing, build no string per fetch.
 func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
 
+// applies reports whether rule id is enforced or audited. A check on the
+// produce path whose condition holds in ordinary Kafka traffic (a
+// compressed or idempotent batch) asks it before describing the batch, so
+// that a lifted rule costs nothing per batch.
+func (b *Broker) applies(id rules.ID) bool { return b.modes[id] != rules.Off }
+
 // recordFinding records a finding of rule id for r (nil: no client).
 func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group, detail string) {
 	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}

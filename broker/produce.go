@@ -151,13 +151,13 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 	if batch.Control() {
 		return nil, kerr.InvalidRecord.Code, "clients may not produce control batches"
 	}
-	if c := batch.Compression(); c != 0 && b.vast(r, rules.NoCompression, rules.Refused, topic, "", "compressed batch ("+codecName(c)+")") {
+	if c := batch.Compression(); c != 0 && b.applies(rules.NoCompression) && b.vast(r, rules.NoCompression, rules.Refused, topic, "", "compressed batch ("+codecName(c)+")") {
 		return nil, kerr.UnsupportedCompressionType.Code, "VAST does not accept compressed batches; set compression.type=none (rule NoCompression)"
 	}
 	if batch.Compression() > 4 {
 		return nil, kerr.UnsupportedCompressionType.Code, ""
 	}
-	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", producerDetail(batch)) {
+	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.applies(rules.NoIdempotence) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", producerDetail(batch)) {
 		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
 	}
 	stats, err := batch.Validate()
