@@ -72,8 +72,9 @@ type auditLog struct {
 	dropped int64
 }
 
-// record adds one occurrence of a finding seen at now.
-func (a *auditLog) record(k findingKey, detail string, now time.Time) {
+// record adds one occurrence of a finding seen at now; detail describes
+// it, and is called only for a finding not seen before.
+func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if f := a.byKey[k]; f != nil {
@@ -91,7 +92,7 @@ func (a *auditLog) record(k findingKey, detail string, now time.Time) {
 	f := &Finding{Rule: k.rule.String(), Kind: k.kind.String(), Source: k.rule.Source(),
 		ClientID: k.clientID, ClientSoftware: k.software, ClientVersion: k.swVers,
 		Topic: k.topic, Group: k.group, Count: 1, First: now, Last: now,
-		Advice: advice(k.rule, k.kind, clientFamily(k.software, k.clientID)), Detail: logMessage(detail)}
+		Advice: advice(k.rule, k.kind, clientFamily(k.software, k.clientID)), Detail: logMessage(detail())}
 	a.byKey[k] = f
 	a.order = append(a.order, f)
 }
@@ -106,7 +107,11 @@ func (a *auditLog) record(k findingKey, detail string, now time.Time) {
 //     detail saying what the request did, and returns false: the caller
 //     goes on as Kafka does;
 //   - off, it returns false.
-func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group, detail string) bool {
+//
+// detail is called only for a finding not seen before, so that a check on
+// the produce or fetch path costs no string in any mode (a closure that
+// does not escape costs no allocation either).
+func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) bool {
 	switch b.modes[id] {
 	case rules.Enforce:
 		if kind == rules.Refused && r != nil {
@@ -123,19 +128,11 @@ func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group, de
 // a check of one request (what Metadata lists, what configs report).
 func (b *Broker) enforced(id rules.ID) bool { return b.modes[id] == rules.Enforce }
 
-// audited reports whether rule id is audited. A "differs" check on the
-// fetch path asks it before describing the request, so that the other
-// modes, where such a check changes nothing, build no string per fetch.
+// audited reports whether rule id is audited.
 func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
 
-// applies reports whether rule id is enforced or audited. A check on the
-// produce path whose condition holds in ordinary Kafka traffic (a
-// compressed or idempotent batch) asks it before describing the batch, so
-// that a lifted rule costs nothing per batch.
-func (b *Broker) applies(id rules.ID) bool { return b.modes[id] != rules.Off }
-
 // recordFinding records a finding of rule id for r (nil: no client).
-func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group, detail string) {
+func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) {
 	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}
 	if r != nil {
 		k.clientID = clip(r.clientID)
@@ -194,7 +191,7 @@ func (b *Broker) coordinatorFinding(ctx context.Context, id rules.ID, kind rules
 	if ctx != nil {
 		r, _ = ctx.Value(requestKey{}).(*request)
 	}
-	b.recordFinding(r, id, kind, "", group, detail)
+	b.recordFinding(r, id, kind, "", group, func() string { return detail })
 }
 
 type requestKey struct{}

@@ -56,10 +56,10 @@ func TestFindingsBounded(t *testing.T) {
 	var a auditLog
 	now := time.Unix(1_700_000_000, 0)
 	for i := range maxFindings + 5 {
-		a.record(findingKey{rule: rules.NoCompression, kind: rules.Refused, topic: "t-" + strconv.Itoa(i)}, "compressed batch", now)
+		a.record(findingKey{rule: rules.NoCompression, kind: rules.Refused, topic: "t-" + strconv.Itoa(i)}, func() string { return "compressed batch" }, now)
 	}
 	later := now.Add(time.Minute)
-	a.record(findingKey{rule: rules.NoCompression, kind: rules.Refused, topic: "t-0"}, "compressed batch", later)
+	a.record(findingKey{rule: rules.NoCompression, kind: rules.Refused, topic: "t-0"}, func() string { panic("described twice") }, later)
 	assert.Len(t, a.order, maxFindings)
 	assert.Equal(t, int64(5), a.dropped)
 	assert.Equal(t, int64(2), a.order[0].Count)
@@ -70,7 +70,7 @@ func TestFindingsBounded(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	long := strings.Repeat("x", 10_000)
-	b.recordFinding(&request{clientID: long}, rules.NoCompression, rules.Refused, long, "", strings.Repeat("d", 10_000))
+	b.recordFinding(&request{clientID: long}, rules.NoCompression, rules.Refused, long, "", func() string { return strings.Repeat("d", 10_000) })
 	f := b.Findings()[0]
 	assert.Less(t, len(f.ClientID), 300)
 	assert.Less(t, len(f.Topic), 300)

@@ -141,7 +141,7 @@ func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]stri
 	c := defaultTopicConfig(len(set))
 	for k, v := range set {
 		_, vastKey := vastTopicConfigDefaults[k]
-		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", "topic config "+strconv.Quote(k)) {
+		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", func() string { return "topic config " + strconv.Quote(k) }) {
 			return c, kerr.InvalidConfig.Code, "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms and message.timestamp.after.max.ms; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
 		}
 		if _, ok := b.defaultFor(k); !ok {

@@ -267,7 +267,9 @@ func (c *clientConn) handleOne() error {
 			// the connection closes as for any unknown API, with the finding.
 			c.noteClientID(frame[8:])
 			c.b.recordFinding(&request{conn: c, clientID: c.clientID}, c.b.auditedBy[key], rules.Refused, "", "",
-				kmsg.NameForKey(key)+" v"+strconv.Itoa(int(version))+": VAST does not advertise it")
+				func() string {
+					return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
+				})
 		}
 		return protoErr("unsupported api key %d", key)
 	}
@@ -307,7 +309,9 @@ func (c *clientConn) handleOne() error {
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || version > a.advertised) {
-		c.b.recordFinding(req, id, rules.Refused, "", "", kmsg.NameForKey(key)+" v"+strconv.Itoa(int(version))+": VAST does not serve it")
+		c.b.recordFinding(req, id, rules.Refused, "", "", func() string {
+			return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not serve it"
+		})
 	}
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)

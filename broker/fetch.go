@@ -41,7 +41,9 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	if req.SessionID != 0 || req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		b.vast(r, rules.NoFetchSessions, rules.Refused, "", "", "incremental fetch (session "+strconv.Itoa(int(req.SessionID))+", epoch "+strconv.Itoa(int(req.SessionEpoch))+")")
+		b.vast(r, rules.NoFetchSessions, rules.Refused, "", "", func() string {
+			return "incremental fetch (session " + strconv.Itoa(int(req.SessionID)) + ", epoch " + strconv.Itoa(int(req.SessionEpoch)) + ")"
+		})
 		return resp
 	}
 	req = mergeFetchDuplicates(req, r.version)
@@ -49,9 +51,11 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	if b.audited(rules.NoOffsetsTopic) {
 		b.auditOffsetsTopicFetch(r, req)
 	}
-	if req.MinBytes > 1 && req.MaxWaitMillis > 0 && b.audited(rules.NoDelayedFetch) {
-		b.vast(r, rules.NoDelayedFetch, rules.Differs, fetchTopic(req), "", "fetch.min.bytes="+
-			strconv.Itoa(int(req.MinBytes))+", fetch.wait.max.ms="+strconv.Itoa(int(req.MaxWaitMillis))+": VAST answers at once with what it has")
+	if req.MinBytes > 1 && req.MaxWaitMillis > 0 {
+		b.vast(r, rules.NoDelayedFetch, rules.Differs, fetchTopic(req), "", func() string {
+			return "fetch.min.bytes=" +
+				strconv.Itoa(int(req.MinBytes)) + ", fetch.wait.max.ms=" + strconv.Itoa(int(req.MaxWaitMillis)) + ": VAST answers at once with what it has"
+		})
 	}
 	resp, bytes := b.fetchOnce(req, r.version, denied)
 	if b.enforced(rules.NoDelayedFetch) || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
@@ -298,7 +302,7 @@ func (b *Broker) auditOffsetsTopicFetch(r *request, req *kmsg.FetchRequest) {
 			}
 		}
 		if name == offsetsTopic {
-			b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", "Fetch from __consumer_offsets, which VAST does not have")
+			b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", func() string { return "Fetch from __consumer_offsets, which VAST does not have" })
 			return
 		}
 	}

@@ -40,7 +40,7 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 				c.ErrorCode = kerr.InvalidGroupID.Code
 			}
 		case coordinatorTransaction:
-			b.vast(r, rules.NoIdempotence, rules.Refused, "", "", "FindCoordinator for a transaction coordinator")
+			b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string { return "FindCoordinator for a transaction coordinator" })
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			c.ErrorMessage = kmsg.StringPtr("vastfake has no transaction coordinator (VAST does not support transactions)")
 		default:
@@ -151,7 +151,9 @@ func handleListGroups(b *Broker, r *request) kmsg.Response {
 		resp.Groups = visible
 	}
 	if max := b.rules.MaxGroups; max > 0 && len(resp.Groups) > max {
-		b.vast(r, rules.MaxGroups, rules.Differs, "", "", "ListGroups answered "+strconv.Itoa(len(resp.Groups))+" groups; VAST lists at most "+strconv.Itoa(max))
+		b.vast(r, rules.MaxGroups, rules.Differs, "", "", func() string {
+			return "ListGroups answered " + strconv.Itoa(len(resp.Groups)) + " groups; VAST lists at most " + strconv.Itoa(max)
+		})
 	}
 	return resp
 }

@@ -67,8 +67,10 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 						sp.Offset = part.HighWatermarkAt(now.Add(-stale))
 					} else if lag := b.rules.StaleEndOffset; lag > 0 {
 						if at := part.HighWatermarkAt(now.Add(-lag)); at != hwm {
-							b.vast(r, rules.StaleEndOffset, rules.Differs, rt.Topic, "", "ListOffsets(latest) answered "+
-								strconv.FormatInt(hwm, 10)+"; with an end offset "+lag.String()+" behind, VAST could answer "+strconv.FormatInt(at, 10))
+							b.vast(r, rules.StaleEndOffset, rules.Differs, rt.Topic, "", func() string {
+								return "ListOffsets(latest) answered " +
+									strconv.FormatInt(hwm, 10) + "; with an end offset " + lag.String() + " behind, VAST could answer " + strconv.FormatInt(at, 10)
+							})
 						}
 					}
 				case ts == listEarliest, ts == listEarliestLcl && r.version >= 8:

@@ -54,7 +54,9 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return produceError(req, resp, kerr.InvalidRequiredAcks.Code, "")
 	}
-	if req.TransactionID != nil && b.vast(r, rules.NoIdempotence, rules.Refused, "", "", "transactional produce (transactional.id "+strconv.Quote(*req.TransactionID)+")") {
+	if req.TransactionID != nil && b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string {
+		return "transactional produce (transactional.id " + strconv.Quote(*req.TransactionID) + ")"
+	}) {
 		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, "VAST does not support transactions (rule NoIdempotence)")
 	}
 
@@ -151,13 +153,13 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 	if batch.Control() {
 		return nil, kerr.InvalidRecord.Code, "clients may not produce control batches"
 	}
-	if c := batch.Compression(); c != 0 && b.applies(rules.NoCompression) && b.vast(r, rules.NoCompression, rules.Refused, topic, "", "compressed batch ("+codecName(c)+")") {
+	if c := batch.Compression(); c != 0 && b.vast(r, rules.NoCompression, rules.Refused, topic, "", func() string { return "compressed batch (" + codecName(c) + ")" }) {
 		return nil, kerr.UnsupportedCompressionType.Code, "VAST does not accept compressed batches; set compression.type=none (rule NoCompression)"
 	}
 	if batch.Compression() > 4 {
 		return nil, kerr.UnsupportedCompressionType.Code, ""
 	}
-	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.applies(rules.NoIdempotence) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", producerDetail(batch)) {
+	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", func() string { return producerDetail(batch) }) {
 		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
 	}
 	stats, err := batch.Validate()
@@ -170,11 +172,11 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		return nil, kerr.InvalidRecord.Code, err.Error()
 	}
 	if max := b.rules.MaxKeyBytes; max > 0 && stats.MaxKey > max &&
-		b.vast(r, rules.MaxKeyBytes, rules.Refused, topic, "", "record key of "+strconv.Itoa(stats.MaxKey)+" bytes") {
+		b.vast(r, rules.MaxKeyBytes, rules.Refused, topic, "", func() string { return "record key of " + strconv.Itoa(stats.MaxKey) + " bytes" }) {
 		return nil, kerr.MessageTooLarge.Code, "record key of " + strconv.Itoa(stats.MaxKey) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxKeyBytes)"
 	}
 	if max := b.rules.MaxValueBytes; max > 0 && stats.MaxValue > max &&
-		b.vast(r, rules.MaxValueBytes, rules.Refused, topic, "", "record value of "+strconv.Itoa(stats.MaxValue)+" bytes") {
+		b.vast(r, rules.MaxValueBytes, rules.Refused, topic, "", func() string { return "record value of " + strconv.Itoa(stats.MaxValue) + " bytes" }) {
 		return nil, kerr.MessageTooLarge.Code, "record value of " + strconv.Itoa(stats.MaxValue) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxValueBytes)"
 	}
 	if !cfg.logAppendTime && stats.MinTimestamp <= stats.MaxTimestamp {
@@ -201,7 +203,7 @@ func (b *Broker) checkBatchSize(r *request, topicName string, size int, cfg topi
 	if topic := cfg.maxMessageBytes; topic >= 0 && size > topic && (enforcedCap <= 0 || topic <= enforcedCap) {
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the topic's max.message.bytes of " + strconv.Itoa(topic)
 	}
-	if vastCap > 0 && size > vastCap && b.vast(r, rules.MaxMessageBytes, rules.Refused, topicName, "", "record batch of "+strconv.Itoa(size)+" bytes") {
+	if vastCap > 0 && size > vastCap && b.vast(r, rules.MaxMessageBytes, rules.Refused, topicName, "", func() string { return "record batch of " + strconv.Itoa(size) + " bytes" }) {
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the " + strconv.Itoa(vastCap) + "-byte limit (rule MaxMessageBytes)"
 	}
 	if cfg.maxMessageBytes < 0 && enforcedCap <= 0 && size > rules.KafkaMessageMaxBytes {

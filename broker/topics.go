@@ -202,11 +202,11 @@ func (b *Broker) checkCreate(r *request, name string, partitions int32, configs 
 // (nil for a seed topic).
 func (b *Broker) partitionLimits(r *request, topic string, topicTotal, viewTotal int) (int16, string) {
 	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max &&
-		b.vast(r, rules.MaxPartitionsPerTopic, rules.Refused, topic, "", itoa(topicTotal)+" partitions in one topic") {
+		b.vast(r, rules.MaxPartitionsPerTopic, rules.Refused, topic, "", func() string { return itoa(topicTotal) + " partitions in one topic" }) {
 		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
 	}
 	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max &&
-		b.vast(r, rules.MaxPartitionsPerView, rules.Refused, topic, "", itoa(viewTotal)+" partitions in the view") {
+		b.vast(r, rules.MaxPartitionsPerView, rules.Refused, topic, "", func() string { return itoa(viewTotal) + " partitions in the view" }) {
 		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
 	}
 	return 0, ""
@@ -302,7 +302,7 @@ func (b *Broker) deleteTopic(t *topic) {
 // NoTopicIDs clients never learn an id (every id reported is zero), so a
 // request naming one finds nothing and is recorded as refused by the rule.
 func (b *Broker) topicByID(r *request, id [16]byte) *topic {
-	if id != [16]byte{} && b.rules.NoTopicIDs && b.vast(r, rules.NoTopicIDs, rules.Refused, "", "", "a topic named by its ID") {
+	if id != [16]byte{} && b.rules.NoTopicIDs && b.vast(r, rules.NoTopicIDs, rules.Refused, "", "", func() string { return "a topic named by its ID" }) {
 		return nil
 	}
 	return b.data.getID(id)
@@ -371,9 +371,9 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 				}
 				t = b.data.get(*rt.Topic)
 				autoCreate := t == nil && askedCreate && validTopicName(*rt.Topic) &&
-					!b.vast(r, rules.NoAutoCreateTopics, rules.Refused, *rt.Topic, "", "Metadata asked to auto-create topic "+strconv.Quote(*rt.Topic))
+					!b.vast(r, rules.NoAutoCreateTopics, rules.Refused, *rt.Topic, "", func() string { return "Metadata asked to auto-create topic " + strconv.Quote(*rt.Topic) })
 				if *rt.Topic == offsetsTopic && t != nil {
-					b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", "Metadata for __consumer_offsets, which VAST does not have")
+					b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", func() string { return "Metadata for __consumer_offsets, which VAST does not have" })
 				}
 				if autoCreate && b.allowCreate(r, *rt.Topic) {
 					if code, _ := b.createTopic(r, *rt.Topic, -1, nil, false); code == 0 {
