@@ -187,12 +187,14 @@ func (c *connectCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, 
 // TestSlowReaderKeepsItsConnection: the idle timeout closes a connection
 // whose client reads nothing of an answer, not one that reads a large
 // answer slowly but steadily. The client here reads 256 KiB every 20 ms of
-// a fetch answer of over 16 MiB, seconds in all, with a 500 ms idle timeout:
-// it models a slow consumer, it does not wait for the broker's state.
+// a fetch answer of over 16 MiB, more than 2.5 s in all, with a 1 s idle
+// timeout: it models a slow consumer, it does not wait for the broker's
+// state. (The timeout leaves room for a loaded machine to stall the reader
+// for a while between reads.)
 // (The kernel wakes a blocked writer only once a good part of its send
 // buffer has drained, megabytes on loopback, so progress shows in steps.)
 func TestSlowReaderKeepsItsConnection(t *testing.T) {
-	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithIdleTimeout(500*time.Millisecond),
+	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithIdleTimeout(time.Second),
 		broker.WithTopics(broker.TopicSpec{Name: "big", Partitions: 32}))
 	var recs []*kgo.Record
 	for p := range int32(32) {

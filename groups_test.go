@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -697,4 +698,30 @@ func TestBrokerConfigsShowGroupBounds(t *testing.T) {
 	got = brokerConfigs(t, fixtures.StartBroker(t, broker.WithMinSessionTimeout(0), broker.WithMaxSessionTimeout(0)))
 	assert.Equal(t, "0", got["group.min.session.timeout.ms"])
 	assert.Equal(t, "2147483647", got["group.max.session.timeout.ms"])
+}
+
+// TestGroupMetadataIsBounded: over the wire, in both profiles, a member
+// whose protocol metadata alone is larger than a group may keep (1 MiB, the
+// record Kafka writes for a group) gets GROUP_MAX_SIZE_REACHED, and a group
+// name longer than Kafka can write INVALID_GROUP_ID; a kgo consumer then
+// joins the same group normally.
+func TestGroupMetadataIsBounded(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("t", 1))
+		cl := newClient(t, k.Addr())
+		big := rawJoin("g", 45_000, 60_000)
+		big.Protocols[0].Metadata = make([]byte, 2<<20)
+		resp, err := big.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.GroupMaxSizeReached.Code, resp.ErrorCode)
+		resp, err = rawJoin(strings.Repeat("g", 40_000), 45_000, 60_000).RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.InvalidGroupID.Code, resp.ErrorCode)
+
+		consumer := newClient(t, k.Addr(), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"))
+		k.Produce("t", 0, "x")
+		fetches := consumer.PollFetches(ctxT(t))
+		require.NoError(t, fetches.Err0())
+		assert.Equal(t, 1, fetches.NumRecords())
+	})
 }

@@ -22,16 +22,23 @@ import (
 	"github.com/vastfake/vastfake/internal/readme"
 )
 
-// TestReadmeFirstTest keeps README's "Getting started" test the one that
-// examples/gettingstarted compiles and runs, so that a newcomer copying it
-// gets a passing test.
-func TestReadmeFirstTest(t *testing.T) {
+// TestReadmeFirstTests keeps README's first tests, one per language, the
+// files CI compiles and runs (examples/gettingstarted with go test,
+// examples/pytest with pytest, js/test with node --test), so that a newcomer
+// copying one gets a passing test.
+func TestReadmeFirstTests(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	example, err := os.ReadFile("examples/gettingstarted/billing_test.go")
-	require.NoError(t, err)
-	require.True(t, strings.Contains(string(readme), "```go\n"+string(example)+"```\n"),
-		"README.md must quote examples/gettingstarted/billing_test.go verbatim in a go block")
+	for _, tc := range []struct{ file, lang string }{
+		{"examples/gettingstarted/billing_test.go", "go"},
+		{"examples/pytest/test_billing.py", "python"},
+		{"js/test/billing.test.js", "js"},
+	} {
+		example, err := os.ReadFile(tc.file)
+		require.NoError(t, err)
+		require.True(t, strings.Contains(string(readme), "```"+tc.lang+"\n"+string(example)+"```\n"),
+			"README.md must quote %s verbatim in a %s block", tc.file, tc.lang)
+	}
 }
 
 // TestFirstTestPassesAgainstARealCluster runs the getting-started test with

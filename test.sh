@@ -2,9 +2,10 @@
 # Runs every test: the root module (broker, coordinator, log, fixtures, the
 # binary, end-to-end tests) and the interop module (sarama, kafka-go,
 # confluent-kafka-go, the Confluent Python client), all with the race
-# detector; every benchmark and cmd/vastbench once; then the pytest launcher
-# example (examples/pytest) when /usr/bin/python3 has pytest (required when
-# CI is set).
+# detector; every benchmark and cmd/vastbench once; then the Python package
+# (python/ and examples/pytest) when /usr/bin/python3 has what it needs, and
+# the JavaScript package (js/) when node and its npm ci are there (both
+# required when CI is set).
 set -euo pipefail
 cd "$(dirname "$0")"
 go vet ./...
@@ -21,11 +22,43 @@ if [ -d interop ]; then
   fi
   (cd interop && go vet ./... && go test -race -count=1 ./...)
 fi
-if /usr/bin/python3 -c 'import pytest' 2>/dev/null; then
-  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider examples/pytest
+# The launcher packages run the binary built here.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/vastfake" ./cmd/vastfake
+
+# The Python package (python/, with its tests and examples/pytest, the
+# README's first Python test) on /usr/bin/python3 with Debian's pytest,
+# confluent-kafka and kafka-python. pip installs it into a temporary
+# directory, offline, so that pytest loads the plugin through its pytest11
+# entry point as it does for users.
+py_missing=$(/usr/bin/python3 - <<'PY' 2>/dev/null || echo python3
+import importlib.util
+need = {"pytest": "python3-pytest", "pip": "python3-pip", "setuptools": "python3-setuptools",
+        "confluent_kafka": "python3-confluent-kafka", "kafka": "python3-kafka"}
+print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
+PY
+)
+if [ -z "$py_missing" ]; then
+  /usr/bin/python3 -m pip install -q --no-index --no-build-isolation --no-deps --root-user-action=ignore \
+    --target "$tmp/site" ./python
+  rm -rf python/build python/vastfake.egg-info
+  PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 VASTFAKE_BIN="$tmp/vastfake" \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests examples/pytest
 elif [ -n "${CI:-}" ]; then
-  echo "examples/pytest needs /usr/bin/python3 with pytest (apt-get install -y python3-pytest)" >&2
+  echo "python/ needs Debian packages for /usr/bin/python3: apt-get install -y $py_missing" >&2
   exit 1
 else
-  echo "skipping examples/pytest: /usr/bin/python3 has no pytest (apt-get install -y python3-pytest)" >&2
+  echo "skipping python/ and examples/pytest: /usr/bin/python3 lacks $py_missing (apt-get install -y $py_missing)" >&2
+fi
+
+# The JavaScript package (js/, with the README's first JavaScript test)
+# under node --test, with kafkajs from npm ci.
+if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; then
+  (cd js && VASTFAKE_BIN="$tmp/vastfake" node --test test/*.test.js)
+elif [ -n "${CI:-}" ]; then
+  echo "js/ needs node and its devDependencies: cd js && npm ci" >&2
+  exit 1
+else
+  echo "skipping js/: it needs node on PATH and kafkajs (cd js && npm ci)" >&2
 fi

@@ -289,7 +289,10 @@ func TestIncrementalAlterListConfigs(t *testing.T) {
 
 	t.Run("vast", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("t", 1))
-		assert.ErrorIs(t, alter(t, k.Admin(), "t", appendCfg("cleanup.policy", "compact")), kerr.InvalidConfig)
+		require.NoError(t, alter(t, k.Admin(), "t", appendCfg("cleanup.policy", "compact")))
+		assert.Equal(t, "delete,compact", cleanupPolicy(t, k.Admin(), "t"), "cleanup.policy is a VAST topic config")
+		assert.Empty(t, k.Refusals())
+		assert.ErrorIs(t, alter(t, k.Admin(), "t", appendCfg("follower.replication.throttled.replicas", "0:0")), kerr.InvalidConfig)
 		k.AssertRefused("VASTTopicConfigsOnly")
 	})
 }
@@ -425,7 +428,7 @@ func TestDuplicatedTopics(t *testing.T) {
 func TestTopicRuleRefusalsRecorded(t *testing.T) {
 	t.Run("configs", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("t", 1))
-		_, err := k.Admin().CreateTopic(ctxT(t), 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "compacted")
+		_, err := k.Admin().CreateTopic(ctxT(t), 1, 1, map[string]*string{"min.compaction.lag.ms": kadm.StringPtr("0")}, "compacted")
 		require.ErrorIs(t, err, kerr.InvalidConfig)
 		rec, ok := findRequest(k.Broker(), kmsg.CreateTopics, func(r broker.RequestRecord) bool { return r.Rule != "" })
 		require.True(t, ok)
@@ -513,4 +516,68 @@ func TestTopicRuleRefusalsRecorded(t *testing.T) {
 		k.AssertRefused("MaxPartitionsPerTopic")
 	})
 
+}
+
+// TestTopicNames: a topic name the broker keeps is at most 249 characters
+// of [a-zA-Z0-9._-], and not "." or "..", as in Kafka; anything else gets
+// INVALID_TOPIC_EXCEPTION and is not created.
+func TestTopicNames(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"))
+	adm := kadm.NewClient(k.Client())
+	for name, code := range map[string]int16{
+		strings.Repeat("a", 249): 0,
+		strings.Repeat("a", 250): kerr.InvalidTopicException.Code,
+		"a b":                    kerr.InvalidTopicException.Code,
+		"..":                     kerr.InvalidTopicException.Code,
+		"ok_name-1.x":            0,
+	} {
+		_, err := adm.CreateTopic(ctxT(t), 1, 1, nil, name) // the topic's error, if any
+		if code == 0 {
+			assert.NoError(t, err, "name of %d bytes", len(name))
+		} else {
+			assert.ErrorIs(t, err, kerr.ErrorForCode(code), "name of %d bytes", len(name))
+		}
+	}
+	names, err := adm.ListTopics(ctxT(t))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{strings.Repeat("a", 249), "ok_name-1.x"}, names.Names())
+}
+
+// TestTopicConfigValuesAreTyped: in the kafka profile a topic keeps only
+// config values of their Kafka type (numbers, booleans, the compression
+// names, partition:broker lists), as Kafka's ConfigDef checks them: free
+// text gets INVALID_CONFIG, from CreateTopics and from the config APIs.
+func TestTopicConfigValuesAreTyped(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"))
+	adm := kadm.NewClient(k.Client())
+	for _, c := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{"compression.type", "zstd", true},
+		{"compression.type", strings.Repeat("x", 1<<16), false},
+		{"segment.bytes", "1048576", true},
+		{"segment.bytes", "1 MiB", false},
+		{"segment.ms", "99999999999", true},
+		{"min.cleanable.dirty.ratio", "0.3", true},
+		{"min.cleanable.dirty.ratio", "lots", false},
+		{"preallocate", "TRUE", true},
+		{"preallocate", "yes", false},
+		{"leader.replication.throttled.replicas", "0:0,1:0", true},
+		{"leader.replication.throttled.replicas", "*", true},
+		{"leader.replication.throttled.replicas", "free text", false},
+	} {
+		_, err := adm.CreateTopic(ctxT(t), 1, 1, map[string]*string{c.key: &c.value}, "typed")
+		if c.ok {
+			require.NoError(t, err, "%s=%.20s", c.key, c.value)
+			_, err = adm.DeleteTopic(ctxT(t), "typed")
+			require.NoError(t, err)
+		} else {
+			assert.ErrorIs(t, err, kerr.InvalidConfig, "%s=%.20s", c.key, c.value)
+		}
+	}
+	createTopic(t, k.Client(), "altered", 1, nil)
+	resp, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "compression.type", Value: kmsg.StringPtr("free text")}}, "altered")
+	require.NoError(t, err)
+	assert.ErrorIs(t, resp[0].Err, kerr.InvalidConfig)
 }

@@ -100,7 +100,8 @@ var apiTable = []api{
 // API key, the enforced rule that hides it, or "", so that a request for a
 // hidden API can name the rule, and the audited rule that would hide it or
 // cap its versions, or 0.
-func buildAPIs(r *rules.Rules, modes *rules.Modes) (apis []api, hiddenBy [maxAPIKey + 1]string, auditedBy [maxAPIKey + 1]rules.ID) {
+func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, auditedBy [maxAPIKey + 1]rules.ID) {
+	modes := r.Modes()
 	out := make([]api, 0, len(apiTable))
 	for _, a := range apiTable {
 		a.advertised = a.max

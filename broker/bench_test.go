@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
 // benchBatch encodes a v2 batch of n records with 100-byte values, as a
@@ -326,4 +328,112 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchKeyedBatch encodes a v2 batch of n records keyed key-00000 to
+// key-09999 in turn from record first on, with 40-byte values.
+func benchKeyedBatch(first, n int) []byte {
+	rb := kmsg.NewRecordBatch()
+	rb.Magic = 2
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp = 1_700_000_000_000, 1_700_000_000_000
+	rb.LastOffsetDelta, rb.NumRecords = int32(n-1), int32(n)
+	for i := 0; i < n; i++ {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.Key = fmt.Appendf(nil, "key-%05d", (first+i)%10_000)
+		r.Value = fmt.Appendf(nil, "value-%09d-0123456789abcdef0123456789", first+i)
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		rb.Records = r.AppendTo(rb.Records)
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// BenchmarkRoundTripsDuringCompaction answers a Produce (one batch of 10
+// records to each of three partitions) and a Fetch (64 KiB from each) on
+// one topic, and reports the 99th percentile and the worst of those round
+// trips; in the compacting case another goroutine meanwhile keeps filling
+// a partition of a compacted topic with 1M records over 10k keys (10,000
+// batches of 100) and compacting it, and the count of compactions is
+// reported. The control case, busy, runs the same loop on a log outside
+// the broker: the same CPU and memory traffic, no lock the broker shares.
+// Compaction takes no broker-wide lock, so compacting should cost the
+// round trips what busy does, and no more.
+func BenchmarkRoundTripsDuringCompaction(b *testing.B) {
+	batches := make([]log.Batch, 10_000)
+	for i := range batches {
+		var err error
+		batches[i], err = log.ParseBatch(benchKeyedBatch(i*100, 100))
+		require.NoError(b, err)
+	}
+	for _, name := range []string{"idle", "busy", "compacting"} {
+		b.Run(name, func(b *testing.B) {
+			br, err := New(WithTopics(TopicSpec{Name: "bench", Partitions: 3},
+				TopicSpec{Name: "state", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}))
+			require.NoError(b, err)
+			b.Cleanup(func() { br.Close() })
+			roundTrip := dialBench(b, br)
+			produce := produceFrame("bench", 10)
+			fetch := kmsg.NewPtrFetchRequest()
+			fetch.SetVersion(12)
+			fetch.MaxBytes, fetch.SessionEpoch = 50<<20, -1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "bench"
+			for p := int32(0); p < 3; p++ {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.PartitionMaxBytes = p, 64<<10
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			fetch.Topics = append(fetch.Topics, rt)
+			fetchFrame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 2)
+
+			stop, done := make(chan struct{}), make(chan struct{})
+			var compactions atomic.Int64
+			if name != "idle" {
+				part := br.data.get("state").partitions[0]
+				if name == "busy" {
+					part = log.NewPartition()
+				}
+				go func() {
+					defer close(done)
+					for {
+						for _, batch := range batches {
+							part.Append(batch, log.AppendOptions{Now: time.Now()})
+						}
+						if _, err := part.Compact(log.CompactOptions{Now: time.Now()}); err != nil {
+							b.Error(err)
+							return
+						}
+						compactions.Add(1)
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				}()
+			} else {
+				close(done)
+			}
+			var took []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				roundTrip(produce)
+				roundTrip(fetchFrame)
+				took = append(took, time.Since(start))
+			}
+			close(stop)
+			<-done
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
+			b.ReportMetric(float64(took[len(took)-1].Nanoseconds()), "max-ns")
+			if name != "idle" {
+				b.ReportMetric(float64(compactions.Load()), "compactions")
+			}
+		})
+	}
 }

@@ -11,6 +11,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -42,25 +44,26 @@ type Broker struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	lnMu       sync.Mutex // guards ln and acceptDone across Restart
-	ln         net.Listener
-	acceptDone chan struct{}
-	addr       string
-	host       string // advertised host and port
-	port       int32
-	clusterID  string
-	coord      *coordinator.Coordinator
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
-	connsMu    sync.Mutex
-	conns      map[*clientConn]struct{}
-	stopSweep  func() bool
-	sweepMu    sync.Mutex
-	data       *store
-	apis       []api // the table, with the rules applied
-	apiByKey   [maxAPIKey + 1]*api
+	lnMu        sync.Mutex // guards ln and acceptDone across Restart
+	ln          net.Listener
+	acceptDone  chan struct{}
+	addr        string
+	host        string // advertised host and port
+	port        int32
+	clusterID   string
+	coord       *coordinator.Coordinator
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	connsMu     sync.Mutex
+	conns       map[*clientConn]struct{}
+	stopSweep   func() bool
+	stopCompact func() bool
+	sweepMu     sync.Mutex
+	data        *store
+	apis        []api // the table, with the rules applied
+	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy [maxAPIKey + 1]string
 	// auditedBy names the audited rule that would hide each API key, or
@@ -83,26 +86,29 @@ type Broker struct {
 }
 
 type config struct {
-	listen      string
-	advertise   string
-	nodeID      int32
-	clusterID   string
-	rules       rules.Rules
-	rulesSet    bool
-	clock       clock.Clock
-	logger      *slog.Logger
-	topics      []TopicSpec
-	rebalDelay  time.Duration
-	partitions  int32 // num.partitions
-	minSession  time.Duration
-	maxSession  time.Duration
-	retentionEv time.Duration
-	users       map[string]string
-	policies    []Policy
-	defaultDeny bool
-	view        string
-	tls         *tls.Config
-	err         error
+	listen       string
+	advertise    string
+	nodeID       int32
+	clusterID    string
+	rules        rules.Rules
+	rulesSet     bool
+	clock        clock.Clock
+	logger       *slog.Logger
+	topics       []TopicSpec
+	rebalDelay   time.Duration
+	partitions   int32 // num.partitions
+	minSession   time.Duration
+	maxSession   time.Duration
+	maxOffsetMD  int // offset.metadata.max.bytes
+	retentionEv  time.Duration
+	compactionEv time.Duration
+	gaps         map[string]log.Gap // offset gaps by topic name
+	users        map[string]string
+	policies     []Policy
+	defaultDeny  bool
+	view         string
+	tls          *tls.Config
+	err          error
 
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
@@ -189,6 +195,16 @@ func WithMinSessionTimeout(d time.Duration) Option {
 // both profiles; 0 removes the bound.
 func WithMaxSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.maxSession = d }
+}
+
+// WithOffsetMetadataMaxBytes sets Kafka's offset.metadata.max.bytes: an
+// OffsetCommit partition whose metadata is longer than n bytes gets
+// OFFSET_METADATA_TOO_LARGE and is not stored; the request's other
+// partitions are. The default is Kafka's, 4096
+// (coordinator.DefaultOffsetMetadataMaxBytes), in both profiles; 0 allows
+// only empty metadata, and New fails for a negative n.
+func WithOffsetMetadataMaxBytes(n int) Option {
+	return func(c *config) { c.maxOffsetMD = n }
 }
 
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
@@ -293,7 +309,8 @@ var ErrClosed = errors.New("broker is closed")
 func New(opts ...Option) (*Broker, error) {
 	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
-		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout}
+		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -312,6 +329,9 @@ func New(opts ...Option) (*Broker, error) {
 		if name == "" {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
+	}
+	if cfg.maxOffsetMD < 0 {
+		return nil, fmt.Errorf("vastfake: offset.metadata.max.bytes %d: want 0 or more", cfg.maxOffsetMD)
 	}
 	if cfg.partitions < 1 {
 		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
@@ -363,7 +383,7 @@ func New(opts ...Option) (*Broker, error) {
 	if b.enforced(rules.StaleEndOffset) {
 		b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
 	}
-	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules, &b.modes)
+	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules)
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
@@ -404,10 +424,14 @@ func New(opts ...Option) (*Broker, error) {
 		InitialRebalanceDelay: cfg.rebalDelay,
 		MinSessionTimeout:     cfg.minSession,
 		MaxSessionTimeout:     cfg.maxSession,
-		Logger:                b.log,
-		Audit:                 b.coordinatorFinding,
+		// The coordinator reads 0 as its default and a negative bound as
+		// "empty metadata only", which is what 0 means here, as in Kafka.
+		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
+		Logger:                 b.log,
+		Audit:                  b.coordinatorFinding,
 	})
 	b.scheduleRetention()
+	b.scheduleCompaction()
 	b.startAccepting(ln)
 	return b, nil
 }
@@ -504,6 +528,10 @@ func (b *Broker) Close() error {
 			b.stopSweep()
 			b.stopSweep = nil
 		}
+		if b.stopCompact != nil {
+			b.stopCompact()
+			b.stopCompact = nil
+		}
 		b.sweepMu.Unlock()
 		b.wg.Wait()
 	})
@@ -564,19 +592,39 @@ func (b *Broker) scheduleRetention() {
 		return
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
-		b.ApplyRetention()
+		b.background(b.ApplyRetention)
 		b.scheduleRetention()
 	})
 }
 
-// ApplyRetention drops, from every partition, the batches older than its
-// topic's retention.ms on the broker's clock, and moves log start offsets.
-// The broker runs it periodically; tests on a manual clock may call it
-// directly after advancing time.
+// background runs fn, a timer's work, as work the broker owns: Close waits
+// for it to finish, and once Close has begun it does not start.
+func (b *Broker) background(fn func()) {
+	b.sweepMu.Lock()
+	if b.ctx.Err() != nil {
+		b.sweepMu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.sweepMu.Unlock()
+	defer b.wg.Done()
+	fn()
+}
+
+// ApplyRetention drops, from every partition of a topic whose
+// cleanup.policy includes delete (the default), the batches older than its
+// topic's retention.ms on the broker's clock, and moves log start offsets;
+// as in Kafka, a topic with cleanup.policy=compact alone keeps its records
+// whatever their age. The broker runs it periodically; tests on a manual
+// clock may call it directly after advancing time.
 func (b *Broker) ApplyRetention() {
 	now := b.clock.Now()
 	for _, t := range b.data.all() {
-		ret := t.config().retention
+		cfg := t.config()
+		if !cfg.delete {
+			continue
+		}
+		ret := cfg.retention
 		for _, p := range t.partitions {
 			p.ApplyRetention(now, ret)
 		}

@@ -15,17 +15,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
 
-// The topic configs VAST supports [API], with Kafka's defaults (VAST's
+// The topic configs VAST supports (its management API's four, and
+// cleanup.policy, which VAST's Kafka Protocol Support page lists as
+// supported through topic compaction), with Kafka's defaults (VAST's
 // retention default is 7 days, the same as Kafka's).
 const (
 	cfgRetentionMs     = "retention.ms"
+	cfgCleanupPolicy   = "cleanup.policy"
 	cfgTimestampType   = "message.timestamp.type"
 	cfgBeforeMaxMs     = "message.timestamp.before.max.ms"
 	cfgAfterMaxMs      = "message.timestamp.after.max.ms"
 	cfgMaxMessageBytes = "max.message.bytes"
+	cfgDeleteRetention = "delete.retention.ms"
+	cfgMinLag          = "min.compaction.lag.ms"
+	cfgDirtyRatio      = "min.cleanable.dirty.ratio"
 	timestampCreate    = "CreateTime"
 	timestampAppend    = "LogAppendTime"
 	defaultRetention   = 7 * 24 * time.Hour
@@ -33,14 +40,15 @@ const (
 )
 
 // kafkaTopicConfigDefaults are the other topic configs Apache Kafka knows,
-// accepted and stored (but not acted on) in the kafka profile.
+// accepted and stored in the kafka profile; the broker acts on
+// max.message.bytes and the compaction configs (delete.retention.ms,
+// min.compaction.lag.ms, min.cleanable.dirty.ratio).
 var kafkaTopicConfigDefaults = map[string]string{
-	"cleanup.policy":                          "delete",
-	"compression.type":                        "producer",
-	"delete.retention.ms":                     "86400000",
-	"file.delete.delay.ms":                    "60000",
-	"flush.messages":                          "9223372036854775807",
-	"flush.ms":                                "9223372036854775807",
+	"compression.type":     "producer",
+	cfgDeleteRetention:     "86400000",
+	"file.delete.delay.ms": "60000",
+	"flush.messages":       "9223372036854775807",
+	"flush.ms":             "9223372036854775807",
 	"follower.replication.throttled.replicas": "",
 	"index.interval.bytes":                    "4096",
 	"leader.replication.throttled.replicas":   "",
@@ -48,8 +56,8 @@ var kafkaTopicConfigDefaults = map[string]string{
 	"local.retention.ms":                      "-2",
 	"max.compaction.lag.ms":                   "9223372036854775807",
 	cfgMaxMessageBytes:                        "", // defaultFor answers the limit the rules enforce
-	"min.cleanable.dirty.ratio":               "0.5",
-	"min.compaction.lag.ms":                   "0",
+	cfgDirtyRatio:                             "0.5",
+	cfgMinLag:                                 "0",
 	"min.insync.replicas":                     "1",
 	"preallocate":                             "false",
 	"remote.storage.enable":                   "false",
@@ -63,6 +71,7 @@ var kafkaTopicConfigDefaults = map[string]string{
 
 var vastTopicConfigDefaults = map[string]string{
 	cfgRetentionMs:   strconv.FormatInt(defaultRetention.Milliseconds(), 10),
+	cfgCleanupPolicy: "delete",
 	cfgTimestampType: timestampCreate,
 	cfgBeforeMaxMs:   unlimitedMillisSt,
 	cfgAfterMaxMs:    unlimitedMillisSt,
@@ -98,6 +107,20 @@ type topicConfig struct {
 	// maxMessageBytes is the topic's max.message.bytes, or -1 when it is
 	// not set and the broker's message.max.bytes applies.
 	maxMessageBytes int
+
+	// cleanup.policy: compact compacts the topic (and refuses keyless
+	// records); delete applies retention.ms.
+	compact, delete bool
+	// The compaction configs (see log.CompactOptions).
+	deleteRetention  time.Duration
+	minCompactionLag time.Duration
+	minDirtyRatio    float64
+}
+
+// compactOptions are the topic's compaction configs at now.
+func (c *topicConfig) compactOptions(now time.Time) log.CompactOptions {
+	return log.CompactOptions{Now: now, DeleteRetention: c.deleteRetention,
+		MinCompactionLag: c.minCompactionLag, MinDirtyRatio: c.minDirtyRatio}
 }
 
 // defaultFor returns the default value of a topic config key, and whether
@@ -131,18 +154,22 @@ func defaultTopicConfig(n int) topicConfig {
 		beforeMaxMs:     math.MaxInt64,
 		afterMaxMs:      math.MaxInt64,
 		maxMessageBytes: -1,
+		delete:          true,
+		deleteRetention: 24 * time.Hour,
+		minDirtyRatio:   0.5,
 	}
 }
 
 // parseTopicConfigs validates explicitly set configs and returns them parsed,
 // or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
-// recorded on r (nil for a seed topic) as refused by that rule.
+// recorded on r (nil for a seed topic) as refused by that rule; a value not
+// of its key's Kafka type is refused (checkConfigValue).
 func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]string) (topicConfig, int16, string) {
 	c := defaultTopicConfig(len(set))
 	for k, v := range set {
 		_, vastKey := vastTopicConfigDefaults[k]
 		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", func() string { return "topic config " + strconv.Quote(k) }) {
-			return c, kerr.InvalidConfig.Code, "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms and message.timestamp.after.max.ms; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
+			return c, kerr.InvalidConfig.Code, "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms, message.timestamp.after.max.ms and cleanup.policy; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
 		}
 		if _, ok := b.defaultFor(k); !ok {
 			return c, kerr.InvalidConfig.Code, "unknown topic config " + strconv.Quote(k)
@@ -178,16 +205,91 @@ func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]stri
 				return c, kerr.InvalidConfig.Code, k + " must be an integer >= 0"
 			}
 			c.maxMessageBytes = int(n)
-		case "cleanup.policy":
+		case cfgCleanupPolicy:
+			c.compact, c.delete = false, false
 			for _, p := range listParts(v) {
 				if p != "compact" && p != "delete" {
 					return c, kerr.InvalidConfig.Code, "Invalid value " + p + " for configuration cleanup.policy: String must be one of: compact, delete"
 				}
+				c.compact = c.compact || p == "compact"
+				c.delete = c.delete || p == "delete"
+			}
+		case cfgDeleteRetention, cfgMinLag:
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || ms < 0 {
+				return c, kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + k + ": Value must be at least 0"
+			}
+			d := time.Duration(min(ms, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
+			if k == cfgDeleteRetention {
+				c.deleteRetention = d
+			} else {
+				c.minCompactionLag = d
+			}
+		case cfgDirtyRatio:
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				return c, kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + k + ": Value must be no more than 1 and at least 0"
+			}
+			c.minDirtyRatio = f
+		default:
+			if msg := checkConfigValue(k, v); msg != "" {
+				return c, kerr.InvalidConfig.Code, msg
 			}
 		}
 		c.set[k] = v
 	}
 	return c, 0, ""
+}
+
+// compressionTypes are the values Kafka's compression.type takes.
+var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
+
+// checkConfigValue checks a topic config's value against its Kafka type,
+// as Kafka's ConfigDef does, and returns the message refusing it, or "".
+// Every value a topic keeps is then a number, a boolean, a name from a
+// fixed set or, for the replication throttle lists, "*" or
+// partition:broker pairs: a client cannot make a topic keep free text.
+func checkConfigValue(key, v string) string {
+	invalid := func(why string) string {
+		return "Invalid value " + v + " for configuration " + key + ": " + why
+	}
+	switch typ, ok := topicConfigTypes[key]; {
+	case key == "compression.type":
+		if !slices.Contains(compressionTypes, v) {
+			return invalid("String must be one of: " + strings.Join(compressionTypes, ", "))
+		}
+	case !ok: // LONG
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return invalid("Not a number of type LONG")
+		}
+	case typ == kmsg.ConfigTypeInt:
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err != nil {
+			return invalid("Not a number of type INT")
+		}
+	case typ == kmsg.ConfigTypeDouble:
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return invalid("Not a number of type DOUBLE")
+		}
+	case typ == kmsg.ConfigTypeBoolean:
+		if t := strings.ToLower(strings.TrimSpace(v)); t != "true" && t != "false" {
+			return invalid("Expected value to be either true or false")
+		}
+	case typ == kmsg.ConfigTypeList: // the replication throttle lists
+		parts := listParts(v)
+		if len(parts) == 1 && parts[0] == "*" {
+			return ""
+		}
+		for _, p := range parts {
+			part, broker, ok := strings.Cut(p, ":")
+			if _, err := strconv.ParseUint(part, 10, 31); err != nil || !ok {
+				return invalid("must be the literal '*' or a list of replicas in the format [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],...")
+			}
+			if _, err := strconv.ParseUint(broker, 10, 31); err != nil {
+				return invalid("must be the literal '*' or a list of replicas in the format [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],...")
+			}
+		}
+	}
+	return ""
 }
 
 // listParts splits a LIST config's value at commas, trimming spaces and
@@ -285,7 +387,7 @@ func (b *Broker) brokerConfigs() map[string]string {
 // the configs any of its copies asked for: Kafka answers each copy, but
 // clients key the answers by resource, and one answer per copy would let a
 // small request ask for a huge response.
-// VAST: a topic reports only its four VAST configs (VASTTopicConfigsOnly).
+// VAST: a topic reports only its five VAST configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaDescribeConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
@@ -364,18 +466,21 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 // alterChecks applies the checks Kafka makes on an AlterConfigs or
 // IncrementalAlterConfigs request before looking at any config
 // (ConfigAdminManager.preprocess): a resource listed twice gets
-// INVALID_REQUEST for every copy, and so does a resource naming a key twice
-// or giving no value for a key it does not delete. It returns, per
-// resource, 0 or the code, with the message.
+// INVALID_REQUEST, and so does a resource naming a key twice or giving no
+// value for a key it does not delete. It returns, per resource, 0 or the
+// code, with the message; the copies after the first of a resource listed
+// twice get repeatCopy, which means "answered at its first copy": Kafka
+// answers every copy, vastfake once.
+const repeatCopy = -1
+
 func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), keys func(int) (names, nullValues []string)) ([]int16, []string) {
 	codes, msgs := make([]int16, n), make([]string, n)
 	first := make(map[configResource]int, n)
 	for i := 0; i < n; i++ {
 		typ, name := resource(i)
 		if j, dup := first[configResource{typ, name}]; dup {
-			for _, k := range []int{i, j} {
-				codes[k], msgs[k] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
-			}
+			codes[j], msgs[j] = kerr.InvalidRequest.Code, "Each resource must appear at most once."
+			codes[i] = repeatCopy
 			continue
 		}
 		first[configResource{typ, name}] = i
@@ -398,8 +503,9 @@ func alterChecks(n int, resource func(int) (kmsg.ConfigResourceType, string), ke
 // set of configs, as the legacy API does.
 //
 // A resource listed twice, a key named twice or a null value gets
-// INVALID_REQUEST, as in Kafka.
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly).
+// INVALID_REQUEST, as in Kafka; a resource listed twice is answered once.
+// A value not of its key's Kafka type gets INVALID_CONFIG.
+// VAST: only the five VAST topic configs (VASTTopicConfigsOnly).
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
@@ -421,6 +527,9 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] == repeatCopy {
+			continue
+		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
 			resp.Resources = append(resp.Resources, sr)
@@ -449,9 +558,11 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 // list, applied to the current value or the default; APPEND adds the
 // elements not there yet, SUBTRACT removes them. On any other key they get
 // INVALID_CONFIG. A resource listed twice, a key named twice or a null value
-// to set gets INVALID_REQUEST, as in Kafka.
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly), none of
-// them a list.
+// to set gets INVALID_REQUEST, as in Kafka; a resource listed twice is
+// answered once. A resulting value not of its key's Kafka type gets
+// INVALID_CONFIG.
+// VAST: only the five VAST topic configs (VASTTopicConfigsOnly), of which
+// cleanup.policy is the one list.
 // Authorizes: KafkaAlterConfigs on each topic (TOPIC_AUTHORIZATION_FAILED)
 // and, for the broker, on the view (CLUSTER_AUTHORIZATION_FAILED).
 func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
@@ -473,6 +584,9 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 	for i, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if codes[i] == repeatCopy {
+			continue
+		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
 			resp.Resources = append(resp.Resources, sr)

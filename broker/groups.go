@@ -20,14 +20,15 @@ const (
 )
 
 // handleFindCoordinator answers FindCoordinator v0-v6: this broker
-// coordinates every group. v4+ look up several keys at once.
+// coordinates every group. v4+ look up several keys at once; a key named
+// twice is answered once (Kafka answers each copy).
 // VAST: there are no transactions, so a transaction coordinator lookup gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (NoIdempotence); vastfake serves no
 // transaction coordinator in the kafka profile either.
 func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	keys := req.CoordinatorKeys
+	keys := firstOfEach(req.CoordinatorKeys, self)
 	if r.version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
@@ -72,7 +73,13 @@ func coordinatorCtx(r *request) context.Context {
 // timeout outside group.min/max.session.timeout.ms (WithMinSessionTimeout,
 // WithMaxSessionTimeout; 6 s and 30 min by default) gets
 // INVALID_SESSION_TIMEOUT; a member id handed out with MEMBER_ID_REQUIRED is
-// forgotten when its connection closes before joining with it.
+// forgotten when its connection closes before joining with it. A protocol
+// named twice counts once, with its first copy's metadata, which is the copy
+// Kafka's group reads. A join that would make what the group keeps for its
+// members (ids, protocols, metadata, assignments) exceed 1 MiB
+// (coordinator.GroupMetadataMaxBytes, the record Kafka writes for a group)
+// gets GROUP_MAX_SIZE_REACHED, and a group name over 32767 bytes
+// (coordinator.MaxGroupIDBytes) INVALID_GROUP_ID.
 // VAST: cooperative protocols are refused, others voted on
 // (EagerAssignorsOnly), group.instance.id ignored (IgnoreGroupInstanceID),
 // at most 256 groups (MaxGroups); a refusal is recorded with its rule.
@@ -84,12 +91,22 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 		resp.Generation = -1
 		return resp
 	}
+	if ps := firstOfEach(req.Protocols, func(p *kmsg.JoinGroupRequestProtocol) string { return p.Name }); !sameSlice(ps, req.Protocols) {
+		merged := *req
+		merged.Protocols = ps
+		req = &merged
+	}
 	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
 	return b.coord.JoinGroup(ctx, req)
 }
 
 // handleSyncGroup answers SyncGroup v0-v5. A follower's call blocks until
-// the leader has sent the assignment.
+// the leader has sent the assignment. An assignment to a member named twice
+// keeps the last copy, and one to a member the group does not have is
+// dropped, as in Kafka; assignments that would make the group's members
+// exceed 1 MiB (coordinator.GroupMetadataMaxBytes) get UNKNOWN_SERVER_ERROR,
+// as Kafka answers a group record too large to write, and the group
+// rebalances.
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleSyncGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
@@ -109,20 +126,40 @@ func handleHeartbeat(b *Broker, r *request) kmsg.Response {
 	return b.coord.Heartbeat(req)
 }
 
-// handleLeaveGroup answers LeaveGroup v0-v5 (v3+ leave several members).
+// handleLeaveGroup answers LeaveGroup v0-v5 (v3+ leave several members; a
+// member named twice, by the same member and instance ids, is answered
+// once).
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleLeaveGroup(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
+	type who struct {
+		member, instance string
+		static           bool
+	}
+	if ms := firstOfEach(req.Members, func(m *kmsg.LeaveGroupRequestMember) who {
+		return who{m.MemberID, derefString(m.InstanceID), m.InstanceID != nil}
+	}); !sameSlice(ms, req.Members) {
+		merged := *req
+		merged.Members = ms
+		req = &merged
+	}
 	if !b.allowGroup(r, KafkaRead, req.Group) {
 		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
 	return b.coord.LeaveGroup(req)
 }
 
-// handleDescribeGroups answers DescribeGroups v0-v5.
+// handleDescribeGroups answers DescribeGroups v0-v5. A group named twice is
+// described once (Kafka describes each copy).
 // Authorizes: KafkaDescribe on each group (GROUP_AUTHORIZATION_FAILED).
 func handleDescribeGroups(b *Broker, r *request) kmsg.Response {
-	resp := b.coord.DescribeGroups(r.kreq.(*kmsg.DescribeGroupsRequest))
+	req := r.kreq.(*kmsg.DescribeGroupsRequest)
+	if gs := firstOfEach(req.Groups, self); !sameSlice(gs, req.Groups) {
+		merged := *req
+		merged.Groups = gs
+		req = &merged
+	}
+	resp := b.coord.DescribeGroups(req)
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		if name := g.Group; !b.allowGroup(r, KafkaDescribe, name) {
@@ -159,14 +196,15 @@ func handleListGroups(b *Broker, r *request) kmsg.Response {
 }
 
 // handleDeleteGroups answers DeleteGroups v0-v2: a group with members gets
-// NON_EMPTY_GROUP; deleting a group removes its committed offsets [000].
+// NON_EMPTY_GROUP; deleting a group removes its committed offsets [000]. A
+// group named twice is answered once.
 // Authorizes: KafkaDelete on each group (GROUP_AUTHORIZATION_FAILED) [000].
 func handleDeleteGroups(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteGroupsRequest)
 	allowed := *req
 	allowed.Groups = nil
 	var denied []kmsg.DeleteGroupsResponseGroup
-	for _, g := range req.Groups {
+	for _, g := range firstOfEach(req.Groups, self) {
 		if b.allowGroup(r, KafkaDelete, g) {
 			allowed.Groups = append(allowed.Groups, g)
 			continue
@@ -182,10 +220,20 @@ func handleDeleteGroups(b *Broker, r *request) kmsg.Response {
 
 // handleOffsetDelete answers OffsetDelete v0, served only in the kafka
 // profile.
+// A partition named twice is answered once.
 // VAST: unsupported; delete the group instead (NoOffsetDelete hides it).
 // Authorizes: KafkaDelete on the group (GROUP_AUTHORIZATION_FAILED).
 func handleOffsetDelete(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetDeleteRequest)
+	if ts := mergeTopics(req.Topics,
+		func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic },
+		func(t *kmsg.OffsetDeleteRequestTopic) *[]kmsg.OffsetDeleteRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.OffsetDeleteRequestTopicPartition) int32 { return p.Partition },
+		firstOfEach); !sameSlice(ts, req.Topics) {
+		merged := *req
+		merged.Topics = ts
+		req = &merged
+	}
 	if !b.allowGroup(r, KafkaDelete, req.Group) {
 		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

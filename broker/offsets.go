@@ -30,15 +30,35 @@ const (
 // after it, and -1 when every record is older [000].
 // VAST: with StaleEndOffset set, latest (-1) returns the high watermark as
 // it was that long ago on the broker's clock [000].
+// A partition named twice gets INVALID_REQUEST, as in Kafka, answered once.
 // Authorizes: KafkaDescribe on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleListOffsets(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	type tp struct {
+		topic string
+		part  int32
+	}
+	topics := mergeTopics(req.Topics,
+		func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic },
+		func(t *kmsg.ListOffsetsRequestTopic) *[]kmsg.ListOffsetsRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.ListOffsetsRequestTopicPartition) int32 { return p.Partition },
+		firstOfEach)
+	var repeated map[tp]bool
+	if !sameSlice(topics, req.Topics) {
+		var all []tp
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				all = append(all, tp{rt.Topic, rp.Partition})
+			}
+		}
+		repeated = repeatedKeys(all, self)
+	}
 	stale := b.StaleEndOffset()
 	now := b.clock.Now()
 	b.appendMu.RLock()
 	defer b.appendMu.RUnlock()
-	for _, rt := range req.Topics {
+	for _, rt := range topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		t := b.data.get(rt.Topic)
@@ -52,6 +72,8 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 				part = t.partition(rp.Partition)
 			}
 			switch {
+			case repeated[tp{rt.Topic, rp.Partition}]:
+				sp.ErrorCode = kerr.InvalidRequest.Code
 			case !describable:
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case part == nil:
@@ -95,12 +117,20 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 // handleDeleteRecords answers DeleteRecords v0-v2: it moves a partition's
 // log start offset up (offset -1 means the high watermark) and drops the
 // batches wholly below it. An offset above the high watermark gets
-// OFFSET_OUT_OF_RANGE.
+// OFFSET_OUT_OF_RANGE. A partition named twice is answered once with its
+// last copy's offset, as Kafka collects the request into a map.
 // Authorizes: KafkaDelete on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	for _, rt := range req.Topics {
+	topics := mergeTopics(req.Topics,
+		func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic },
+		func(t *kmsg.DeleteRecordsRequestTopic) *[]kmsg.DeleteRecordsRequestTopicPartition {
+			return &t.Partitions
+		},
+		func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition },
+		lastOfEach)
+	for _, rt := range topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t := b.data.get(rt.Topic)
@@ -135,6 +165,13 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 // active members, as admin tools do to reset offsets). A commit left with
 // no partition (no topics, or only unknown or unreadable ones) is answered
 // without the coordinator, as Kafka does: no group is created or checked.
+// A partition named twice is answered once and stores its last copy, as
+// Kafka's commit keeps the last record written for a partition. Metadata
+// longer than offset.metadata.max.bytes (4096; WithOffsetMetadataMaxBytes)
+// gets OFFSET_METADATA_TOO_LARGE for that partition, as in Kafka, and so
+// does metadata that would take the metadata of all committed offsets past
+// 64 MiB (coordinator.OffsetMetadataTotalMaxBytes; Kafka keeps offsets on
+// disk).
 // VAST: a commit that would create group 257 gets GROUP_MAX_SIZE_REACHED
 // (MaxGroups); committed offsets never expire (OffsetsNeverExpire).
 // Authorizes: KafkaRead on the group (every partition gets
@@ -142,6 +179,11 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 // (TOPIC_AUTHORIZATION_FAILED).
 func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
+	if topics := mergeOffsetCommit(req.Topics); !sameSlice(topics, req.Topics) {
+		merged := *req
+		merged.Topics = topics
+		req = &merged
+	}
 	groupOK := b.allowGroup(r, KafkaRead, req.Group)
 	known := *req
 	known.Topics = nil
@@ -194,14 +236,24 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
+func mergeOffsetCommit(topics []kmsg.OffsetCommitRequestTopic) []kmsg.OffsetCommitRequestTopic {
+	return mergeTopics(topics,
+		func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic },
+		func(t *kmsg.OffsetCommitRequestTopic) *[]kmsg.OffsetCommitRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		lastOfEach)
+}
+
 // handleOffsetFetch answers OffsetFetch v1-v9 through the coordinator: v8+
 // ask for several groups at once; a partition with nothing committed reads
-// -1.
+// -1. A group, topic or partition named twice is answered once (a group
+// asked for all topics by one copy gets all topics); Kafka answers each
+// copy of a group again.
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED), then
 // KafkaRead on each topic: a requested topic the user may not read gets
 // TOPIC_AUTHORIZATION_FAILED, and one the user did not name is left out.
 func handleOffsetFetch(b *Broker, r *request) kmsg.Response {
-	req := r.kreq.(*kmsg.OffsetFetchRequest)
+	req := mergeOffsetFetch(r.kreq.(*kmsg.OffsetFetchRequest))
 	resp := b.coord.OffsetFetch(req)
 	if !b.authz.active() {
 		return resp
@@ -251,6 +303,59 @@ func handleOffsetFetch(b *Broker, r *request) kmsg.Response {
 			})
 	}
 	return resp
+}
+
+// mergeOffsetFetch returns req with each group, topic and partition named
+// once. A group named again gathers the topics of every copy, or all topics
+// when any copy asks for all (null topics). It returns req itself when
+// nothing repeats.
+func mergeOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRequest {
+	topics := mergeTopics(req.Topics,
+		func(t *kmsg.OffsetFetchRequestTopic) string { return t.Topic },
+		func(t *kmsg.OffsetFetchRequestTopic) *[]int32 { return &t.Partitions },
+		self, firstOfEach)
+	mergeGroupTopics := func(ts []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchRequestGroupTopic {
+		return mergeTopics(ts,
+			func(t *kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic },
+			func(t *kmsg.OffsetFetchRequestGroupTopic) *[]int32 { return &t.Partitions },
+			self, firstOfEach)
+	}
+	groups := req.Groups
+	groupName := func(g *kmsg.OffsetFetchRequestGroup) string { return g.Group }
+	if hasRepeats(groups, groupName) {
+		at := make(map[string]int, len(groups))
+		groups = make([]kmsg.OffsetFetchRequestGroup, 0, len(req.Groups))
+		for _, g := range req.Groups {
+			j, ok := at[g.Group]
+			if !ok {
+				at[g.Group] = len(groups)
+				if g.Topics != nil { // a copy: later copies append to it
+					g.Topics = append(make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(g.Topics)), g.Topics...)
+				}
+				groups = append(groups, g)
+				continue
+			}
+			if groups[j].Topics == nil || g.Topics == nil {
+				groups[j].Topics = nil // one copy asks for all topics
+				continue
+			}
+			groups[j].Topics = append(groups[j].Topics, g.Topics...)
+		}
+	}
+	for i := range groups {
+		if ts := mergeGroupTopics(groups[i].Topics); !sameSlice(ts, groups[i].Topics) {
+			if sameSlice(groups, req.Groups) {
+				groups = append([]kmsg.OffsetFetchRequestGroup(nil), req.Groups...)
+			}
+			groups[i].Topics = ts
+		}
+	}
+	if sameSlice(topics, req.Topics) && sameSlice(groups, req.Groups) {
+		return req
+	}
+	merged := *req
+	merged.Topics, merged.Groups = topics, groups
+	return &merged
 }
 
 // filterOffsetFetchTopics applies KafkaRead on topics to an OffsetFetch

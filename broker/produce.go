@@ -5,6 +5,7 @@ package broker
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +21,7 @@ type pendingAppend struct {
 	part   *log.Partition
 	batch  log.Batch
 	cfg    topicConfig
+	gap    log.Gap
 	staged log.Staged
 }
 
@@ -36,9 +38,15 @@ type pendingAppend struct {
 // extensions) gets UNKNOWN_SERVER_ERROR, as Kafka answers, and one that
 // decompresses past log.MaxDecompressedBytes MESSAGE_TOO_LARGE. A batch
 // larger than the topic's max.message.bytes, or without it the broker's
-// message.max.bytes, gets MESSAGE_TOO_LARGE. Every partition of one request
+// message.max.bytes, gets MESSAGE_TOO_LARGE. A batch with a keyless record
+// to a topic with cleanup.policy=compact gets INVALID_RECORD, with a record
+// error (v8+) for each keyless record, as Kafka's validator answers. The
+// base offset is the high watermark unless a gap is due (SkipOffsets,
+// WithOffsetGaps). Every partition of one request
 // is appended under one lock, so a consumer sees all of the request or none
 // of it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
+// A partition named twice is answered once and only its last copy is
+// appended, as Kafka's handler collects partitions into a map.
 // VAST: no compression (NoCompression), no producer ids or transactions
 // (NoIdempotence), size caps on batches, keys and values
 // (MaxMessageBytes, which also caps a topic's max.message.bytes;
@@ -46,7 +54,7 @@ type pendingAppend struct {
 // (NoAutoCreateTopics), and the topic's timestamp window.
 // Authorizes: KafkaWrite on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleProduce(b *Broker, r *request) kmsg.Response {
-	req := r.kreq.(*kmsg.ProduceRequest)
+	req := mergeProduce(r.kreq.(*kmsg.ProduceRequest), r.version)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := b.clock.Now()
 	var pending []pendingAppend
@@ -95,6 +103,9 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				continue
 			}
 			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli())
+			if msg == keylessMessage {
+				msg, sp.ErrorRecords = keylessErrors(rp.Records, name, rp.Partition)
+			}
 			if code != 0 {
 				sp.ErrorCode = code
 				if msg != "" {
@@ -102,7 +113,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				}
 				continue
 			}
-			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg})
+			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg, gap: b.cfg.gaps[name]})
 		}
 	}
 
@@ -113,6 +124,30 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 		}
 	}
 	return resp
+}
+
+// mergeProduce returns req with each topic and partition named once, as
+// Kafka's produce handler collects the request into a map of partitions: a
+// partition named again is answered once, in its first place, and only its
+// last copy's records are appended. It returns req itself when nothing
+// repeats.
+func mergeProduce(req *kmsg.ProduceRequest, version int16) *kmsg.ProduceRequest {
+	topics := mergeTopics(req.Topics,
+		func(t *kmsg.ProduceRequestTopic) string {
+			if version >= 13 {
+				return string(t.TopicID[:])
+			}
+			return t.Topic
+		},
+		func(t *kmsg.ProduceRequestTopic) *[]kmsg.ProduceRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.ProduceRequestTopicPartition) int32 { return p.Partition },
+		lastOfEach)
+	if sameSlice(topics, req.Topics) {
+		return req
+	}
+	merged := *req
+	merged.Topics = topics
+	return &merged
 }
 
 // appendPending appends a request's accepted batches. They are copied into
@@ -128,7 +163,7 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	for _, p := range pending {
-		p.resp.BaseOffset, p.resp.LogStartOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime})
+		p.resp.BaseOffset, p.resp.LogStartOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime, Gap: p.gap})
 		if p.cfg.logAppendTime {
 			p.resp.LogAppendTime = now.UnixMilli()
 		}
@@ -138,7 +173,8 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 // checkBatch parses one partition's records, validates every record as
 // Kafka's log validator does (see log.Batch.Validate) and applies the rules
 // and the topic's configs to them. It returns the batch, or the Kafka error
-// code and message refusing it.
+// code and message refusing it (keylessMessage for keyless records to a
+// compacted topic, which the caller words as Kafka does).
 func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfig, nowMs int64) (log.Batch, int16, string) {
 	if code, msg := b.checkBatchSize(r, topic, len(raw), cfg); code != 0 {
 		return nil, code, msg
@@ -179,6 +215,9 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		b.vast(r, rules.MaxValueBytes, rules.Refused, topic, "", func() string { return "record value of " + strconv.Itoa(stats.MaxValue) + " bytes" }) {
 		return nil, kerr.MessageTooLarge.Code, "record value of " + strconv.Itoa(stats.MaxValue) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxValueBytes)"
 	}
+	if cfg.compact && stats.NullKeys > 0 {
+		return nil, kerr.InvalidRecord.Code, keylessMessage
+	}
 	if !cfg.logAppendTime && stats.MinTimestamp <= stats.MaxTimestamp {
 		for _, ts := range [2]int64{stats.MinTimestamp, stats.MaxTimestamp} {
 			if !inWindow(ts, nowMs, cfg) {
@@ -187,6 +226,31 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		}
 	}
 	return batch, 0, ""
+}
+
+// keylessMessage is what checkBatch answers for a batch with keyless
+// records to a compacted topic; keylessErrors words it as Kafka does.
+const keylessMessage = "keyless records to a compacted topic"
+
+// keylessErrors returns Kafka's answer to keyless records in a batch to a
+// compacted topic (LogValidator.validateKey): a record error for each of
+// them, v8+, and the message that lists the first three.
+func keylessErrors(raw []byte, topic string, partition int32) (string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+	batch, _ := log.ParseBatch(raw) // checkBatch parsed and validated it
+	indexes, _ := batch.NullKeyIndexes()
+	what := "Compacted topic cannot accept message without key in topic partition " + topic + "-" + strconv.Itoa(int(partition)) + "."
+	errs := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(indexes))
+	shown := make([]string, 0, 3)
+	for i, at := range indexes {
+		errs[i] = kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		errs[i].RelativeOffset, errs[i].ErrorMessage = at, kmsg.StringPtr(what)
+		if i < 3 {
+			shown = append(shown, "RecordError(batchIndex="+strconv.Itoa(int(at))+", message='"+what+"')")
+		}
+	}
+	msg := "One or more records have been rejected due to " + strconv.Itoa(len(indexes)) +
+		" record errors in total, and only showing the first three errors at most: [" + strings.Join(shown, ", ") + "]"
+	return msg, errs
 }
 
 // checkBatchSize refuses a batch larger than the topic allows, as Kafka

@@ -483,7 +483,8 @@ func duplicates[T any](items []T, name func(T) string) map[string]bool {
 // partition), as are replica assignments beyond their partition count. A
 // name listed more than once gets one INVALID_REQUEST answer and is not
 // created, as in Kafka. NumPartitions -1 means the broker's num.partitions.
-// VAST: only the four VAST topic configs (VASTTopicConfigsOnly); partition
+// Config values must be of their Kafka type (INVALID_CONFIG otherwise).
+// VAST: only the five VAST topic configs (VASTTopicConfigsOnly); partition
 // limits per topic and per view (MaxPartitionsPerTopic/PerView).
 // Authorizes: KafkaCreate on the topic or on the view
 // (TOPIC_AUTHORIZATION_FAILED); a deny on either denies.
@@ -573,7 +574,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 // committed offsets for it, as VAST documents [000] (and Kafka does). As
 // in Kafka, a topic named (or id given) more than once gets one
 // INVALID_REQUEST answer and is not deleted, and so does an entry with
-// both a name and an id, or neither. Deleting __consumer_offsets (kafka
+// both a name and an id, or neither (each such entry answered once). Deleting __consumer_offsets (kafka
 // profile) succeeds as on Kafka and loses every committed offset; the
 // topic is back at once, empty.
 // VAST: a topic named by id is unknown (NoTopicIDs).
@@ -595,12 +596,19 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 	for _, n := range req.TopicNames {
 		targets = append(targets, target{name: kmsg.StringPtr(n)})
 	}
+	refused := make(map[string]bool) // entries with both or neither, answered once
 	for _, t := range req.Topics {
 		switch {
 		case t.Topic == nil && t.TopicID == [16]byte{}:
-			invalid(nil, t.TopicID, "Neither topic name nor id were specified.")
+			if !refused[""] {
+				refused[""] = true
+				invalid(nil, t.TopicID, "Neither topic name nor id were specified.")
+			}
 		case t.Topic != nil && t.TopicID != [16]byte{}:
-			invalid(t.Topic, t.TopicID, "You may not specify both topic name and topic id.")
+			if k := *t.Topic + "\x00" + string(t.TopicID[:]); !refused[k] {
+				refused[k] = true
+				invalid(t.Topic, t.TopicID, "You may not specify both topic name and topic id.")
+			}
 		default:
 			targets = append(targets, target{name: t.Topic, id: t.TopicID})
 		}

@@ -31,6 +31,8 @@
 //	POST   /latency                                   ?api=Fetch&d=200ms (d=0 removes it)
 //	POST   /drop-connections, /failover, /restart, /reset
 //	POST   /stale-end-offset                          ?d=30s (0 turns it off)
+//	POST   /topics/{name}/compact                     compact a cleanup.policy=compact topic now; per partition what it did
+//	POST   /topics/{name}/partitions/{p}/skip         ?n=5: the next batch starts n offsets past the end (a gap)
 //	GET    /clock                                     {"now": ..., "manual": bool}
 //	POST   /clock/advance                             ?d=30s; 409 on the wall clock
 //	GET    /live.json                                 what the live page draws
@@ -91,6 +93,8 @@ func New(b *broker.Broker, opts ...Option) http.Handler {
 	mux.HandleFunc("POST /reset", s.do(b.Reset))
 	mux.HandleFunc("POST /restart", s.restart)
 	mux.HandleFunc("POST /stale-end-offset", s.staleEndOffset)
+	mux.HandleFunc("POST /topics/{name}/compact", s.compact)
+	mux.HandleFunc("POST /topics/{name}/partitions/{p}/skip", s.skipOffsets)
 	mux.HandleFunc("GET /clock", s.clock)
 	mux.HandleFunc("POST /clock/advance", s.advance)
 	mux.HandleFunc("GET /live.json", s.live)
@@ -455,4 +459,59 @@ func (s *server) advance(w http.ResponseWriter, r *http.Request) {
 	}
 	s.manual.Advance(d)
 	writeJSON(w, http.StatusOK, map[string]any{"now": s.manual.Now(), "manual": true})
+}
+
+// compactionView is what compacting one partition did.
+type compactionView struct {
+	Partition         int32 `json:"partition"`
+	Compacted         bool  `json:"compacted"`
+	CleanedTo         int64 `json:"cleanedTo"`
+	RecordsRemoved    int64 `json:"recordsRemoved"`
+	TombstonesRemoved int64 `json:"tombstonesRemoved"`
+	BytesBefore       int64 `json:"bytesBefore"`
+	BytesAfter        int64 `json:"bytesAfter"`
+}
+
+func (s *server) compact(w http.ResponseWriter, r *http.Request) {
+	res, err := s.b.Compact(r.PathValue("name"))
+	switch {
+	case errors.Is(err, broker.ErrUnknownPartition):
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	case errors.Is(err, broker.ErrNotCompacted):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := []compactionView{}
+	for _, p := range res {
+		out = append(out, compactionView{Partition: p.Partition, Compacted: p.Compacted, CleanedTo: p.CleanedTo,
+			RecordsRemoved: p.RecordsRemoved, TombstonesRemoved: p.TombstonesRemoved,
+			BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) skipOffsets(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, err := strconv.ParseInt(r.PathValue("p"), 10, 32)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("topic %s has no partition %s", name, r.PathValue("p")))
+		return
+	}
+	n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "query parameter n is required: how many offsets to skip, at least 1")
+		return
+	}
+	switch err := s.b.SkipOffsets(name, int32(p), n); {
+	case errors.Is(err, broker.ErrUnknownPartition):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"topic": name, "partition": p, "skip": n})
+	}
 }

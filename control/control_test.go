@@ -421,3 +421,56 @@ func produceStampedAt(t *testing.T, k *fixtures.Kafka, topic string, ms int64, v
 	require.NoError(t, err)
 	require.NoError(t, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
 }
+
+// TestSkipAndCompact drives a gap and a compaction through the control
+// plane and reads them back in the records endpoint, the topic and the
+// live view.
+func TestSkipAndCompact(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("prices", 1, "cleanup.policy", "compact"), fixtures.Topic("plain", 1))
+	url := serve(t, k)
+	rec := func(key, value string) *kgo.Record {
+		return &kgo.Record{Topic: "prices", Key: []byte(key), Value: []byte(value)}
+	}
+	k.ProduceRecords(rec("apple", "1"))
+	k.ProduceRecords(rec("apple", "2"))
+	var skipped map[string]any
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/prices/partitions/0/skip?n=5", nil, &skipped))
+	k.ProduceRecords(rec("pear", "3"))
+
+	var compacted []struct {
+		Partition      int32 `json:"partition"`
+		Compacted      bool  `json:"compacted"`
+		CleanedTo      int64 `json:"cleanedTo"`
+		RecordsRemoved int64 `json:"recordsRemoved"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/prices/compact", nil, &compacted))
+	require.Len(t, compacted, 1)
+	assert.True(t, compacted[0].Compacted)
+	assert.Equal(t, int64(2), compacted[0].CleanedTo)
+	assert.Equal(t, int64(1), compacted[0].RecordsRemoved)
+
+	var records []struct {
+		Offset int64   `json:"offset"`
+		Value  *string `json:"value"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics/prices/partitions/0/records", nil, &records))
+	require.Len(t, records, 2)
+	assert.Equal(t, []int64{1, 7}, []int64{records[0].Offset, records[1].Offset})
+	var live struct {
+		Topics []struct {
+			Name       string `json:"name"`
+			Partitions []struct {
+				HighWatermark int64 `json:"highWatermark"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/live.json", nil, &live))
+	assert.Equal(t, int64(8), live.Topics[1].Partitions[0].HighWatermark)
+
+	var e errorBody
+	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/topics/plain/compact", nil, &e))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/nope/compact", nil, &e))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/prices/partitions/1/skip?n=1", nil, &e))
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/prices/partitions/0/skip?n=0", nil, &e))
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/prices/partitions/0/skip", nil, &e))
+}

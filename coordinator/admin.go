@@ -20,7 +20,6 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 		resp.ErrorCode = errCoordinatorNotAvailable
 		return resp
 	}
-	c.expireAll()
 	match := func(filter []string, v string) bool {
 		if len(filter) == 0 {
 			return true

@@ -46,7 +46,9 @@ import (
 
 // Kafka error codes the coordinator answers with.
 const (
+	errUnknownServerError        int16 = -1
 	errNone                      int16 = 0
+	errOffsetMetadataTooLarge    int16 = 12
 	errCoordinatorNotAvailable   int16 = 15
 	errIllegalGeneration         int16 = 22
 	errInconsistentGroupProtocol int16 = 23
@@ -62,6 +64,36 @@ const (
 	errGroupSubscribedToTopic    int16 = 86
 )
 
+// DefaultOffsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes: the
+// longest metadata string a committed offset may carry.
+const DefaultOffsetMetadataMaxBytes = 4096
+
+// GroupMetadataMaxBytes bounds what the coordinator keeps for one group's
+// members: their ids, client ids and hosts, instance ids, protocol type,
+// protocols with their metadata, and assignments, with the member ids
+// handed out with MEMBER_ID_REQUIRED. Kafka writes a classic
+// group's members and assignments as one record of __consumer_offsets,
+// which the broker's message.max.bytes (1048588 by default) bounds: a join
+// that would make the group larger gets GROUP_MAX_SIZE_REACHED, and a
+// leader's assignment that would gets UNKNOWN_SERVER_ERROR, as Kafka
+// answers a group record it cannot write, and the group rebalances.
+const GroupMetadataMaxBytes = 1048588
+
+// OffsetMetadataTotalMaxBytes bounds the metadata of every committed offset
+// the coordinator keeps, all groups together. Kafka keeps offsets on disk
+// and has no such bound; vastfake keeps them in memory, so once they hold
+// this much a commit whose metadata does not fit gets
+// OFFSET_METADATA_TOO_LARGE, as one over offset.metadata.max.bytes does,
+// until deleted groups, topics or expired offsets make room. Commits with
+// empty or unchanged metadata always fit.
+const OffsetMetadataTotalMaxBytes = 64 << 20
+
+// MaxGroupIDBytes bounds the name of a group the coordinator creates. Kafka
+// writes a group's id into the keys of its __consumer_offsets records as a
+// string with a 16-bit length, so no group it can store has a longer one;
+// JoinGroup and OffsetCommit creating one get INVALID_GROUP_ID.
+const MaxGroupIDBytes = 32767
+
 // Kafka's defaults for group.min.session.timeout.ms and
 // group.max.session.timeout.ms.
 const (
@@ -72,8 +104,9 @@ const (
 // emptyGroupCleanup is Kafka's offsets.retention.check.interval.ms default.
 // Kafka's periodic cleanup, which runs this often, deletes a group that is
 // Empty with no committed offsets, so at any time within this long after it
-// became Empty; vastfake deletes one once it has been Empty this long, when
-// it is next looked at, and at once when MaxGroups needs room.
+// became Empty; vastfake deletes one once it has been Empty this long, on
+// the coordinator's clock (see scheduleExpiry), and at once when MaxGroups
+// needs room.
 const emptyGroupCleanup = 10 * time.Minute
 
 // Config configures a Coordinator.
@@ -100,6 +133,12 @@ type Config struct {
 	// otherwise.
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
+	// OffsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes: a
+	// committed offset whose metadata is longer (in bytes) gets
+	// OFFSET_METADATA_TOO_LARGE and is not stored, as in Kafka. Zero means
+	// DefaultOffsetMetadataMaxBytes; a negative value allows only empty
+	// metadata.
+	OffsetMetadataMaxBytes int
 	// Logger receives refusals made because of a VAST rule, with the
 	// attribute "rule" naming the rules.Rules field. It may be nil.
 	Logger *slog.Logger
@@ -122,7 +161,12 @@ type Coordinator struct {
 	initialDelay time.Duration
 	minSession   time.Duration
 	maxSession   time.Duration
-	log          *slog.Logger
+	maxMetadata  int // offset.metadata.max.bytes
+	// metaBytes is the metadata of every committed offset, in bytes,
+	// bounded by metaBudget (OffsetMetadataTotalMaxBytes; tests lower it).
+	metaBytes  int
+	metaBudget int
+	log        *slog.Logger
 
 	// watchers counts the goroutines context.AfterFunc may run to forget
 	// a pending member id when its connection closes; Close waits for them.
@@ -134,6 +178,12 @@ type Coordinator struct {
 	changed chan struct{} // made by a waiter (tests), closed and cleared by the next unlock
 	groups  map[string]*group
 	seq     uint64 // join order of members, for leader choice
+
+	// expiry is the one clock timer that removes expired offsets and
+	// abandoned groups, due at expiryAt: the earliest moment any group
+	// has something to expire (scheduleExpiry).
+	expiry   *timer
+	expiryAt time.Time
 
 	rebalances []Rebalance // the last maxRebalances, oldest first
 }
@@ -181,6 +231,16 @@ func (c *Coordinator) Rebalances() []Rebalance {
 	return out
 }
 
+func offsetMetadataMax(n int) int {
+	switch {
+	case n == 0:
+		return DefaultOffsetMetadataMaxBytes
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
 // New returns a coordinator with no groups.
 func New(cfg Config) *Coordinator {
 	if cfg.Clock == nil {
@@ -198,6 +258,8 @@ func New(cfg Config) *Coordinator {
 		initialDelay: cfg.InitialRebalanceDelay,
 		minSession:   cfg.MinSessionTimeout,
 		maxSession:   cfg.MaxSessionTimeout,
+		maxMetadata:  offsetMetadataMax(cfg.OffsetMetadataMaxBytes),
+		metaBudget:   OffsetMetadataTotalMaxBytes,
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
@@ -216,6 +278,8 @@ func (c *Coordinator) Close() {
 		return
 	}
 	c.closed = true
+	c.expiry.cancel()
+	c.expiry = nil
 	for _, g := range c.groups {
 		g.stopTimers(c)
 	}
@@ -411,8 +475,11 @@ func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) boo
 // removeGroup deletes g: its timers stop, a call blocked in it gets
 // COORDINATOR_NOT_AVAILABLE, and it is Dead. Call it with c.mu held.
 func (c *Coordinator) removeGroup(g *group) {
-	g.stopTimers(c)
 	g.state = stateDead
+	g.stopTimers(c)
+	for _, ps := range g.offsets {
+		c.metaBytes -= metadataBytes(ps)
+	}
 	delete(c.groups, g.name)
 }
 
@@ -426,6 +493,7 @@ func (c *Coordinator) newGroup(name string) *group {
 		emptySince: c.clock.Now(),
 	}
 	c.groups[name] = g
+	c.expiryChanged(g)
 	return g
 }
 
@@ -482,7 +550,6 @@ type OffsetInfo struct {
 func (c *Coordinator) Groups() []GroupInfo {
 	c.mu.Lock()
 	defer c.unlock()
-	c.expireAll()
 	out := make([]GroupInfo, 0, len(c.groups))
 	for _, name := range c.sortedGroupNames() {
 		out = append(out, c.groups[name].info())
@@ -517,13 +584,10 @@ func (c *Coordinator) CommittedOffset(group, topic string, partition int32) (int
 	return o.off, true
 }
 
-// lookup returns the group named name after expiring its offsets, or nil.
+// lookup returns the group named name, or nil. It changes nothing: offsets
+// expire and abandoned groups go on the clock (scheduleExpiry), not when a
+// request looks.
 func (c *Coordinator) lookup(name string) *group {
-	g := c.groups[name]
-	if g == nil {
-		return nil
-	}
-	c.expire(g)
 	return c.groups[name]
 }
 

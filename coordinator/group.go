@@ -115,6 +115,37 @@ func (p *pendingMember) disconnected() bool {
 	}
 }
 
+// storedBytes is what the coordinator keeps for m: the bytes of its ids,
+// client id and host, protocol type, protocols and assignment.
+func (m *member) storedBytes() int {
+	n := len(m.id) + len(m.clientID) + len(m.clientHost) + len(m.protocolType) + len(m.assignment)
+	if m.instanceID != nil {
+		n += len(*m.instanceID)
+	}
+	for _, p := range m.protocols {
+		n += len(p.Name) + len(p.Metadata)
+	}
+	return n
+}
+
+// storedBytes is what the coordinator keeps for g's members and the member
+// ids it handed out with MEMBER_ID_REQUIRED, leaving out the member except
+// (a member joining, counted anew).
+func (g *group) storedBytes(except string) int {
+	n := 0
+	for id, m := range g.members {
+		if id != except {
+			n += m.storedBytes()
+		}
+	}
+	for id := range g.pending {
+		if id != except {
+			n += len(id)
+		}
+	}
+	return n
+}
+
 func (m *member) metadataFor(protocol string) []byte {
 	for _, p := range m.protocols {
 		if p.Name == protocol {
@@ -307,7 +338,10 @@ func (g *group) stopTimers(c *Coordinator) {
 // vote and a member offering nothing else gets INCONSISTENT_GROUP_PROTOCOL;
 // Rules.MaxGroups refuses creating one group too many with
 // GROUP_MAX_SIZE_REACHED, after deleting the groups Kafka's cleanup would
-// delete. Both refusals go to ctx's refusal sink (WithRefusalSink).
+// delete. Both refusals go to ctx's refusal sink (WithRefusalSink). A join
+// that would make what the group keeps for its members exceed
+// GroupMetadataMaxBytes gets GROUP_MAX_SIZE_REACHED too, in both profiles,
+// and a group name longer than MaxGroupIDBytes INVALID_GROUP_ID.
 //
 // ctx is the client connection's: when it is done, a blocked JoinGroup
 // answers COORDINATOR_NOT_AVAILABLE and the member stays until its session
@@ -410,7 +444,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	if c.closed {
 		return fail(errCoordinatorNotAvailable)
 	}
-	if req.Group == "" {
+	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
 		return fail(errInvalidGroupID)
 	}
 	session := millis(req.SessionTimeoutMillis)
@@ -464,6 +498,16 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
 		return fail(errInconsistentGroupProtocol)
+	}
+	joining := member{id: req.MemberID, instanceID: instanceID, clientID: clientID, clientHost: clientHost,
+		protocolType: req.ProtocolType, protocols: protocols}
+	if req.MemberID == "" {
+		joining.id = newMemberID(clientID) // the length of the id it would get
+	}
+	if g.storedBytes(req.MemberID)+joining.storedBytes() > GroupMetadataMaxBytes {
+		c.log.InfoContext(ctx, "coordinator: group metadata would exceed its bound", "group", req.Group,
+			"bound", GroupMetadataMaxBytes)
+		return fail(errGroupMaxSizeReached)
 	}
 
 	if req.MemberID == "" {
@@ -581,6 +625,7 @@ func (c *Coordinator) dropPending(g *group, p *pendingMember) {
 	}
 	p.unwatch = nil
 	delete(g.pending, p.id)
+	c.expiryChanged(g) // the last pending id may have kept g from the cleanup
 }
 
 // addAndRebalance adds a new member and makes it wait for the join phase.
@@ -805,6 +850,7 @@ func (c *Coordinator) toEmpty(g *group) {
 	g.syncTimer.cancel()
 	g.syncTimer = nil
 	g.emptySince = c.clock.Now()
+	c.expiryChanged(g)
 }
 
 // syncExpired removes the members of generation gen that never sent
@@ -901,7 +947,11 @@ func (c *Coordinator) membersLeft(g *group) {
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID for a replaced static member,
 // ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL (v5 protocol type or name
 // mismatch) and REBALANCE_IN_PROGRESS while PreparingRebalance. In a Stable
-// group it returns the member's current assignment at once.
+// group it returns the member's current assignment at once. A leader's
+// assignment that would make the group's members exceed
+// GroupMetadataMaxBytes is not stored: every waiting SyncGroup gets
+// UNKNOWN_SERVER_ERROR and the group rebalances, as Kafka does when it
+// cannot write the group's record.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	c.mu.Lock()
 	resp, wait, m := c.sync(req)
@@ -972,12 +1022,35 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		m.sessionTimer.cancel()
 		m.sessionTimer = nil
 		if m.id == g.leader {
-			assigned := make(map[string][]byte, len(req.GroupAssignment))
+			// The last assignment given to a member wins, as in Kafka;
+			// assignments to members the group does not have are dropped.
+			assigned := make(map[string][]byte, len(g.members))
+			size := 0
 			for _, a := range req.GroupAssignment {
-				assigned[a.MemberID] = bytes.Clone(a.MemberAssignment)
+				if g.members[a.MemberID] != nil {
+					assigned[a.MemberID] = a.MemberAssignment
+				}
 			}
 			for id, mm := range g.members {
-				mm.assignment = assigned[id]
+				size += mm.storedBytes() - len(mm.assignment) + len(assigned[id])
+			}
+			if size > GroupMetadataMaxBytes {
+				// Kafka cannot write a group record this large: every
+				// waiting SyncGroup gets UNKNOWN_SERVER_ERROR and the group
+				// rebalances (GroupMetadataManager.storeGroup).
+				c.log.Info("coordinator: assignment would exceed the group metadata bound", "group", g.name,
+					"bytes", size, "bound", GroupMetadataMaxBytes)
+				for _, mm := range g.ordered() {
+					if mm.syncWait != nil {
+						c.deliverSync(g, mm, syncError(mm.syncVersion, errUnknownServerError))
+						c.resetSession(g, mm)
+					}
+				}
+				c.prepareRebalance(g)
+				return nil, ch, m
+			}
+			for id, mm := range g.members {
+				mm.assignment = bytes.Clone(assigned[id])
 			}
 			g.state = stateStable
 			c.recordRebalance(g)

@@ -29,6 +29,11 @@ type offset struct {
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
 // GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
+// A partition whose metadata is longer than Config.OffsetMetadataMaxBytes,
+// or does not fit in OffsetMetadataTotalMaxBytes with every other committed
+// offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored. A
+// commit that would create a group named longer than MaxGroupIDBytes gets
+// INVALID_GROUP_ID.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -48,8 +53,16 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = p.Partition
 			sp.ErrorCode = code
+			var old offset
+			if g != nil {
+				old = g.offsets[t.Topic][p.Partition]
+			}
+			if code == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
+				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
+				sp.ErrorCode = errOffsetMetadataTooLarge
+			}
 			st.Partitions = append(st.Partitions, sp)
-			if code != errNone {
+			if sp.ErrorCode != errNone {
 				continue
 			}
 			o := offset{off: p.Offset, epoch: -1, at: now}
@@ -59,6 +72,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if p.Metadata != nil {
 				o.meta = *p.Metadata
 			}
+			c.metaBytes += len(o.meta) - len(old.meta)
 			ps := g.offsets[t.Topic]
 			if ps == nil {
 				ps = make(map[int32]offset)
@@ -67,6 +81,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			ps[p.Partition] = o
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if g != nil {
+		c.expiryChanged(g)
 	}
 	return resp
 }
@@ -89,6 +106,9 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 				return nil, errGroupIDNotFound
 			}
 			return nil, errIllegalGeneration
+		}
+		if len(req.Group) > MaxGroupIDBytes {
+			return nil, errInvalidGroupID
 		}
 		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
 			return nil, errGroupMaxSizeReached
@@ -273,6 +293,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
 				sp.ErrorCode = errGroupSubscribedToTopic
 			} else if ps := g.offsets[t.Topic]; ps != nil {
+				c.metaBytes -= len(ps[p.Partition].meta)
 				delete(ps, p.Partition)
 				if len(ps) == 0 {
 					delete(g.offsets, t.Topic)
@@ -282,7 +303,17 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	c.expiryChanged(g)
 	return resp
+}
+
+// metadataBytes is the metadata of a topic's committed offsets, in bytes.
+func metadataBytes(ps map[int32]offset) int {
+	n := 0
+	for _, o := range ps {
+		n += len(o.meta)
+	}
+	return n
 }
 
 // subscribedTopics reads the topics the members of a "consumer" group
@@ -309,7 +340,9 @@ func (c *Coordinator) TopicDeleted(topic string) {
 	c.mu.Lock()
 	defer c.unlock()
 	for _, g := range c.groups {
+		c.metaBytes -= metadataBytes(g.offsets[topic])
 		delete(g.offsets, topic)
+		c.expiryChanged(g)
 	}
 }
 
@@ -320,15 +353,88 @@ func (c *Coordinator) Failover() {
 	c.mu.Lock()
 	defer c.unlock()
 	for _, g := range c.groups {
+		for _, ps := range g.offsets {
+			c.metaBytes -= metadataBytes(ps)
+		}
 		g.offsets = make(map[string]map[int32]offset)
+		c.expiryChanged(g)
 	}
 }
 
-// expireAll applies offset retention to every group.
+// expireAll applies offset retention and the group cleanup to every group.
 func (c *Coordinator) expireAll() {
 	for _, g := range c.groups {
 		c.expire(g)
 	}
+}
+
+// nextExpiry returns when expire would next change g: the earliest moment
+// one of its offsets expires, or, for an abandoned group, when it has been
+// Empty for emptyGroupCleanup. It returns false when nothing of g expires
+// while it stays as it is (it has members, or a pending member id, or its
+// offsets never expire).
+func (c *Coordinator) nextExpiry(g *group) (time.Time, bool) {
+	if g.state != stateEmpty || c.closed {
+		return time.Time{}, false
+	}
+	var at time.Time
+	found := false
+	earliest := func(t time.Time) {
+		if !found || t.Before(at) {
+			at, found = t, true
+		}
+	}
+	if !c.enforced(rules.OffsetsNeverExpire) && c.rules.OffsetsRetention > 0 {
+		for _, ps := range g.offsets {
+			for _, o := range ps {
+				base := o.at
+				if g.emptySince.After(base) {
+					base = g.emptySince
+				}
+				earliest(base.Add(c.rules.OffsetsRetention))
+			}
+		}
+	}
+	if g.abandoned() {
+		earliest(g.emptySince.Add(emptyGroupCleanup))
+	}
+	return at, found
+}
+
+// expiryChanged notes that what expires in g, or when, may have changed
+// (g was created or emptied, committed to, lost offsets or a pending member
+// id), and makes sure the expiry timer runs by then. Call it with c.mu held.
+func (c *Coordinator) expiryChanged(g *group) {
+	if at, ok := c.nextExpiry(g); ok {
+		c.scheduleExpiry(at)
+	}
+}
+
+// scheduleExpiry makes the expiry timer due at at, unless it is due
+// earlier already. When it fires it expires every group (expire) and
+// schedules itself for the next moment anything expires, so offsets
+// retention and the group cleanup run on the coordinator's clock, as
+// Kafka's periodic cleanup does, and never as a side effect of a read.
+// Call it with c.mu held.
+func (c *Coordinator) scheduleExpiry(at time.Time) {
+	if c.closed || c.expiry != nil && !c.expiryAt.After(at) {
+		return
+	}
+	c.expiry.cancel()
+	c.expiryAt = at
+	c.expiry = c.after(max(at.Sub(c.clock.Now()), 0), func() {
+		c.expiry = nil
+		c.expireAll()
+		var next time.Time
+		for _, g := range c.groups {
+			if at, ok := c.nextExpiry(g); ok && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+		if !next.IsZero() {
+			c.scheduleExpiry(next)
+		}
+	})
 }
 
 // expire applies Kafka's group cleanup to g (GroupCoordinatorShard's
@@ -338,10 +444,10 @@ func (c *Coordinator) expireAll() {
 // A group left Empty with no committed offsets (abandoned) is deleted when
 // its last offsets expire here, or once it has been Empty for
 // emptyGroupCleanup; a group that holds offsets is never deleted here. It
-// runs when a group is looked at rather than on a timer. Once the
-// coordinator is closed it does nothing, so groups and offsets read after
-// Close stay as they were (Close drops the pending member ids, which could
-// otherwise make a group abandoned).
+// runs on the expiry timer (scheduleExpiry), never when a group is looked
+// at. Once the coordinator is closed it does nothing, so groups and offsets
+// read after Close stay as they were (Close drops the pending member ids,
+// which could otherwise make a group abandoned).
 func (c *Coordinator) expire(g *group) {
 	if g.state != stateEmpty || c.closed {
 		return
@@ -358,6 +464,7 @@ func (c *Coordinator) expire(g *group) {
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
 					c.vast(nil, rules.OffsetsNeverExpire, rules.Differs, "", g.name,
 						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
+					c.metaBytes -= len(o.meta)
 					delete(ps, p)
 				}
 			}

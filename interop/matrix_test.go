@@ -14,8 +14,9 @@ import (
 // TestPythonClientMatrix runs the client-matrix scenario with the Confluent
 // Python client (matrix/matrix.py) against the vastfake binary started with
 // its HTTP control plane: produce, consume in a group and commit, a
-// rebalance onto a second member, and a VAST refusal, each checked by the
-// script's output (matrix/expected.txt). Like TestSeedWalkthrough it needs
+// rebalance onto a second member, a VAST refusal, and a compacted topic
+// read across an offset gap and a compaction, each checked by the script's
+// output (matrix/expected.txt). Like TestSeedWalkthrough it needs
 // python3-confluent-kafka: skipped without it, failed when CI is set.
 func TestPythonClientMatrix(t *testing.T) {
 	needConfluentPython(t)
@@ -55,8 +56,10 @@ func TestPythonClientMatrix(t *testing.T) {
 // binary started with its HTTP control plane, once per profile: create a
 // topic with the admin client, produce, consume in a group and commit,
 // rebalance onto a second member (kafkajs's assignor is named
-// RoundRobinAssigner), delete the group and the topic, and the VAST
-// refusals as kafkajs reports them. The script's output must equal
+// RoundRobinAssigner), delete the group and the topic, the VAST refusals
+// as kafkajs reports them, and a compacted topic read across an offset gap
+// and a compaction (driven through the control plane), with a keyless
+// record refused. The script's output must equal
 // kafkajs/expected.txt (VAST profile) or kafkajs/expected-kafka.txt.
 //
 // It needs node on PATH and kafkajs/node_modules (npm ci in interop/kafkajs):

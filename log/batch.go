@@ -96,6 +96,9 @@ type RecordStats struct {
 	// out records without one (-1), as Kafka's timestamp check does. When
 	// no record has a timestamp, MinTimestamp > MaxTimestamp.
 	MinTimestamp, MaxTimestamp int64
+	// NullKeys counts the records without a key, which a compacted topic
+	// refuses.
+	NullKeys int
 }
 
 // Validate reads every record of a parsed batch once, as Kafka's log
@@ -171,6 +174,9 @@ func validateRecord(rec []byte, i int32, first int64, stats *RecordStats) error 
 	keyLen, p := varint32(rec, p)
 	if p = skipBytes(rec, p, keyLen); p < 0 {
 		return invalidRecord(i, "bad key length")
+	}
+	if keyLen < 0 {
+		stats.NullKeys++
 	}
 	valueLen, p := varint32(rec, p)
 	if p = skipBytes(rec, p, valueLen); p < 0 {

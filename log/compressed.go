@@ -339,3 +339,51 @@ func unsnappyBlock(buf *bytes.Buffer, block []byte) error {
 	buf.Write(dst) // dst is buf's own free space: Write only extends buf
 	return nil
 }
+
+// decompress appends the record section of a compressed batch, decoded, to
+// buf: for compaction, the one place vastfake reads a stored compressed
+// batch. It returns ErrDecompress for data that does not decode in the
+// batch's codec and ErrTooLarge past MaxDecompressedBytes.
+func (b Batch) decompress(buf *bytes.Buffer) error {
+	src := []byte(b[BatchHeaderSize:])
+	var r io.Reader
+	switch b.Compression() {
+	case codecGzip:
+		zr, err := gzipReader(src)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrDecompress, err)
+		}
+		defer putGzip(zr)
+		r = zr
+	case codecSnappy:
+		if err := unsnappy(buf, src); errors.Is(err, ErrTooLarge) {
+			return err
+		} else if err != nil {
+			return fmt.Errorf("%w: %v", ErrDecompress, err)
+		}
+		return nil
+	case codecLZ4:
+		lr := lz4Pool.Get().(*lz4.Reader)
+		lr.Reset(bytes.NewReader(src))
+		defer func() {
+			lr.Reset(nil)
+			lz4Pool.Put(lr)
+		}()
+		r = lr
+	case codecZstd:
+		d := zstdPool.Get().(*zstd.Decoder)
+		if err := d.Reset(bytes.NewReader(src)); err != nil {
+			return fmt.Errorf("%w: %v", ErrDecompress, err)
+		}
+		defer func() {
+			_ = d.Reset(nil)
+			zstdPool.Put(d)
+		}()
+		r = d
+	default:
+		return fmt.Errorf("%w: unknown compression codec %d", ErrDecompress, b.Compression())
+	}
+	c := countingReader{r: r}
+	_, _ = buf.ReadFrom(&c)
+	return c.failed()
+}

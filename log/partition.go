@@ -39,6 +39,10 @@ type entry struct {
 	maxTS      int64 // the batch's own max timestamp
 	prefixMax  int64 // max timestamp of this batch and every earlier one
 	appendedAt int64 // broker time of the append, unix ms
+	// horizon is when compaction may drop the batch's tombstones, unix
+	// ms, set by the first compaction that keeps one (Kafka's delete
+	// horizon, kept here rather than in the batch); 0 when unset.
+	horizon int64
 }
 
 // Partition is one partition's log. It is safe for concurrent use: batches
@@ -56,6 +60,18 @@ type Partition struct {
 	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
 	maxTS       int64
 	maxTSOffset int64
+
+	// skip is how many offsets the next batch skips (SkipOffsets), and
+	// sinceGap how many records were appended since the last skip, for
+	// AppendOptions.Gap.
+	skip     int64
+	sinceGap int64
+
+	// compactMu lets one compaction at a time run on the partition;
+	// cleanedTo is the end of the range the last one cleaned (Kafka's
+	// cleaner checkpoint), for the dirty ratio.
+	compactMu sync.Mutex
+	cleanedTo int64
 }
 
 // NewPartition returns an empty log whose first offset is 0.
@@ -71,6 +87,39 @@ type AppendOptions struct {
 	// LogAppendTime replaces the batch's max timestamp with Now, as
 	// message.timestamp.type=LogAppendTime does.
 	LogAppendTime bool
+	// Gap leaves offsets unused before the batch; see Gap.
+	Gap Gap
+}
+
+// Gap makes a partition's offsets jump: a batch appended once at least
+// Every records (1 when 0) have been appended since the last jump starts
+// Skip offsets past the high watermark, leaving the gap compaction would.
+// A zero Gap leaves none.
+type Gap struct {
+	Skip, Every int64
+}
+
+// MaxOffset bounds the offsets a skip may reach (2^62), far below where
+// base offset plus offset delta could overflow an int64.
+const MaxOffset = 1 << 62
+
+// ErrSkip is returned by SkipOffsets for a count below 1 or one that would
+// take offsets past MaxOffset.
+var ErrSkip = errors.New("offsets to skip must be at least 1 and keep offsets below 2^62")
+
+// SkipOffsets makes the next batch appended start n offsets past the high
+// watermark (plus any skip still pending), as if compaction had removed n
+// records before it: readers see the gap once that batch is in the log,
+// and not before, so the high watermark is always the end of a batch. It
+// returns ErrSkip for n < 1 or a skip that would pass MaxOffset.
+func (p *Partition) SkipOffsets(n int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n < 1 || n > MaxOffset-p.hwm-p.skip {
+		return ErrSkip
+	}
+	p.skip += n
+	return nil
 }
 
 // Staged is a batch copied into a partition's memory but not yet in its
@@ -110,14 +159,23 @@ func (p *Partition) Stage(b Batch) Staged {
 }
 
 // Publish appends a staged batch to the log, assigns its base offset and
-// returns it with the log start offset after the append. The batch's bytes are stored as received; only the base
-// offset and leader epoch (outside the CRC) are written, and for
+// returns it with the log start offset after the append. The base offset is
+// the high watermark, plus a pending SkipOffsets or the Gap of opts. The
+// batch's bytes are stored as received; only the base offset and leader
+// epoch (outside the CRC) are written, as Kafka assigns offsets, and for
 // LogAppendTime the max timestamp and CRC as Kafka does.
 func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	stored := Batch(s.chunk[s.pos : s.pos+s.n : s.pos+s.n])
-	base = p.hwm
+	if g := opts.Gap; p.skip == 0 && g.Skip > 0 && p.sinceGap >= max(g.Every, 1) && g.Skip <= MaxOffset-p.hwm {
+		p.skip = g.Skip
+	}
+	base = p.hwm + p.skip
+	if p.skip > 0 {
+		p.skip, p.sinceGap = 0, 0
+	}
+	p.sinceGap += int64(stored.NumRecords())
 	stored.setBaseOffset(base, 0)
 	now := opts.Now.UnixMilli()
 	if opts.LogAppendTime {

@@ -125,9 +125,15 @@ type Rules struct {
 	MaxPartitionsPerView  int
 
 	// VASTTopicConfigsOnly accepts only retention.ms,
-	// message.timestamp.type, message.timestamp.before.max.ms and
-	// message.timestamp.after.max.ms; any other key gets INVALID_CONFIG.
-	// [API]
+	// message.timestamp.type, message.timestamp.before.max.ms,
+	// message.timestamp.after.max.ms [API] and cleanup.policy (compact,
+	// delete, or both): VAST's current Kafka Protocol Support page lists
+	// topic compaction as supported, and its Consume events page warns
+	// that offsets can have gaps "for example after compaction" [KB][000].
+	// Any other key, the compaction tuning configs
+	// (delete.retention.ms, min.compaction.lag.ms,
+	// min.cleanable.dirty.ratio) among them, gets INVALID_CONFIG, so a
+	// compacted VAST topic runs on Kafka's defaults for those.
 	VASTTopicConfigsOnly bool
 
 	// NoOffsetsTopic leaves __consumer_offsets out of Metadata: VAST keeps

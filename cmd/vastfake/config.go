@@ -38,18 +38,24 @@ type config struct {
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
 	NumPartitions          int32
+	OffsetMetadataMaxBytes int
 	MinSessionTimeout      time.Duration
 	MaxSessionTimeout      time.Duration
 	RetentionCheckInterval time.Duration
+	CompactionInterval     time.Duration
+	OffsetGaps             []broker.OffsetGap
 	IdleTimeout            time.Duration
 	ManualClock            bool
-	HTTP                   string
-	HTTPToken              string
-	HTTPAllowHosts         []string
-	ReadyFile              string
-	AuditReport            string
-	LogLevel               string
-	LogFormat              string
+	// ExitOnStdinClose makes the binary close when its stdin reaches end of
+	// file, so that a launcher's child dies with the launcher.
+	ExitOnStdinClose bool
+	HTTP             string
+	HTTPToken        string
+	HTTPAllowHosts   []string
+	ReadyFile        string
+	AuditReport      string
+	LogLevel         string
+	LogFormat        string
 
 	// Security: SASL/PLAIN users, identity policies and TLS.
 	Users       map[string]string
@@ -143,6 +149,27 @@ func parseTopic(spec string) (broker.TopicSpec, error) {
 		t.Configs[k] = v
 	}
 	return t, nil
+}
+
+// parseOffsetGap parses topic:skip[:every]; every defaults to 1 (a gap
+// before every batch but the first).
+func parseOffsetGap(spec string) (broker.OffsetGap, error) {
+	parts := strings.Split(spec, ":")
+	g := broker.OffsetGap{Topic: parts[0], Every: 1}
+	bad := fmt.Errorf("offset gap %q: want topic:skip[:every] with skip >= 1 and every >= 1", spec)
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+		return g, bad
+	}
+	var err error
+	if g.Skip, err = strconv.ParseInt(parts[1], 10, 64); err != nil || g.Skip < 1 {
+		return g, bad
+	}
+	if len(parts) == 3 {
+		if g.Every, err = strconv.ParseInt(parts[2], 10, 64); err != nil || g.Every < 1 {
+			return g, bad
+		}
+	}
+	return g, nil
 }
 
 // setRule sets one field of r from "Field=value". The field name matches
@@ -274,9 +301,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
+	offsetMD := fs.Int("offset-metadata-max-bytes", coordinator.DefaultOffsetMetadataMaxBytes, "offset.metadata.max.bytes: an OffsetCommit partition with longer metadata gets OFFSET_METADATA_TOO_LARGE; 0 allows only empty metadata (env VASTFAKE_OFFSET_METADATA_MAX_BYTES)")
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
+	compaction := dur("compaction-interval", "how often topics with cleanup.policy=compact are compacted, on the broker's clock, when min.cleanable.dirty.ratio calls for it; default 0, off (POST /topics/{name}/compact compacts on demand)")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
+	exitOnStdinClose := fs.Bool("exit-on-stdin-close", false, "close the broker when stdin reaches end of file, so that it dies with the launcher holding the other end of the pipe, however that ends (env VASTFAKE_EXIT_ON_STDIN_CLOSE)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
 	httpAllowHosts := str("http-allow-hosts", "", "comma-separated host names the control plane answers besides localhost and IP addresses (DNS rebinding protection); * allows any")
@@ -286,6 +316,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	configFile := str("config", "", "JSON file whose keys are flag names, e.g. {\"topic\": [\"orders:3\"], \"rule\": [\"MaxGroups=10\"]}")
 	topics := &listFlag{split: splitTopics}
 	fs.Var(topics, "topic", "topic to create at start: name[:partitions[:key=value,...]], repeatable (env VASTFAKE_TOPICS, comma-separated)")
+	gaps := &listFlag{split: splitPlain}
+	fs.Var(gaps, "offset-gap", "leave unused offsets in a topic's partitions, as compaction would: topic:skip[:every] skips skip offsets once every records (default 1) were appended since the last gap, repeatable (env VASTFAKE_OFFSET_GAPS, comma-separated)")
 	ruleFlags := &listFlag{split: splitRules}
 	fs.Var(ruleFlags, "rule", "override one rule of the profile: Field=value with a rules.Rules field name, or Field=enforce|audit|off, repeatable (env VASTFAKE_RULES, comma-separated)")
 	users := &listFlag{split: splitPlain}
@@ -305,7 +337,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 			return // a command, not a setting
 		}
 		if l, ok := f.Value.(*listFlag); ok {
-			env := "VASTFAKE_" + strings.ToUpper(f.Name) + "S"
+			env := envName(f.Name) + "S"
 			if base, ok := strings.CutSuffix(env, "YS"); ok {
 				env = base + "IES" // VASTFAKE_POLICIES
 			}
@@ -348,7 +380,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr, HTTPToken: *httpToken,
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
 		ReadyFile:      *ready, AuditReport: *auditReport, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
-		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
+		ExitOnStdinClose: *exitOnStdinClose,
+		DefaultDeny:      *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		IdleTimeout:       broker.DefaultIdleTimeout,
 		MinSessionTimeout: coordinator.DefaultMinSessionTimeout,
 		MaxSessionTimeout: coordinator.DefaultMaxSessionTimeout,
@@ -374,6 +407,10 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-num-partitions %d: want 1 to %d", *numPartitions, math.MaxInt32)
 	}
 	cfg.NumPartitions = int32(*numPartitions)
+	if *offsetMD < 0 || *offsetMD > math.MaxInt32 {
+		return nil, fmt.Errorf("-offset-metadata-max-bytes %d: want 0 to %d", *offsetMD, math.MaxInt32)
+	}
+	cfg.OffsetMetadataMaxBytes = *offsetMD
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}
@@ -391,6 +428,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"max-session-timeout", *maxSession, &cfg.MaxSessionTimeout},
 		{"stale-end-offset", *stale, &r.StaleEndOffset},
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
+		{"compaction-interval", *compaction, &cfg.CompactionInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
 	} {
 		if d.val == "" {
@@ -408,6 +446,13 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		}
 	}
 	cfg.Rules = r
+	for _, spec := range gaps.all() {
+		g, err := parseOffsetGap(spec)
+		if err != nil {
+			return nil, err
+		}
+		cfg.OffsetGaps = append(cfg.OffsetGaps, g)
+	}
 	for _, spec := range topics.all() {
 		t, err := parseTopic(spec)
 		if err != nil {

@@ -379,3 +379,85 @@ func TestIdleTimeoutFlag(t *testing.T) {
 	_, err = c.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.EOF, "the broker closes the idle connection")
 }
+
+// TestOffsetGapAndCompactionFlags: -offset-gap and -compaction-interval
+// parse from the command line, the environment and the config file, and
+// reach the broker: records produced to the binary land with gaps.
+func TestOffsetGapAndCompactionFlags(t *testing.T) {
+	cfg, err := parseConfig([]string{"-offset-gap", "orders:5", "-offset-gap", "prices:2:100", "-compaction-interval", "30s"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []broker.OffsetGap{{Topic: "orders", Skip: 5, Every: 1}, {Topic: "prices", Skip: 2, Every: 100}}, cfg.OffsetGaps)
+	assert.Equal(t, 30*time.Second, cfg.CompactionInterval)
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.CompactionInterval, "off by default, so that tests stay deterministic")
+	assert.Empty(t, cfg.OffsetGaps)
+	for _, bad := range []string{"orders", "orders:0", "orders:x", "orders:1:0", ":1", "orders:1:2:3"} {
+		_, err := parseConfig([]string{"-offset-gap", bad}, io.Discard, io.Discard)
+		assert.Error(t, err, bad)
+	}
+	t.Setenv("VASTFAKE_OFFSET_GAPS", "a:1,b:2")
+	t.Setenv("VASTFAKE_COMPACTION_INTERVAL", "1m")
+	file := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"offset-gap": ["c:3"]}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []broker.OffsetGap{{Topic: "a", Skip: 1, Every: 1}, {Topic: "b", Skip: 2, Every: 1}, {Topic: "c", Skip: 3, Every: 1}}, cfg.OffsetGaps)
+	assert.Equal(t, time.Minute, cfg.CompactionInterval)
+
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-topic", "orders:1", "-offset-gap", "orders:5")[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DisableIdempotentWrite(), kgo.DefaultProduceTopic("orders"))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var offsets []int64
+	for range 2 {
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).First()
+		require.NoError(t, err)
+		offsets = append(offsets, r.Offset)
+	}
+	assert.Equal(t, []int64{0, 6}, offsets)
+}
+
+// TestOffsetMetadataMaxBytesFlag: -offset-metadata-max-bytes (or its
+// environment variable, or the config file key) defaults to Kafka's 4096
+// and reaches the broker: a commit with longer metadata gets
+// OFFSET_METADATA_TOO_LARGE.
+func TestOffsetMetadataMaxBytesFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 4096, cfg.OffsetMetadataMaxBytes, "Kafka's offset.metadata.max.bytes")
+	t.Setenv("VASTFAKE_OFFSET_METADATA_MAX_BYTES", "100")
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 100, cfg.OffsetMetadataMaxBytes)
+	file := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"offset-metadata-max-bytes": 8}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 8, cfg.OffsetMetadataMaxBytes)
+	for _, bad := range []string{"-1", "x", "4294967296"} {
+		_, err := parseConfig([]string{"-offset-metadata-max-bytes", bad}, io.Discard, io.Discard)
+		assert.Error(t, err, bad)
+	}
+
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-topic", "t", "-offset-metadata-max-bytes", "8")[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	for _, md := range []string{"12345678", "123456789"} {
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1, Metadata: md})
+		resp, err := adm.CommitOffsets(ctx, "g", offsets)
+		require.NoError(t, err)
+		if len(md) <= 8 {
+			assert.NoError(t, resp.Error(), md)
+		} else {
+			assert.ErrorIs(t, resp.Error(), kerr.OffsetMetadataTooLarge, md)
+		}
+	}
+}

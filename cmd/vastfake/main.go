@@ -4,6 +4,7 @@
 //	go run ./cmd/vastfake                      # VAST profile on 127.0.0.1:9092
 //	go run ./cmd/vastfake -listen 127.0.0.1:0 -topic orders:3 -profile kafka
 //	go run ./cmd/vastfake -topic orders:3:retention.ms=60000 -rule MaxGroups=10 -http 127.0.0.1:8080
+//	go run ./cmd/vastfake -topic prices:1:cleanup.policy=compact -compaction-interval 30s -offset-gap orders:5:100
 //
 // The first line on stdout is the bootstrap address ("listening on
 // host:port"); with -http the second is "control plane on
@@ -12,7 +13,9 @@
 // <token>"; send it as "Authorization: Bearer <token>" or open the page at
 // http://host:port/?token=<token>). Every flag can also be set by the environment variable named
 // in its help, or by the JSON file named by -config (see config.go for the
-// precedence). SIGINT or SIGTERM closes the broker.
+// precedence). SIGINT or SIGTERM closes the broker, and so does the end of
+// stdin with -exit-on-stdin-close (for launchers whose child must die with
+// them).
 package main
 
 import (
@@ -109,6 +112,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
 		broker.WithDefaultPartitions(cfg.NumPartitions),
+		broker.WithOffsetMetadataMaxBytes(cfg.OffsetMetadataMaxBytes),
 		broker.WithMinSessionTimeout(cfg.MinSessionTimeout),
 		broker.WithMaxSessionTimeout(cfg.MaxSessionTimeout),
 		broker.WithClock(clk),
@@ -118,6 +122,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
 	}
+	opts = append(opts, broker.WithCompactionInterval(cfg.CompactionInterval), broker.WithOffsetGaps(cfg.OffsetGaps...))
 	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),
 		broker.WithDefaultDeny(cfg.DefaultDeny), broker.WithView(cfg.View))
 	if cfg.TLSCert != "" {
@@ -167,9 +172,15 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	var stdinClosed <-chan struct{} // nil, never ready, unless -exit-on-stdin-close
+	if cfg.ExitOnStdinClose {
+		stdinClosed = watchEOF(stdin)
+	}
 	select {
 	case s := <-sig:
 		logger.Info("closing", "signal", s.String())
+	case <-stdinClosed:
+		logger.Info("closing", "reason", "stdin closed")
 	case <-stop:
 	}
 	b.Close()
@@ -207,6 +218,24 @@ func writeAuditReport(b *broker.Broker, path string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// stdin is what -exit-on-stdin-close watches; tests replace it with a pipe.
+var stdin io.Reader = os.Stdin
+
+// watchEOF reads and discards r until it ends (end of file or an error)
+// and then closes the returned channel. A launcher that starts the binary
+// with -exit-on-stdin-close holds the other end of a pipe on its stdin; when
+// the launcher exits, by any means including SIGKILL, the kernel closes that
+// end and the broker closes too. The reading goroutine ends with r; in the
+// binary that is at the latest when the process exits.
+func watchEOF(r io.Reader) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	return done
 }
 
 // newLogger returns the slog logger cfg asks for, writing to w.

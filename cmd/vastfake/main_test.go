@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -45,4 +46,54 @@ func TestRunPrintsAddressAndServes(t *testing.T) {
 func TestRunRejectsBadFlags(t *testing.T) {
 	assert.Error(t, run([]string{"-profile", "zookeeper", "-listen", "127.0.0.1:0"}, io.Discard, io.Discard, nil))
 	assert.Error(t, run([]string{"-topic", "x:zero", "-listen", "127.0.0.1:0"}, io.Discard, io.Discard, nil))
+}
+
+// TestExitOnStdinClose: with -exit-on-stdin-close (or its environment
+// variable) the binary closes, cleanly, once its stdin ends, as it does when
+// the launcher holding the other end of the pipe dies. It is off by
+// default: a binary started from a shell keeps running without a stdin.
+func TestExitOnStdinClose(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"flag", []string{"-exit-on-stdin-close"}, ""},
+		{"env", nil, "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("VASTFAKE_EXIT_ON_STDIN_CLOSE", tc.env)
+			}
+			in, inW := io.Pipe()
+			stdin = in
+			t.Cleanup(func() { stdin = os.Stdin })
+			out, w := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- run(append([]string{"-listen", "127.0.0.1:0", "-log-level", "warn"}, tc.args...), w, io.Discard, nil)
+				w.Close()
+			}()
+			br := bufio.NewReader(out)
+			line, err := br.ReadString('\n')
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(line, "listening on "), line)
+			go io.Copy(io.Discard, br)
+			_, err = inW.Write([]byte("anything the launcher writes is ignored\n"))
+			require.NoError(t, err)
+
+			require.NoError(t, inW.Close())
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the binary did not close within 30s of its stdin ending")
+			}
+		})
+	}
+
+	// Off by default.
+	cfg, err := parseConfig([]string{"-listen", "127.0.0.1:0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, cfg.ExitOnStdinClose)
 }

@@ -6,9 +6,10 @@
 // Create a topic with the admin client, produce, consume in a group and
 // commit, rebalance onto a second member, delete the group and the topic;
 // on the way, the VAST refusals as kafkajs reports them (a gzip batch, a
-// value over 126 KB, an idempotent and a transactional producer, a topic
-// config VAST does not have), and the compression refusal read back from
-// the binary's HTTP control plane. Every outcome is printed, so one script
+// value over 126 KB, an idempotent and a transactional producer), the
+// compression refusal read back from the binary's HTTP control plane, and a
+// compacted topic read across an offset gap and a compaction that the
+// control plane drives. Every outcome is printed, so one script
 // serves both profiles: what differs is the expected file.
 //
 // Environment: KAFKA_BOOTSTRAP (host:port), VASTFAKE_HTTP
@@ -104,17 +105,18 @@ function orderOf (value) {
   }
 }
 
-// control GETs path from the control plane and returns the decoded JSON.
-async function control (path) {
-  const resp = await fetch(HTTP + path)
+// control sends method (GET unless given) to path on the control plane and
+// returns the decoded JSON.
+async function control (path, method = 'GET') {
+  const resp = await fetch(HTTP + path, { method })
   if (!resp.ok) {
-    fail(`GET ${path}: ${resp.status}`)
+    fail(`${method} ${path}: ${resp.status}`)
   }
   return resp.json()
 }
 
 async function main () {
-  // 1. Admin: create the topic (and try a topic config VAST does not have).
+  // 1. Admin: create the topic (and a compacted one, which both profiles accept).
   const admin = kafka.admin()
   await admin.connect()
   await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] })
@@ -260,7 +262,40 @@ async function main () {
   console.log('offsets after the delete', await committed())
   console.log('groups left:', list((await admin.listGroups()).groups.map(g => g.groupId)))
 
-  // 7. Delete the topic.
+  // 7. A compacted topic (VAST lists topic compaction among the Kafka
+  // features it supports): an offset gap and a compaction driven through
+  // the control plane, read across by a group, and a keyless record refused.
+  const COMPACTED = 'kafkajs-prices'
+  await admin.createTopics({ topics: [{ topic: COMPACTED, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] })
+  const cp = producer()
+  await cp.connect()
+  const one = (key, value) => cp.send({ topic: COMPACTED, acks: -1, messages: [{ key, value, partition: 0 }] })
+  for (const [key, value] of [['apple', '1.00'], ['pear', '2.00'], ['apple', '1.10']]) {
+    await one(key, value) // a batch each
+  }
+  await control(`topics/${COMPACTED}/partitions/0/skip?n=5`, 'POST')
+  await one('plum', '3.00')
+  await control(`topics/${COMPACTED}/compact`, 'POST')
+  const prices = []
+  const reader = kafka.consumer({ groupId: 'kafkajs-prices-reader', heartbeatInterval: 100, maxWaitTimeInMs: 200 })
+  reader.on(reader.events.CRASH, e => fail(`the reader crashed: ${e.payload.error.name}: ${e.payload.error.message}`))
+  await reader.connect()
+  await reader.subscribe({ topic: COMPACTED, fromBeginning: true })
+  await reader.run({
+    autoCommit: false,
+    eachMessage: async ({ message }) => { prices.push(`${message.offset} ${message.key} ${message.value}`) }
+  })
+  await until(() => prices.length >= 3)
+  console.log('compacted topic with a gap:', list(prices))
+  await reader.commitOffsets([{ topic: COMPACTED, partition: 0, offset: String(Number(prices[prices.length - 1].split(' ')[0]) + 1) }])
+  const [lagged] = (await control('groups/kafkajs-prices-reader')).partitions
+  console.log('control plane: committed', lagged.committed, 'lag', lagged.lag)
+  console.log('keyless record to a compacted topic:', await outcome(() => cp.send({ topic: COMPACTED, acks: -1, messages: [{ value: 'no key', partition: 0 }] })))
+  await reader.disconnect()
+  await cp.disconnect()
+  await admin.deleteTopics({ topics: [COMPACTED] })
+
+  // 8. Delete the topic.
   await admin.deleteTopics({ topics: [TOPIC] })
   console.log('deleted', TOPIC + '; topics left:', list((await admin.listTopics()).filter(t => t.startsWith('kafkajs-'))))
   await admin.disconnect()

@@ -5,7 +5,9 @@
 #
 # Produce, consume in a group and commit, rebalance onto a second member, and
 # get a VAST refusal (a value over 126 KB); the group and the refusal are then
-# read back through the binary's HTTP control plane.
+# read back through the binary's HTTP control plane. Last, a compacted topic
+# is read across an offset gap and a compaction that the control plane
+# drives, and refuses a keyless record.
 #
 # Environment: KAFKA_BOOTSTRAP (host:port), VASTFAKE_HTTP (http://host:port/).
 
@@ -38,8 +40,9 @@ def until(cond, what, poll=lambda: None):
         poll()
 
 
-def control(path):
-    with urllib.request.urlopen(HTTP + path, timeout=10) as resp:
+def control(path, method="GET"):
+    req = urllib.request.Request(HTTP + path, method=method)
+    with urllib.request.urlopen(req, timeout=10) as resp:
         return json.load(resp)
 
 
@@ -162,6 +165,55 @@ if len(errors) != 1 or errors[0] is None:
 print("gzip batch refused:", errors[0].name())
 refusals = control("requests?rule=NoCompression")
 print("request log:", refusals[0]["api"], "refused by rule", refusals[0]["rule"], "with", refusals[0]["error"])
+
+# 5. A compacted topic (VAST lists topic compaction among the Kafka features
+# it supports): an offset gap and a compaction driven through the control
+# plane, read across by a group, and a keyless record refused.
+COMPACTED = "matrix-prices"
+admin.create_topics([NewTopic(COMPACTED, num_partitions=1, replication_factor=1,
+                              config={"cleanup.policy": "compact"})])[COMPACTED].result()
+cp = producer({"message.send.max.retries": 0})
+
+
+def send(key, value):
+    """Produce one record in a batch of its own; return the delivery error."""
+    out = []
+    cp.produce(COMPACTED, key=key, value=value, partition=0, on_delivery=lambda err, msg: out.append(err))
+    cp.flush(30)
+    if len(out) != 1:
+        fail("no delivery report for %r" % value)
+    return out[0]
+
+
+for key, value in ((b"apple", b"1.00"), (b"pear", b"2.00"), (b"apple", b"1.10")):
+    if send(key, value) is not None:
+        fail("produce to %s: %s" % (COMPACTED, value))
+control("topics/%s/partitions/0/skip?n=5" % COMPACTED, "POST")
+send(b"plum", b"3.00")
+control("topics/%s/compact" % COMPACTED, "POST")
+reader = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "matrix-prices-reader",
+                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
+reader.subscribe([COMPACTED])
+read = []
+
+
+def poll_reader():
+    msg = reader.poll(0.1)
+    if msg is None:
+        return
+    if msg.error():
+        fail("poll %s: %s" % (COMPACTED, msg.error()))
+    read.append((msg.offset(), msg.key().decode(), msg.value().decode()))
+
+
+until(lambda: len(read) >= 3, "the reader read 3 records of " + COMPACTED, poll_reader)
+print("compacted topic with a gap:", read)
+reader.commit(asynchronous=False)
+lagged = control("groups/matrix-prices-reader")["partitions"][0]
+print("control plane: committed", lagged["committed"], "lag", lagged["lag"])
+err = send(None, b"no key")
+print("keyless record to a compacted topic refused:", err.name() if err else "no")
+reader.close()
 
 one.close()
 two.close()

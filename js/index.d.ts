@@ -1,0 +1,228 @@
+// Types of the vastfake package: the launcher and the control plane's
+// answers, as the binary serves them (see the README's "The HTTP control
+// plane").
+
+/// <reference types="node" />
+
+/** A Go duration string ("30s", "1h30m") or milliseconds. */
+export type Duration = string | number
+
+export interface StartOptions {
+  /** "vast" (the default) or "kafka". */
+  profile?: 'vast' | 'kafka' | string
+  /** Topics to create at start: "name[:partitions[:key=value,...]]". */
+  topics?: string[]
+  /** Rule overrides: {MaxGroups: 10} or ["MaxGroups=10"]. */
+  rules?: Record<string, string | number | boolean | string[]> | string[]
+  /** The broker's clock moves only by advance(). */
+  manualClock?: boolean
+  /** More command-line flags, e.g. ["-log-level", "debug"]. */
+  args?: string[]
+  /** The Kafka listener's address; a free port on 127.0.0.1 by default. */
+  listen?: string
+  /** The control plane's address; a free port on 127.0.0.1 by default. */
+  http?: string
+  /** The binary; else VASTFAKE_BIN, vastfake on PATH, or go build in a checkout. */
+  binary?: string
+  /** Extra environment variables for the binary. */
+  env?: Record<string, string>
+  /** How long to wait for the broker to listen (30 000). */
+  startTimeoutMs?: number
+  /** How long stop() waits after SIGTERM before SIGKILL (10 000). */
+  stopTimeoutMs?: number
+  /** Each control plane call's timeout (10 000). */
+  timeoutMs?: number
+  /** Each wait's deadline (30 000). */
+  waitTimeoutMs?: number
+}
+
+export interface Health { status: string; bootstrap: string }
+export interface Clock { now: string; manual: boolean }
+
+export interface Partition { partition: number; logStartOffset: number; highWatermark: number; bytes: number }
+export interface Topic { name: string; id: string; configs: Record<string, string>; partitions: Partition[] }
+
+export interface RecordHeader { key: string; value: Buffer | null }
+export interface KafkaRecord {
+  offset: number
+  timestampMs: number
+  /** RFC 3339; null for a year outside 0-9999. */
+  timestamp: string | null
+  key: Buffer | null
+  value: Buffer | null
+  headers: RecordHeader[]
+  logAppendTime: boolean
+  compressed: boolean
+  /** The JSON the control plane sent. */
+  raw: Record<string, unknown>
+}
+export interface RecordsPage { records: KafkaRecord[]; nextOffset: number | null }
+
+/** Topic to its partitions. */
+export type Assignment = Record<string, number[]>
+
+export interface Member {
+  memberId: string
+  instanceId?: string
+  clientId: string
+  clientHost: string
+  /** null before a rebalance hands one out. */
+  assignment: Assignment | null
+}
+export interface GroupPartition {
+  topic: string
+  partition: number
+  /** null when the group committed nothing here. */
+  committed: number | null
+  metadata?: string
+  highWatermark: number
+  /** The high watermark minus the committed offset; null when nothing is committed. */
+  lag: number | null
+  ownerMemberId?: string
+  ownerClientId?: string
+}
+export interface Group {
+  name: string
+  state: string
+  protocolType: string
+  protocol: string
+  generation: number
+  leader: string
+  members: Member[]
+  partitions: GroupPartition[]
+}
+export interface Rebalance {
+  time: string
+  group: string
+  generation: number
+  /** Stable, or Empty when no member rejoined. */
+  state: string
+  protocol: string
+  members: Array<{ memberId: string; clientId: string; assignment: Assignment | null }>
+}
+export interface Request {
+  time: string
+  api: string
+  version: number
+  clientId: string
+  errorCode: number
+  /** The Kafka error's name. */
+  error?: string
+  /** The VAST rule (a rules.Rules field) behind a refusal. */
+  rule?: string
+  fault?: boolean
+  user?: string
+  denied?: string
+  closed?: boolean
+  /** What the client was told with the error. */
+  message?: string
+  repeats?: number
+}
+export interface Finding {
+  rule: string
+  kind: string
+  source: string
+  clientId: string
+  clientSoftware: string
+  clientVersion: string
+  topic: string
+  group: string
+  count: number
+  first: string
+  last: string
+  advice: string
+  detail: string
+}
+export interface Fault {
+  /** "Produce", or the API key. */
+  api: string | number
+  /** "NOT_LEADER_FOR_PARTITION", or the error code. */
+  err: string | number
+  /** 0: until cleared. */
+  count?: number
+  topic?: string
+  /** One partition of topic; every one when neither this nor partitions is given. */
+  partition?: number
+  /** Some partitions of topic. */
+  partitions?: number[]
+  group?: string
+}
+export interface WaitOptions { timeoutMs?: number }
+
+export class Client {
+  constructor (url: string, options?: { token?: string; timeoutMs?: number; waitTimeoutMs?: number })
+  url: string
+  token?: string
+  timeoutMs: number
+  waitTimeoutMs: number
+
+  health (): Promise<Health>
+  rules (): Promise<Record<string, unknown>>
+  clock (): Promise<Clock>
+  topics (): Promise<Topic[]>
+  topic (name: string): Promise<Topic>
+  endOffset (topic: string, partition?: number): Promise<number>
+  recordsPage (topic: string, partition?: number, options?: { offset?: number; limit?: number }): Promise<RecordsPage>
+  iterRecords (topic: string, partition?: number, options?: { offset?: number; pageSize?: number }): AsyncGenerator<KafkaRecord>
+  records (topic: string, partition?: number, options?: { offset?: number }): Promise<KafkaRecord[]>
+  /** The values as UTF-8 strings, null for a null value. */
+  values (topic: string, partition?: number): Promise<Array<string | null>>
+  groups (): Promise<Group[]>
+  group (name: string): Promise<Group>
+  findGroup (name: string): Promise<Group | null>
+  committed (group: string, topic: string, partition?: number): Promise<number | null>
+  lag (group: string, topic: string, partition?: number): Promise<number | null>
+  rebalances (options?: { group?: string }): Promise<Rebalance[]>
+  requests (options?: { rule?: string; api?: string | number; limit?: number }): Promise<Request[]>
+  refusals (rule?: string): Promise<Request[]>
+  findings (): Promise<Finding[]>
+  live (): Promise<Record<string, unknown>>
+
+  clearRequests (): Promise<void>
+  injectFault (fault: Fault): Promise<Record<string, unknown>>
+  failNext (api: string | number, err: string | number, n?: number, scope?: { topic?: string; partition?: number; partitions?: number[]; group?: string }): Promise<Record<string, unknown>>
+  clearFaults (): Promise<void>
+  latency (api: string | number, d: Duration): Promise<string>
+  dropConnections (): Promise<void>
+  failover (): Promise<void>
+  restart (): Promise<void>
+  reset (): Promise<void>
+  staleEndOffset (d: Duration): Promise<string>
+  advance (d: Duration): Promise<Clock>
+
+  assertRefused (rule: string, options?: { api?: string }): Promise<Request[]>
+  assertNoRefusals (): Promise<void>
+  assertNoFindings (): Promise<void>
+  assertCommitted (group: string, topic: string, partition: number, offset: number): Promise<void>
+
+  waitFor<T> (what: string, cond: () => T | Promise<T>, options?: { timeoutMs?: number; describe?: () => string | Promise<string> }): Promise<NonNullable<T>>
+  waitGroup (group: string, options?: { state?: string; members?: number; timeoutMs?: number }): Promise<Group>
+  waitGroupStable (group: string, options?: { members?: number; timeoutMs?: number }): Promise<Group>
+  waitCommitted (group: string, topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
+  waitRefused (rule: string, options?: WaitOptions): Promise<Request[]>
+  waitEndOffset (topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
+}
+
+export class Broker extends Client {
+  /** "127.0.0.1:<port>", for any Kafka client. */
+  bootstrap: string
+  readonly pid: number
+  readonly running: boolean
+  /** The broker's first and last stderr lines. */
+  stderrTail (): string
+  /** SIGTERM, then SIGKILL after stopTimeoutMs; resolves to the exit code. */
+  stop (): Promise<number | null>
+}
+
+export function startBroker (options?: StartOptions): Promise<Broker>
+export function findBinary (options?: { buildTimeoutMs?: number }): string
+export function goDuration (d: Duration): string
+
+export class VastfakeError extends Error {}
+export class BinaryNotFoundError extends VastfakeError {}
+export class StartError extends VastfakeError { stderr: string; exitCode?: number | null; signal?: string | null }
+export class PortInUseError extends StartError {}
+export class BrokerDiedError extends VastfakeError { stderr: string; exitCode: number | null; signal: string | null }
+export class ControlPlaneError extends VastfakeError { status: number | null; error: string }
+export class WaitTimeout extends VastfakeError { code: 'ERR_ASSERTION' }
+export class AssertionError extends VastfakeError { code: 'ERR_ASSERTION' }

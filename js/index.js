@@ -1,0 +1,807 @@
+// vastfake for JavaScript tests: start the vastfake binary (an in-memory
+// Kafka broker that behaves like VAST Event Broker 5.5) on free ports, and
+// drive it through its HTTP control plane with typed calls, assertions and
+// waits. No runtime dependencies; Node.js 18 or newer; works from node:test,
+// Jest and Vitest.
+//
+//   const { startBroker } = require('vastfake')
+//   const broker = await startBroker({ topics: ['orders:3'] })
+//   // new Kafka({ brokers: [broker.bootstrap] }) ...
+//   await broker.waitCommitted('billing', 'orders', 0, 6)
+//   await broker.assertNoRefusals()
+//   await broker.stop()
+//
+// The binary is options.binary, else VASTFAKE_BIN, else vastfake on PATH,
+// else one built with `go build` when the working directory (or this
+// package) is inside a vastfake checkout (or VASTFAKE_SRC names one).
+// Every call has a timeout and every wait a deadline: nothing hangs.
+
+'use strict'
+
+const { spawn, spawnSync } = require('node:child_process')
+const crypto = require('node:crypto')
+const fs = require('node:fs')
+const http = require('node:http')
+const os = require('node:os')
+const path = require('node:path')
+const readline = require('node:readline')
+
+const MODULE_LINE = 'module github.com/vastfake/vastfake'
+const INSTALL_HINT = 'install it with `go install github.com/vastfake/vastfake/cmd/vastfake@latest` (then it is ' +
+  '$(go env GOPATH)/bin/vastfake; put that on PATH), or set VASTFAKE_BIN to its path, or set VASTFAKE_SRC to a ' +
+  'vastfake checkout with go on PATH'
+// How many of the broker's first and last stderr lines an error quotes: the
+// first say why it would not start, the last what it did before it died.
+const STDERR_HEAD_LINES = 5
+const STDERR_TAIL_LINES = 40
+
+// ---- errors ----
+
+/** Anything this package throws. */
+class VastfakeError extends Error {
+  constructor (message, props) {
+    super(message)
+    this.name = this.constructor.name
+    Object.assign(this, props)
+  }
+}
+/** No binary was found and none could be built; the message says how to get one. */
+class BinaryNotFoundError extends VastfakeError {}
+/** The binary did not start; `stderr` is the head and tail of its stderr. */
+class StartError extends VastfakeError {}
+/** The address the broker or its control plane was to listen on is taken. */
+class PortInUseError extends StartError {}
+/** The broker exited while in use; `stderr` is the head and tail of its stderr. */
+class BrokerDiedError extends VastfakeError {}
+/** The control plane answered an error (`status`, `error`) or nothing. */
+class ControlPlaneError extends VastfakeError {}
+/** A wait's condition did not hold before its deadline; `code` is 'ERR_ASSERTION'. */
+class WaitTimeout extends VastfakeError {
+  constructor (message) {
+    super(message, { code: 'ERR_ASSERTION' })
+  }
+}
+/** A failed assertion; `code` is 'ERR_ASSERTION' as for node:assert. */
+class AssertionError extends VastfakeError {
+  constructor (message) {
+    super(message, { code: 'ERR_ASSERTION' })
+  }
+}
+
+// ---- finding the binary ----
+
+function checkout (start) {
+  for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+    try {
+      const first = fs.readFileSync(path.join(dir, 'go.mod'), 'utf8').split('\n')[0].trim()
+      if (first === MODULE_LINE) return dir
+    } catch {}
+    if (path.dirname(dir) === dir) return null
+  }
+}
+
+function executable (file) {
+  try {
+    fs.accessSync(file, fs.constants.X_OK)
+    return fs.statSync(file).isFile()
+  } catch {
+    return false
+  }
+}
+
+function which (name) {
+  const exts = process.platform === 'win32' ? ['.exe', ''] : ['']
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    if (!dir) continue
+    for (const ext of exts) {
+      const file = path.join(dir, name + ext)
+      if (executable(file)) return file
+    }
+  }
+  return null
+}
+
+const built = new Map() // checkout -> binary built from it by this process
+
+/**
+ * The path of a vastfake binary: VASTFAKE_BIN; else vastfake on PATH; else
+ * one built with `go build` from VASTFAKE_SRC or from the vastfake checkout
+ * the working directory or this package is in. Throws BinaryNotFoundError
+ * saying how to get one otherwise.
+ */
+function findBinary ({ buildTimeoutMs = 300_000 } = {}) {
+  const env = process.env.VASTFAKE_BIN
+  if (env) {
+    if (!executable(env)) throw new BinaryNotFoundError(`VASTFAKE_BIN=${env} is not an executable file; ${INSTALL_HINT}`)
+    return env
+  }
+  const onPath = which('vastfake')
+  if (onPath) return onPath
+  let src
+  if (process.env.VASTFAKE_SRC) {
+    src = path.resolve(process.env.VASTFAKE_SRC)
+    if (checkout(src) !== src) {
+      throw new BinaryNotFoundError(`VASTFAKE_SRC=${src} is not a vastfake checkout (no go.mod starting "${MODULE_LINE}")`)
+    }
+  } else {
+    src = checkout(process.cwd()) || checkout(__dirname)
+  }
+  if (!src) {
+    throw new BinaryNotFoundError('no vastfake binary: VASTFAKE_BIN is not set, vastfake is not on PATH, and this ' +
+      'is not a vastfake checkout; ' + INSTALL_HINT)
+  }
+  const go = which('go')
+  if (!go) throw new BinaryNotFoundError(`no vastfake binary: ${src} is a vastfake checkout but go is not on PATH to build it; ${INSTALL_HINT}`)
+  if (built.has(src) && executable(built.get(src))) return built.get(src)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vastfake-'))
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+  const out = path.join(dir, process.platform === 'win32' ? 'vastfake.exe' : 'vastfake')
+  const run = spawnSync(go, ['build', '-o', out, './cmd/vastfake'], { cwd: src, encoding: 'utf8', timeout: buildTimeoutMs, stdio: ['ignore', 'pipe', 'pipe'] })
+  if (run.error) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src}: ${run.error.message}`)
+  if (run.status !== 0) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src} failed:\n${run.stderr.slice(-4000)}`)
+  built.set(src, out)
+  return out
+}
+
+// ---- durations ----
+
+/**
+ * A Go duration the control plane parses: a string is taken as one ("30s"),
+ * a number is milliseconds.
+ */
+function goDuration (d) {
+  if (typeof d === 'string') return d
+  if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) {
+    throw new TypeError(`duration ${d}: want a Go duration string such as "30s" or milliseconds >= 0`)
+  }
+  return `${Math.round(d * 1e6)}ns`
+}
+
+// ---- the control plane client ----
+
+const sleep = ms => new Promise(resolve => { setTimeout(resolve, ms) })
+
+// within resolves to what promise resolves to, or to onTimeout after ms,
+// and clears its timer either way, so that no timer outlives the call and
+// holds the test process open.
+function within (promise, ms, onTimeout) {
+  let timer
+  return Promise.race([
+    promise,
+    new Promise(resolve => { timer = setTimeout(resolve, ms, onTimeout) })
+  ]).finally(() => clearTimeout(timer))
+}
+
+function lines (items) {
+  const shown = items.slice(0, 20).map(x => '  ' + describe(x))
+  if (items.length > 20) shown.push(`  ... and ${items.length - 20} more`)
+  return shown.join('\n')
+}
+
+function describe (x) {
+  if (x && x.api !== undefined) { // a request
+    let s = `${x.api} v${x.version} from client ${JSON.stringify(x.clientId)}`
+    if (x.error) s += `: ${x.error}`
+    if (x.rule) s += ` by VAST rule ${x.rule}`
+    if (x.message) s += ` (${x.message})`
+    if (x.denied) s += ` denied: ${x.denied}`
+    if (x.fault) s += ' [injected fault]'
+    if (x.closed) s += ' [connection closed]'
+    return s
+  }
+  if (x && x.kind !== undefined) { // a finding
+    let who = x.clientId || '?'
+    if (x.clientSoftware) who += ` (${x.clientSoftware} ${x.clientVersion || ''})`.replace(' )', ')')
+    const where = [x.topic && 'topic ' + x.topic, x.group && 'group ' + x.group].filter(Boolean).join(', ')
+    let s = `${x.rule} [${x.kind}] from ${who}`
+    if (where) s += ' on ' + where
+    s += `, ${x.count} time${x.count === 1 ? '' : 's'}`
+    if (x.detail) s += ': ' + x.detail
+    if (x.advice) s += ' -- ' + x.advice
+    return s
+  }
+  return JSON.stringify(x)
+}
+
+function bytes (text, b64) {
+  if (b64) return Buffer.from(b64, 'base64')
+  if (text === null || text === undefined) return null
+  return Buffer.from(text, 'utf8')
+}
+
+function record (r) {
+  return {
+    offset: r.offset,
+    timestampMs: r.timestampMs,
+    timestamp: r.timestamp,
+    key: bytes(r.key, r.keyBase64),
+    value: bytes(r.value, r.valueBase64),
+    headers: (r.headers || []).map(h => ({ key: h.key, value: bytes(h.value, h.valueBase64) })),
+    logAppendTime: !!r.logAppendTime,
+    compressed: !!r.compressed,
+    raw: r
+  }
+}
+
+/**
+ * The control plane of a running vastfake (started with -http) at url,
+ * e.g. "http://127.0.0.1:8080/". startBroker returns a Broker, which is a
+ * Client of the broker it started.
+ */
+class Client {
+  constructor (url, { token, timeoutMs = 10_000, waitTimeoutMs = 30_000 } = {}) {
+    this.url = url.endsWith('/') ? url : url + '/'
+    this.token = token
+    this.timeoutMs = timeoutMs
+    this.waitTimeoutMs = waitTimeoutMs
+  }
+
+  /** Throws if the broker is known to be gone; Broker overrides it. */
+  async _checkAlive () {}
+
+  async _call (method, p, query, body) {
+    await this._checkAlive()
+    const u = new URL(p.replace(/^\//, ''), this.url)
+    for (const [k, v] of Object.entries(query || {})) {
+      if (v !== undefined && v !== null) u.searchParams.set(k, String(v))
+    }
+    const what = `${method} /${p.replace(/^\//, '')}`
+    const headers = { Accept: 'application/json' }
+    let data
+    if (body !== undefined) {
+      data = JSON.stringify(body)
+      headers['Content-Type'] = 'application/json'
+      headers['Content-Length'] = Buffer.byteLength(data)
+    }
+    if (this.token) headers.Authorization = 'Bearer ' + this.token
+    let res
+    try {
+      res = await new Promise((resolve, reject) => {
+        const req = http.request(u, { method, headers, agent: false, timeout: this.timeoutMs }, resp => {
+          const chunks = []
+          resp.on('data', c => chunks.push(c))
+          resp.on('end', () => resolve({ status: resp.statusCode, headers: resp.headers, text: Buffer.concat(chunks).toString('utf8') }))
+          resp.on('error', reject)
+        })
+        req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)))
+        req.on('error', reject)
+        req.end(data)
+      })
+    } catch (e) {
+      await this._checkAlive() // a dead broker explains itself better
+      throw new ControlPlaneError(`${what}: no answer from the control plane at ${this.url}: ${e.message}`, { status: null, error: '' })
+    }
+    let json
+    try {
+      json = res.text ? JSON.parse(res.text) : null
+    } catch {
+      json = undefined
+    }
+    if (res.status >= 400) {
+      const msg = (json && json.error) || res.text.trim()
+      if (res.status === 404 && msg === 'Not Found') {
+        throw new ControlPlaneError(`${what}: 404, this vastfake binary has no such endpoint; it is older than the ` +
+          'vastfake package (update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest)', { status: 404, error: msg })
+      }
+      throw new ControlPlaneError(`${what}: ${res.status} ${msg}`, { status: res.status, error: msg })
+    }
+    if (json === undefined) throw new ControlPlaneError(`${what}: the answer is not JSON: ${res.text.slice(0, 200)}`, { status: res.status, error: '' })
+    return { body: json, headers: res.headers }
+  }
+
+  async _get (p, query) { return (await this._call('GET', p, query)).body }
+  async _post (p, query, body) { return (await this._call('POST', p, query, body)).body }
+
+  // ---- inspection ----
+
+  /** GET /healthz: {status, bootstrap}. */
+  health () { return this._get('healthz') }
+  /** GET /rules: the VAST rules in force, by rules.Rules field name. */
+  rules () { return this._get('rules') }
+  /** GET /clock: {now, manual}. */
+  clock () { return this._get('clock') }
+  /** GET /topics: every topic with its partitions' offsets. */
+  topics () { return this._get('topics') }
+  /** GET /topics/{name}; ControlPlaneError (status 404) if there is none. */
+  topic (name) { return this._get('topics/' + encodeURIComponent(name)) }
+
+  /** The partition's high watermark: the offset the next record gets. */
+  async endOffset (topic, partition = 0) {
+    const t = await this.topic(topic)
+    const p = t.partitions.find(x => x.partition === partition)
+    if (!p) throw new ControlPlaneError(`topic ${topic} has no partition ${partition} (it has ${t.partitions.length})`, { status: 404, error: '' })
+    return p.highWatermark
+  }
+
+  /**
+   * One page of records: up to limit from offset, and the offset of the
+   * next page (the Next-Offset header; null when the partition has no more).
+   */
+  async recordsPage (topic, partition = 0, { offset = 0, limit = 100 } = {}) {
+    const { body, headers } = await this._call('GET', `topics/${encodeURIComponent(topic)}/partitions/${partition}/records`, { offset, limit })
+    const records = body.map(record)
+    const next = headers['next-offset']
+    if (next !== undefined && next !== '') return { records, nextOffset: Number(next) }
+    // A binary that does not send Next-Offset: a full page may have more.
+    if (records.length >= limit) return { records, nextOffset: records[records.length - 1].offset + 1 }
+    return { records, nextOffset: null }
+  }
+
+  /** Every record of the partition from offset on, a page at a time. */
+  async * iterRecords (topic, partition = 0, { offset = 0, pageSize = 100 } = {}) {
+    let next = offset
+    while (next !== null) {
+      const page = await this.recordsPage(topic, partition, { offset: next, limit: pageSize })
+      yield * page.records
+      if (page.nextOffset !== null && page.nextOffset <= next) break // no progress: never loop on a broken answer
+      next = page.nextOffset
+    }
+  }
+
+  /** Every record of the partition from offset on (keys and values as Buffers). */
+  async records (topic, partition = 0, { offset = 0 } = {}) {
+    const out = []
+    for await (const r of this.iterRecords(topic, partition, { offset })) out.push(r)
+    return out
+  }
+
+  /** The values of every record of the partition as UTF-8 strings (null for a null value). */
+  async values (topic, partition = 0) {
+    return (await this.records(topic, partition)).map(r => r.value === null ? null : r.value.toString('utf8'))
+  }
+
+  /** GET /groups: every group with members, assignments and lag. */
+  groups () { return this._get('groups') }
+  /** GET /groups/{name}; ControlPlaneError (status 404) if there is none. */
+  group (name) { return this._get('groups/' + encodeURIComponent(name)) }
+
+  /** The group, or null when the broker has no such group. */
+  async findGroup (name) {
+    try {
+      return await this.group(name)
+    } catch (e) {
+      if (e instanceof ControlPlaneError && e.status === 404 && e.error.startsWith('no group')) return null
+      throw e
+    }
+  }
+
+  /** The committed offset (the next to read), null if none. */
+  async committed (group, topic, partition = 0) {
+    const g = await this.findGroup(group)
+    const p = g && g.partitions.find(x => x.topic === topic && x.partition === partition)
+    return p ? p.committed : null
+  }
+
+  /** The high watermark minus the committed offset, null if nothing is committed. */
+  async lag (group, topic, partition = 0) {
+    const g = await this.findGroup(group)
+    const p = g && g.partitions.find(x => x.topic === topic && x.partition === partition)
+    return p ? p.lag : null
+  }
+
+  /** GET /rebalances: finished rebalances (of group), oldest first. */
+  rebalances ({ group } = {}) { return this._get('rebalances', { group }) }
+  /** GET /requests: the request log, oldest first, filtered by rule, api, and to the newest limit. */
+  requests ({ rule, api, limit } = {}) { return this._get('requests', { rule, api, limit }) }
+
+  /** The requests a VAST rule refused (that rule only, when given). */
+  async refusals (rule) {
+    if (rule) return this.requests({ rule })
+    return (await this.requests()).filter(r => r.rule)
+  }
+
+  /** GET /audit: client behaviour VAST would refuse or treat differently, with advice. */
+  async findings () { return ((await this._get('audit')) || {}).findings || [] }
+  /** GET /live.json: topics, groups and the latest rebalances at once. */
+  live () { return this._get('live.json') }
+
+  // ---- control ----
+
+  /** DELETE /requests: empty the request log. */
+  async clearRequests () { await this._call('DELETE', 'requests') }
+
+  /**
+   * POST /faults: answer requests of api ("Produce" or its key) with the
+   * Kafka error err ("NOT_LEADER_FOR_PARTITION" or its code), count times
+   * (0: until cleared), for a topic (every partition unless partition or
+   * partitions are given), a group, or every request. Returns the fault as
+   * the broker understood it.
+   */
+  injectFault ({ api, err, count = 0, topic, partition, partitions, group }) {
+    const body = { api, err, count }
+    if (topic !== undefined) body.topic = topic
+    if (partition !== undefined) body.partition = partition
+    if (partitions !== undefined) body.partitions = partitions
+    if (group !== undefined) body.group = group
+    return this._post('faults', undefined, body)
+  }
+
+  /** Fail the next n requests of api with err; scope {topic, partition, partitions, group}. */
+  failNext (api, err, n = 1, scope = {}) {
+    if (!(n >= 1)) throw new RangeError('failNext: n must be at least 1')
+    return this.injectFault({ api, err, count: n, ...scope })
+  }
+
+  /** DELETE /faults: remove every fault and added latency. */
+  async clearFaults () { await this._call('DELETE', 'faults') }
+  /** POST /latency: delay requests of api by d (ms, or "200ms"); 0 removes it. Returns it as set. */
+  async latency (api, d) { return (await this._post('latency', { api, d: goDuration(d) })).latency }
+  /** POST /drop-connections: close every client connection. */
+  async dropConnections () { await this._post('drop-connections') }
+  /** POST /failover: committed offsets vanish, as in a VAST failover. */
+  async failover () { await this._post('failover') }
+  /** POST /restart: the listener and connections restart, data stays. */
+  async restart () { await this._post('restart') }
+  /** POST /reset: delete every topic and group (rules, faults and the request log stay). */
+  async reset () { await this._post('reset') }
+  /** POST /stale-end-offset: ListOffsets(latest) trails writes by d; 0 turns it off. Returns it as set. */
+  async staleEndOffset (d) { return (await this._post('stale-end-offset', { d: goDuration(d) })).staleEndOffset }
+  /** POST /clock/advance: move the manual clock (-manual-clock) by d; 409 on the wall clock. Returns {now, manual}. */
+  advance (d) { return this._post('clock/advance', { d: goDuration(d) }) }
+
+  // ---- assertions ----
+
+  /** Assert that the VAST rule refused a request (of api, when given); returns those requests. */
+  async assertRefused (rule, { api } = {}) {
+    const got = (await this.refusals(rule)).filter(r => api === undefined || r.api.toLowerCase() === api.toLowerCase())
+    if (got.length) return got
+    const others = await this.refusals()
+    const what = `rule ${rule}` + (api === undefined ? '' : ` on ${api}`)
+    if (others.length) throw new AssertionError(`no request was refused by VAST ${what}; the refusals were:\n${lines(others)}`)
+    throw new AssertionError(`no request was refused by VAST ${what}; no request was refused at all`)
+  }
+
+  /** Assert that no VAST rule refused any request. */
+  async assertNoRefusals () {
+    const got = await this.refusals()
+    if (got.length) {
+      throw new AssertionError(`${got.length} request${got.length === 1 ? ' was' : 's were'} refused by VAST rules:\n${lines(got)}`)
+    }
+  }
+
+  /** Assert that GET /audit found nothing in the clients' behaviour. */
+  async assertNoFindings () {
+    const got = await this.findings()
+    if (got.length) throw new AssertionError(`${got.length} audit finding${got.length === 1 ? '' : 's'}:\n${lines(got)}`)
+  }
+
+  /** Assert that group committed offset (the next to read) for the partition. */
+  async assertCommitted (group, topic, partition, offset) {
+    const msg = await this._committedMismatch(group, topic, partition, offset)
+    if (msg) throw new AssertionError(msg)
+  }
+
+  async _committedMismatch (group, topic, partition, offset) {
+    const g = await this.findGroup(group)
+    if (!g) {
+      const names = (await this.groups()).map(x => x.name).sort()
+      return `group ${group} does not exist (groups: ${names.join(', ') || 'none'})`
+    }
+    const p = g.partitions.find(x => x.topic === topic && x.partition === partition)
+    if (!p || p.committed === null) {
+      const done = g.partitions.filter(x => x.committed !== null).map(x => `${x.topic}/${x.partition}=${x.committed}`)
+      return `group ${group} committed nothing for ${topic}/${partition} (it committed: ${done.join(', ') || 'nothing'})`
+    }
+    if (p.committed !== offset) {
+      return `group ${group} committed ${topic}/${partition} at ${p.committed}, want ${offset} (high watermark ${p.highWatermark}, lag ${p.lag})`
+    }
+    return ''
+  }
+
+  // ---- waits ----
+
+  /**
+   * Call cond until it returns something truthy, and return that. After
+   * timeoutMs (waitTimeoutMs by default) throw WaitTimeout saying what was
+   * awaited and, with describe, what was seen last.
+   */
+  async waitFor (what, cond, { timeoutMs, describe } = {}) {
+    const limit = timeoutMs === undefined ? this.waitTimeoutMs : timeoutMs
+    const deadline = Date.now() + limit
+    let delay = 10
+    for (;;) {
+      const got = await cond()
+      if (got) return got
+      if (Date.now() >= deadline) {
+        let seen = ''
+        if (describe) {
+          try {
+            seen = '; last seen: ' + await describe()
+          } catch (e) {
+            seen = '; could not describe the state: ' + e.message
+          }
+        }
+        throw new WaitTimeout(`timed out after ${limit} ms waiting for ${what}${seen}`)
+      }
+      await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
+      delay = Math.min(delay * 2, 100)
+    }
+  }
+
+  /**
+   * Wait until group is in state (default Stable) with members members (any
+   * number when undefined) and, when Stable, every member holds an
+   * assignment. Returns the group.
+   */
+  waitGroup (group, { state = 'Stable', members, timeoutMs } = {}) {
+    const cond = async () => {
+      const g = await this.findGroup(group)
+      if (!g || g.state !== state || (members !== undefined && g.members.length !== members)) return null
+      if (state === 'Stable' && g.protocolType === 'consumer' && g.members.some(m => m.assignment === null)) return null
+      return g
+    }
+    const describe = async () => {
+      const g = await this.findGroup(group)
+      if (!g) return `no group ${group}`
+      return `state ${g.state}, generation ${g.generation}, ${g.members.length} member${g.members.length === 1 ? '' : 's'} (${g.members.map(m => m.clientId || m.memberId).join(', ')})`
+    }
+    const want = `group ${group} ${state}` + (members === undefined ? '' : ` with ${members} members`)
+    return this.waitFor(want, cond, { timeoutMs, describe })
+  }
+
+  /** Wait until group is Stable with members members, each holding its assignment. */
+  waitGroupStable (group, { members, timeoutMs } = {}) {
+    return this.waitGroup(group, { state: 'Stable', members, timeoutMs })
+  }
+
+  /** Wait until group has committed offset for the partition. */
+  async waitCommitted (group, topic, partition, offset, { timeoutMs } = {}) {
+    await this.waitFor(`group ${group} to commit ${topic}/${partition} at ${offset}`,
+      async () => !(await this._committedMismatch(group, topic, partition, offset)),
+      { timeoutMs, describe: () => this._committedMismatch(group, topic, partition, offset) })
+  }
+
+  /** Wait until the VAST rule has refused a request; returns those. */
+  waitRefused (rule, { timeoutMs } = {}) {
+    return this.waitFor(`a refusal by VAST rule ${rule}`, async () => {
+      const got = await this.refusals(rule)
+      return got.length ? got : null
+    }, { timeoutMs, describe: async () => lines(await this.refusals()) || 'no refusals' })
+  }
+
+  /** Wait until the partition's high watermark reaches offset. */
+  async waitEndOffset (topic, partition, offset, { timeoutMs } = {}) {
+    await this.waitFor(`${topic}/${partition} to reach offset ${offset}`, async () => {
+      try {
+        return (await this.endOffset(topic, partition)) >= offset
+      } catch (e) {
+        if (e instanceof ControlPlaneError && e.status === 404) return false
+        throw e
+      }
+    }, { timeoutMs, describe: async () => `high watermark ${await this.endOffset(topic, partition)}` })
+  }
+}
+
+// ---- the broker process ----
+
+const live = new Set()
+let handlersInstalled = false
+
+function installHandlers () {
+  if (handlersInstalled) return
+  handlersInstalled = true
+  // 'exit' handlers run synchronously: a signal is all there is time for.
+  process.on('exit', () => {
+    for (const b of live) b._signal('SIGTERM')
+  })
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    if (process.listenerCount(sig) > 0) continue // someone chose a handler: keep theirs
+    const handler = () => {
+      for (const b of live) b._signal('SIGTERM')
+      // Then die of the signal as the process would have without us.
+      process.removeListener(sig, handler)
+      process.kill(process.pid, sig)
+    }
+    process.on(sig, handler)
+  }
+}
+
+function exitText (code, signal) {
+  if (signal) return `signal ${signal}`
+  if (code === null || code === undefined) return 'no exit code yet'
+  return `code ${code}`
+}
+
+/** A vastfake broker in a child process; a Client of its control plane. */
+class Broker extends Client {
+  constructor (child, options) {
+    super('http://unstarted/', { timeoutMs: options.timeoutMs, waitTimeoutMs: options.waitTimeoutMs })
+    this.child = child
+    this.options = options
+    this.bootstrap = ''
+    this.stopped = false
+    this._head = []
+    this._tail = []
+    this._dropped = 0
+    this._closed = new Promise(resolve => child.once('close', resolve))
+  }
+
+  /** The process id of the broker. */
+  get pid () { return this.child.pid }
+
+  /** Whether the broker process is running. */
+  get running () { return this.child.exitCode === null && this.child.signalCode === null }
+
+  /** The broker's first and last stderr lines (its log), for error messages. */
+  stderrTail () {
+    const gap = this._dropped ? [`[... ${this._dropped} lines ...]`] : []
+    const text = [...this._head, ...gap, ...this._tail].join('\n')
+    return text ? text + '\n' : '(nothing)\n'
+  }
+
+  _stderrLine (line) {
+    if (line.length > 2000) line = line.slice(0, 2000) + '...'
+    if (this._head.length < STDERR_HEAD_LINES) {
+      this._head.push(line)
+      return
+    }
+    this._tail.push(line)
+    if (this._tail.length > STDERR_TAIL_LINES) {
+      this._tail.shift()
+      this._dropped++
+    }
+  }
+
+  _signal (sig) {
+    try {
+      if (this.running) this.child.kill(sig)
+    } catch {}
+  }
+
+  async _checkAlive () {
+    if (this.stopped) throw new VastfakeError('the broker was stopped')
+    if (!this.running) {
+      // Its stderr may still be arriving: wait (briefly) for the pipes to close.
+      await within(this._closed, 2000)
+      throw new BrokerDiedError(`the vastfake broker (pid ${this.pid}) died: it exited with ` +
+        `${exitText(this.child.exitCode, this.child.signalCode)}; stderr:\n${this.stderrTail()}`,
+      { stderr: this.stderrTail(), exitCode: this.child.exitCode, signal: this.child.signalCode })
+    }
+  }
+
+  /**
+   * Stop the broker: SIGTERM, then SIGKILL after stopTimeoutMs. Safe to call
+   * twice; resolves to the exit code (null when a signal ended it).
+   */
+  async stop () {
+    live.delete(this)
+    this.stopped = true
+    const timeout = this.options.stopTimeoutMs
+    const exited = () => !this.running
+    if (!exited()) {
+      this.child.kill('SIGTERM')
+      if (await within(this._closed, timeout, 'timeout') === 'timeout' && !exited()) {
+        this._signal('SIGKILL')
+      }
+    }
+    this.child.stdin.destroy()
+    await within(this._closed, timeout)
+    return this.child.exitCode
+  }
+}
+
+/**
+ * Start a vastfake broker on free ports and resolve once it listens.
+ * Options: profile ("vast" or "kafka"), topics (["orders:3"]), rules
+ * ({MaxGroups: 10} or ["MaxGroups=10"]), manualClock, args (more flags),
+ * listen and http (addresses, free ports on 127.0.0.1 by default), binary,
+ * env, startTimeoutMs (30 s), stopTimeoutMs (10 s), timeoutMs (each control
+ * plane call, 10 s), waitTimeoutMs (each wait, 30 s).
+ *
+ * Rejects with BinaryNotFoundError, PortInUseError, or StartError quoting
+ * the binary's stderr. The broker is stopped when this process exits, on
+ * SIGINT, SIGTERM and SIGHUP, and, since it runs with -exit-on-stdin-close,
+ * when this process dies in any other way.
+ */
+async function startBroker (options = {}) {
+  const o = {
+    listen: '127.0.0.1:0',
+    http: '127.0.0.1:0',
+    startTimeoutMs: 30_000,
+    stopTimeoutMs: 10_000,
+    timeoutMs: 10_000,
+    waitTimeoutMs: 30_000,
+    ...options
+  }
+  const binary = o.binary || findBinary()
+  let token = crypto.randomBytes(18).toString('base64url')
+  const args = ['-http-token', token, '-listen', o.listen, '-http', o.http, '-exit-on-stdin-close']
+  if (o.profile) args.push('-profile', o.profile)
+  for (const t of o.topics || []) args.push('-topic', t)
+  const rules = Array.isArray(o.rules) ? o.rules : Object.entries(o.rules || {}).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : v}`)
+  for (const r of rules) args.push('-rule', r)
+  if (o.manualClock) args.push('-manual-clock')
+  const extra = o.args || []
+  args.push(...extra)
+  // A -http-token in args wins, as the flag package decides: read it back.
+  extra.forEach((a, i) => {
+    const name = a.replace(/^--?/, '')
+    if (name === 'http-token' && i + 1 < extra.length) token = extra[i + 1]
+    else if (name.startsWith('http-token=')) token = name.slice('http-token='.length)
+  })
+
+  installHandlers()
+  const child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...(o.env || {}) } })
+  const broker = new Broker(child, o)
+  broker.token = token
+  live.add(broker)
+  child.stdin.on('error', () => {}) // EPIPE once the broker is gone
+  readline.createInterface({ input: child.stderr }).on('line', line => broker._stderrLine(line))
+  const out = readline.createInterface({ input: child.stdout })
+
+  const pending = []
+  let waiter = null
+  let ended = false
+  const wake = () => { if (waiter) { const w = waiter; waiter = null; w() } }
+  out.on('line', line => { pending.push(line); wake() })
+  let spawnError = null
+  child.once('error', e => { spawnError = e; ended = true; wake() })
+  broker._closed.then(() => { ended = true; wake() })
+
+  let timer
+  const deadline = new Promise(resolve => { timer = setTimeout(resolve, o.startTimeoutMs, 'timeout') })
+  const next = async prefix => {
+    while (!pending.length && !ended) {
+      const r = await Promise.race([new Promise(resolve => { waiter = resolve }), deadline])
+      if (r === 'timeout') {
+        throw new StartError(`vastfake printed no "${prefix.trim()}" line within ${o.startTimeoutMs} ms; stderr:\n${broker.stderrTail()}`, { stderr: broker.stderrTail() })
+      }
+    }
+    if (!pending.length) {
+      if (spawnError) {
+        throw new BinaryNotFoundError(`cannot run ${binary}: ${spawnError.message}; ${INSTALL_HINT}`)
+      }
+      const tail = broker.stderrTail()
+      const props = { stderr: tail, exitCode: child.exitCode, signal: child.signalCode }
+      if (/address already in use|only one usage of each socket address/i.test(tail)) {
+        throw new PortInUseError(`vastfake could not listen: the port is taken (listen=${o.listen}, http=${o.http}); stderr:\n${tail}`, props)
+      }
+      let hint = ''
+      if (tail.includes('flag provided but not defined: -exit-on-stdin-close')) {
+        hint = `\nthis vastfake binary (${binary}) is older than the vastfake package; update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest`
+      }
+      throw new StartError(`vastfake exited with ${exitText(child.exitCode, child.signalCode)} before it listened; stderr:\n${tail}${hint}`, props)
+    }
+    const line = pending.shift()
+    if (!line.startsWith(prefix)) {
+      throw new StartError(`vastfake printed ${JSON.stringify(line)} where "${prefix}..." was expected; stderr:\n${broker.stderrTail()}`, { stderr: broker.stderrTail() })
+    }
+    return line.slice(prefix.length).trim()
+  }
+  try {
+    broker.bootstrap = await next('listening on ')
+    broker.url = await next('control plane on ')
+  } catch (e) {
+    live.delete(broker)
+    broker.stopped = true
+    broker._signal('SIGKILL')
+    child.stdin.destroy()
+    if (!spawnError) await within(broker._closed, o.stopTimeoutMs)
+    throw e
+  } finally {
+    clearTimeout(timer)
+  }
+  // A broker the test forgot to stop must not keep the test process alive:
+  // nothing of it holds the event loop, and the exit handler stops it.
+  child.unref()
+  for (const s of [child.stdin, child.stdout, child.stderr]) {
+    if (s && typeof s.unref === 'function') s.unref()
+  }
+  return broker
+}
+
+module.exports = {
+  startBroker,
+  findBinary,
+  goDuration,
+  Client,
+  Broker,
+  VastfakeError,
+  BinaryNotFoundError,
+  StartError,
+  PortInUseError,
+  BrokerDiedError,
+  ControlPlaneError,
+  WaitTimeout,
+  AssertionError
+}

@@ -1,0 +1,157 @@
+// The package with kafkajs: a consumer group sharing a topic, a refusal by
+// a VAST rule, retention driven by the broker's clock, and injected faults,
+// each checked through the control plane.
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert')
+const { Kafka, logLevel, CompressionTypes, Partitioners } = require('kafkajs')
+const { startBroker, AssertionError, ControlPlaneError } = require('vastfake')
+
+let broker
+test.before(async () => { broker = await startBroker() })
+test.after(() => broker && broker.stop())
+test.beforeEach(async () => {
+  await broker.clearFaults()
+  await broker.reset()
+  await broker.clearRequests()
+})
+
+const kafkaFor = (b, clientId) => new Kafka({
+  clientId,
+  brokers: [b.bootstrap],
+  logLevel: logLevel.NOTHING,
+  retry: { initialRetryTime: 50, retries: 5 }
+})
+
+async function createTopic (kafka, topic, numPartitions, configEntries = []) {
+  const admin = kafka.admin()
+  await admin.connect()
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions, configEntries }], waitForLeaders: true })
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+async function produce (kafka, topic, messages, options = {}) {
+  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner })
+  await producer.connect()
+  try {
+    return await producer.send({ topic, messages, ...options })
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+test('a consumer group shares a topic and commits', async () => {
+  const kafka = kafkaFor(broker, 'billing')
+  await createTopic(kafka, 'orders', 4)
+  const messages = []
+  for (let i = 0; i < 40; i++) messages.push({ key: `customer-${i % 7}`, value: `order-${i}`, partition: i % 4 })
+  await produce(kafka, 'orders', messages)
+
+  const read = []
+  const consumers = []
+  try {
+    for (let n = 0; n < 2; n++) {
+      const c = kafkaFor(broker, `billing-${n}`).consumer({ groupId: 'billing', heartbeatInterval: 100, maxWaitTimeInMs: 100 })
+      consumers.push(c)
+      await c.connect()
+      await c.subscribe({ topic: 'orders', fromBeginning: true })
+      await c.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => { read.push({ n, partition, offset: Number(message.offset) }) }
+      })
+    }
+    const group = await broker.waitGroupStable('billing', { members: 2 })
+    assert.deepStrictEqual(group.members.map(m => m.clientId).sort(), ['billing-0', 'billing-1'])
+    assert.deepStrictEqual(group.members.flatMap(m => m.assignment.orders).sort(), [0, 1, 2, 3])
+    await broker.waitFor('every record read', () => new Set(read.map(r => `${r.partition}:${r.offset}`)).size === 40)
+    // Each member commits the partitions the broker says it owns.
+    for (const m of group.members) {
+      const c = consumers[Number(m.clientId.slice(-1))]
+      await c.commitOffsets(m.assignment.orders.map(p => ({ topic: 'orders', partition: p, offset: '10' })))
+    }
+    for (let p = 0; p < 4; p++) await broker.waitCommitted('billing', 'orders', p, 10)
+    for (let p = 0; p < 4; p++) assert.strictEqual(await broker.lag('billing', 'orders', p), 0)
+  } finally {
+    for (const c of consumers) await c.disconnect()
+  }
+  assert.deepStrictEqual(await broker.values('orders', 1), Array.from({ length: 10 }, (_, i) => `order-${4 * i + 1}`))
+  const recs = await broker.records('orders', 1)
+  assert.strictEqual(recs[0].key.toString(), 'customer-1')
+  assert.ok((await broker.rebalances({ group: 'billing' })).some(r => r.members.length === 2))
+  await broker.assertNoRefusals()
+})
+
+test('VAST refuses compressed batches, and the assertion says which rule', async () => {
+  const kafka = kafkaFor(broker, 'clicks')
+  await createTopic(kafka, 'clicks', 1)
+  await assert.rejects(produce(kafka, 'clicks', [{ value: 'x'.repeat(1000) }], { compression: CompressionTypes.GZIP, acks: -1 }))
+
+  const refused = await broker.assertRefused('NoCompression', { api: 'Produce' })
+  assert.strictEqual(refused[0].clientId, 'clicks')
+  await assert.rejects(broker.assertNoRefusals(), err => {
+    assert.ok(err instanceof AssertionError)
+    assert.match(err.message, /^\d+ requests? (was|were) refused by VAST rules:\n {2}Produce v\d+ from client "clicks": .* by VAST rule NoCompression/)
+    return true
+  })
+  await assert.rejects(broker.assertRefused('MaxGroups'), /no request was refused by VAST rule MaxGroups; the refusals were/)
+})
+
+test('retention follows the broker clock', async (t) => {
+  const b = await startBroker({ manualClock: true, topics: ['events:1:retention.ms=60000'] })
+  t.after(() => b.stop())
+  const kafka = kafkaFor(b, 'events')
+  await produce(kafka, 'events', [{ value: 'e-0' }, { value: 'e-1' }, { value: 'e-2' }])
+  assert.strictEqual(await b.endOffset('events', 0), 3)
+
+  await b.advance('30s') // younger than retention.ms: kept
+  assert.deepStrictEqual(await b.values('events'), ['e-0', 'e-1', 'e-2'])
+  await b.advance(2 * 60_000)
+  await b.waitFor('retention to delete the records', async () => (await b.topic('events')).partitions[0].logStartOffset === 3)
+  assert.deepStrictEqual(await b.records('events'), [])
+  await assert.rejects(broker.advance('1s'), err => err instanceof ControlPlaneError && err.status === 409)
+})
+
+test('injected faults, failover and restart', async () => {
+  const kafka = kafkaFor(broker, 'payments')
+  await createTopic(kafka, 'payments', 1)
+  const fault = await broker.injectFault({ api: 'Produce', err: 'NOT_LEADER_FOR_PARTITION', count: 2, topic: 'payments' })
+  assert.strictEqual(fault.topic, 'payments')
+  assert.ok(!fault.partitions) // every partition
+
+  await produce(kafka, 'payments', [{ value: 'p-1' }]) // kafkajs retries through both
+  const faulted = (await broker.requests({ api: 'Produce' })).filter(r => r.fault)
+  assert.strictEqual(faulted.length, 2)
+  assert.ok(faulted.every(r => r.error === 'NOT_LEADER_FOR_PARTITION'))
+  assert.deepStrictEqual(await broker.values('payments'), ['p-1'])
+
+  const c = kafka.consumer({ groupId: 'ledger', heartbeatInterval: 100, maxWaitTimeInMs: 100 })
+  try {
+    await c.connect()
+    await c.subscribe({ topic: 'payments', fromBeginning: true })
+    await c.run({ autoCommit: false, eachMessage: async () => {} })
+    await broker.waitGroupStable('ledger', { members: 1 })
+    await c.commitOffsets([{ topic: 'payments', partition: 0, offset: '1' }])
+    await broker.waitCommitted('ledger', 'payments', 0, 1)
+  } finally {
+    await c.disconnect()
+  }
+  await broker.failover() // VAST does not replicate committed offsets
+  assert.strictEqual(await broker.committed('ledger', 'payments', 0), null)
+  await assert.rejects(broker.assertCommitted('ledger', 'payments', 0, 1), /group ledger committed nothing for payments\/0/)
+
+  await broker.failNext('Produce', 'TOPIC_AUTHORIZATION_FAILED')
+  await assert.rejects(produce(kafka, 'payments', [{ value: 'p-2' }]), /authoriz/i)
+  await broker.assertNoRefusals() // a fault is not a VAST rule
+
+  await broker.dropConnections()
+  await broker.restart()
+  await produce(kafka, 'payments', [{ value: 'p-3' }]) // reconnects after both
+  assert.deepStrictEqual(await broker.values('payments'), ['p-1', 'p-3'])
+  assert.strictEqual(await broker.latency('Fetch', 5), '5ms')
+  assert.strictEqual(await broker.staleEndOffset('30s'), '30s')
+  assert.strictEqual(await broker.staleEndOffset(0), '0s')
+})

@@ -1,0 +1,551 @@
+package log
+
+// Compaction: cleanup.policy=compact as Kafka's log cleaner does it, the one
+// place where vastfake re-encodes stored batches.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"hash/maphash"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MaxCompactionKeys bounds the distinct keys one compaction pass indexes:
+// Kafka's cleaner offset map, log.cleaner.dedupe.buffer.size (128 MiB) of
+// 24-byte slots (a 16-byte hash of the key and an offset) filled to
+// log.cleaner.io.buffer.load.factor (0.9). A pass whose range holds more
+// stops at the batch that would overflow it and cleans only up to there;
+// the next pass goes on from that batch, as Kafka's cleaner does.
+const MaxCompactionKeys = 134217728 / 24 * 9 / 10
+
+// maxCompactionKeys is MaxCompactionKeys; tests lower it.
+var maxCompactionKeys = MaxCompactionKeys
+
+// CompactOptions are a compacted topic's configs, as Kafka names them, and
+// the broker's time.
+type CompactOptions struct {
+	Now time.Time
+	// DeleteRetention is delete.retention.ms: a tombstone (a record with
+	// a null value) that is the newest of its key is kept until this long
+	// after the first compaction that kept it, then dropped by the next
+	// compaction, as Kafka's cleaner does since Kafka 3.1 (KIP-534).
+	DeleteRetention time.Duration
+	// MinCompactionLag is min.compaction.lag.ms: a batch whose newest
+	// record timestamp is more recent than this, and every batch after
+	// it, are left for a later compaction.
+	MinCompactionLag time.Duration
+	// MinDirtyRatio is min.cleanable.dirty.ratio: when above 0, the
+	// partition is compacted only if the bytes appended since the last
+	// compaction are at least this share of the cleanable range, or a
+	// tombstone's delete horizon has passed. On-demand compaction leaves
+	// it 0.
+	MinDirtyRatio float64
+}
+
+// CompactResult says what a compaction did.
+type CompactResult struct {
+	// Compacted reports whether the log changed.
+	Compacted bool
+	// CleanedTo is the offset the cleanable range ended at: the active
+	// tail from it on was left as it is.
+	CleanedTo int64
+	// RecordsRemoved counts the records dropped, TombstonesRemoved those
+	// of them that were tombstones past their delete horizon.
+	RecordsRemoved    int64
+	TombstonesRemoved int64
+	// BatchesBefore and BatchesAfter count the batches of the cleanable
+	// range; BytesBefore and BytesAfter their bytes.
+	BatchesBefore, BatchesAfter int
+	BytesBefore, BytesAfter     int64
+}
+
+// errLogChanged means that retention or DeleteRecords moved the front of
+// the log while a compaction was computing; the compaction starts again.
+var errLogChanged = errors.New("the log changed during compaction")
+
+// Compact compacts the partition as Kafka's log cleaner does for
+// cleanup.policy=compact: in the cleanable range, every batch but the last
+// one (the active segment: vastfake's segments are its batches, so the
+// tail that producers append to is never cleaned) and before any batch
+// younger than MinCompactionLag, only the newest record of each key stays,
+// and a tombstone goes once its delete horizon has passed. Records without
+// a key are dropped, as Kafka's cleaner drops them. Offsets keep their
+// values, so gaps appear; a batch keeps its base offset and last offset
+// delta (so its last offset), producer fields and timestamp type, and is
+// re-encoded uncompressed with its first timestamp, max timestamp, record
+// count and CRC recomputed, as Kafka's cleaner rebuilds a batch. A batch
+// that loses nothing is kept byte for byte (also a compressed one); one
+// that loses everything goes; control batches stay.
+//
+// The new batches are computed without the partition's lock, into new
+// memory, and swapped in under it after checking that the front of the log
+// did not move meanwhile (retention, DeleteRecords; if it did, the
+// compaction starts again, at most three times in all), so readers and
+// producers wait only for the swap, and a fetch answer holding the old
+// batches keeps reading them whole. Appends during the compaction stay. One
+// compaction runs at a time per partition.
+//
+// It returns ErrDecompress or ErrTooLarge for a stored compressed batch
+// that does not decompress (which produce validation makes impossible),
+// leaving the log as it was.
+func (p *Partition) Compact(opts CompactOptions) (CompactResult, error) {
+	p.compactMu.Lock()
+	defer p.compactMu.Unlock()
+	for range maxCompactTries - 1 {
+		res, err := p.compactOnce(opts)
+		if !errors.Is(err, errLogChanged) {
+			return res, err
+		}
+	}
+	res, err := p.compactOnce(opts)
+	if errors.Is(err, errLogChanged) {
+		return CompactResult{}, nil // the front keeps moving: the next compaction tries again
+	}
+	return res, err
+}
+
+// maxCompactTries bounds how often one Compact starts again because the
+// front of the log moved; after that it gives up, changing nothing.
+const maxCompactTries = 3
+
+// compactSnapshot is the part of the log a compaction works on: entries
+// are never modified in place (appends go past them, drops copy), so the
+// slice stays valid without the lock.
+type compactSnapshot struct {
+	entries   []entry
+	logStart  int64
+	cleanedTo int64
+}
+
+func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
+	p.mu.RLock()
+	snap := compactSnapshot{entries: p.entries[:len(p.entries):len(p.entries)], logStart: p.logStart, cleanedTo: p.cleanedTo}
+	p.mu.RUnlock()
+	now := opts.Now.UnixMilli()
+
+	end := snap.cleanableEnd(opts)
+	res := CompactResult{}
+	if end == 0 {
+		return res, nil
+	}
+	if opts.MinDirtyRatio > 0 && !snap.dirtyEnough(end, opts.MinDirtyRatio, now) {
+		return res, nil
+	}
+	c := compactor{now: now, deleteRetention: opts.DeleteRetention.Milliseconds(), logStart: snap.logStart, dirtyFrom: snap.cleanedTo}
+	defer c.release()
+	dirty := sort.Search(end, func(i int) bool { return snap.entries[i].last >= snap.cleanedTo })
+	indexed, err := c.index(snap.entries[dirty:end])
+	if err != nil {
+		return res, err
+	}
+	if end = dirty + indexed; end == 0 {
+		return res, nil
+	}
+	// Room for the entries after the range, and a few appended meanwhile,
+	// so that the swap under the lock copies only those.
+	out, changed, err := c.rewrite(snap.entries[:end], len(snap.entries)-end+16, &res)
+	if err != nil {
+		return res, err
+	}
+	res.CleanedTo = snap.entries[end-1].last + 1
+	return res, p.swap(snap, end, out, changed, &res)
+}
+
+// cleanableEnd returns how many of the snapshot's first entries may be
+// cleaned: all but the last, and none from the first one younger than the
+// minimum compaction lag.
+func (s *compactSnapshot) cleanableEnd(opts CompactOptions) int {
+	end := max(len(s.entries)-1, 0)
+	if lag := opts.MinCompactionLag; lag > 0 {
+		cutoff := opts.Now.Add(-lag).UnixMilli()
+		for i := range end {
+			if s.entries[i].maxTS > cutoff {
+				return i
+			}
+		}
+	}
+	return end
+}
+
+// dirtyEnough reports whether the first end entries are worth cleaning
+// under min.cleanable.dirty.ratio: the bytes past the last compaction's end
+// are at least ratio of them, or a tombstone's horizon has passed.
+func (s *compactSnapshot) dirtyEnough(end int, ratio float64, now int64) bool {
+	var dirty, total int64
+	for i := range end {
+		e := &s.entries[i]
+		total += int64(e.n)
+		if e.last >= s.cleanedTo {
+			dirty += int64(e.n)
+		}
+		if e.horizon > 0 && e.horizon <= now {
+			return true
+		}
+	}
+	return total > 0 && float64(dirty) >= ratio*float64(total)
+}
+
+// keyHash is a 128-bit hash of a record key. Kafka's offset map keeps an
+// MD5 of each key; two 64-bit maphashes under seeds chosen at start are as
+// wide, many times faster, and give no producer a way to aim a collision
+// (which would drop a record) at the broker.
+type keyHash [2]uint64
+
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func hashKey(key []byte) keyHash {
+	return keyHash{maphash.Bytes(keySeeds[0], key), maphash.Bytes(keySeeds[1], key)}
+}
+
+// compactor holds one compaction pass's offset map and buffers.
+type compactor struct {
+	now             int64
+	deleteRetention int64
+	logStart        int64
+	// latest maps the hash of each key in the dirty part of the range
+	// (the offsets from dirtyFrom on, appended since the last compaction)
+	// to the offset of its newest record there, as Kafka's SkimpyOffsetMap
+	// does; the part before was cleaned already.
+	latest    map[keyHash]int64
+	dirtyFrom int64
+	buf       *bytes.Buffer // a decompressed record section
+}
+
+func (c *compactor) release() {
+	if c.buf != nil && c.buf.Cap() <= poolMax {
+		c.buf.Reset()
+		bufPool.Put(c.buf)
+	}
+}
+
+// section returns the record section of a stored batch, decompressed into
+// c's buffer when the batch is compressed; it is valid until the next call.
+func (c *compactor) section(b Batch) ([]byte, error) {
+	if b.Compression() == 0 {
+		return b[BatchHeaderSize:], nil
+	}
+	if c.buf == nil {
+		c.buf = bufPool.Get().(*bytes.Buffer)
+	}
+	c.buf.Reset()
+	if err := b.decompress(c.buf); err != nil {
+		return nil, err
+	}
+	return c.buf.Bytes(), nil
+}
+
+// index fills the offset map from the dirty entries and returns how many
+// of them it covers: all of them, or fewer when the next batch could take
+// the map past maxCompactionKeys.
+func (c *compactor) index(entries []entry) (int, error) {
+	c.latest = make(map[keyHash]int64)
+	for i := range entries {
+		b := entries[i].raw()
+		if b.Control() {
+			continue
+		}
+		if len(c.latest)+int(b.NumRecords()) > maxCompactionKeys {
+			return i, nil
+		}
+		section, err := c.section(b)
+		if err != nil {
+			return 0, err
+		}
+		err = eachRawRecord(section, b.NumRecords(), func(rec []byte, f recordFields) {
+			if f.key != nil && b.BaseOffset()+int64(f.offsetDelta) >= c.logStart {
+				c.latest[hashKey(f.key)] = b.BaseOffset() + int64(f.offsetDelta)
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(entries), nil
+}
+
+// rewrite returns the entries as compaction leaves them, their batches
+// packed into one new buffer, with their timestamp index filled in and
+// room for tailRoom more, and whether anything changed.
+func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) ([]entry, bool, error) {
+	type kept struct {
+		e     entry
+		batch []byte // nil: the source batch unchanged
+	}
+	var out []kept
+	size, changed := 0, false
+	for i := range entries {
+		src := entries[i]
+		b := src.raw()
+		res.BatchesBefore++
+		res.BytesBefore += int64(src.n)
+		if b.Control() {
+			out = append(out, kept{e: src})
+			size += int(src.n)
+			continue
+		}
+		section, err := c.section(b)
+		if err != nil {
+			return nil, false, err
+		}
+		var keep [][]byte // the kept records, length-prefixed, aliasing section
+		tombstone, dropped := false, 0
+		err = eachRawRecord(section, b.NumRecords(), func(rec []byte, f recordFields) {
+			offset := b.BaseOffset() + int64(f.offsetDelta)
+			newest := false
+			if f.key != nil && offset >= c.logStart {
+				latest, ok := c.latest[hashKey(f.key)]
+				newest = latest == offset || !ok && offset < c.dirtyFrom
+			}
+			if newest && f.valueNull && src.horizon > 0 && c.now >= src.horizon {
+				res.TombstonesRemoved++
+				newest = false
+			}
+			if !newest {
+				dropped++
+				return
+			}
+			tombstone = tombstone || f.valueNull
+			keep = append(keep, rec)
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		res.RecordsRemoved += int64(dropped)
+		e := src
+		switch {
+		case tombstone && e.horizon == 0:
+			e.horizon = c.now + c.deleteRetention
+			changed = true
+		case !tombstone:
+			e.horizon = 0
+		}
+		if len(keep) == 0 {
+			changed = true
+			continue
+		}
+		if dropped == 0 {
+			out = append(out, kept{e: e})
+			size += int(e.n)
+			continue
+		}
+		changed = true
+		rebuilt, maxTS, err := rebuildBatch(b, keep)
+		if err != nil {
+			return nil, false, err
+		}
+		e.maxTS = maxTS
+		out = append(out, kept{e: e, batch: rebuilt})
+		size += len(rebuilt)
+	}
+	if !changed {
+		return nil, false, nil
+	}
+	buf := make([]byte, 0, size)
+	entriesOut := make([]entry, len(out), len(out)+tailRoom)
+	for i, k := range out {
+		raw := k.batch
+		if raw == nil {
+			raw = k.e.raw()
+		}
+		k.e.pos, k.e.n = int32(len(buf)), int32(len(raw))
+		buf = append(buf, raw...)
+		entriesOut[i] = k.e
+		res.BatchesAfter++
+		res.BytesAfter += int64(len(raw))
+	}
+	prefix := int64(-1)
+	for i := range entriesOut {
+		e := &entriesOut[i]
+		e.chunk = buf
+		if i == 0 || e.maxTS > prefix {
+			prefix = e.maxTS
+		}
+		e.prefixMax = prefix
+	}
+	return entriesOut, true, nil
+}
+
+// swap replaces the first end entries of the log with out, unless the front
+// of the log moved since the snapshot (errLogChanged). Under the lock it
+// copies and re-indexes only the entries after the range (out came with
+// room for them and its own index); the partition's max timestamp is found
+// again over every entry's own max timestamp.
+func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed bool, res *CompactResult) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.logStart != snap.logStart || len(p.entries) < end || !sameEntry(&p.entries[0], &snap.entries[0]) ||
+		!sameEntry(&p.entries[end-1], &snap.entries[end-1]) {
+		return errLogChanged
+	}
+	p.cleanedTo = max(p.cleanedTo, res.CleanedTo)
+	if !changed {
+		return nil
+	}
+	entries := append(out, p.entries[end:]...)
+	prefix := int64(-1)
+	if len(out) > 0 {
+		prefix = out[len(out)-1].prefixMax
+	}
+	for i := len(out); i < len(entries); i++ {
+		e := &entries[i]
+		if i == 0 || e.maxTS > prefix {
+			prefix = e.maxTS
+		}
+		e.prefixMax = prefix
+	}
+	p.entries = entries
+	p.maxTS, p.maxTSOffset = p.maxTimestampLocked()
+	p.bytes += res.BytesAfter - res.BytesBefore
+	res.Compacted = true
+	return nil
+}
+
+// maxTimestampLocked finds the largest batch max timestamp and the last
+// offset of the first batch that has it, as Publish keeps them; -1, -1 for
+// an empty log or one without timestamps. The prefix maxima make it a walk back from the end to
+// where the maximum first appears.
+func (p *Partition) maxTimestampLocked() (int64, int64) {
+	n := len(p.entries)
+	if n == 0 {
+		return -1, -1
+	}
+	top := p.entries[n-1].prefixMax
+	if top <= -1 {
+		return -1, -1 // as Publish: no batch beat the initial -1
+	}
+	i := sort.Search(n, func(i int) bool { return p.entries[i].prefixMax >= top })
+	return p.entries[i].maxTS, p.entries[i].last
+}
+
+func sameEntry(a, b *entry) bool {
+	return sameChunk(a.chunk, b.chunk) && a.pos == b.pos && a.base == b.base
+}
+
+// recordFields are what compaction reads of a record in place.
+type recordFields struct {
+	offsetDelta int32
+	key         []byte // nil for a null key
+	valueNull   bool
+}
+
+// eachRawRecord calls fn with each record of a record section holding n
+// records: its bytes with the length prefix, and its fields. It returns
+// ErrCorrupt for a record that does not parse (stored batches were
+// validated, so only a broken invariant gets it).
+func eachRawRecord(section []byte, n int32, fn func(rec []byte, f recordFields)) error {
+	at := 0
+	for range n {
+		length, p := varint32(section, at)
+		if p < 0 || length <= 0 || int(length) > len(section)-p {
+			return ErrCorrupt
+		}
+		rec := section[at : p+int(length)]
+		body := section[p : p+int(length)]
+		at = p + int(length)
+		f, ok := readFields(body)
+		if !ok {
+			return ErrCorrupt
+		}
+		fn(rec, f)
+	}
+	return nil
+}
+
+// readFields reads a record's offset delta, key and whether its value is
+// null, from its bytes after the length.
+func readFields(rec []byte) (recordFields, bool) {
+	var f recordFields
+	_, p := varint64(rec, 1) // after the attributes: the timestamp delta
+	if p < 0 {
+		return f, false
+	}
+	f.offsetDelta, p = varint32(rec, p)
+	keyLen, p := varint32(rec, p)
+	keyEnd := skipBytes(rec, p, keyLen)
+	if keyEnd < 0 {
+		return f, false
+	}
+	if keyLen >= 0 {
+		f.key = rec[p:keyEnd]
+	}
+	valueLen, p := varint32(rec, keyEnd)
+	if p < 0 {
+		return f, false
+	}
+	f.valueNull = valueLen < 0
+	return f, true
+}
+
+// rebuildBatch encodes, with kmsg, the batch b keeping only the records
+// keep (length-prefixed, in order), as Kafka's cleaner rebuilds a batch:
+// the same base offset, last offset delta, producer fields, leader epoch
+// and timestamp type; no compression; the first kept record's timestamp as
+// the first timestamp (record timestamp deltas rebased on it); the kept
+// records' max timestamp (the batch's own for LogAppendTime); the kept
+// record count; a new length and CRC. It returns the batch and its max
+// timestamp.
+func rebuildBatch(b Batch, keep [][]byte) ([]byte, int64, error) {
+	recs := make([]kmsg.Record, len(keep))
+	first := b.FirstTimestamp()
+	maxTS := int64(-1)
+	for i, raw := range keep {
+		if err := recs[i].ReadFrom(raw); err != nil {
+			return nil, 0, ErrCorrupt
+		}
+		maxTS = max(maxTS, first+recs[i].TimestampDelta64)
+	}
+	rb := kmsg.NewRecordBatch()
+	rb.FirstOffset = b.BaseOffset()
+	rb.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(b[offLeaderEpoch:]))
+	rb.Magic = 2
+	rb.Attributes = b.Attributes() &^ compressionMask
+	rb.LastOffsetDelta = b.LastOffsetDelta()
+	rb.FirstTimestamp = first + recs[0].TimestampDelta64
+	rb.MaxTimestamp = maxTS
+	if b.LogAppendTime() {
+		rb.MaxTimestamp = b.MaxTimestamp()
+	}
+	rb.ProducerID = b.ProducerID()
+	rb.ProducerEpoch = int16(binary.BigEndian.Uint16(b[offProducerEpoch:]))
+	rb.FirstSequence = int32(binary.BigEndian.Uint32(b[offBaseSequence:]))
+	rb.NumRecords = int32(len(recs))
+	for i := range recs {
+		r := &recs[i]
+		r.TimestampDelta64 = first + r.TimestampDelta64 - rb.FirstTimestamp
+		r.TimestampDelta = int32(r.TimestampDelta64)
+		r.Length = 0
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // a zero Length encodes as one byte
+		rb.Records = r.AppendTo(rb.Records)
+	}
+	out := rb.AppendTo(make([]byte, 0, BatchHeaderSize+len(rb.Records)))
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
+	return out, rb.MaxTimestamp, nil
+}
+
+// NullKeyIndexes returns the indexes, in the batch, of the records that
+// have no key, decompressing a compressed batch: what Kafka's validator
+// lists as record errors when a compacted topic refuses keyless records.
+// It reads a batch Validate accepted; other batches may get ErrCorrupt.
+func (b Batch) NullKeyIndexes() ([]int32, error) {
+	var c compactor
+	defer c.release()
+	section, err := c.section(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []int32
+	i := int32(0)
+	err = eachRawRecord(section, b.NumRecords(), func(_ []byte, f recordFields) {
+		if f.key == nil {
+			out = append(out, i)
+		}
+		i++
+	})
+	return out, err
+}

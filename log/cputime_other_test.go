@@ -1,0 +1,5 @@
+//go:build !unix
+
+package log
+
+func cpuTime() int64 { return 0 }

@@ -1,0 +1,171 @@
+"""The package with the Confluent Python client (librdkafka): a consumer
+group sharing a topic, a refusal by a VAST rule, retention driven by the
+broker's clock, and injected faults, each checked through the control
+plane.
+
+librdkafka 2.0.2 (Debian 12) needs enable.idempotence false against the
+VAST profile, and a consumer must be closed before the broker is reset (a
+close after a reset can hang, confluentinc/librdkafka#4187): every consumer here
+is closed within its test."""
+
+import time
+
+import pytest
+
+import vastfake
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+
+def create_topic(bootstrap, name, partitions=1, config=None):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    admin.create_topics([topic])[name].result(30)
+
+
+def producer(bootstrap, **extra):
+    conf = {"bootstrap.servers": bootstrap, "enable.idempotence": False, "linger.ms": 0,
+            "log.connection.close": False}
+    conf.update({k.replace("_", "."): v for k, v in extra.items()})
+    return Producer(conf)
+
+
+def consumer(bootstrap, group, client_id):
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+
+
+def test_consumer_group_shares_a_topic(vastfake):
+    create_topic(vastfake.bootstrap, "orders", partitions=4)
+    p = producer(vastfake.bootstrap)
+    for i in range(40):
+        p.produce("orders", key=b"customer-%d" % (i % 7), value=b"order-%d" % i, partition=i % 4)
+    assert p.flush(30) == 0
+    for part in range(4):
+        vastfake.wait_end_offset("orders", part, 10)
+
+    members = [consumer(vastfake.bootstrap, "billing", "billing-%d" % n) for n in range(2)]
+    try:
+        for c in members:
+            c.subscribe(["orders"])
+        seen = {}
+        deadline = time.monotonic() + 60
+        # Both members poll until the group settled with two members and
+        # every record was read; the group's state comes from the broker.
+        while True:
+            for c in members:
+                msg = c.poll(0.05)
+                if msg is not None and not msg.error():
+                    seen[(msg.partition(), msg.offset())] = msg.value()
+            group = vastfake.find_group("billing")
+            if len(seen) == 40 and group is not None and group.state == "Stable" and len(group.members) == 2 \
+                    and all(len(c.assignment()) == 2 for c in members):
+                break
+            assert time.monotonic() < deadline, "group: %r, %d records read" % (group, len(seen))
+        for c in members:
+            c.commit(asynchronous=False)
+
+        group = vastfake.wait_group_stable("billing", members=2)
+        owned = sorted(p for m in group.members for p in m.assignment["orders"])
+        assert owned == [0, 1, 2, 3]
+        assert {m.client_id for m in group.members} == {"billing-0", "billing-1"}
+        for part in range(4):
+            vastfake.assert_committed("billing", "orders", part, 10)
+            assert vastfake.lag("billing", "orders", part) == 0
+        assert sorted(v for v in seen.values()) == sorted(b"order-%d" % i for i in range(40))
+        assert any(len(r.members) == 2 for r in vastfake.rebalances("billing"))
+        assert [r.value for r in vastfake.records("orders", 1)] == [b"order-%d" % i for i in range(1, 40, 4)]
+        assert vastfake.records("orders", 1)[0].key == b"customer-1"
+    finally:
+        for c in members:
+            c.close()
+    vastfake.assert_no_refusals()
+
+
+def test_vast_refuses_compressed_batches(vastfake):
+    create_topic(vastfake.bootstrap, "clicks")
+    errors = []
+    p = producer(vastfake.bootstrap, compression_type="gzip", message_send_max_retries=0)
+    p.produce("clicks", value=b"x" * 1000, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(30)
+    assert len(errors) == 1 and errors[0] is not None, errors
+
+    refused = vastfake.assert_refused("NoCompression", api="Produce")
+    assert refused[0].error, refused[0]
+    with pytest.raises(AssertionError, match=r"1 request was refused by VAST rules:\n  Produce v\d+ .* "
+                                             r"by VAST rule NoCompression"):
+        vastfake.assert_no_refusals()
+    with pytest.raises(AssertionError, match="no request was refused by VAST rule MaxGroups; the refusals were"):
+        vastfake.assert_refused("MaxGroups")
+
+
+def test_retention_follows_the_broker_clock(vastfake_factory):
+    b = vastfake_factory(manual_clock=True, topics=["events:1:retention.ms=60000"])
+    p = producer(b.bootstrap)
+    for i in range(3):
+        p.produce("events", value=b"event-%d" % i)
+    assert p.flush(30) == 0
+    del p  # destroyed now, not after the broker stops (it would log its reconnects)
+    assert b.end_offset("events", 0) == 3
+
+    b.advance("30s")  # younger than retention.ms: kept
+    assert [r.value for r in b.records("events")] == [b"event-0", b"event-1", b"event-2"]
+
+    b.advance("2m")
+    b.wait_for("retention to delete the records",
+               lambda: b.topic("events").partitions[0].log_start_offset == 3,
+               describe=lambda: repr(b.topic("events").partitions[0]))
+    assert b.records("events") == []
+
+
+def test_injected_faults_and_failover(vastfake):
+    create_topic(vastfake.bootstrap, "payments")
+    fault = vastfake.inject_fault("Produce", "NOT_LEADER_FOR_PARTITION", count=2, topic="payments")
+    assert fault["topic"] == "payments" and not fault["partitions"]  # every partition
+
+    delivered = []
+    p = producer(vastfake.bootstrap, retry_backoff_ms=10)
+    p.produce("payments", value=b"p-1", on_delivery=lambda err, msg: delivered.append(err))
+    assert p.flush(30) == 0
+    assert delivered == [None]  # librdkafka retried through both faults
+    faulted = [r for r in vastfake.requests(api="Produce") if r.fault]
+    assert len(faulted) == 2 and all(r.error == "NOT_LEADER_FOR_PARTITION" for r in faulted)
+    assert vastfake.values("payments") == [b"p-1"]
+
+    c = consumer(vastfake.bootstrap, "ledger", "ledger-1")
+    try:
+        c.subscribe(["payments"])
+        msg = None
+        deadline = time.monotonic() + 30
+        while msg is None or msg.error():
+            assert time.monotonic() < deadline, "no record within 30 s"
+            msg = c.poll(0.1)
+        c.commit(message=msg, asynchronous=False)
+        vastfake.wait_committed("ledger", "payments", 0, 1)
+    finally:
+        c.close()
+
+    vastfake.failover()  # VAST does not replicate committed offsets
+    assert vastfake.committed("ledger", "payments", 0) is None
+    with pytest.raises(AssertionError, match="group ledger committed nothing for payments/0"):
+        vastfake.assert_committed("ledger", "payments", 0, 1)
+
+    vastfake.drop_connections()
+    vastfake.restart()
+    p.produce("payments", value=b"p-2", on_delivery=lambda err, msg: delivered.append(err))
+    assert p.flush(30) == 0 and delivered[-1] is None  # reconnected after both
+
+
+def test_fault_error_reaches_the_client(vastfake):
+    create_topic(vastfake.bootstrap, "audit")
+    vastfake.fail_next("Produce", "TOPIC_AUTHORIZATION_FAILED")
+    errors = []
+    p = producer(vastfake.bootstrap, message_send_max_retries=0)
+    p.produce("audit", value=b"a", on_delivery=lambda err, msg: errors.append(err))
+    p.flush(30)
+    assert len(errors) == 1 and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors[0]
+    vastfake.assert_no_refusals()  # a fault is not a VAST rule

@@ -1,0 +1,71 @@
+"""The package with kafka-python (Debian's python3-kafka): a consumer group
+that commits what it read, and a refusal by a VAST rule."""
+
+import pytest
+
+kafka = pytest.importorskip("kafka")
+from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
+from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
+
+
+def create_topic(bootstrap, name, partitions):
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="admin", request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    finally:
+        admin.close()
+
+
+def test_consumer_group_commits_what_it_read(vastfake):
+    create_topic(vastfake.bootstrap, "shipments", 2)
+    producer = KafkaProducer(bootstrap_servers=vastfake.bootstrap, client_id="shipper", linger_ms=0)
+    try:
+        for i in range(10):
+            producer.send("shipments", value=b"s-%d" % i, partition=i % 2).get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+
+    consumer = KafkaConsumer("shipments", bootstrap_servers=vastfake.bootstrap, group_id="warehouse",
+                             client_id="warehouse-1", auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=30000)
+    try:
+        seen = []
+        for msg in consumer:
+            seen.append(msg.value)
+            if len(seen) == 10:
+                break
+        consumer.commit()
+    finally:
+        consumer.close(autocommit=False)
+    assert sorted(seen) == sorted(b"s-%d" % i for i in range(10))
+    vastfake.assert_committed("warehouse", "shipments", 0, 5)
+    vastfake.assert_committed("warehouse", "shipments", 1, 5)
+    assert [r.client_id for r in vastfake.requests(api="OffsetCommit")] == ["warehouse-1"]
+    vastfake.assert_no_refusals()
+
+
+def test_vast_refuses_compressed_batches(vastfake):
+    create_topic(vastfake.bootstrap, "metrics", 1)
+    producer = KafkaProducer(bootstrap_servers=vastfake.bootstrap, client_id="metrics", compression_type="gzip",
+                             retries=0, linger_ms=0)
+    try:
+        with pytest.raises(kafka.errors.KafkaError):
+            producer.send("metrics", value=b"m" * 1000).get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    refused = vastfake.assert_refused("NoCompression")
+    assert refused[0].client_id == "metrics" and refused[0].api == "Produce"
+
+
+def test_retries_through_an_injected_fault(vastfake):
+    create_topic(vastfake.bootstrap, "invoices", 1)
+    vastfake.fail_next("Produce", "NOT_LEADER_FOR_PARTITION", 2, topic="invoices")
+    producer = KafkaProducer(bootstrap_servers=vastfake.bootstrap, client_id="invoicer", retries=5,
+                             retry_backoff_ms=10, linger_ms=0)
+    try:
+        producer.send("invoices", value=b"i-1").get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    faulted = [r for r in vastfake.requests(api="Produce") if r.fault]
+    assert [(r.client_id, r.error) for r in faulted] == [("invoicer", "NOT_LEADER_FOR_PARTITION")] * 2
+    assert vastfake.values("invoices") == [b"i-1"]

@@ -1,0 +1,189 @@
+"""The launcher: finding or building the binary, and the errors and cleanup
+a test sees when something goes wrong (no binary, a taken port, a broker
+that dies, a test process that is interrupted)."""
+
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import vastfake
+from vastfake import Broker
+
+PACKAGE_DIR = pathlib.Path(vastfake.__file__).resolve().parent
+
+
+def refused(bootstrap, timeout=30.0):
+    """Wait until nothing listens at bootstrap any more; False after timeout."""
+    host, port = bootstrap.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_context_manager_starts_and_stops(vastfake_bin):
+    with Broker(binary=vastfake_bin, topics=["orders:3"], rules={"MaxGroups": 5, "NoCompression": False}) as b:
+        assert b.running()
+        host, port = b.bootstrap.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+        assert b.health().bootstrap == b.bootstrap
+        assert [p.partition for p in b.topic("orders").partitions] == [0, 1, 2]
+        rules = b.rules()
+        assert rules["MaxGroups"] == 5 and rules["NoCompression"] is False
+    assert not b.running()
+    assert b.proc.returncode == 0, b.stderr_tail()  # SIGTERM: a clean close
+    assert refused(b.bootstrap)
+    assert b.stop() == 0  # a second stop is harmless
+
+
+def test_control_plane_needs_the_token(vastfake_bin):
+    with Broker(binary=vastfake_bin, args=["-user", "app:secret"]) as b:
+        assert b.token
+        b.topics()  # the launcher sends it
+        with pytest.raises(vastfake.ControlPlaneError) as e:
+            vastfake.Client(b.url).topics()
+        assert e.value.status == 401
+
+
+def test_missing_binary_says_how_to_get_one(tmp_path):
+    # A copy of the package outside any checkout, with neither VASTFAKE_BIN,
+    # vastfake nor go on PATH.
+    shutil.copytree(PACKAGE_DIR, tmp_path / "pkg" / "vastfake")
+    env = {"PATH": str(tmp_path / "empty"), "PYTHONPATH": str(tmp_path / "pkg"), "PYTHONDONTWRITEBYTECODE": "1"}
+    code = textwrap.dedent("""
+        import vastfake
+        try:
+            vastfake.Broker().start()
+        except vastfake.BinaryNotFoundError as e:
+            print(e)
+    """)
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "no vastfake binary" in run.stdout
+    assert "go install github.com/vastfake/vastfake/cmd/vastfake@latest" in run.stdout
+    assert "VASTFAKE_BIN" in run.stdout
+
+
+def test_vastfake_bin_that_is_not_a_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("VASTFAKE_BIN", str(tmp_path / "nope"))
+    with pytest.raises(vastfake.BinaryNotFoundError, match="VASTFAKE_BIN=.*nope is not an executable file"):
+        Broker().start()
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs go on PATH")
+def test_builds_the_binary_inside_a_checkout(tmp_path, monkeypatch):
+    # No VASTFAKE_BIN and no vastfake on PATH, but go is and the package
+    # sits in the vastfake checkout: the launcher builds the binary.
+    monkeypatch.delenv("VASTFAKE_BIN", raising=False)
+    monkeypatch.delenv("VASTFAKE_SRC", raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(shutil.which("go")))
+    if vastfake.broker._checkout(PACKAGE_DIR) is None and vastfake.broker._checkout(pathlib.Path.cwd()) is None:
+        pytest.skip("the package and the working directory are outside a vastfake checkout")
+    monkeypatch.setattr(vastfake.broker, "_built", {})
+    path = vastfake.find_binary()
+    assert os.access(path, os.X_OK)
+    with Broker(binary=path) as b:
+        assert b.health().status == "ok"
+
+
+def test_port_taken(vastfake_bin):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        taken = "127.0.0.1:%d" % s.getsockname()[1]
+        with pytest.raises(vastfake.PortInUseError) as e:
+            Broker(binary=vastfake_bin, listen=taken).start()
+    msg = str(e.value)
+    assert "the port is taken" in msg and taken in msg
+    assert "address already in use" in e.value.stderr  # the broker's own words
+
+
+def test_bad_flag_quotes_stderr(vastfake_bin):
+    with pytest.raises(vastfake.StartError) as e:
+        Broker(binary=vastfake_bin, args=["-no-such-flag"]).start()
+    assert "exited with code 2 before it listened" in str(e.value)
+    assert "flag provided but not defined: -no-such-flag" in str(e.value)
+
+
+def test_old_binary_is_named(tmp_path):
+    # A binary that does not know -exit-on-stdin-close, as an old vastfake.
+    old = tmp_path / "vastfake"
+    old.write_text("#!/bin/sh\necho 'flag provided but not defined: -exit-on-stdin-close' >&2\nexit 2\n")
+    old.chmod(0o755)
+    with pytest.raises(vastfake.StartError, match="older than the vastfake package"):
+        Broker(binary=str(old)).start()
+
+
+def test_start_timeout(tmp_path):
+    slow = tmp_path / "vastfake"
+    slow.write_text("#!/bin/sh\necho starting >&2\nexec sleep 60\n")
+    slow.chmod(0o755)
+    with pytest.raises(vastfake.StartError, match="printed no 'listening on' line within 0.5s") as e:
+        Broker(binary=str(slow), start_timeout=0.5).start()
+    assert "starting" in str(e.value)
+
+
+def test_dead_broker_fails_the_next_call(vastfake_bin):
+    b = Broker(binary=vastfake_bin).start()
+    try:
+        b.wait_for("its start log line", lambda: "vastfake started" in b.stderr_tail())
+        os.kill(b.pid, signal.SIGKILL)
+        b.proc.wait(timeout=30)
+        with pytest.raises(vastfake.BrokerDiedError) as e:
+            b.topics()
+        msg = str(e.value)
+        assert "died" in msg and "signal SIGKILL" in msg
+        assert "vastfake started" in msg  # the tail of its stderr
+    finally:
+        b.stop()
+
+
+def test_unstarted_and_stopped_brokers_say_so(vastfake_bin):
+    b = Broker(binary=vastfake_bin)
+    with pytest.raises(vastfake.VastfakeError, match="not started"):
+        b.topics()
+    b.start()
+    b.stop()
+    with pytest.raises(vastfake.VastfakeError, match="was stopped"):
+        b.topics()
+
+
+INTERRUPTED = textwrap.dedent("""
+    import sys, time
+    import vastfake
+    b = vastfake.Broker(binary=sys.argv[1]).start()
+    print(b.bootstrap, flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
+def test_broker_dies_with_an_interrupted_test_process(vastfake_bin, sig):
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR.parent), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, vastfake_bin], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        bootstrap = proc.stdout.readline().strip()
+        assert bootstrap, proc.stderr.read()
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert refused(bootstrap), "the broker outlived the test process killed by %s" % sig.name
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()

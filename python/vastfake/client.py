@@ -1,0 +1,437 @@
+"""A typed client for vastfake's HTTP control plane, with assertions and
+waits for tests.
+
+    client = Client("http://127.0.0.1:8080/")
+    client.wait_group_stable("billing", members=2)
+    client.assert_committed("billing", "orders", 0, 6)
+    client.assert_no_refusals()
+
+Every call has a timeout (``timeout``, 10 s by default) and every wait a
+deadline (``wait_timeout``, 30 s by default); nothing blocks forever.
+Broker subclasses Client, so everything here is also a method of the broker
+a test starts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
+
+from .errors import ControlPlaneError, WaitTimeout
+from .types import Clock, Finding, Group, Health, Rebalance, Record, Request, Topic
+
+__all__ = ["Client", "Duration", "go_duration"]
+
+# The control plane is local: no HTTP(S)_PROXY from the environment applies.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+T = TypeVar("T")
+
+#: A duration: a Go duration string ("30s", "1h30m"), seconds as a number,
+#: or a datetime.timedelta.
+Duration = Union[str, int, float, datetime.timedelta]
+
+
+def go_duration(d: Duration) -> str:
+    """Write d as a Go duration the control plane parses."""
+    if isinstance(d, str):
+        return d
+    if isinstance(d, datetime.timedelta):
+        d = d.total_seconds()
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or d < 0:
+        raise ValueError("duration %r: want a Go duration string, seconds >= 0, or a timedelta" % (d,))
+    return "%dns" % round(d * 1e9)
+
+
+class Client:
+    """The control plane of a running vastfake (started with -http) at
+    ``url``, e.g. "http://127.0.0.1:8080/". ``token`` is sent as a bearer
+    token when set (-http-token)."""
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 10.0, wait_timeout: float = 30.0):
+        self.url = url if url.endswith("/") else url + "/"
+        self.token = token
+        self.timeout = timeout
+        self.wait_timeout = wait_timeout
+
+    # ---- transport ----
+
+    def _check_alive(self) -> None:
+        """Raise if the broker is known to be gone; Broker overrides it."""
+
+    def _call(self, method: str, path: str, query: Optional[Mapping[str, Any]] = None,
+              body: Any = None) -> Tuple[Any, Mapping[str, str]]:
+        """Send one request and return the decoded JSON answer and its
+        headers. An error status raises ControlPlaneError with the control
+        plane's message; so does no answer within the timeout."""
+        self._check_alive()
+        url = self.url + path.lstrip("/")
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        data = None
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        what = "%s /%s" % (method, path.lstrip("/"))
+        try:
+            with _opener.open(req, timeout=self.timeout) as resp:
+                raw, headers = resp.read(), resp.headers
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            e.close()
+            try:
+                msg = json.loads(raw).get("error", "")
+            except (ValueError, AttributeError):
+                msg = raw.decode("utf-8", "replace").strip()
+            if e.code == 404 and msg == "Not Found":
+                # ServeMux's own 404: no such endpoint, not a missing topic or group.
+                raise ControlPlaneError(
+                    "%s: 404, this vastfake binary has no such endpoint; it is older than the vastfake package "
+                    "(update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest)" % what,
+                    status=404, error=msg) from None
+            raise ControlPlaneError("%s: %d %s" % (what, e.code, msg or e.reason), status=e.code, error=msg) from None
+        except (urllib.error.URLError, OSError) as e:
+            self._check_alive()  # a dead broker explains itself better
+            reason = getattr(e, "reason", e)
+            raise ControlPlaneError("%s: no answer from the control plane at %s: %s" % (what, self.url, reason)) from None
+        try:
+            return (json.loads(raw) if raw else None), headers
+        except ValueError:
+            raise ControlPlaneError("%s: the answer is not JSON: %r" % (what, raw[:200])) from None
+
+    def _get(self, path: str, **query: Any) -> Any:
+        return self._call("GET", path, query)[0]
+
+    def _post(self, path: str, body: Any = None, **query: Any) -> Any:
+        return self._call("POST", path, query, body)[0]
+
+    # ---- inspection ----
+
+    def health(self) -> Health:
+        """GET /healthz: the status and the bootstrap address."""
+        return Health.from_json(self._get("healthz"))
+
+    def rules(self) -> Dict[str, Any]:
+        """GET /rules: the VAST rules in force, by rules.Rules field name."""
+        return self._get("rules")
+
+    def clock(self) -> Clock:
+        """GET /clock: the broker's time and whether it is manual."""
+        return Clock.from_json(self._get("clock"))
+
+    def topics(self) -> List[Topic]:
+        """GET /topics: every topic with its partitions' offsets."""
+        return [Topic.from_json(t) for t in self._get("topics")]
+
+    def topic(self, name: str) -> Topic:
+        """GET /topics/{name}; ControlPlaneError (404) if there is none."""
+        return Topic.from_json(self._get("topics/" + urllib.parse.quote(name, safe="")))
+
+    def end_offset(self, topic: str, partition: int = 0) -> int:
+        """The partition's high watermark: the offset the next record gets."""
+        return self._partition(topic, partition).high_watermark
+
+    def _partition(self, topic: str, partition: int):
+        t = self.topic(topic)
+        for p in t.partitions:
+            if p.partition == partition:
+                return p
+        raise ControlPlaneError("topic %s has no partition %d (it has %d)" % (topic, partition, len(t.partitions)),
+                                status=404)
+
+    def records_page(self, topic: str, partition: int = 0, offset: int = 0,
+                     limit: int = 100) -> Tuple[List[Record], Optional[int]]:
+        """One page of GET /topics/{topic}/partitions/{p}/records: up to
+        limit records from offset, and the offset of the next page (None
+        when the partition has no more)."""
+        path = "topics/%s/partitions/%d/records" % (urllib.parse.quote(topic, safe=""), partition)
+        body, headers = self._call("GET", path, {"offset": offset, "limit": limit})
+        page = [Record.from_json(r) for r in body]
+        nxt = headers.get("Next-Offset")
+        if nxt is not None and nxt != "":
+            return page, int(nxt)
+        if len(page) >= limit:
+            # A binary that does not send Next-Offset: a full page may have more.
+            return page, page[-1].offset + 1
+        return page, None
+
+    def iter_records(self, topic: str, partition: int = 0, offset: int = 0, page_size: int = 100) -> Iterator[Record]:
+        """Every record of the partition from offset on, fetched a page at a
+        time, following each answer's Next-Offset header."""
+        nxt: Optional[int] = offset
+        while nxt is not None:
+            page, after = self.records_page(topic, partition, nxt, page_size)
+            yield from page
+            if after is not None and after <= nxt:
+                break  # no progress: never loop on a broken answer
+            nxt = after
+
+    def records(self, topic: str, partition: int = 0, offset: int = 0) -> List[Record]:
+        """Every record of the partition from offset on."""
+        return list(self.iter_records(topic, partition, offset))
+
+    def values(self, topic: str, partition: int = 0) -> List[Optional[bytes]]:
+        """The values of every record of the partition, in offset order."""
+        return [r.value for r in self.iter_records(topic, partition)]
+
+    def groups(self) -> List[Group]:
+        """GET /groups: every group with its members and lag."""
+        return [Group.from_json(g) for g in self._get("groups")]
+
+    def group(self, name: str) -> Group:
+        """GET /groups/{name}; ControlPlaneError (404) if there is none."""
+        return Group.from_json(self._get("groups/" + urllib.parse.quote(name, safe="")))
+
+    def find_group(self, name: str) -> Optional[Group]:
+        """The group, or None when the broker has no such group."""
+        try:
+            return self.group(name)
+        except ControlPlaneError as e:
+            if e.status == 404 and e.error.startswith("no group"):
+                return None
+            raise
+
+    def committed(self, group: str, topic: str, partition: int = 0) -> Optional[int]:
+        """The group's committed offset (the next to read), None if none."""
+        g = self.find_group(group)
+        return None if g is None else g.committed(topic, partition)
+
+    def lag(self, group: str, topic: str, partition: int = 0) -> Optional[int]:
+        """The high watermark minus the committed offset, None if nothing
+        is committed."""
+        g = self.find_group(group)
+        p = None if g is None else g.partition(topic, partition)
+        return None if p is None else p.lag
+
+    def rebalances(self, group: Optional[str] = None) -> List[Rebalance]:
+        """GET /rebalances: finished rebalances (of group), oldest first."""
+        return [Rebalance.from_json(r) for r in self._get("rebalances", group=group)]
+
+    def requests(self, rule: Optional[str] = None, api: Optional[Union[str, int]] = None,
+                 limit: Optional[int] = None) -> List[Request]:
+        """GET /requests: the request log, oldest first; filtered by the VAST
+        rule behind a refusal, by API, and to the newest limit records."""
+        return [Request.from_json(r) for r in self._get("requests", rule=rule, api=api, limit=limit)]
+
+    def refusals(self, rule: Optional[str] = None) -> List[Request]:
+        """The requests a VAST rule refused (that rule only, when given)."""
+        if rule:
+            return self.requests(rule=rule)
+        return [r for r in self.requests() if r.rule]
+
+    def findings(self) -> List[Finding]:
+        """GET /audit: what the broker found in the clients' behaviour that
+        VAST would refuse or treat differently, with advice."""
+        body = self._get("audit")
+        return [Finding.from_json(f) for f in (body or {}).get("findings") or []]
+
+    def live(self) -> Dict[str, Any]:
+        """GET /live.json: topics, groups and the latest rebalances at once."""
+        return self._get("live.json")
+
+    # ---- control ----
+
+    def clear_requests(self) -> None:
+        """DELETE /requests: empty the request log."""
+        self._call("DELETE", "requests")
+
+    def inject_fault(self, api: Union[str, int], err: Union[str, int], count: int = 0, topic: Optional[str] = None,
+                     partition: Optional[int] = None, partitions: Optional[List[int]] = None,
+                     group: Optional[str] = None) -> Dict[str, Any]:
+        """POST /faults: answer requests of api ("Produce", or its key) with
+        the Kafka error err ("NOT_LEADER_FOR_PARTITION", or its code), count
+        times (0: until cleared), for topic (every partition unless a
+        partition or partitions are given) or group, or every request of
+        the API. Returns the fault as the broker understood it."""
+        body: Dict[str, Any] = {"api": api, "err": err, "count": count}
+        for k, v in (("topic", topic), ("partition", partition), ("partitions", partitions), ("group", group)):
+            if v is not None:
+                body[k] = list(v) if k == "partitions" else v
+        return self._post("faults", body)
+
+    def fail_next(self, api: Union[str, int], err: Union[str, int], n: int = 1, **scope: Any) -> Dict[str, Any]:
+        """Fail the next n requests of api with err; scope as inject_fault."""
+        if n < 1:
+            raise ValueError("fail_next: n must be at least 1")
+        return self.inject_fault(api, err, count=n, **scope)
+
+    def clear_faults(self) -> None:
+        """DELETE /faults: remove every fault and added latency."""
+        self._call("DELETE", "faults")
+
+    def latency(self, api: Union[str, int], d: Duration) -> str:
+        """POST /latency: delay every request of api by d of real time; 0
+        removes it. Returns the latency as the broker set it ("200ms")."""
+        return self._post("latency", api=api, d=go_duration(d))["latency"]
+
+    def drop_connections(self) -> None:
+        """POST /drop-connections: close every client connection."""
+        self._post("drop-connections")
+
+    def failover(self) -> None:
+        """POST /failover: committed offsets vanish, as in a VAST failover."""
+        self._post("failover")
+
+    def restart(self) -> None:
+        """POST /restart: the listener and connections restart, data stays."""
+        self._post("restart")
+
+    def reset(self) -> None:
+        """POST /reset: delete every topic and group (rules, faults and the
+        request log stay)."""
+        self._post("reset")
+
+    def stale_end_offset(self, d: Duration) -> str:
+        """POST /stale-end-offset: ListOffsets(latest) trails writes by d; 0
+        turns it off. Returns it as the broker set it ("30s")."""
+        return self._post("stale-end-offset", d=go_duration(d))["staleEndOffset"]
+
+    def advance(self, d: Duration) -> Clock:
+        """POST /clock/advance: move the manual clock (-manual-clock) by d;
+        session timeouts, retention and the stale end offset follow.
+        ControlPlaneError (409) on the wall clock."""
+        return Clock.from_json(self._post("clock/advance", d=go_duration(d)))
+
+    # ---- assertions ----
+
+    def assert_refused(self, rule: str, api: Optional[str] = None) -> List[Request]:
+        """Assert that the VAST rule refused at least one request (of api,
+        when given), and return those requests."""
+        got = [r for r in self.refusals(rule) if api is None or r.api.lower() == api.lower()]
+        if got:
+            return got
+        others = self.refusals()
+        what = "rule %s" % rule + ("" if api is None else " on %s" % api)
+        if others:
+            raise AssertionError("no request was refused by VAST %s; the refusals were:\n%s"
+                                 % (what, _lines(others)))
+        raise AssertionError("no request was refused by VAST %s; no request was refused at all" % what)
+
+    def assert_no_refusals(self) -> None:
+        """Assert that no VAST rule refused any request."""
+        got = self.refusals()
+        if got:
+            raise AssertionError("%d request%s refused by VAST rules:\n%s"
+                                 % (len(got), " was" if len(got) == 1 else "s were", _lines(got)))
+
+    def assert_no_findings(self) -> None:
+        """Assert that GET /audit found nothing in the clients' behaviour."""
+        got = self.findings()
+        if got:
+            raise AssertionError("%d audit finding%s:\n%s" % (len(got), "" if len(got) == 1 else "s", _lines(got)))
+
+    def assert_committed(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """Assert that group committed offset (the next to read) for the
+        partition."""
+        msg = self._committed_mismatch(group, topic, partition, offset)
+        if msg:
+            raise AssertionError(msg)
+
+    def _committed_mismatch(self, group: str, topic: str, partition: int, offset: int) -> str:
+        g = self.find_group(group)
+        if g is None:
+            names = sorted(x.name for x in self.groups())
+            return "group %s does not exist (groups: %s)" % (group, ", ".join(names) or "none")
+        p = g.partition(topic, partition)
+        if p is None or p.committed is None:
+            done = ["%s/%d=%d" % (x.topic, x.partition, x.committed) for x in g.partitions if x.committed is not None]
+            return "group %s committed nothing for %s/%d (it committed: %s)" % (
+                group, topic, partition, ", ".join(done) or "nothing")
+        if p.committed != offset:
+            return "group %s committed %s/%d at %d, want %d (high watermark %d, lag %s)" % (
+                group, topic, partition, p.committed, offset, p.high_watermark, p.lag)
+        return ""
+
+    # ---- waits ----
+
+    def wait_for(self, what: str, cond: Callable[[], Optional[T]], timeout: Optional[float] = None,
+                 describe: Optional[Callable[[], str]] = None) -> T:
+        """Call cond until it returns something truthy, and return that.
+        After timeout seconds (wait_timeout by default) raise WaitTimeout
+        saying what was awaited and, with describe, what was seen last."""
+        deadline = time.monotonic() + (self.wait_timeout if timeout is None else timeout)
+        delay = 0.01
+        while True:
+            got = cond()
+            if got:
+                return got
+            if time.monotonic() >= deadline:
+                seen = ""
+                if describe is not None:
+                    try:
+                        seen = "; last seen: " + describe()
+                    except Exception as e:  # the wait failed; say so, not why describing it failed
+                        seen = "; could not describe the state: %s" % e
+                raise WaitTimeout("timed out after %gs waiting for %s%s"
+                                  % (self.wait_timeout if timeout is None else timeout, what, seen))
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.1)
+
+    def wait_group(self, group: str, state: str = "Stable", members: Optional[int] = None,
+                   timeout: Optional[float] = None) -> Group:
+        """Wait until group is in state with members members (any number
+        when None) and, when Stable, every member holds an assignment."""
+
+        def cond() -> Optional[Group]:
+            g = self.find_group(group)
+            if g is None or g.state != state or (members is not None and len(g.members) != members):
+                return None
+            if state == "Stable" and g.protocol_type == "consumer" and any(m.assignment is None for m in g.members):
+                return None
+            return g
+
+        def describe() -> str:
+            g = self.find_group(group)
+            if g is None:
+                return "no group %s" % group
+            return "state %s, generation %d, %d member%s (%s)" % (
+                g.state, g.generation, len(g.members), "" if len(g.members) == 1 else "s",
+                ", ".join(m.client_id or m.member_id for m in g.members))
+
+        want = "group %s %s" % (group, state) + ("" if members is None else " with %d members" % members)
+        return self.wait_for(want, cond, timeout, describe)
+
+    def wait_group_stable(self, group: str, members: Optional[int] = None, timeout: Optional[float] = None) -> Group:
+        """Wait until group is Stable with members members (any number when
+        None), each holding its assignment; return the group."""
+        return self.wait_group(group, "Stable", members, timeout)
+
+    def wait_committed(self, group: str, topic: str, partition: int, offset: int,
+                       timeout: Optional[float] = None) -> None:
+        """Wait until group has committed offset for the partition."""
+        self.wait_for("group %s to commit %s/%d at %d" % (group, topic, partition, offset),
+                      lambda: not self._committed_mismatch(group, topic, partition, offset), timeout,
+                      lambda: self._committed_mismatch(group, topic, partition, offset))
+
+    def wait_refused(self, rule: str, timeout: Optional[float] = None) -> List[Request]:
+        """Wait until the VAST rule has refused a request; return those."""
+        return self.wait_for("a refusal by VAST rule %s" % rule, lambda: self.refusals(rule), timeout,
+                             lambda: _lines(self.refusals()) or "no refusals")
+
+    def wait_end_offset(self, topic: str, partition: int, offset: int, timeout: Optional[float] = None) -> None:
+        """Wait until the partition's high watermark reaches offset."""
+        def cond() -> bool:
+            try:
+                return self.end_offset(topic, partition) >= offset
+            except ControlPlaneError as e:
+                if e.status == 404:
+                    return False
+                raise
+        self.wait_for("%s/%d to reach offset %d" % (topic, partition, offset), cond, timeout,
+                      lambda: "high watermark %d" % self.end_offset(topic, partition))
+
+
+def _lines(items: List[Any]) -> str:
+    shown = ["  " + str(x) for x in items[:20]]
+    if len(items) > 20:
+        shown.append("  ... and %d more" % (len(items) - 20))
+    return "\n".join(shown)

@@ -1,0 +1,127 @@
+"""The vastfake pytest plugin: installed with the package (the ``pytest11``
+entry point), or loaded from a checkout with ``-p vastfake.pytest_plugin``.
+
+Fixtures:
+
+- ``vastfake``: the session's broker, reset for this test: no topics, no
+  groups, no faults or latency, an empty request log. When the test fails,
+  its report gets a "vastfake refusals" section listing every request a
+  VAST rule refused during the test.
+- ``vastfake_broker``: the session's broker as it is (no reset), started
+  once per session with the options below.
+- ``kafka_bootstrap``: the session broker's bootstrap address, "host:port".
+- ``vastfake_factory``: ``vastfake_factory(**options)`` starts a broker of
+  its own (options as vastfake.Broker) that stops when the test ends.
+
+Options, on the command line or in the ini file (pytest.ini, tox.ini,
+setup.cfg or pyproject.toml's [tool.pytest.ini_options]):
+
+- ``--vastfake-profile`` / ``vastfake_profile``: vast (default) or kafka.
+- ``--vastfake-rule`` (repeatable) / ``vastfake_rules`` (one per line):
+  rule overrides such as MaxGroups=10.
+- ``--vastfake-args`` / ``vastfake_args``: more flags for the binary, e.g.
+  "-log-level debug -initial-rebalance-delay 0s"; VASTFAKE_ARGS adds more.
+- ``--vastfake-bin`` / ``vastfake_bin``: the binary (else VASTFAKE_BIN, PATH,
+  or go build in a vastfake checkout).
+
+Reset deletes every topic, including those a -topic flag created at start:
+create a test's topics in the test.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Callable, Iterator, List
+
+import pytest
+
+from .broker import Broker
+from .errors import VastfakeError
+
+
+def pytest_addoption(parser: "pytest.Parser") -> None:
+    group = parser.getgroup("vastfake", "vastfake, the in-memory VAST Event Broker")
+    group.addoption("--vastfake-profile", default=None, help="vast (default) or kafka")
+    group.addoption("--vastfake-rule", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a VAST rule, e.g. MaxGroups=10; repeatable")
+    group.addoption("--vastfake-args", default=None, help="more flags for the vastfake binary")
+    group.addoption("--vastfake-bin", default=None, help="the vastfake binary to run")
+    parser.addini("vastfake_profile", "vastfake profile: vast or kafka", default="")
+    parser.addini("vastfake_rules", "vastfake rule overrides, NAME=VALUE, one per line", type="linelist", default=[])
+    parser.addini("vastfake_args", "more flags for the vastfake binary", type="args", default=[])
+    parser.addini("vastfake_bin", "the vastfake binary to run", default="")
+
+
+def broker_options(config: "pytest.Config") -> dict:
+    """The Broker options the session's broker starts with: ini values,
+    then the command line, then VASTFAKE_ARGS."""
+    profile = config.getoption("vastfake_profile") or config.getini("vastfake_profile") or None
+    rules: List[str] = list(config.getini("vastfake_rules")) + list(config.getoption("vastfake_rule"))
+    args: List[str] = list(config.getini("vastfake_args"))
+    if config.getoption("vastfake_args"):
+        args += shlex.split(config.getoption("vastfake_args"))
+    args += shlex.split(os.environ.get("VASTFAKE_ARGS", ""))
+    binary = config.getoption("vastfake_bin") or config.getini("vastfake_bin") or None
+    return {"profile": profile, "rules": rules, "args": args, "binary": binary}
+
+
+@pytest.fixture(scope="session")
+def vastfake_broker(pytestconfig: "pytest.Config") -> Iterator[Broker]:
+    """The session's vastfake broker, started once, as it is."""
+    broker = Broker(**broker_options(pytestconfig))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(vastfake_broker: Broker) -> str:
+    """The session broker's bootstrap address, host:port."""
+    return vastfake_broker.bootstrap
+
+
+@pytest.fixture
+def vastfake(vastfake_broker: Broker, request: "pytest.FixtureRequest") -> Iterator[Broker]:
+    """The session's broker, reset for this test."""
+    b = vastfake_broker
+    if not hasattr(b, "_initial_stale_end_offset"):
+        b._initial_stale_end_offset = "%dns" % int(b.rules().get("StaleEndOffset") or 0)
+    b.clear_faults()
+    b.reset()
+    b.stale_end_offset(b._initial_stale_end_offset)
+    b.clear_requests()
+    request.node._vastfake_broker = b
+    yield b
+
+
+@pytest.fixture
+def vastfake_factory() -> Iterator[Callable[..., Broker]]:
+    """Start brokers of the test's own, stopped when the test ends."""
+    started: List[Broker] = []
+
+    def start(**options) -> Broker:
+        b = Broker(**options)
+        started.append(b)
+        return b.start()
+
+    yield start
+    for b in started:
+        b.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: "pytest.Item", call):
+    outcome = yield
+    report = outcome.get_result()
+    broker = getattr(item, "_vastfake_broker", None)
+    if broker is None or report.when != "call" or not report.failed:
+        return
+    try:
+        refusals = broker.refusals()
+        text = "\n".join(str(r) for r in refusals) if refusals else "no request was refused by a VAST rule"
+    except VastfakeError as e:
+        text = "could not read the request log: %s" % e
+    report.sections.append(("vastfake refusals", text))

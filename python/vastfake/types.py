@@ -1,0 +1,302 @@
+"""The control plane's answers as typed, read-only Python objects.
+
+Every class is a frozen dataclass built from the JSON the binary serves
+(see the README's "The HTTP control plane"), with snake_case names. Each
+keeps the JSON it came from in ``raw``, so a field a newer binary adds is
+readable before this package names it.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+__all__ = [
+    "Clock", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
+    "RebalanceMember", "Record", "Request", "Topic", "parse_time",
+]
+
+_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
+def parse_time(s: Optional[str]) -> Optional[datetime.datetime]:
+    """Parse an RFC 3339 time as Go writes it (up to nanoseconds, which are
+    cut to microseconds) into an aware datetime; None for None or ""."""
+    if not s:
+        return None
+    m = _TIME.match(s)
+    if not m:
+        raise ValueError("not an RFC 3339 time: %r" % s)
+    frac = (m.group(2) or "")[:6].ljust(6, "0")
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.datetime.fromisoformat("%s.%s%s" % (m.group(1), frac, zone))
+
+
+def _bytes(text: Optional[str], b64: Optional[str]) -> Optional[bytes]:
+    if b64:
+        return base64.b64decode(b64)
+    if text is None:
+        return None
+    return text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+    bootstrap: str
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Health":
+        return cls(status=d.get("status", ""), bootstrap=d.get("bootstrap", ""), raw=d)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The broker's time and whether it is the manual clock (-manual-clock)."""
+    now: datetime.datetime
+    manual: bool
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Clock":
+        return cls(now=parse_time(d["now"]), manual=bool(d.get("manual")), raw=d)
+
+
+@dataclass(frozen=True)
+class Partition:
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    id: str
+    configs: Dict[str, str]
+    partitions: List[Partition]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Topic":
+        return cls(name=d["name"], id=d.get("id", ""), configs=dict(d.get("configs") or {}),
+                   partitions=[Partition(partition=p["partition"], log_start_offset=p["logStartOffset"],
+                                         high_watermark=p["highWatermark"], bytes=p.get("bytes", 0))
+                               for p in d.get("partitions") or []],
+                   raw=d)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as the broker stores it. Keys, values and header values are
+    bytes (None for a null one), whether the JSON carried them as text or
+    as base64."""
+    offset: int
+    timestamp_ms: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: List[Tuple[str, Optional[bytes]]]
+    log_append_time: bool
+    compressed: bool
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def timestamp(self) -> datetime.datetime:
+        """The record's timestamp as an aware UTC datetime."""
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return epoch + datetime.timedelta(milliseconds=self.timestamp_ms)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Record":
+        return cls(offset=d["offset"], timestamp_ms=d.get("timestampMs", 0),
+                   key=_bytes(d.get("key"), d.get("keyBase64")),
+                   value=_bytes(d.get("value"), d.get("valueBase64")),
+                   headers=[(h["key"], _bytes(h.get("value"), h.get("valueBase64"))) for h in d.get("headers") or []],
+                   log_append_time=bool(d.get("logAppendTime")), compressed=bool(d.get("compressed")), raw=d)
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    instance_id: str
+    client_id: str
+    client_host: str
+    # topic -> partitions; None before a rebalance hands one out.
+    assignment: Optional[Dict[str, List[int]]]
+
+
+@dataclass(frozen=True)
+class GroupPartition:
+    topic: str
+    partition: int
+    committed: Optional[int]  # None when the group committed nothing here
+    metadata: str
+    high_watermark: int
+    lag: Optional[int]  # high watermark minus committed; None when nothing is committed
+    owner_member_id: str
+    owner_client_id: str
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    state: str
+    protocol_type: str
+    protocol: str
+    generation: int
+    leader: str
+    members: List[Member]
+    partitions: List[GroupPartition]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    def partition(self, topic: str, partition: int) -> Optional[GroupPartition]:
+        """The group's view of one partition, None if it neither committed
+        nor was assigned it."""
+        for p in self.partitions:
+            if p.topic == topic and p.partition == partition:
+                return p
+        return None
+
+    def committed(self, topic: str, partition: int) -> Optional[int]:
+        """The committed offset (the next one to read), None if none."""
+        p = self.partition(topic, partition)
+        return None if p is None else p.committed
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Group":
+        return cls(
+            name=d["name"], state=d.get("state", ""), protocol_type=d.get("protocolType", ""),
+            protocol=d.get("protocol", ""), generation=d.get("generation", 0), leader=d.get("leader", ""),
+            members=[Member(member_id=m.get("memberId", ""), instance_id=m.get("instanceId", ""),
+                            client_id=m.get("clientId", ""), client_host=m.get("clientHost", ""),
+                            assignment=m.get("assignment"))
+                     for m in d.get("members") or []],
+            partitions=[GroupPartition(topic=p["topic"], partition=p["partition"], committed=p.get("committed"),
+                                       metadata=p.get("metadata", ""), high_watermark=p.get("highWatermark", 0),
+                                       lag=p.get("lag"), owner_member_id=p.get("ownerMemberId", ""),
+                                       owner_client_id=p.get("ownerClientId", ""))
+                        for p in d.get("partitions") or []],
+            raw=d)
+
+
+@dataclass(frozen=True)
+class RebalanceMember:
+    member_id: str
+    client_id: str
+    assignment: Optional[Dict[str, List[int]]]
+
+
+@dataclass(frozen=True)
+class Rebalance:
+    time: Optional[datetime.datetime]
+    group: str
+    generation: int
+    state: str  # Stable, or Empty when no member rejoined
+    protocol: str
+    members: List[RebalanceMember]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Rebalance":
+        return cls(time=parse_time(d.get("time")), group=d["group"], generation=d.get("generation", 0),
+                   state=d.get("state", ""), protocol=d.get("protocol", ""),
+                   members=[RebalanceMember(member_id=m.get("memberId", ""), client_id=m.get("clientId", ""),
+                                            assignment=m.get("assignment"))
+                            for m in d.get("members") or []],
+                   raw=d)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One record of the request log: what a client asked and the answer."""
+    time: Optional[datetime.datetime]
+    api: str
+    version: int
+    client_id: str
+    error_code: int
+    error: str  # the Kafka error's name, "" when none
+    rule: str  # the VAST rule (a rules.Rules field) behind a refusal, "" when none
+    fault: bool
+    user: str
+    denied: str
+    closed: bool
+    message: str  # what the client was told with the error
+    repeats: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    def __str__(self) -> str:
+        s = "%s v%d from client %r" % (self.api, self.version, self.client_id)
+        if self.error:
+            s += ": %s" % self.error
+        if self.rule:
+            s += " by VAST rule %s" % self.rule
+        if self.message:
+            s += " (%s)" % self.message
+        if self.denied:
+            s += " denied: %s" % self.denied
+        if self.fault:
+            s += " [injected fault]"
+        if self.closed:
+            s += " [connection closed]"
+        return s
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Request":
+        return cls(time=parse_time(d.get("time")), api=d.get("api", ""), version=d.get("version", 0),
+                   client_id=d.get("clientId", ""), error_code=d.get("errorCode", 0), error=d.get("error", ""),
+                   rule=d.get("rule", ""), fault=bool(d.get("fault")), user=d.get("user", ""),
+                   denied=d.get("denied", ""), closed=bool(d.get("closed")), message=d.get("message", ""),
+                   repeats=d.get("repeats", 0), raw=d)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of GET /audit: a client behaviour that VAST would refuse
+    or that works differently on VAST, with advice."""
+    rule: str
+    kind: str
+    source: str
+    client_id: str
+    client_software: str
+    client_version: str
+    topic: str
+    group: str
+    count: int
+    first: Optional[datetime.datetime]
+    last: Optional[datetime.datetime]
+    advice: str
+    detail: str
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    def __str__(self) -> str:
+        who = self.client_id or "?"
+        if self.client_software:
+            who += " (%s %s)" % (self.client_software, self.client_version)
+        where = ", ".join(x for x in (self.topic and "topic " + self.topic, self.group and "group " + self.group) if x)
+        s = "%s [%s] from %s" % (self.rule, self.kind, who)
+        if where:
+            s += " on " + where
+        s += ", %d time%s" % (self.count, "" if self.count == 1 else "s")
+        if self.detail:
+            s += ": " + self.detail
+        if self.advice:
+            s += " -- " + self.advice
+        return s
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Finding":
+        def t(v: Any) -> Optional[datetime.datetime]:
+            try:
+                return parse_time(v) if isinstance(v, str) else None
+            except ValueError:
+                return None
+        return cls(rule=d.get("rule", ""), kind=d.get("kind", ""), source=d.get("source", ""),
+                   client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
+                   client_version=d.get("clientVersion", ""), topic=d.get("topic", ""), group=d.get("group", ""),
+                   count=d.get("count", 0), first=t(d.get("first")), last=t(d.get("last")),
+                   advice=d.get("advice", ""), detail=d.get("detail", ""), raw=d)
