@@ -2,18 +2,28 @@
 # Runs every test: the root module (broker, coordinator, log, fixtures, the
 # binary, end-to-end tests) and the interop module (sarama, kafka-go,
 # confluent-kafka-go, the Confluent Python client), all with the race
-# detector; every benchmark and cmd/vastbench once; then the Python package
-# (python/ and examples/pytest) when /usr/bin/python3 has what it needs, and
-# the JavaScript package (js/) when node and its npm ci are there (both
-# required when CI is set).
+# detector; every fuzz target of the root module for a few seconds
+# (FUZZTIME, 4s by default); every benchmark and cmd/vastbench once; then
+# the Python package (python/ and examples/pytest) when /usr/bin/python3 has
+# what it needs, and the JavaScript package (js/) when node and its npm ci
+# are there (both required when CI is set).
 set -euo pipefail
 cd "$(dirname "$0")"
 go vet ./...
 go test -race -count=1 ./...
+# Every fuzz target briefly, found by name so that a new one runs too: this
+# keeps the targets building and their seed corpora passing, and now and
+# then finds something (the failing input lands in the package's
+# testdata/fuzz). Hunting takes longer: go test -run '^$' -fuzz FuzzX -fuzztime 10m ./pkg/
+mapfile -t fuzz_targets < <(grep -r --include='*_test.go' -oE '^func Fuzz[A-Za-z0-9_]+' . | grep -v '^\./interop/' | sort)
+for found in "${fuzz_targets[@]}"; do
+  file=${found%%:*} target=${found#*:func }
+  go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 1s "./$(dirname "${file#./}")"
+done
 # Every benchmark once, and vastbench on tiny sizes, so that the tools the
 # README's numbers come from keep working; the numbers here mean nothing.
 go test -run '^$' -bench . -benchtime 1x ./...
-go run ./cmd/vastbench -n 2000 -rounds 1
+go run ./cmd/vastbench -n 2000 -rounds 1 -quick
 if [ -d interop ]; then
   # The kafkajs tests skip (fail when CI is set) without node and kafkajs;
   # go test does not print skips, so say it here.

@@ -69,15 +69,21 @@ type Broker struct {
 	// auditedBy names the audited rule that would hide each API key, or
 	// caps its versions, or is 0.
 	auditedBy  [maxAPIKey + 1]rules.ID
-	dataNotify chan struct{} // closed and replaced on every append; wakes delayed fetches
+	dataNotify chan struct{} // closed and replaced on an append while a fetch waits; wakes waiting fetches
 	notifyMu   sync.Mutex
+	// fetchWaiters counts fetches waiting for data (delayed or paced), so
+	// that a produce with no fetch waiting skips the wake-up.
+	fetchWaiters atomic.Int32
 
 	// appendMu makes a produce request visible all at once: Produce holds
 	// it exclusively while it appends every partition of the request;
 	// Fetch and ListOffsets hold it shared while they read.
 	appendMu       sync.RWMutex
 	nextProducerID atomic.Int64
-	staleEnd       atomic.Int64 // StaleEndOffset in nanoseconds
+	// producers is every idempotent producer's state per partition,
+	// guarded by appendMu.
+	producers *log.Producers
+	staleEnd  atomic.Int64 // StaleEndOffset in nanoseconds
 
 	faults faultState
 	reqLog requestLog
@@ -102,6 +108,7 @@ type config struct {
 	maxOffsetMD  int // offset.metadata.max.bytes
 	retentionEv  time.Duration
 	compactionEv time.Duration
+	producerExp  time.Duration      // producer.id.expiration.ms
 	gaps         map[string]log.Gap // offset gaps by topic name
 	users        map[string]string
 	policies     []Policy
@@ -112,6 +119,7 @@ type config struct {
 
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
+	emptyFetchDelay     time.Duration
 	tlsHandshakeTimeout time.Duration
 	// wrapListener, when set, wraps every listener the broker opens;
 	// tests use it to make Accept fail.
@@ -215,6 +223,30 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 	return func(c *config) { c.retentionEv = d }
 }
 
+// WithProducerIDExpiration sets Kafka's producer.id.expiration.ms: a
+// partition forgets an idempotent producer that has not appended to it for
+// d on the broker's clock, checked with retention (WithRetentionCheckInterval).
+// A producer it forgot may continue at any sequence number, so a retry after
+// that long is not recognized. The default is DefaultProducerIDExpiration,
+// Kafka's 1 day; 0 never expires producers (MaxProducerStates still bounds
+// them).
+func WithProducerIDExpiration(d time.Duration) Option { return func(c *config) { c.producerExp = d } }
+
+// Bounds of the idempotent producers' state (kafka profile).
+const (
+	// DefaultProducerIDExpiration is Kafka's producer.id.expiration.ms
+	// default.
+	DefaultProducerIDExpiration = 24 * time.Hour
+	// MaxProducerStates caps the producer states a broker holds, one per
+	// producer id and partition it appended to, each about 260 bytes: a
+	// client that creates producers without end cannot make the broker
+	// hold more than about 26 MB of them. Past the cap, the state of the
+	// producer that appended least recently, in any partition, is
+	// forgotten (Kafka has no such cap; its only bound is
+	// producer.id.expiration.ms).
+	MaxProducerStates = 100_000
+)
+
 // WithUsers adds SASL/PLAIN users, name to password. With at least one user
 // the listener requires authentication, as a VAST view with SASL_PLAINTEXT
 // does [000]: a client may send only ApiVersions, SaslHandshake and
@@ -293,6 +325,35 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(c *config) { c.tlsHandshakeTimeout = d }
 }
 
+// DefaultEmptyFetchDelay paces empty Fetch answers in the VAST profile: see
+// WithEmptyFetchDelay.
+const DefaultEmptyFetchDelay = 20 * time.Millisecond
+
+// WithEmptyFetchDelay paces empty Fetch answers where VAST answers at once
+// (the NoDelayedFetch rule): a fetch that finds no records is answered
+// after d, or after half of the fetch's own fetch.wait.max.ms if that is
+// shorter (kafka-go's read deadline is exactly fetch.wait.max.ms), standing in for the network round trip that separates a consumer from a
+// real VAST broker and that a loopback connection lacks. Without it an idle
+// consumer fetches in a tight loop, tens of thousands of times a second,
+// and the broker and the client each burn most of a core. Records written
+// to any partition the fetch reads end the pause at once, and the answer
+// carries them, so pacing never delays a record; an answer with an error
+// is never paced. The answer is still empty and still comes long before
+// fetch.wait.max.ms, as VAST's does. The default is
+// DefaultEmptyFetchDelay, 20ms, a round trip to a broker in another
+// region: an idle consumer then fetches 50 times a second and costs the
+// broker and the client about 1% of a core each, and a request queued
+// behind an empty fetch on the same connection (clients that share one
+// connection for fetches and other requests) waits at most that long.
+// 0 answers at once, as VAST does, and spins idle consumers. It has no
+// effect in the kafka profile, where an empty fetch waits for data up to
+// half of fetch.wait.max.ms. The pause is wall-clock time, whatever clock
+// the broker runs on; Close ends it at once, and a connection the client
+// closes during it is let go when it ends, at most d later.
+func WithEmptyFetchDelay(d time.Duration) Option {
+	return func(c *config) { c.emptyFetchDelay = d }
+}
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -307,9 +368,10 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions,
+	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
-		minSession: coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
+		emptyFetchDelay: DefaultEmptyFetchDelay,
+		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
 		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes}
 	for _, o := range opts {
 		o(&cfg)
@@ -341,8 +403,9 @@ func New(opts ...Option) (*Broker, error) {
 		d    time.Duration
 	}{
 		{"idle timeout", cfg.idleTimeout}, {"read timeout", cfg.readTimeout},
-		{"TLS handshake timeout", cfg.tlsHandshakeTimeout},
+		{"TLS handshake timeout", cfg.tlsHandshakeTimeout}, {"empty fetch delay", cfg.emptyFetchDelay},
 		{"minimum session timeout", cfg.minSession}, {"maximum session timeout", cfg.maxSession},
+		{"producer id expiration", cfg.producerExp},
 	} {
 		if d.d < 0 {
 			return nil, fmt.Errorf("vastfake: %s %v: want 0 (none) or more", d.name, d.d)
@@ -378,6 +441,7 @@ func New(opts ...Option) (*Broker, error) {
 		conns:      make(map[*clientConn]struct{}),
 		data:       newStore(),
 		dataNotify: make(chan struct{}),
+		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 	}
 	if b.enforced(rules.StaleEndOffset) {
@@ -593,6 +657,7 @@ func (b *Broker) scheduleRetention() {
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
 		b.background(b.ApplyRetention)
+		b.background(b.expireProducers)
 		b.scheduleRetention()
 	})
 }
@@ -631,8 +696,27 @@ func (b *Broker) ApplyRetention() {
 	}
 }
 
-// notifyData wakes fetches waiting for new records (Kafka profile only).
+// expireProducers forgets the idempotent producers that have not appended
+// for producer.id.expiration.ms on the broker's clock.
+func (b *Broker) expireProducers() {
+	if b.cfg.producerExp <= 0 {
+		return
+	}
+	now := b.clock.Now()
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	b.producers.Expire(now, b.cfg.producerExp)
+}
+
+// notifyData wakes fetches waiting for new records: delayed fetches in the
+// Kafka profile, paced empty fetches in the VAST profile. Call it after the
+// records are published; with no fetch waiting it costs one atomic load.
+// A fetch counts itself in fetchWaiters before it reads the log, so either
+// that read sees the records or this call sees the waiter.
 func (b *Broker) notifyData() {
+	if b.fetchWaiters.Load() == 0 {
+		return
+	}
 	b.notifyMu.Lock()
 	close(b.dataNotify)
 	b.dataNotify = make(chan struct{})

@@ -375,6 +375,7 @@ func (b *Broker) brokerConfigs() map[string]string {
 		"group.max.session.timeout.ms":     strconv.FormatInt(cmp.Or(b.cfg.maxSession.Milliseconds(), math.MaxInt32), 10), // 0: no bound, Kafka's largest
 		"connections.max.idle.ms":          strconv.FormatInt(b.cfg.idleTimeout.Milliseconds(), 10),
 		"log.retention.ms":                 strconv.FormatInt(defaultRetention.Milliseconds(), 10),
+		"producer.id.expiration.ms":        strconv.FormatInt(cmp.Or(b.cfg.producerExp.Milliseconds(), math.MaxInt32), 10), // 0: never, Kafka's largest
 	}
 }
 

@@ -324,10 +324,13 @@ func (c *clientConn) handleOne() error {
 	}
 	var resp kmsg.Response
 	fault := c.b.takeFault(key, kreq)
-	if fault != nil {
+	if fault != nil && !fault.DropAnswer {
 		resp = c.b.applyFault(fault, a, req)
 	} else {
 		resp = a.handle(c.b, req)
+	}
+	if fault != nil && fault.DropAnswer && req.closeAfter == "" {
+		req.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(key) + " was dropped"
 	}
 	rec := RequestRecord{
 		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
@@ -352,6 +355,9 @@ func (c *clientConn) handleOne() error {
 		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user)...)
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
 		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
+	}
+	if fault != nil && fault.DropAnswer {
+		return &closeError{reason: req.closeAfter}
 	}
 	if p, ok := kreq.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		return nil // Kafka sends no answer at all to an acks=0 produce, faulted or not

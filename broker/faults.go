@@ -19,11 +19,21 @@ import (
 // handling them. A partition-scoped fault strips the matching partitions
 // from the request, handles the rest normally, and answers the stripped ones
 // with the error, so nothing is appended or committed for them.
+//
+// A DropAnswer fault instead handles the matching request in full and then
+// closes its connection without answering, as a network failure after the
+// broker acted would: a producer cannot tell whether its records were
+// stored and retries them.
 type Fault struct {
 	// API is the request kind, e.g. kmsg.Produce.
 	API kmsg.Key
 	// Err is the Kafka error code to answer with, e.g. kerr.NotLeaderForPartition.Code.
+	// A DropAnswer fault ignores it.
 	Err int16
+	// DropAnswer handles the request and closes the connection in place
+	// of the answer. Topic, Partitions and Group only choose the requests
+	// it matches; the whole request is handled.
+	DropAnswer bool
 	// Count is how many requests to fail; 0 fails every matching request
 	// until the fault is cleared.
 	Count int
@@ -132,7 +142,7 @@ func (b *Broker) takeFault(key int16, kreq kmsg.Request) *Fault {
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	for i, f := range b.faults.faults {
-		if int16(f.API) != key || !f.matchesRequest(kreq) {
+		if int16(f.API) != key || !f.matchesRequest(kreq, b.topicNameOf) {
 			continue
 		}
 		if f.Count > 0 {
@@ -148,14 +158,14 @@ func (b *Broker) takeFault(key int16, kreq kmsg.Request) *Fault {
 	return nil
 }
 
-func (f *Fault) matchesRequest(kreq kmsg.Request) bool {
+func (f *Fault) matchesRequest(kreq kmsg.Request, nameOf func(reflect.Value) string) bool {
 	v := reflect.ValueOf(kreq).Elem()
 	if f.Group != "" && !hasGroup(v, f.Group) {
 		return false
 	}
 	if f.Topic != "" {
 		found := false
-		eachTopic(v, func(topic string, parts reflect.Value) {
+		eachTopic(v, nameOf, func(topic string, parts reflect.Value) {
 			if topic != f.Topic {
 				return
 			}
@@ -193,8 +203,8 @@ func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 	// with the error, the rest to the handler.
 	failed := reflect.New(reqV.Type()).Elem()
 	failed.Set(reqV)
-	filterPartitions(failed.FieldByName("Topics"), func(t string, p int32) bool { return match(t, p) })
-	filterPartitions(reqV.FieldByName("Topics"), func(t string, p int32) bool { return !match(t, p) })
+	filterPartitions(failed.FieldByName("Topics"), b.topicNameOf, func(t string, p int32) bool { return match(t, p) })
+	filterPartitions(reqV.FieldByName("Topics"), b.topicNameOf, func(t string, p int32) bool { return !match(t, p) })
 	var resp kmsg.Response
 	if reqV.FieldByName("Topics").Len() > 0 {
 		resp = a.handle(b, r)
@@ -261,9 +271,28 @@ func stringField(v reflect.Value, name string) (string, bool) {
 	return "", false
 }
 
-// eachTopic calls fn with each topic a request names and its partitions
-// slice (invalid if the topic element has none).
-func eachTopic(v reflect.Value, fn func(topic string, parts reflect.Value)) {
+// topicNameOf returns the name of the topic a request's topic element
+// names: its Topic, or for requests that name topics by id (Produce v13,
+// Fetch v13+) the name of the topic with its TopicID, so that a
+// topic-scoped fault matches whichever way the client names the topic.
+func (b *Broker) topicNameOf(t reflect.Value) string {
+	name, _ := stringField(t, "Topic")
+	if name != "" {
+		return name
+	}
+	if f := t.FieldByName("TopicID"); f.IsValid() && f.Type() == reflect.TypeOf([16]byte{}) {
+		if id := f.Interface().([16]byte); id != [16]byte{} {
+			if tp := b.data.getID(id); tp != nil {
+				return tp.name
+			}
+		}
+	}
+	return ""
+}
+
+// eachTopic calls fn with each topic a request names (by nameOf) and its
+// partitions slice (invalid if the topic element has none).
+func eachTopic(v reflect.Value, nameOf func(reflect.Value) string, fn func(topic string, parts reflect.Value)) {
 	topics := v.FieldByName("Topics")
 	if !topics.IsValid() || topics.Kind() != reflect.Slice {
 		return
@@ -273,8 +302,7 @@ func eachTopic(v reflect.Value, fn func(topic string, parts reflect.Value)) {
 		if t.Kind() != reflect.Struct {
 			continue
 		}
-		name, _ := stringField(t, "Topic")
-		fn(name, t.FieldByName("Partitions"))
+		fn(nameOf(t), t.FieldByName("Partitions"))
 	}
 }
 
@@ -290,12 +318,12 @@ func partitionOf(p reflect.Value) int32 {
 
 // filterPartitions keeps, in a Topics slice, the partitions keep accepts and
 // drops topics left with none.
-func filterPartitions(topics reflect.Value, keep func(topic string, p int32) bool) {
+func filterPartitions(topics reflect.Value, nameOf func(reflect.Value) string, keep func(topic string, p int32) bool) {
 	out := reflect.MakeSlice(topics.Type(), 0, topics.Len())
 	for i := 0; i < topics.Len(); i++ {
 		t := reflect.New(topics.Type().Elem()).Elem()
 		t.Set(topics.Index(i))
-		name, _ := stringField(t, "Topic")
+		name := nameOf(t)
 		parts := t.FieldByName("Partitions")
 		if !parts.IsValid() {
 			// A request about whole topics (CreateTopics, DeleteTopics).

@@ -31,10 +31,13 @@ var noRecords = []byte{}
 // PreferredReadReplica is -1 (one broker, no racks).
 // VAST: every fetch is a full fetch: SessionID is 0 and an incremental
 // request gets FETCH_SESSION_ID_NOT_FOUND (NoFetchSessions); the answer
-// comes at once, even when empty (NoDelayedFetch). In the kafka profile an
-// empty fetch waits up to half of MaxWaitMillis for new records (sessions
-// are not emulated there either: the broker answers SessionID 0 and clients
-// fall back to full fetches, as Kafka allows).
+// comes at once, even when empty (NoDelayedFetch), except that an empty
+// answer is paced by the empty fetch delay (WithEmptyFetchDelay, 20ms by
+// default, never past half of MaxWaitMillis) standing in for a network round trip,
+// and new records end the pause. In the kafka profile an empty fetch waits
+// up to half of MaxWaitMillis for new records (sessions are not emulated
+// there either: the broker answers SessionID 0 and clients fall back to
+// full fetches, as Kafka allows).
 // Authorizes: KafkaRead on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleFetch(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.FetchRequest)
@@ -58,15 +61,17 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 		})
 	}
 	resp, bytes := b.fetchOnce(req, r.version, denied)
-	if b.enforced(rules.NoDelayedFetch) || bytes > 0 || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
+	wait := b.fetchWait(req, bytes)
+	if wait <= 0 || fetchHasError(resp) {
 		return resp
 	}
-	// Kafka profile: wait for new data, the wait, or the connection's end.
-	// The wait ends at half of MaxWait: kafka-go sets its read deadline to
-	// exactly MaxWait, so an answer near the deadline races it (and under
-	// the race detector, loses often).
-	wait := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond / 2)
-	defer wait.Stop()
+	// Wait for new data, the wait, or the connection's (or broker's) end.
+	// Counting this fetch among the waiters before reading again makes the
+	// producer either wake it or publish before the read.
+	b.fetchWaiters.Add(1)
+	defer b.fetchWaiters.Add(-1)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
 		woken := b.dataWaiter()
 		// Re-check after taking the waiter so an append in between is seen.
@@ -75,12 +80,50 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 		}
 		select {
 		case <-woken:
-		case <-wait.C:
+		case <-timer.C:
 			return resp
 		case <-r.ctx.Done():
 			return resp
 		}
 	}
+}
+
+// fetchWait is how long a fetch that found bytes record bytes waits for
+// more before it is answered: 0 when it has data or asks for no wait. In
+// the VAST profile (NoDelayedFetch) an empty answer is paced by the empty
+// fetch delay, or half of MaxWaitMillis if shorter. In the kafka profile a
+// fetch short of MinBytes waits up to half of MaxWaitMillis. Half, in both:
+// kafka-go sets its read deadline to exactly MaxWait, so an answer near the
+// deadline races it (and under the race detector, loses often).
+func (b *Broker) fetchWait(req *kmsg.FetchRequest, bytes int) time.Duration {
+	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	switch {
+	case bytes > 0 || maxWait <= 0:
+		return 0
+	case b.enforced(rules.NoDelayedFetch):
+		return min(b.cfg.emptyFetchDelay, maxWait/2)
+	case bytes >= int(req.MinBytes):
+		return 0
+	default:
+		return maxWait / 2
+	}
+}
+
+// fetchHasError reports whether any partition of resp carries an error: such
+// an answer goes out at once, as Kafka answers a delayed fetch at once when
+// a partition fails.
+func fetchHasError(resp *kmsg.FetchResponse) bool {
+	if resp.ErrorCode != 0 {
+		return true
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if resp.Topics[i].Partitions[j].ErrorCode != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fetchMaxBytes is Kafka's fetch.max.bytes default: no fetch response

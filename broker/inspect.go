@@ -5,6 +5,7 @@ package broker
 
 import (
 	"bytes"
+	"sort"
 	"sync"
 	"time"
 
@@ -89,34 +90,124 @@ func (b *Broker) Records(topic string, partition int32, offset int64) []Record {
 // RecordsN is Records stopping after limit records (no limit when 0): it
 // decodes and copies no more of the log than it returns.
 func (b *Broker) RecordsN(topic string, partition int32, offset int64, limit int) []Record {
-	part, _ := lookupPartition(b.data.get(topic), partition, false)
-	if part == nil {
-		return nil
-	}
 	var out []Record
-	full := func() bool { return limit > 0 && len(out) >= limit }
-	start := part.LogStartOffset()
-	part.Batches(offset, func(batch log.Batch) bool {
-		if batch.Compression() != 0 {
-			out = append(out, Record{Topic: topic, Partition: partition, Offset: batch.BaseOffset(),
-				Timestamp: time.UnixMilli(batch.MaxTimestamp()), LogAppendTime: batch.LogAppendTime(), Compressed: true})
-			return !full()
+	b.EachRecord(topic, partition, offset, func(r Record) bool {
+		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+		hs := r.Headers
+		r.Headers = nil
+		for _, h := range hs {
+			r.Headers = append(r.Headers, kmsg.Header{Key: h.Key, Value: bytes.Clone(h.Value)})
 		}
-		_ = batch.EachRecord(func(r log.Record) bool {
-			if r.Offset < offset || r.Offset < start {
-				return true
-			}
-			rec := Record{Topic: topic, Partition: partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
-				LogAppendTime: batch.LogAppendTime(), Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}
-			for _, h := range r.Headers {
-				rec.Headers = append(rec.Headers, kmsg.Header{Key: h.Key, Value: bytes.Clone(h.Value)})
-			}
-			out = append(out, rec)
-			return !full()
-		})
-		return !full()
+		out = append(out, r)
+		return limit <= 0 || len(out) < limit
 	})
 	return out
+}
+
+// inspectReadBytes is how much of a log EachRecord takes at a time (at least
+// one batch). The batches alias the log, so this bounds no copy; it only
+// spaces out the partition's read lock.
+const inspectReadBytes = 1 << 20
+
+// EachRecord calls fn with each record of one partition from offset onward
+// (below the log start it starts there), in offset order, until fn returns
+// false or the high watermark is reached. A compressed batch is one Record
+// with Compressed set, as Records lists it. Key, Value and header values
+// alias the log: fn must not modify them, and copies what it keeps. No lock
+// is held while fn runs, so fn may block (on a slow HTTP client, say) without
+// holding up producers; records appended meanwhile are included. It
+// returns false for a partition that does not exist.
+func (b *Broker) EachRecord(topic string, partition int32, offset int64, fn func(Record) bool) bool {
+	part, _ := lookupPartition(b.data.get(topic), partition, false)
+	if part == nil {
+		return false
+	}
+	for next, more := offset, true; more; {
+		res, err := part.Read(next, inspectReadBytes)
+		if err != nil { // out of range: below the log start moves up to it; above the high watermark ends
+			if next < res.LogStartOffset {
+				next = res.LogStartOffset
+				continue
+			}
+			return true
+		}
+		if len(res.Records) == 0 {
+			return true
+		}
+		log.EachBatch(res.Records, func(batch log.Batch) bool {
+			next = batch.LastOffset() + 1
+			if batch.Compression() != 0 {
+				more = fn(Record{Topic: topic, Partition: partition, Offset: batch.BaseOffset(),
+					Timestamp: time.UnixMilli(batch.MaxTimestamp()), LogAppendTime: batch.LogAppendTime(), Compressed: true})
+				return more
+			}
+			_ = batch.EachRecord(func(r log.Record) bool {
+				if r.Offset < offset || r.Offset < res.LogStartOffset {
+					return true
+				}
+				more = fn(Record{Topic: topic, Partition: partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
+					LogAppendTime: batch.LogAppendTime(), Key: r.Key, Value: r.Value, Headers: r.Headers})
+				return more
+			})
+			return more
+		})
+	}
+	return true
+}
+
+// RecordsPageEnd returns where a page of at most limit records (limit > 0)
+// of one partition from offset, as EachRecord lists them, ends: the offset
+// the next page starts at, and the high watermark. When the page reaches
+// the high watermark, end equals it. It reads batch headers only. It
+// returns false for a partition that does not exist.
+func (b *Broker) RecordsPageEnd(topic string, partition int32, offset int64, limit int) (end, highWatermark int64, ok bool) {
+	part, _ := lookupPartition(b.data.get(topic), partition, false)
+	if part == nil {
+		return 0, 0, false
+	}
+	start, hwm := part.Watermarks()
+	from := max(offset, start)
+	end = hwm
+	left := int64(limit)
+	part.Batches(from, func(batch log.Batch) bool {
+		if batch.Compression() != 0 { // one entry for the whole batch
+			left--
+			if left == 0 {
+				end = batch.LastOffset() + 1
+			}
+			return left > 0
+		}
+		first := max(batch.BaseOffset(), from)
+		if n := batch.LastOffset() - first + 1; n < left {
+			left -= n
+			return true
+		}
+		end = first + left
+		return false
+	})
+	return min(max(end, from), hwm), hwm, true
+}
+
+// EachTopic calls fn with a copy of each topic, sorted by name, until fn
+// returns false; it copies one topic at a time and holds no lock while fn
+// runs.
+func (b *Broker) EachTopic(fn func(TopicInfo) bool) {
+	for _, t := range b.data.all() {
+		if !fn(topicInfo(t)) {
+			return
+		}
+	}
+}
+
+// EachGroup calls fn with a copy of each consumer group, sorted by name,
+// until fn returns false; it copies one group at a time (a group deleted
+// meanwhile is left out) and holds no lock while fn runs.
+func (b *Broker) EachGroup(fn func(coordinator.GroupInfo) bool) {
+	for _, lg := range b.coord.ListGroups(kmsg.NewPtrListGroupsRequest()).Groups {
+		if g, ok := b.coord.Group(lg.Group); ok && !fn(g) {
+			return
+		}
+	}
 }
 
 // Groups returns a copy of every consumer group: state, generation,
@@ -178,8 +269,10 @@ type RequestRecord struct {
 	// that a rule hides (Rule names it).
 	Closed bool
 	// Repeats counts the further answers this record stands for. An idle
-	// consumer in the VAST profile (NoDelayedFetch) fetches in a tight
-	// loop; consecutive empty Fetch answers on one connection with the
+	// consumer in the VAST profile (NoDelayedFetch) fetches again as soon
+	// as it is answered, 50 times a second with the default empty fetch
+	// delay and in a tight loop without one; consecutive empty Fetch
+	// answers on one connection with the
 	// same outcome (version, client id, user, error) are collapsed into
 	// one record, which moves to the end of the log with each repeat. 0
 	// for a single answer.
@@ -368,6 +461,123 @@ func (b *Broker) Requests() []RequestRecord {
 	}
 	return out
 }
+
+// requestPage is how many records EachRequest copies per hold of the
+// request log's lock, and requestScan how many it looks at.
+const (
+	requestPage = 256
+	requestScan = 4096
+)
+
+// EachRequest calls fn with each record of the request log that keep
+// accepts, in the order Requests lists them, until fn returns false; with
+// newest > 0, only the newest that many of them. It is Requests without the
+// copy of the whole log: it copies at most a few hundred records at a time
+// and holds no lock while fn runs, so fn may block. keep runs under the
+// log's lock and must be quick. Records the broker adds after the call
+// began are left out (so is a collapsed run of empty fetches that repeats
+// meanwhile: it moves past the end).
+func (b *Broker) EachRequest(keep func(*RequestRecord) bool, newest int, fn func(RequestRecord) bool) {
+	l := &b.reqLog
+	l.mu.Lock()
+	c := requestCursor{end: l.seq, slot: -1}
+	if newest > 0 {
+		c.after = l.newestFrom(keep, newest, c.end)
+	}
+	l.mu.Unlock()
+	buf := make([]RequestRecord, 0, requestPage)
+	for {
+		l.mu.Lock()
+		var done bool
+		buf, done = l.page(buf[:0], &c, keep)
+		l.mu.Unlock()
+		for _, r := range buf {
+			if !fn(r) {
+				return
+			}
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// requestCursor is EachRequest's place in the log: records with a sequence
+// number in (after, end] are still to come. slot is the ordinary record it
+// looked at last, a valid place to go on from while that slot still holds
+// sequence number slotSeq (it was neither evicted nor moved to the back).
+type requestCursor struct {
+	after, end uint64
+	slot       int32
+	slotSeq    uint64
+}
+
+// page appends to buf the next records in c's range that keep accepts, at
+// most requestPage of them after looking at most at requestScan, and moves
+// c past them; done reports that the range is exhausted.
+func (l *requestLog) page(buf []RequestRecord, c *requestCursor, keep func(*RequestRecord) bool) ([]RequestRecord, bool) {
+	// The next ordinary record: after the one looked at last if it is
+	// still in place, else found from the head.
+	i := int32(-1)
+	if l.n > 0 {
+		if c.slot >= 0 && c.slot < l.used && l.slot(c.slot).seq == c.slotSeq {
+			i = l.slot(c.slot).next
+		} else {
+			for i = l.head; i >= 0 && l.slot(i).seq <= c.after; i = l.slot(i).next {
+			}
+		}
+	}
+	// The next notable record: the ring is in sequence order.
+	j := sort.Search(len(l.notable), func(j int) bool { return l.notableAt(j).seq > c.after })
+	for scanned := 0; scanned < requestScan && len(buf) < requestPage; scanned++ {
+		var s *logSlot
+		switch {
+		case i >= 0 && (j >= len(l.notable) || l.slot(i).seq < l.notableAt(j).seq):
+			s = l.slot(i)
+			c.slot, c.slotSeq, i = i, s.seq, s.next
+		case j < len(l.notable):
+			s = l.notableAt(j)
+			j++
+		}
+		if s == nil || s.seq > c.end {
+			return buf, true
+		}
+		c.after = s.seq
+		if keep(&s.rec) {
+			buf = append(buf, s.rec)
+		}
+	}
+	return buf, false
+}
+
+// newestFrom returns the sequence number after which the newest n records
+// up to end that keep accepts begin, or 0 when there are fewer.
+func (l *requestLog) newestFrom(keep func(*RequestRecord) bool, n int, end uint64) uint64 {
+	i, j := l.tail, len(l.notable)-1
+	if l.n == 0 {
+		i = -1
+	}
+	for {
+		var s *logSlot
+		switch {
+		case i >= 0 && (j < 0 || l.slot(i).seq > l.notableAt(j).seq):
+			s = l.slot(i)
+			i = s.prev
+		case j >= 0:
+			s = l.notableAt(j)
+			j--
+		default:
+			return 0
+		}
+		if s.seq <= end && keep(&s.rec) {
+			if n--; n == 0 {
+				return s.seq - 1
+			}
+		}
+	}
+}
+
+func (l *requestLog) notableAt(j int) *logSlot { return &l.notable[(l.nstart+j)%len(l.notable)] }
 
 // Refusals returns the requests a VAST rule refused (in whole or in part),
 // oldest first: the records of Requests with a Rule. They come from the

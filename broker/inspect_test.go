@@ -260,7 +260,8 @@ func TestLogMessageIsCut(t *testing.T) {
 // consumers keep a record each however their fetches interleave.
 func TestEmptyFetchesCollapse(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
-	b, err := New(WithClock(clk), WithTopics(TopicSpec{Name: "bench", Partitions: 3}))
+	// Answered at once, as with -empty-fetch-delay 0: the spin at its worst.
+	b, err := New(WithClock(clk), WithTopics(TopicSpec{Name: "bench", Partitions: 3}), WithEmptyFetchDelay(0))
 	require.NoError(t, err)
 	defer b.Close()
 	fetch := func(w *wire) {
@@ -307,4 +308,53 @@ func TestEmptyFetchesCollapse(t *testing.T) {
 	assert.ElementsMatch(t, []string{"idle-a", "idle-c"}, []string{fetches[1].ClientID, fetches[2].ClientID})
 	require.Len(t, b.Refusals(), 1)
 	assert.Equal(t, "NoFetchSessions", b.Refusals()[0].Rule)
+}
+
+// TestEachRequestPagesThroughTheLog: EachRequest, which copies the log a
+// page at a time, lists exactly what Requests copies whole, in the same
+// order, for a log that wrapped, holds notable records among ordinary ones
+// and collapsed runs of empty fetches; with a filter and with newest N it
+// lists the matching records of Requests, the newest N of them.
+func TestEachRequestPagesThroughTheLog(t *testing.T) {
+	b, err := New()
+	require.NoError(t, err)
+	defer b.Close()
+	var run logRun
+	for i := range maxRequestLog + 3*requestScan + 11 {
+		switch {
+		case i%97 == 0:
+			b.reqLog.add(RequestRecord{API: kmsg.JoinGroup, Version: int16(i % 30000), Rule: "MaxGroups"})
+		case i%13 == 0:
+			b.reqLog.addRun(RequestRecord{API: kmsg.Fetch, ClientID: "idle"}, &run)
+		default:
+			b.reqLog.add(RequestRecord{API: kmsg.Produce, Version: int16(i % 30000)})
+		}
+	}
+	each := func(keep func(*RequestRecord) bool, newest int) []RequestRecord {
+		var out []RequestRecord
+		b.EachRequest(keep, newest, func(r RequestRecord) bool { out = append(out, r); return true })
+		return out
+	}
+	all := func(*RequestRecord) bool { return true }
+	refused := func(r *RequestRecord) bool { return r.Rule != "" }
+	want := b.Requests()
+	require.Equal(t, want, each(all, 0))
+	require.Equal(t, want[len(want)-5000:], each(all, 5000))
+	require.Equal(t, want, each(all, len(want)+1))
+	var wantRefused []RequestRecord
+	for _, r := range want {
+		if refused(&r) {
+			wantRefused = append(wantRefused, r)
+		}
+	}
+	require.Equal(t, wantRefused, each(refused, 0))
+	require.Equal(t, wantRefused[len(wantRefused)-3:], each(refused, 3))
+
+	n := 0
+	b.EachRequest(all, 0, func(RequestRecord) bool { n++; return n < 10 })
+	assert.Equal(t, 10, n, "fn returning false stops the walk")
+
+	b.ResetRequests()
+	assert.Empty(t, each(all, 0))
+	assert.Empty(t, each(all, 3))
 }

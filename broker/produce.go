@@ -17,12 +17,13 @@ import (
 // pendingAppend is one validated partition of a produce request, waiting to
 // be appended with the others.
 type pendingAppend struct {
-	resp   *kmsg.ProduceResponseTopicPartition
-	part   *log.Partition
-	batch  log.Batch
-	cfg    topicConfig
-	gap    log.Gap
-	staged log.Staged
+	resp     *kmsg.ProduceResponseTopicPartition
+	part     *log.Partition
+	batch    log.Batch
+	cfg      topicConfig
+	gap      log.Gap
+	staged   log.Staged
+	isStaged bool
 }
 
 // handleProduce answers Produce v3-v13.
@@ -45,6 +46,15 @@ type pendingAppend struct {
 // WithOffsetGaps). Every partition of one request
 // is appended under one lock, so a consumer sees all of the request or none
 // of it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
+// A batch from an idempotent producer (kafka profile) is checked as Kafka
+// checks it, per producer id, epoch and partition (log.Producers.Check):
+// a retry of one of the producer's last five batches is stored once and
+// answered with no error and the first answer's offset; a gap in sequence
+// numbers gets OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
+// INVALID_PRODUCER_EPOCH, and a producer id with a negative sequence
+// INVALID_RECORD. As in Kafka since KIP-360, a producer id the partition
+// has no state of (new, or expired after producer.id.expiration.ms) may
+// start at any sequence, so UNKNOWN_PRODUCER_ID is never answered.
 // A partition named twice is answered once and only its last copy is
 // appended, as Kafka's handler collects partitions into a map.
 // VAST: no compression (NoCompression), no producer ids or transactions
@@ -119,9 +129,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 
 	if len(pending) > 0 {
 		b.appendPending(pending, now)
-		if !b.enforced(rules.NoDelayedFetch) {
-			b.notifyData() // only delayed fetches (kafka profile) wait for data
-		}
+		b.notifyData()
 	}
 	return resp
 }
@@ -154,20 +162,91 @@ func mergeProduce(req *kmsg.ProduceRequest, version int16) *kmsg.ProduceRequest 
 // their partitions first, with no broker-wide lock, so that producers to
 // different partitions copy in parallel; then all are published under
 // appendMu, so that readers see all of one Produce request or none of it.
-// The deferred unlock keeps a panic in one connection's handler (which
-// closes only that connection) from leaving every other producer blocked.
+// A batch from an idempotent producer is checked against the producer's
+// state (see log.Producers.Check) under appendMu too, just before it is
+// published, and recorded with it; it is checked once before the copy as
+// well, so that retries and refusals cost no copy. The deferred unlock
+// keeps a panic in one connection's handler (which closes only that
+// connection) from leaving every other producer blocked.
 func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
+	idempotent := false
 	for i := range pending {
-		pending[i].staged = pending[i].part.Stage(pending[i].batch)
+		if pending[i].batch.ProducerID() >= 0 {
+			idempotent = true
+			continue
+		}
+		pending[i].staged, pending[i].isStaged = pending[i].part.Stage(pending[i].batch), true
+	}
+	if idempotent {
+		b.stageIdempotent(pending)
 	}
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
-	for _, p := range pending {
+	for i := range pending {
+		p := &pending[i]
+		idempotent := p.batch.ProducerID() >= 0
+		if idempotent {
+			dup, err := b.producers.Check(p.part, p.batch)
+			if answerIdempotent(p, dup, err) {
+				continue
+			}
+			if !p.isStaged { // the producer's state moved since stageIdempotent looked
+				p.staged = p.part.Stage(p.batch)
+			}
+		}
 		p.resp.BaseOffset, p.resp.LogStartOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime, Gap: p.gap})
+		maxTS := p.batch.MaxTimestamp()
 		if p.cfg.logAppendTime {
-			p.resp.LogAppendTime = now.UnixMilli()
+			maxTS = now.UnixMilli()
+			p.resp.LogAppendTime = maxTS
+		}
+		if idempotent {
+			b.producers.Record(p.part, p.batch, p.resp.BaseOffset, maxTS, now)
 		}
 	}
+}
+
+// stageIdempotent copies the batches of idempotent producers that their
+// producers' state would append now; a retry or a refused batch is not
+// copied. appendPending checks again before publishing.
+func (b *Broker) stageIdempotent(pending []pendingAppend) {
+	b.appendMu.RLock()
+	for i := range pending {
+		p := &pending[i]
+		if p.batch.ProducerID() < 0 {
+			continue
+		}
+		if dup, err := b.producers.Check(p.part, p.batch); dup == nil && err == nil {
+			p.isStaged = true // staged below, outside the lock
+		}
+	}
+	b.appendMu.RUnlock()
+	for i := range pending {
+		p := &pending[i]
+		if p.batch.ProducerID() >= 0 && p.isStaged {
+			p.staged = p.part.Stage(p.batch)
+		}
+	}
+}
+
+// answerIdempotent answers a batch that the producer's state does not let
+// append: a retry of a stored batch gets no error and the offset and
+// timestamp that batch was stored with, and the log start offset now, as
+// Kafka answers it; a refusal gets its error. It reports whether it
+// answered.
+func answerIdempotent(p *pendingAppend, dup *log.Duplicate, err error) bool {
+	switch {
+	case dup != nil:
+		p.resp.BaseOffset, p.resp.LogAppendTime = dup.BaseOffset, dup.Timestamp
+		p.resp.LogStartOffset = p.part.LogStartOffset()
+	case errors.Is(err, log.ErrInvalidEpoch):
+		p.resp.ErrorCode, p.resp.ErrorMessage = kerr.InvalidProducerEpoch.Code, kmsg.StringPtr(err.Error())
+	case err != nil:
+		p.resp.ErrorCode, p.resp.ErrorMessage = kerr.OutOfOrderSequenceNumber.Code, kmsg.StringPtr(err.Error())
+	default:
+		return false
+	}
+	return true
 }
 
 // checkBatch parses one partition's records, validates every record as
@@ -197,6 +276,9 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 	}
 	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", func() string { return producerDetail(batch) }) {
 		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
+	}
+	if batch.ProducerID() >= 0 && batch.BaseSequence() < 0 {
+		return nil, kerr.InvalidRecord.Code, "invalid sequence number " + strconv.Itoa(int(batch.BaseSequence())) + " in a record batch with producer id " + strconv.FormatInt(batch.ProducerID(), 10)
 	}
 	stats, err := batch.Validate()
 	switch {
@@ -308,9 +390,14 @@ func produceError(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, code int
 }
 
 // handleInitProducerID answers InitProducerID v0-v5, served only in the
-// kafka profile, for idempotent (non-transactional) producers: each call gets
-// a new producer id with epoch 0. Sequence numbers are stored but not
-// checked, so duplicates from retries are not removed.
+// kafka profile, for idempotent (non-transactional) producers: each call
+// gets a new producer id with epoch 0, as Kafka's transaction coordinator
+// answers a request without a transactional id, even one naming the
+// producer's current id and epoch (KIP-360): an idempotent producer that
+// needs a fresh epoch either asks again or bumps its epoch itself, and
+// Produce accepts a bumped epoch that starts at sequence 0. A transactional
+// id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not
+// emulated.
 //
 // VAST: no idempotence or transactions (NoIdempotence hides this API).
 func handleInitProducerID(b *Broker, r *request) kmsg.Response {

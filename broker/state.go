@@ -7,7 +7,8 @@ import "github.com/vastfake/vastfake/coordinator"
 
 // Reset empties the broker as if it had just started with no topics: every
 // topic is deleted with its records, and every group with its committed
-// offsets and the rebalance history. Rules, faults, latency, the request log
+// offsets and the rebalance history, and every idempotent producer's
+// state. Rules, faults, latency, the request log
 // and open connections stay. Clients still running see their topics
 // disappear (UNKNOWN_TOPIC_OR_PARTITION) and their groups forget them
 // (UNKNOWN_MEMBER_ID), as after deleting them by hand.
@@ -16,6 +17,9 @@ func (b *Broker) Reset() {
 		b.deleteTopic(t)
 	}
 	b.coord.Reset()
+	b.appendMu.Lock()
+	b.producers.Clear()
+	b.appendMu.Unlock()
 }
 
 // Rebalances returns the last 1,000 finished rebalances of every group,

@@ -291,6 +291,11 @@ func (b *Broker) deleteTopic(t *topic) {
 		}
 	}
 	s.mu.Unlock()
+	b.appendMu.Lock()
+	for _, p := range t.partitions {
+		b.producers.DropPartition(p)
+	}
+	b.appendMu.Unlock()
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()

@@ -8,6 +8,10 @@
 // binary with its -http listener. Every answer is JSON; an error is
 // {"error": "..."} with a 4xx or 5xx status.
 //
+// Every body is bounded by MaxBodyBytes and every list is streamed
+// (server.go, stream.go); NewServer and LimitListener bound the server's
+// time and connections.
+//
 // Every request passes a guard first (guard.go): a Host header naming
 // neither localhost, an IP address nor a host given to WithAllowedHosts
 // gets 403 (DNS rebinding); a POST, PUT or DELETE whose Origin or
@@ -19,7 +23,7 @@
 //	GET    /healthz                                   {"status": "ok", "bootstrap": "host:port"}
 //	GET    /rules                                     the rules.Rules in force
 //	GET    /topics, /topics/{name}                    partitions with log start offset and high watermark
-//	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100
+//	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100 (at most MaxRecordsLimit); Next-Offset header
 //	GET    /groups, /groups/{name}                    state, generation, members with assignments, offsets with lag
 //	GET    /rebalances                                ?group=name: finished rebalances, oldest first
 //	GET    /audit                                     {"findings": [...]}: what audited rules found (broker.Finding)
@@ -55,6 +59,7 @@ import (
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/coordinator"
 )
 
 //go:embed page.html
@@ -63,42 +68,59 @@ var page []byte
 // New returns the control plane of b, guarded as the package doc says and
 // as opts configure. When b runs on a *clock.Manual, POST /clock/advance
 // moves it; otherwise that endpoint answers 409. The handler keeps no state
-// of its own and starts no goroutines.
+// of its own and starts no goroutines. Every request's body is bounded by
+// MaxBodyBytes (413 beyond), and every list is streamed.
 func New(b *broker.Broker, opts ...Option) http.Handler {
 	s := &server{b: b}
 	s.manual, _ = b.Clock().(*clock.Manual)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Write(page)
-	})
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Rules()) })
-	mux.HandleFunc("GET /topics", s.topics)
-	mux.HandleFunc("GET /topics/{name}", s.topic)
-	mux.HandleFunc("GET /topics/{name}/partitions/{p}/records", s.records)
-	mux.HandleFunc("GET /groups", s.groups)
-	mux.HandleFunc("GET /groups/{name}", s.group)
-	mux.HandleFunc("GET /rebalances", s.rebalances)
-	mux.HandleFunc("GET /audit", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.AuditReport()) })
-	mux.HandleFunc("DELETE /audit", s.do(b.ResetFindings))
-	mux.HandleFunc("GET /requests", s.requests)
-	mux.HandleFunc("DELETE /requests", s.do(b.ResetRequests))
-	mux.HandleFunc("POST /faults", s.injectFault)
-	mux.HandleFunc("DELETE /faults", s.do(b.ClearFaults))
-	mux.HandleFunc("POST /latency", s.latency)
-	mux.HandleFunc("POST /drop-connections", s.do(b.DropConnections))
-	mux.HandleFunc("POST /failover", s.do(b.Failover))
-	mux.HandleFunc("POST /reset", s.do(b.Reset))
-	mux.HandleFunc("POST /restart", s.restart)
-	mux.HandleFunc("POST /stale-end-offset", s.staleEndOffset)
-	mux.HandleFunc("POST /topics/{name}/compact", s.compact)
-	mux.HandleFunc("POST /topics/{name}/partitions/{p}/skip", s.skipOffsets)
-	mux.HandleFunc("GET /clock", s.clock)
-	mux.HandleFunc("POST /clock/advance", s.advance)
-	mux.HandleFunc("GET /live.json", s.live)
-	return newGuard(jsonErrors(mux), opts)
+	for _, rt := range s.routes() {
+		mux.HandleFunc(rt.pattern, rt.handler)
+	}
+	return newGuard(limitBody(jsonErrors(mux)), opts)
+}
+
+// route is one endpoint: a net/http.ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// routes lists every endpoint New serves; tests walk it.
+func (s *server) routes() []route {
+	b := s.b
+	return []route{
+		{"GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Write(page)
+		}},
+		{"GET /healthz", s.healthz},
+		{"GET /rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.Rules()) }},
+		{"GET /topics", s.topics},
+		{"GET /topics/{name}", s.topic},
+		{"GET /topics/{name}/partitions/{p}/records", s.records},
+		{"GET /groups", s.groups},
+		{"GET /groups/{name}", s.group},
+		{"GET /rebalances", s.rebalances},
+		{"GET /audit", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.AuditReport()) }},
+		{"DELETE /audit", s.do(b.ResetFindings)},
+		{"GET /requests", s.requests},
+		{"DELETE /requests", s.do(b.ResetRequests)},
+		{"POST /faults", s.injectFault},
+		{"DELETE /faults", s.do(b.ClearFaults)},
+		{"POST /latency", s.latency},
+		{"POST /drop-connections", s.do(b.DropConnections)},
+		{"POST /failover", s.do(b.Failover)},
+		{"POST /reset", s.do(b.Reset)},
+		{"POST /restart", s.restart},
+		{"POST /stale-end-offset", s.staleEndOffset},
+		{"POST /topics/{name}/compact", s.compact},
+		{"POST /topics/{name}/partitions/{p}/skip", s.skipOffsets},
+		{"GET /clock", s.clock},
+		{"POST /clock/advance", s.advance},
+		{"GET /live.json", s.live},
+	}
 }
 
 type server struct {
@@ -215,6 +237,10 @@ func (e *errorWriter) WriteHeader(code int) {
 	e.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (streamed
+// answers set write deadlines through it).
+func (e *errorWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
 func (e *errorWriter) Write(p []byte) (int, error) {
 	if e.swallow {
 		return len(p), nil
@@ -229,11 +255,21 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) topics(w http.ResponseWriter, r *http.Request) {
-	out := []topicView{}
-	for _, t := range s.b.Topics() {
-		out = append(out, newTopicView(t))
-	}
-	writeJSON(w, http.StatusOK, out)
+	st := startStream(w)
+	st.array(0, s.eachTopic)
+	st.end()
+}
+
+// eachTopic adds every topic's view, copying one topic at a time.
+func (s *server) eachTopic(add func(any) bool) {
+	s.b.EachTopic(func(t broker.TopicInfo) bool { return add(newTopicView(t)) })
+}
+
+// eachGroup adds every group's view, copying one group at a time.
+func (s *server) eachGroup(add func(any) bool) {
+	s.b.EachGroup(func(g coordinator.GroupInfo) bool {
+		return add(s.newGroupView(g, map[string]broker.TopicInfo{}))
+	})
 }
 
 func (s *server) topic(w http.ResponseWriter, r *http.Request) {
@@ -245,6 +281,17 @@ func (s *server) topic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newTopicView(t))
 }
 
+// MaxRecordsLimit is the most records one GET of a partition's records
+// answers; a larger limit gets 400. The answer's Next-Offset header gives
+// the offset the next page starts at.
+const MaxRecordsLimit = 10_000
+
+// records streams a page of one partition's records: at most limit (100
+// unless given, at most MaxRecordsLimit) from offset. It decides where the
+// page ends before writing it, from batch headers, and sends that as the
+// Next-Offset header unless the page reaches the high watermark; then it
+// writes the records one at a time as it decodes them, so the answer costs
+// one record's memory whatever the page's size.
 func (s *server) records(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	t, ok := s.b.Topic(name)
@@ -266,25 +313,33 @@ func (s *server) records(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
-			writeError(w, http.StatusBadRequest, "limit must be a positive number")
+		if limit, err = strconv.Atoi(v); err != nil || limit <= 0 || limit > MaxRecordsLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf(
+				"limit must be a number from 1 to %d; page through more with the Next-Offset header", MaxRecordsLimit))
 			return
 		}
 	}
-	out := []recordView{}
-	for _, rec := range s.b.RecordsN(name, int32(p), offset, limit) {
-		out = append(out, newRecordView(rec))
+	end, hwm, ok := s.b.RecordsPageEnd(name, int32(p), offset, limit)
+	if !ok {
+		writeError(w, http.StatusNotFound, "no topic "+name) // deleted meanwhile
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	if end < hwm {
+		w.Header().Set("Next-Offset", strconv.FormatInt(end, 10))
+	}
+	st := startStream(w)
+	st.array(0, func(add func(any) bool) {
+		s.b.EachRecord(name, int32(p), offset, func(rec broker.Record) bool {
+			return rec.Offset < end && add(newRecordView(rec))
+		})
+	})
+	st.end()
 }
 
 func (s *server) groups(w http.ResponseWriter, r *http.Request) {
-	out := []groupView{}
-	topics := map[string]broker.TopicInfo{}
-	for _, g := range s.b.Groups() {
-		out = append(out, s.newGroupView(g, topics))
-	}
-	writeJSON(w, http.StatusOK, out)
+	st := startStream(w)
+	st.array(0, s.eachGroup)
+	st.end()
 }
 
 func (s *server) group(w http.ResponseWriter, r *http.Request) {
@@ -297,9 +352,14 @@ func (s *server) group(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) rebalances(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, rebalanceViews(s.b.Rebalances(), r.URL.Query().Get("group")))
+	group := r.URL.Query().Get("group")
+	st := startStream(w)
+	st.array(0, func(add func(any) bool) { eachRebalance(s.b.Rebalances(), group, add) })
+	st.end()
 }
 
+// requests streams the request log, oldest first: with ?limit=N the newest
+// N matching records. It copies the log a page at a time.
 func (s *server) requests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var api *kmsg.Key
@@ -321,25 +381,18 @@ func (s *server) requests(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	rule := q.Get("rule")
-	recs := s.b.Refusals // refusals are kept apart, and cheaper to read
-	if rule == "" {
-		recs = s.b.Requests
+	keep := func(rec *broker.RequestRecord) bool {
+		return (rule == "" || strings.EqualFold(rec.Rule, rule)) && (api == nil || rec.API == *api)
 	}
-	out := []requestView{}
-	for _, rec := range recs() {
-		if rule != "" && !strings.EqualFold(rec.Rule, rule) || api != nil && rec.API != *api {
-			continue
-		}
-		out = append(out, newRequestView(rec))
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[len(out)-limit:] // the newest
-	}
-	writeJSON(w, http.StatusOK, out)
+	st := startStream(w)
+	st.array(0, func(add func(any) bool) {
+		s.b.EachRequest(keep, limit, func(rec broker.RequestRecord) bool { return add(newRequestView(rec)) })
+	})
+	st.end()
 }
 
 func (s *server) live(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.liveView())
+	s.writeLive(startStream(w))
 }
 
 func (s *server) clock(w http.ResponseWriter, r *http.Request) {
@@ -359,6 +412,9 @@ type faultBody struct {
 	Partition  *int32          `json:"partition"`
 	Partitions []int32         `json:"partitions"`
 	Group      string          `json:"group"`
+	// DropAnswer handles the request and closes the connection instead
+	// of answering; Err is then not needed.
+	DropAnswer bool `json:"dropAnswer"`
 }
 
 // rawString returns a JSON string's value or a number's text.
@@ -378,8 +434,8 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
 		return
 	}
-	if len(body.API) == 0 || len(body.Err) == 0 {
-		writeError(w, http.StatusBadRequest, `fault: "api" and "err" are required`)
+	if len(body.API) == 0 || len(body.Err) == 0 && !body.DropAnswer {
+		writeError(w, http.StatusBadRequest, `fault: "api" and "err" (or "dropAnswer": true) are required`)
 		return
 	}
 	api, err := apiKey(rawString(body.API))
@@ -387,10 +443,12 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
 		return
 	}
-	code, err := errCode(rawString(body.Err))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
-		return
+	var code int16
+	if len(body.Err) > 0 {
+		if code, err = errCode(rawString(body.Err)); err != nil {
+			writeError(w, http.StatusBadRequest, "fault: "+err.Error())
+			return
+		}
 	}
 	if body.Count < 0 {
 		writeError(w, http.StatusBadRequest, "fault: count must not be negative")
@@ -400,7 +458,7 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `fault: give "partition" or "partitions", not both`)
 		return
 	}
-	f := broker.Fault{API: api, Err: code, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group}
+	f := broker.Fault{API: api, Err: code, DropAnswer: body.DropAnswer, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group}
 	if body.Partition != nil && *body.Partition >= 0 {
 		f.Partitions = []int32{*body.Partition}
 	}
@@ -410,7 +468,7 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 	s.b.InjectFault(f)
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
-		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group,
+		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group, "dropAnswer": f.DropAnswer,
 	})
 }
 

@@ -247,6 +247,15 @@ func TestFaults(t *testing.T) {
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/drop-connections", nil, nil))
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/restart", nil, nil))
 	k.Produce("audit", 0, "after restart") // clients reconnect
+
+	// A fault that drops the answer after the request is handled: the
+	// producer (no idempotence under VAST) sends the record again.
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults", map[string]any{"api": "Produce"}, nil), "no err and no dropAnswer")
+	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "dropAnswer": true, "count": 1, "topic": "audit"}, &f))
+	assert.Equal(t, true, f["dropAnswer"])
+	k.Produce("audit", 0, "answer lost")
+	assert.Equal(t, []string{"after restart", "answer lost", "answer lost"}, k.Values("audit", 0))
 }
 
 // TestFaultPartitionsGoAndJSON checks that a fault naming a topic and no

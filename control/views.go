@@ -227,10 +227,9 @@ type rebalanceMemberView struct {
 	Assignment map[string][]int32 `json:"assignment"`
 }
 
-// rebalanceViews converts the rebalance history, keeping one group's when
-// group is set.
-func rebalanceViews(rs []coordinator.Rebalance, group string) []rebalanceView {
-	out := []rebalanceView{}
+// eachRebalance adds the view of each rebalance of rs, or of one group's
+// when group is set, until add returns false.
+func eachRebalance(rs []coordinator.Rebalance, group string, add func(any) bool) {
 	for _, r := range rs {
 		if group != "" && r.Group != group {
 			continue
@@ -243,9 +242,10 @@ func rebalanceViews(rs []coordinator.Rebalance, group string) []rebalanceView {
 			v.Members = append(v.Members, rebalanceMemberView{MemberID: m.MemberID, ClientID: m.ClientID,
 				Assignment: assignment("consumer", m.Assignment)})
 		}
-		out = append(out, v)
+		if !add(v) {
+			return
+		}
 	}
-	return out
 }
 
 type requestView struct {
@@ -280,48 +280,40 @@ func newRequestView(r broker.RequestRecord) requestView {
 		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
 }
 
-// liveView is everything the live page draws, read in one request.
-type liveView struct {
-	Now        time.Time       `json:"now"`
-	Bootstrap  string          `json:"bootstrap"`
-	Manual     bool            `json:"manualClock"`
-	Topics     []topicView     `json:"topics"`
-	Groups     []groupView     `json:"groups"`
-	Rebalances []rebalanceView `json:"rebalances"`
-	// Audit is set when a rule is audited: the findings so far, at most
-	// liveFindings of them.
-	Audit *broker.AuditReport `json:"audit,omitempty"`
-}
+// liveRebalances is how many of the latest rebalances the page shows.
+const liveRebalances = 50
 
 // liveFindings is how many findings the page shows.
 const liveFindings = 100
 
-// liveRebalances is how many of the latest rebalances the page shows.
-const liveRebalances = 50
+// writeLive streams everything the live page draws, as one object:
+//
+//	{"now", "bootstrap", "manualClock", "topics": [...], "groups": [...], "rebalances": [...], "audit": {...}}
+//
+// with topics and groups as /topics and /groups list them, the latest
+// liveRebalances rebalances, and, when a rule is audited, the first
+// liveFindings findings as GET /audit has them (the rest counted in
+// "dropped"). It copies one topic or group at a time.
+func (s *server) writeLive(st *jsonStream) {
+	_ = st.raw("{\n  \"now\": ") && st.value(s.b.Clock().Now(), "  ") &&
+		st.raw(",\n  \"bootstrap\": ") && st.value(s.b.AdvertisedAddr(), "  ") &&
+		st.raw(",\n  \"manualClock\": ") && st.value(s.manual != nil, "  ") &&
+		st.raw(",\n  \"topics\": ") && st.array(1, s.eachTopic) &&
+		st.raw(",\n  \"groups\": ") && st.array(1, s.eachGroup) &&
+		st.raw(",\n  \"rebalances\": ") && st.array(1, func(add func(any) bool) {
+		rs := s.b.Rebalances()
+		eachRebalance(rs[max(0, len(rs)-liveRebalances):], "", add)
+	}) && (!s.b.Audited() || st.raw(",\n  \"audit\": ") && st.value(s.liveAudit(), "  ")) && st.raw("\n}")
+	st.end()
+}
 
-func (s *server) liveView() liveView {
-	v := liveView{Now: s.b.Clock().Now(), Bootstrap: s.b.AdvertisedAddr(), Manual: s.manual != nil,
-		Topics: []topicView{}, Groups: []groupView{}}
-	topics := map[string]broker.TopicInfo{}
-	for _, t := range s.b.Topics() {
-		v.Topics = append(v.Topics, newTopicView(t))
-		topics[t.Name] = t
+// liveAudit is the findings the live page shows: GET /audit's report cut
+// to liveFindings.
+func (s *server) liveAudit() broker.AuditReport {
+	a := s.b.AuditReport()
+	if len(a.Findings) > liveFindings {
+		a.Dropped += int64(len(a.Findings) - liveFindings)
+		a.Findings = a.Findings[:liveFindings]
 	}
-	for _, g := range s.b.Groups() {
-		v.Groups = append(v.Groups, s.newGroupView(g, topics))
-	}
-	rs := s.b.Rebalances()
-	if len(rs) > liveRebalances {
-		rs = rs[len(rs)-liveRebalances:]
-	}
-	v.Rebalances = rebalanceViews(rs, "")
-	if s.b.Audited() {
-		a := s.b.AuditReport()
-		if len(a.Findings) > liveFindings {
-			a.Dropped += int64(len(a.Findings) - liveFindings)
-			a.Findings = a.Findings[:liveFindings]
-		}
-		v.Audit = &a
-	}
-	return v
+	return a
 }

@@ -133,6 +133,20 @@ export interface Finding {
   advice: string
   detail: string
 }
+/** What compact() did to one partition. */
+export interface Compaction {
+  partition: number
+  /** Whether the log changed. */
+  compacted: boolean
+  /** The offset the cleanable range ended at; the tail from it on stays as it is. */
+  cleanedTo: number
+  recordsRemoved: number
+  /** Of recordsRemoved, the tombstones past their delete horizon. */
+  tombstonesRemoved: number
+  /** Of the cleanable range. */
+  bytesBefore: number
+  bytesAfter: number
+}
 export interface Fault {
   /** "Produce", or the API key. */
   api: string | number
@@ -176,6 +190,8 @@ export class Client {
   requests (options?: { rule?: string; api?: string | number; limit?: number }): Promise<Request[]>
   refusals (rule?: string): Promise<Request[]>
   findings (): Promise<Finding[]>
+  /** DELETE /audit: forget every finding. */
+  clearFindings (): Promise<void>
   live (): Promise<Record<string, unknown>>
 
   clearRequests (): Promise<void>
@@ -189,6 +205,10 @@ export class Client {
   reset (): Promise<void>
   staleEndOffset (d: Duration): Promise<string>
   advance (d: Duration): Promise<Clock>
+  /** Compact a cleanup.policy=compact topic now; ControlPlaneError 404 (no topic) or 409 (not compacted). */
+  compact (topic: string): Promise<Compaction[]>
+  /** The partition's next batch starts n offsets past its end; ControlPlaneError 404 (no partition) or 400 (n < 1). */
+  skipOffsets (topic: string, partition: number, n: number): Promise<void>
 
   assertRefused (rule: string, options?: { api?: string }): Promise<Request[]>
   assertNoRefusals (): Promise<void>

@@ -239,7 +239,13 @@ class Client {
   /** Throws if the broker is known to be gone; Broker overrides it. */
   async _checkAlive () {}
 
-  async _call (method, p, query, body) {
+  // _call sends one request and resolves to {body, headers}. An error
+  // status throws ControlPlaneError with the control plane's message,
+  // followed by explain[status] when given; so does no answer within
+  // timeoutMs. Each request has a connection of its own (agent: false sends
+  // Connection: close), closed with the answer, so that the client never
+  // holds one of the control plane's connections between calls.
+  async _call (method, p, query, body, explain) {
     await this._checkAlive()
     const u = new URL(p.replace(/^\//, ''), this.url)
     for (const [k, v] of Object.entries(query || {})) {
@@ -283,7 +289,8 @@ class Client {
         throw new ControlPlaneError(`${what}: 404, this vastfake binary has no such endpoint; it is older than the ` +
           'vastfake package (update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest)', { status: 404, error: msg })
       }
-      throw new ControlPlaneError(`${what}: ${res.status} ${msg}`, { status: res.status, error: msg })
+      const hint = explain && explain[res.status]
+      throw new ControlPlaneError(`${what}: ${res.status} ${msg}${hint ? '; ' + hint : ''}`, { status: res.status, error: msg })
     }
     if (json === undefined) throw new ControlPlaneError(`${what}: the answer is not JSON: ${res.text.slice(0, 200)}`, { status: res.status, error: '' })
     return { body: json, headers: res.headers }
@@ -391,7 +398,13 @@ class Client {
   }
 
   /** GET /audit: client behaviour VAST would refuse or treat differently, with advice. */
-  async findings () { return ((await this._get('audit')) || {}).findings || [] }
+  async findings () { return (await this._audit()).findings }
+  async _audit () {
+    const body = (await this._get('audit')) || {}
+    return { findings: body.findings || [], dropped: body.dropped || 0 }
+  }
+  /** DELETE /audit: forget every finding, e.g. between the phases of a test. */
+  async clearFindings () { await this._call('DELETE', 'audit') }
   /** GET /live.json: topics, groups and the latest rebalances at once. */
   live () { return this._get('live.json') }
 
@@ -439,6 +452,38 @@ class Client {
   /** POST /clock/advance: move the manual clock (-manual-clock) by d; 409 on the wall clock. Returns {now, manual}. */
   advance (d) { return this._post('clock/advance', { d: goDuration(d) }) }
 
+  /**
+   * POST /topics/{topic}/compact: compact every partition of a topic with
+   * cleanup.policy=compact now, as Kafka's log cleaner would (each
+   * partition's last batch stays as it is); offsets keep their values, so
+   * readers see gaps. Resolves to what it did per partition. Rejects with
+   * ControlPlaneError, status 404 for an unknown topic and 409 for one that
+   * is not compacted.
+   */
+  async compact (topic) {
+    const { body } = await this._call('POST', `topics/${encodeURIComponent(topic)}/compact`, undefined, undefined, {
+      404: `no topic ${topic} to compact`,
+      409: `create ${topic} with cleanup.policy=compact (or compact,delete) to compact it`
+    })
+    return body || []
+  }
+
+  /**
+   * POST /topics/{topic}/partitions/{partition}/skip?n=: the next batch
+   * produced to the partition starts n offsets past its high watermark,
+   * leaving the gap compaction leaves (skips before one batch add up).
+   * Rejects with ControlPlaneError, status 404 for an unknown topic or
+   * partition and 400 for n below 1 or a skip too far.
+   */
+  async skipOffsets (topic, partition, n) {
+    if (!Number.isSafeInteger(partition)) throw new TypeError(`skipOffsets: partition must be an integer, not ${partition}`)
+    if (!Number.isSafeInteger(n)) throw new TypeError(`skipOffsets: n must be an integer, not ${n}`)
+    await this._call('POST', `topics/${encodeURIComponent(topic)}/partitions/${partition}/skip`, { n }, undefined, {
+      404: `no partition ${partition} of topic ${topic}`,
+      400: 'n is how many offsets to skip, at least 1'
+    })
+  }
+
   // ---- assertions ----
 
   /** Assert that the VAST rule refused a request (of api, when given); returns those requests. */
@@ -461,8 +506,9 @@ class Client {
 
   /** Assert that GET /audit found nothing in the clients' behaviour. */
   async assertNoFindings () {
-    const got = await this.findings()
-    if (got.length) throw new AssertionError(`${got.length} audit finding${got.length === 1 ? '' : 's'}:\n${lines(got)}`)
+    const { findings: got, dropped } = await this._audit()
+    const more = dropped ? ` (and ${dropped} more the broker did not keep)` : ''
+    if (got.length || dropped) throw new AssertionError(`${got.length} audit finding${got.length === 1 ? '' : 's'}${more}:\n${lines(got)}`)
   }
 
   /** Assert that group committed offset (the next to read) for the partition. */

@@ -302,6 +302,13 @@ func (b Batch) MaxTimestamp() int64 { return int64(binary.BigEndian.Uint64(b[off
 // ProducerID is the idempotent producer id, or -1.
 func (b Batch) ProducerID() int64 { return int64(binary.BigEndian.Uint64(b[offProducerID:])) }
 
+// ProducerEpoch is the idempotent producer's epoch, or -1.
+func (b Batch) ProducerEpoch() int16 { return int16(binary.BigEndian.Uint16(b[offProducerEpoch:])) }
+
+// BaseSequence is the idempotent producer's sequence number of the first
+// record, or -1.
+func (b Batch) BaseSequence() int32 { return int32(binary.BigEndian.Uint32(b[offBaseSequence:])) }
+
 // NumRecords is the count of records in the batch.
 func (b Batch) NumRecords() int32 { return int32(binary.BigEndian.Uint32(b[offNumRecords:])) }
 

@@ -1,9 +1,11 @@
 // Package log keeps Kafka partition logs in memory: record batches stored as
-// received, offsets, watermarks, a timestamp index and retention. It knows
-// nothing of sockets or of wall-clock time; callers pass the time in.
+// received, offsets, watermarks, a timestamp index, retention, and the
+// idempotent producers' state (Producers). It knows nothing of sockets or of
+// wall-clock time; callers pass the time in.
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"sort"
 	"sync"
@@ -248,6 +250,19 @@ func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
 	}
 	res.Records = first.chunk[first.pos:end:end]
 	return res, nil
+}
+
+// EachBatch calls fn with each batch of records, a run of whole stored
+// batches as Read returns it, in order, until fn returns false. The batches
+// alias records.
+func EachBatch(records []byte, fn func(Batch) bool) {
+	for len(records) >= BatchHeaderSize {
+		n := min(len(records), 12+int(binary.BigEndian.Uint32(records[offLength:])))
+		if !fn(Batch(records[:n:n])) {
+			return
+		}
+		records = records[n:]
+	}
 }
 
 // raw returns the stored batch.

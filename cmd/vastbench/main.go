@@ -1,291 +1,204 @@
-// Command vastbench runs the same workloads against vastfake and kfake
-// (franz-go's fake cluster) in one run and prints the results side by side
-// with their ratios. The workload is kgo with 100-byte records, three
-// partitions, no compression and no idempotence.
+// Command vastbench measures vastfake against kfake (franz-go's fake
+// cluster) and against a do-nothing floor broker of its own, and prints
+// every figure with its ratio to each. The workload is kgo with 100-byte
+// records, three partitions, no compression and no idempotence.
 //
-//	go run ./cmd/vastbench                 # everything, five rounds, about a minute and a half
-//	go run ./cmd/vastbench -rounds 9 -only produce,consume
+//	go run ./cmd/vastbench                     # everything, five rounds, a few minutes
+//	go run ./cmd/vastbench -rounds 9 -only session,idle
 //
-// Every workload runs in a fresh child process per broker, so neither broker
-// starts on a heap the other grew. A workload runs for several rounds, each
-// running both brokers in alternating order, and the result is the median
-// over rounds: on a small shared machine one run of either broker can be
-// off by a third. Memory is the broker process's own
-// resident-set growth per byte of record value stored, with the producing
-// client in another process.
+// The first table is what a user of the broker feels: every broker runs in
+// a process of its own (the vastfake binary, built from ./cmd/vastfake;
+// kfake and the floor in a `vastbench -serve` child), the client in a
+// fresh vastbench child, and beside each rate stand the broker process's
+// own CPU time (user and system, from /proc) and resident-set growth.
+// The floor acknowledges produce without storing and answers every fetch
+// from one pre-encoded batch (internal/bench/floor.go): what no broker can
+// beat with this client. The second table runs the broker inside the
+// client's process, as a Go test embeds vastfake.
+//
+// Every workload runs for several rounds, each running every broker once,
+// in alternating order so that drift in the machine's speed favours none;
+// each figure is the median over rounds with the lowest and highest round,
+// and each ratio the median of the rounds' ratios with its range: on a
+// small shared machine one run can be off by a third.
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
-	"runtime/debug"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/internal/bench"
-	"github.com/vastfake/vastfake/rules"
 )
 
 func main() {
-	n := flag.Int("n", 500_000, "records per throughput run")
-	only := flag.String("only", "", "comma-separated workloads to run: produce,consume,first,startclose,memory,rebalance,partitions,connections")
-	childWorkload := flag.String("child", "", "internal: run one workload for -broker in this process and print its value")
-	childBroker := flag.String("broker", "", "internal: the broker for -child")
-	serveBroker := flag.String("serve", "", "internal: run this broker for the memory workload")
+	n := flag.Int("n", 100_000, "records per throughput run")
+	memN := flag.Int("mem", -1, "records produced after the first n, for the memory figure; default 5×n")
+	only := flag.String("only", "", "comma-separated workloads: session,idle,scale (process table) and produce,consume,first,startclose,rebalance,partitions,connections (in-process table)")
 	rounds := flag.Int("rounds", 5, "rounds per workload; each round runs every broker once, in alternating order")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of each child run to `prefix`-workload-broker.pprof")
+	window := flag.Duration("idle-window", 0, "how long idle consumers are measured; default n/50,000 seconds, within 0.5s–2s")
+	bin := flag.String("vastfake-bin", "", "the vastfake binary; default: built from ./cmd/vastfake into a temporary directory")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of each in-process child run to `prefix`-workload-broker.pprof")
+	childWorkload := flag.String("child", "", "internal: run one workload for -broker in this process and print its figures")
+	childBroker := flag.String("broker", "", "internal: the broker for -child")
+	serveBroker := flag.String("serve", "", "internal: run kfake or floor in this process, print its address, serve until SIGTERM")
+	quick := flag.Bool("quick", false, "run the scale workloads at 1/16 of VAST's limits (16 groups, 1,250 partitions, 100 connections): a check that every workload works, not a measure")
 	flag.Parse()
+	if *quick {
+		vastGroups, vastPartitions, connCount = vastGroups/16, vastPartitions/16, connCount/10
+	}
+	if *memN < 0 {
+		*memN = 5 * *n
+	}
+	if *window == 0 {
+		*window = min(max(time.Duration(float64(*n)/50_000*float64(time.Second)), 500*time.Millisecond), 2*time.Second)
+	}
 	if *serveBroker != "" {
-		if err := serve(*serveBroker); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		exitOn(serve(*serveBroker))
 		return
 	}
-	type workload struct {
-		name, unit   string
-		higherBetter bool
-		run          func(b bench.Broker) (float64, error)
-	}
-	workloads := []workload{
-		{"produce", "records/s", true, func(b bench.Broker) (float64, error) { return produceRate(b, *n) }},
-		{"consume", "records/s (group, median of 5 groups)", true, func(b bench.Broker) (float64, error) { return consumeRate(b, *n) }},
-		{"first", "ms new group → first record (median of 20)", false, firstRecord},
-		{"startclose", "µs in-process start+close (median of 200)", false, startClose},
-		{"memory", "resident bytes per stored value byte", false, func(b bench.Broker) (float64, error) { return memory(b, *n) }},
-		{"rebalance", fmt.Sprintf("ms %d groups × 4 members to assigned", vastGroups), false, rebalance},
-		{"partitions", fmt.Sprintf("ms %d-partition topic create+describe+fetch", vastPartitions), false, partitions},
-		{"connections", "ms 1,000 connections opened and answered", false, connections},
-	}
 	if *childWorkload != "" {
-		for _, w := range workloads {
-			for _, b := range bench.Brokers {
-				if w.name == *childWorkload && b.Name == *childBroker {
-					if *cpuProfile != "" {
-						stop, err := startCPUProfile(*cpuProfile)
-						if err != nil {
-							fmt.Fprintln(os.Stderr, err)
-							os.Exit(1)
-						}
-						defer stop()
-					}
-					v, err := w.run(b)
-					if err != nil {
-						fmt.Fprintln(os.Stderr, err)
-						os.Exit(1)
-					}
-					fmt.Println(v)
-					return
-				}
-			}
-		}
-		fmt.Fprintf(os.Stderr, "unknown workload %q or broker %q\n", *childWorkload, *childBroker)
-		os.Exit(2)
+		res, err := runChild(*childWorkload, *childBroker, *bin, *n, *memN, *window, *cpuProfile)
+		exitOn(err)
+		exitOn(json.NewEncoder(os.Stdout).Encode(res))
+		return
 	}
 	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
-	failed := false // any run of any workload; the exit status says so
-	fmt.Printf("%d rounds; each value is the median over rounds, ratio is the median of the rounds' ratios [lowest–highest]\n", *rounds)
-	fmt.Printf("%-58s %12s %12s %8s %s\n", "workload", "vastfake", "kfake", "ratio", "[range]")
-	for _, w := range workloads {
-		if !want(w.name) {
-			continue
-		}
-		vals := make([][]float64, len(bench.Brokers))
-		var ratios []float64
-		for round := 0; round < *rounds; round++ {
-			got := make([]float64, len(bench.Brokers))
-			for i := range bench.Brokers {
-				// Alternate which broker goes first, so that drift in the
-				// machine's speed over a run does not favour either.
-				if round%2 == 1 {
-					i = len(bench.Brokers) - 1 - i
-				}
-				b := bench.Brokers[i]
-				// Each run gets a fresh process: a broker measured second
-				// in one process would start on a heap the first one grew.
-				var v float64
-				var err error
-				if w.name == "memory" {
-					v, err = memory(b, *n) // the broker runs in a child of its own
-				} else {
-					v, err = inChild(w.name, b.Name, *n, *cpuProfile)
-				}
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, b.Name, err)
-					v = -1
-					failed = true
-				}
-				got[i] = v
-				vals[i] = append(vals[i], v)
-			}
-			if got[0] > 0 && got[1] > 0 {
-				r := got[0] / got[1]
-				if !w.higherBetter {
-					r = got[1] / got[0]
-				}
-				ratios = append(ratios, r)
-			}
-		}
-		ratio := "-"
-		if len(ratios) == *rounds {
-			ratio = fmt.Sprintf("%.2f×", median(ratios))
-			ratio += fmt.Sprintf(" [%.2f–%.2f]", slices.Min(ratios), slices.Max(ratios))
-		}
-		fmt.Printf("%-58s %12s %12s %s\n", w.name+": "+w.unit, num(medianOrError(vals[0])), num(medianOrError(vals[1])), ratio)
+	if *bin == "" && (want("session") || want("idle") || want("scale")) {
+		dir, err := os.MkdirTemp("", "vastbench")
+		exitOn(err)
+		defer os.RemoveAll(dir)
+		*bin = filepath.Join(dir, "vastfake")
+		build := exec.Command("go", "build", "-o", *bin, "github.com/vastfake/vastfake/cmd/vastfake")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		exitOn(build.Run())
 	}
-	fmt.Println("ratio: how many times better vastfake is (higher is better for vastfake)")
-	if failed {
+	r := runner{rounds: *rounds, args: []string{"-n", strconv.Itoa(*n), "-mem", strconv.Itoa(*memN),
+		"-idle-window", window.String(), "-vastfake-bin", *bin, "-quick=" + strconv.FormatBool(*quick)}, cpuProfile: *cpuProfile}
+	fmt.Printf("%d rounds, n=%d records, %d more for memory; each figure: median over rounds [lowest–highest round]; "+
+		"a ratio is vastfake's figure divided by the other broker's, the median of the rounds' ratios\n\n", *rounds, *n, *memN)
+
+	procs := []string{"vastfake", "kfake", floorName}
+	if want("session") {
+		r.run("session", procs...)
+	}
+	if want("idle") {
+		r.run("idle", "vastfake", vastfakeNoDelay, "kfake", floorName)
+	}
+	if want("scale") {
+		r.run("p-rebalance", "vastfake", "kfake") // the floor's groups have one member
+		r.run("p-partitions", procs...)
+		r.run("p-connections", procs...)
+	}
+	if want("session") || want("idle") || want("scale") {
+		fmt.Println("Brokers in processes of their own (the vastfake binary; kfake; a do-nothing floor broker); the client in another process")
+		fmt.Println()
+		r.table(procs, processRows(*n))
+	}
+	var inproc []row
+	for _, w := range inProcessWorkloads() {
+		if want(w.name) {
+			r.run(w.name, "in-vastfake", "in-kfake")
+			inproc = append(inproc, row{label: w.label, key: w.name, higher: w.higher})
+		}
+	}
+	if len(inproc) > 0 {
+		fmt.Println("Brokers inside the client's process (as a Go test embeds vastfake), a fresh process per run")
+		fmt.Println()
+		r.table([]string{"in-vastfake", "in-kfake"}, inproc)
+	}
+	if r.failed {
 		os.Exit(1)
 	}
 }
 
-// medianOrError is the median of a broker's values over rounds, or -1 if
-// any round failed.
-func medianOrError(xs []float64) float64 {
-	if slices.Min(xs) < 0 {
-		return -1
-	}
-	return median(slices.Clone(xs))
-}
-
-func num(v float64) string {
-	switch {
-	case v < 0:
-		return "error"
-	case v >= 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-}
-
-func withBroker(b bench.Broker, fn func(ctx context.Context, addr string) (float64, error)) (float64, error) {
-	addr, stop, err := b.Start()
+func exitOn(err error) {
 	if err != nil {
-		return 0, err
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	defer stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	return fn(ctx, addr)
 }
 
-// withTopic runs fn against a fresh broker of kind b holding a topic with
-// that many partitions, with a client for it.
-func withTopic(b bench.Broker, topic string, partitions int32, fn func(ctx context.Context, addr string, cl *kgo.Client) (float64, error)) (float64, error) {
-	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
-		cl, err := bench.Client(addr)
-		if err != nil {
-			return 0, err
-		}
-		defer cl.Close()
-		if err := bench.CreateTopic(ctx, cl, topic, partitions); err != nil {
-			return 0, err
-		}
-		return fn(ctx, addr, cl)
-	})
+// inProcessWorkloads run with the broker in the child's own process.
+func inProcessWorkloads() []struct {
+	name, label string
+	higher      bool
+} {
+	return []struct {
+		name, label string
+		higher      bool
+	}{
+		{"produce", "produce, records/s", true},
+		{"consume", "group consume, records/s (steady state, median of 5 groups)", true},
+		{"first", "new group → first record, ms (median of 20)", false},
+		{"startclose", "start+close in-process, µs (median of 200)", false},
+		{"rebalance", fmt.Sprintf("%d groups × 4 members assigned, ms", vastGroups), false},
+		{"partitions", fmt.Sprintf("%d-partition topic created+described+fetched, ms", vastPartitions), false},
+		{"connections", fmt.Sprintf("%d connections opened and answered, ms", connCount), false},
+	}
 }
 
-func produceRate(b bench.Broker, n int) (float64, error) {
-	return withTopic(b, "bench", 3, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
-		start := time.Now()
-		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
-			return 0, err
+// runChild runs one workload in this (child) process and returns its
+// figures by name.
+func runChild(workload, broker, bin string, n, memN int, window time.Duration, cpuProfile string) (map[string]float64, error) {
+	switch workload {
+	case "session":
+		return session(broker, bin, n, memN)
+	case "idle":
+		return idle(broker, bin, window)
+	case "p-rebalance", "p-partitions", "p-connections":
+		fn := map[string]func(bench.Broker) (float64, error){
+			"p-rebalance": rebalance, "p-partitions": partitions, "p-connections": connections,
+		}[workload]
+		v, err := fn(processBroker(broker, bin))
+		return map[string]float64{workload: v}, err
+	}
+	name, ok := strings.CutPrefix(broker, "in-")
+	if !ok {
+		return nil, fmt.Errorf("unknown broker %q", broker)
+	}
+	for _, b := range bench.Brokers {
+		if b.Name != name {
+			continue
 		}
-		return float64(n) / time.Since(start).Seconds(), nil
-	})
-}
-
-func consumeRate(b bench.Broker, n int) (float64, error) {
-	return withTopic(b, "bench", 3, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
-		if err := bench.Produce(ctx, cl, "bench", n); err != nil {
-			return 0, err
-		}
-		// A first group reads everything untimed: the process's heap then
-		// holds room for the consumer's garbage, as in a test suite that
-		// consumes more than once. Timing the first read instead measures
-		// how much heap the produce phase happened to leave mapped, since
-		// fresh pages are costly here.
-		if err := bench.ConsumeGroup(ctx, addr, "warm-up", "bench", n); err != nil {
-			return 0, err
-		}
-		var rates []float64
-		for i := 0; i < 5; i++ {
-			start := time.Now()
-			if err := bench.ConsumeGroup(ctx, addr, fmt.Sprintf("consume-%d", i), "bench", n); err != nil {
-				return 0, err
-			}
-			rates = append(rates, float64(n)/time.Since(start).Seconds())
-		}
-		return median(rates), nil
-	})
-}
-
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	return xs[len(xs)/2]
-}
-
-func firstRecord(b bench.Broker) (float64, error) {
-	return withTopic(b, "bench", 3, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
-		if err := bench.Produce(ctx, cl, "bench", 30); err != nil {
-			return 0, err
-		}
-		var ms []float64
-		for i := 0; i < 20; i++ {
-			d, err := bench.FirstRecord(ctx, addr, fmt.Sprintf("first-%d", i), "bench")
+		if cpuProfile != "" {
+			stop, err := startCPUProfile(fmt.Sprintf("%s-%s-%s.pprof", cpuProfile, workload, name))
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			ms = append(ms, float64(d.Microseconds())/1000)
+			defer stop()
 		}
-		return median(ms), nil
-	})
-}
-
-func startClose(b bench.Broker) (float64, error) {
-	var us []float64
-	for i := 0; i < 200; i++ {
-		start := time.Now()
-		_, stop, err := b.Start()
-		if err != nil {
-			return 0, err
+		var v float64
+		var err error
+		switch workload {
+		case "produce":
+			v, err = produceRate(b, n)
+		case "consume":
+			v, err = consumeRate(b, n)
+		case "first":
+			v, err = firstRecord(b)
+		case "startclose":
+			v, err = startClose(b)
+		case "rebalance":
+			v, err = rebalance(b)
+		case "partitions":
+			v, err = partitions(b)
+		case "connections":
+			v, err = connections(b)
+		default:
+			return nil, fmt.Errorf("unknown workload %q", workload)
 		}
-		stop()
-		us = append(us, float64(time.Since(start).Nanoseconds())/1000)
+		return map[string]float64{workload: v}, err
 	}
-	return median(us), nil
-}
-
-// inChild runs one workload for one broker in a new process of this
-// program and reads the value it prints.
-func inChild(workload, broker string, n int, cpuProfile string) (float64, error) {
-	args := []string{"-child", workload, "-broker", broker, "-n", strconv.Itoa(n)}
-	if cpuProfile != "" {
-		args = append(args, "-cpuprofile", fmt.Sprintf("%s-%s-%s.pprof", cpuProfile, workload, broker))
-	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	return nil, fmt.Errorf("unknown broker %q", broker)
 }
 
 // startCPUProfile profiles this process into path until the returned
@@ -302,211 +215,169 @@ func startCPUProfile(path string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// memory measures the broker alone: it runs in a child process (-serve)
-// while this process produces n 100-byte records to it over TCP, and the
-// child reports its resident-set growth per value byte stored.
-func memory(b bench.Broker, n int) (float64, error) {
-	cmd := exec.Command(os.Args[0], "-serve", b.Name)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return 0, err
+// runner runs workloads in child processes and keeps their figures:
+// vals[broker][figure] holds one value per round, NaN-free; a failed run
+// leaves its round's figures out and marks the run failed.
+type runner struct {
+	rounds     int
+	args       []string
+	cpuProfile string
+	vals       map[string]map[string][]float64
+	// byRound[broker][figure][round] for the ratios of one round.
+	byRound map[string]map[string]map[int]float64
+	failed  bool
+}
+
+func (r *runner) run(workload string, brokers ...string) {
+	if r.vals == nil {
+		r.vals = map[string]map[string][]float64{}
+		r.byRound = map[string]map[string]map[int]float64{}
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	lines := bufio.NewScanner(stdout)
-	ask := func(q string) (string, error) {
-		if q != "" {
-			if _, err := fmt.Fprintln(stdin, q); err != nil {
-				return "", err
+	for round := 0; round < r.rounds; round++ {
+		order := slices.Clone(brokers)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, b := range order {
+			args := append([]string{"-child", workload, "-broker", b}, r.args...)
+			if r.cpuProfile != "" {
+				args = append(args, "-cpuprofile", r.cpuProfile)
+			}
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Stderr = os.Stderr
+			out, err := cmd.Output()
+			var res map[string]float64
+			if err == nil {
+				err = json.Unmarshal(out, &res)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s on %s: %v\n", workload, b, err)
+				r.failed = true
+				continue
+			}
+			if r.vals[b] == nil {
+				r.vals[b] = map[string][]float64{}
+				r.byRound[b] = map[string]map[int]float64{}
+			}
+			for k, v := range res {
+				r.vals[b][k] = append(r.vals[b][k], v)
+				if r.byRound[b][k] == nil {
+					r.byRound[b][k] = map[int]float64{}
+				}
+				r.byRound[b][k][round] = v
 			}
 		}
-		if !lines.Scan() {
-			return "", fmt.Errorf("broker process ended: %v", lines.Err())
-		}
-		return lines.Text(), nil
 	}
-	addr, err := ask("")
-	if err != nil {
-		return 0, err
-	}
-	ctx := context.Background()
-	cl, err := bench.Client(addr, kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	if err := bench.CreateTopic(ctx, cl, "mem", 3); err != nil {
-		return 0, err
-	}
-	if err := bench.Produce(ctx, cl, "mem", 1000); err != nil { // warm up connections and buffers
-		return 0, err
-	}
-	before, err := ask("rss")
-	if err != nil {
-		return 0, err
-	}
-	if err := bench.Produce(ctx, cl, "mem", n); err != nil {
-		return 0, err
-	}
-	after, err := ask("rss")
-	if err != nil {
-		return 0, err
-	}
-	b0, _ := strconv.ParseInt(before, 10, 64)
-	b1, _ := strconv.ParseInt(after, 10, 64)
-	return float64(b1-b0) / float64(n*bench.ValueSize), nil
 }
 
-// serve runs a broker for memory: it prints the address, then answers each
-// "rss" line on stdin with its resident set size after a full GC, until
-// stdin closes.
-func serve(name string) error {
-	for _, b := range bench.Brokers {
-		if b.Name != name {
-			continue
-		}
-		addr, stop, err := b.Start()
-		if err != nil {
-			return err
-		}
-		defer stop()
-		fmt.Println(addr)
-		in := bufio.NewScanner(os.Stdin)
-		for in.Scan() {
-			debug.FreeOSMemory()
-			fmt.Println(rss())
-		}
-		return nil
+// row is one figure of a table. from names the broker whose figure fills
+// the first column, when not the table's first broker.
+type row struct {
+	label, key, from string
+	higher           bool
+}
+
+func processRows(n int) []row {
+	per := "ms per 100k records"
+	return []row{
+		{label: "produce, records/s", key: "produce_rate", higher: true},
+		{label: "broker CPU producing, " + per, key: "produce_broker_cpu"},
+		{label: "client CPU producing, " + per, key: "produce_client_cpu"},
+		{label: "group consume (new group, from the start), records/s", key: "consume_rate", higher: true},
+		{label: "broker CPU consuming, " + per, key: "consume_broker_cpu"},
+		{label: "client CPU consuming, " + per, key: "consume_client_cpu"},
+		{label: "new group → first record, ms (median of 5)", key: "first_ms"},
+		{label: "one-record produce round trip, µs (median of 100)", key: "rtt_us"},
+		{label: fmt.Sprintf("broker RSS growth ÷ value bytes stored (%d records)", 6*n), key: "rss_per_byte"},
+		{label: "broker RSS at start, MiB", key: "rss_start_mib"},
+		{label: "process start → accepting, ms", key: "ready_ms"},
+		{label: "SIGTERM → exit, ms", key: "close_ms"},
+		{label: "4 idle group consumers: broker CPU, % of a core", key: "idle_broker_pct"},
+		{label: "… with -empty-fetch-delay 0 (vastfake answers at once)", key: "idle_broker_pct", from: vastfakeNoDelay},
+		{label: "4 idle group consumers: client CPU, % of a core", key: "idle_client_pct"},
+		{label: "… with -empty-fetch-delay 0", key: "idle_client_pct", from: vastfakeNoDelay},
+		{label: "empty partition, Fetch with max wait 4000 ms answered in, ms", key: "empty_fetch_ms"},
+		{label: fmt.Sprintf("%d groups × 4 members assigned, ms", vastGroups), key: "p-rebalance"},
+		{label: fmt.Sprintf("%d-partition topic created+described+fetched, ms", vastPartitions), key: "p-partitions"},
+		{label: fmt.Sprintf("%d connections opened and answered, ms", connCount), key: "p-connections"},
 	}
-	return fmt.Errorf("unknown broker %q", name)
 }
 
-// rss reads this process's resident set size from /proc.
-func rss() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
+// table prints rows as a Markdown table: a column per broker, then
+// the first broker's ratio to each other one.
+func (r *runner) table(brokers []string, rows []row) {
+	head := "| figure |"
+	sep := "| --- |"
+	for _, b := range brokers {
+		head += " " + b + " |"
+		sep += " --- |"
 	}
-	fields := strings.Fields(string(b))
-	pages, _ := strconv.ParseInt(fields[1], 10, 64)
-	return pages * int64(os.Getpagesize())
-}
-
-// The scale workloads run at VAST's limits: groups per view and partitions
-// per topic.
-var (
-	vastGroups     = rules.VAST().MaxGroups
-	vastPartitions = rules.VAST().MaxPartitionsPerTopic
-)
-
-func rebalance(b bench.Broker) (float64, error) {
-	return withTopic(b, "rebalance", 4, func(ctx context.Context, addr string, cl *kgo.Client) (float64, error) {
-		start := time.Now()
-		if err := bench.Rebalance(ctx, addr, "rebalance", vastGroups, 4); err != nil {
-			return 0, err
+	for _, b := range brokers[1:] {
+		head += " ÷ " + b + " |"
+		sep += " --- |"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	for _, rw := range rows {
+		first := brokers[0]
+		if rw.from != "" {
+			first = rw.from
 		}
-		return float64(time.Since(start).Microseconds()) / 1000, nil
-	})
-}
-
-func partitions(b bench.Broker) (float64, error) {
-	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
-		cl, err := bench.Client(addr)
-		if err != nil {
-			return 0, err
+		if len(r.vals[first][rw.key]) == 0 {
+			continue // not run
 		}
-		defer cl.Close()
-		start := time.Now()
-		if err := bench.CreateTopic(ctx, cl, "wide", int32(vastPartitions)); err != nil {
-			return 0, err
+		better := " (lower is better)"
+		if rw.higher {
+			better = " (higher is better)"
 		}
-		td, err := kadm.NewClient(cl).ListTopics(ctx, "wide")
-		if err != nil {
-			return 0, err
-		}
-		if got := len(td["wide"].Partitions); got != vastPartitions {
-			return 0, fmt.Errorf("described %d partitions", got)
-		}
-		// One fetch of every partition.
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes = 50 << 20
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = "wide", td["wide"].ID
-		for p := int32(0); p < int32(vastPartitions); p++ {
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, err
-		}
-		if got := len(resp.Topics[0].Partitions); got != vastPartitions {
-			return 0, fmt.Errorf("fetched %d partitions", got)
-		}
-		return float64(time.Since(start).Microseconds()) / 1000, nil
-	})
-}
-
-// connections opens 1,000 connections at once, each asking for ApiVersions
-// and holding the connection until all have answered.
-func connections(b bench.Broker) (float64, error) {
-	return withBroker(b, func(ctx context.Context, addr string) (float64, error) {
-		const n = 1000
-		start := time.Now()
-		conns := make([]net.Conn, n)
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		for i := range conns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					errs <- err
-					return
-				}
-				conns[i] = c
-				c.SetDeadline(time.Now().Add(time.Minute))
-				req := kmsg.NewPtrApiVersionsRequest()
-				req.SetVersion(3)
-				req.ClientSoftwareName, req.ClientSoftwareVersion = "vastbench", "1"
-				if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, int32(i))); err != nil {
-					errs <- err
-					return
-				}
-				var size [4]byte
-				if _, err := io.ReadFull(c, size[:]); err != nil {
-					errs <- err
-					return
-				}
-				body := make([]byte, binary.BigEndian.Uint32(size[:]))
-				if _, err := io.ReadFull(c, body); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
+		line := "| " + rw.label + better + " |"
+		for i, b := range brokers {
+			if i == 0 {
+				b = first
 			}
+			line += " " + spread(r.vals[b][rw.key]) + " |"
 		}
-		close(errs)
-		if err := <-errs; err != nil {
-			return 0, err
+		for _, b := range brokers[1:] {
+			var ratios []float64
+			for round, v := range r.byRound[first][rw.key] {
+				if o, ok := r.byRound[b][rw.key][round]; ok && o > 0 {
+					ratios = append(ratios, v/o)
+				}
+			}
+			line += " " + spreadRatio(ratios) + " |"
 		}
-		return float64(elapsed.Microseconds()) / 1000, nil
-	})
+		fmt.Println(line)
+	}
+	fmt.Println()
+}
+
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	if len(xs) == 1 {
+		return num(xs[0])
+	}
+	return fmt.Sprintf("%s [%s–%s]", num(median(xs)), num(slices.Min(xs)), num(slices.Max(xs)))
+}
+
+func spreadRatio(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	if len(xs) == 1 {
+		return fmt.Sprintf("%.2f×", xs[0])
+	}
+	return fmt.Sprintf("%.2f× [%.2f–%.2f]", median(xs), slices.Min(xs), slices.Max(xs))
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
 }

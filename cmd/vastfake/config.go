@@ -45,6 +45,8 @@ type config struct {
 	CompactionInterval     time.Duration
 	OffsetGaps             []broker.OffsetGap
 	IdleTimeout            time.Duration
+	ProducerIDExpiration   time.Duration
+	EmptyFetchDelay        time.Duration
 	ManualClock            bool
 	// ExitOnStdinClose makes the binary close when its stdin reaches end of
 	// file, so that a launcher's child dies with the launcher.
@@ -305,6 +307,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s")
 	compaction := dur("compaction-interval", "how often topics with cleanup.policy=compact are compacted, on the broker's clock, when min.cleanable.dirty.ratio calls for it; default 0, off (POST /topics/{name}/compact compacts on demand)")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
+	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
+	emptyFetch := dur("empty-fetch-delay", "vast profile: answer a fetch that finds no records after this long (or half its fetch.wait.max.ms if shorter), standing in for a network round trip; new records end it at once; default 20ms, 0 answers at once")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	exitOnStdinClose := fs.Bool("exit-on-stdin-close", false, "close the broker when stdin reaches end of file, so that it dies with the launcher holding the other end of the pipe, however that ends (env VASTFAKE_EXIT_ON_STDIN_CLOSE)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
@@ -382,9 +386,11 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		ReadyFile:      *ready, AuditReport: *auditReport, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		ExitOnStdinClose: *exitOnStdinClose,
 		DefaultDeny:      *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
-		IdleTimeout:       broker.DefaultIdleTimeout,
-		MinSessionTimeout: coordinator.DefaultMinSessionTimeout,
-		MaxSessionTimeout: coordinator.DefaultMaxSessionTimeout,
+		IdleTimeout:          broker.DefaultIdleTimeout,
+		ProducerIDExpiration: broker.DefaultProducerIDExpiration,
+		EmptyFetchDelay:      broker.DefaultEmptyFetchDelay,
+		MinSessionTimeout:    coordinator.DefaultMinSessionTimeout,
+		MaxSessionTimeout:    coordinator.DefaultMaxSessionTimeout,
 	}
 	for _, spec := range users.all() {
 		name, pass, ok := strings.Cut(spec, ":")
@@ -430,6 +436,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"retention-check-interval", *retention, &cfg.RetentionCheckInterval},
 		{"compaction-interval", *compaction, &cfg.CompactionInterval},
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
+		{"producer-id-expiration", *producerExp, &cfg.ProducerIDExpiration},
+		{"empty-fetch-delay", *emptyFetch, &cfg.EmptyFetchDelay},
 	} {
 		if d.val == "" {
 			continue

@@ -359,6 +359,22 @@ func TestNumPartitions(t *testing.T) {
 	assert.Len(t, td["auto"].Partitions, 3)
 }
 
+// TestProducerIDExpirationFlag: -producer-id-expiration defaults to
+// Kafka's producer.id.expiration.ms of a day, and 0 never expires.
+func TestProducerIDExpirationFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultProducerIDExpiration, cfg.ProducerIDExpiration)
+	cfg, err = parseConfig([]string{"-producer-id-expiration", "1h"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, cfg.ProducerIDExpiration)
+	cfg, err = parseConfig([]string{"-producer-id-expiration", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.ProducerIDExpiration)
+	_, err = parseConfig([]string{"-producer-id-expiration", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
+}
+
 // TestIdleTimeoutFlag: -idle-timeout defaults to Kafka's 10 minutes, 0
 // turns it off, and the binary's broker closes a connection idle that long.
 func TestIdleTimeoutFlag(t *testing.T) {
@@ -378,6 +394,29 @@ func TestIdleTimeoutFlag(t *testing.T) {
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, err = c.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.EOF, "the broker closes the idle connection")
+}
+
+// TestEmptyFetchDelayFlag: -empty-fetch-delay defaults to the broker's
+// DefaultEmptyFetchDelay and comes from the environment, the config file
+// and the command line, the command line winning.
+func TestEmptyFetchDelayFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultEmptyFetchDelay, cfg.EmptyFetchDelay)
+	t.Setenv("VASTFAKE_EMPTY_FETCH_DELAY", "25ms")
+	cfg, err = parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 25*time.Millisecond, cfg.EmptyFetchDelay)
+	file := filepath.Join(t.TempDir(), "c.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"empty-fetch-delay": "40ms"}`), 0o600))
+	cfg, err = parseConfig([]string{"-config", file}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 40*time.Millisecond, cfg.EmptyFetchDelay)
+	cfg, err = parseConfig([]string{"-config", file, "-empty-fetch-delay", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.EmptyFetchDelay)
+	_, err = parseConfig([]string{"-empty-fetch-delay", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
 }
 
 // TestOffsetGapAndCompactionFlags: -offset-gap and -compaction-interval

@@ -17,7 +17,8 @@ import (
 // serveControl serves b's HTTP control plane and live page (package
 // control) on addr, requiring token when it is not empty and answering the
 // Host names in allowHosts besides localhost and IP addresses (the host of
-// addr is always allowed). It returns the bound address and a stop
+// addr is always allowed). It holds at most control.MaxConns connections
+// open at once, with control.NewServer's timeouts. It returns the bound address and a stop
 // function that shuts the server down, waiting up to five seconds for
 // requests in flight, and returns once the serving goroutine has exited;
 // stop is safe to call more than once.
@@ -29,11 +30,8 @@ func serveControl(b *broker.Broker, addr, token string, allowHosts []string, log
 	if host, _, err := net.SplitHostPort(addr); err == nil {
 		allowHosts = append(allowHosts, host)
 	}
-	srv := &http.Server{
-		Handler:           control.New(b, control.WithToken(token), control.WithAllowedHosts(allowHosts...)),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	ln = control.LimitListener(ln, control.MaxConns)
+	srv := control.NewServer(control.New(b, control.WithToken(token), control.WithAllowedHosts(allowHosts...)), logger)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -8,7 +9,11 @@ import (
 
 // TestMain fails the package if any goroutine outlives the tests: every
 // run started by a test must have closed its broker, HTTP server and
-// clients by the test's end.
+// clients by the test's end. Started with VASTFAKE_TEST_CHILD set, the
+// test binary is the vastfake binary instead (see runChild).
 func TestMain(m *testing.M) {
+	if os.Getenv("VASTFAKE_TEST_CHILD") != "" {
+		os.Exit(runChild())
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -118,6 +118,8 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithClock(clk),
 		broker.WithLogger(logger),
 		broker.WithIdleTimeout(cfg.IdleTimeout),
+		broker.WithProducerIDExpiration(cfg.ProducerIDExpiration),
+		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay),
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))

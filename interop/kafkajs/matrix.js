@@ -128,11 +128,11 @@ async function main () {
     await admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: 'kafkajs-validate', numPartitions: 2 }] })
     return (await admin.listTopics()).includes('kafkajs-validate')
   }, exists => exists ? 'the topic exists' : 'valid, nothing created'))
-  console.log('topic with cleanup.policy=compact:', await outcome(async () => {
+  console.log('topic with segment.bytes=1048576:', await outcome(async () => {
     await admin.createTopics({
-      topics: [{ topic: 'kafkajs-compacted', numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]
+      topics: [{ topic: 'kafkajs-segments', numPartitions: 1, configEntries: [{ name: 'segment.bytes', value: '1048576' }] }]
     })
-    await admin.deleteTopics({ topics: ['kafkajs-compacted'] })
+    await admin.deleteTopics({ topics: ['kafkajs-segments'] })
   }, () => 'created (and deleted)'))
 
   // 2. Produce: one keyed record per partition and round, offsets in order.

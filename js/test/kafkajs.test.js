@@ -155,3 +155,47 @@ test('injected faults, failover and restart', async () => {
   assert.strictEqual(await broker.staleEndOffset('30s'), '30s')
   assert.strictEqual(await broker.staleEndOffset(0), '0s')
 })
+
+test('compaction and offset gaps', async () => {
+  const kafka = kafkaFor(broker, 'accounts')
+  await createTopic(kafka, 'accounts', 1, [{ name: 'cleanup.policy', value: 'compact' }])
+  await createTopic(kafka, 'plain', 1)
+  const send = messages => produce(kafka, 'accounts', messages.map(([key, value]) => ({ key, value, partition: 0 })))
+
+  await send([['alice', '10'], ['bob', '20']]) // offsets 0, 1
+  await broker.skipOffsets('accounts', 0, 5) // the next batch starts at 2 + 5
+  await send([['alice', '15']]) // offset 7: alice's newest
+  await send([['carol', '30']]) // offset 8: the last batch, which compaction leaves alone
+  assert.strictEqual(await broker.endOffset('accounts', 0), 9)
+  assert.deepStrictEqual((await broker.records('accounts')).map(r => r.offset), [0, 1, 7, 8])
+
+  const [done, ...more] = await broker.compact('accounts')
+  assert.deepStrictEqual(more, [])
+  assert.deepStrictEqual([done.partition, done.compacted, done.recordsRemoved, done.tombstonesRemoved, done.cleanedTo],
+    [0, true, 1, 0, 8])
+  assert.ok(done.bytesAfter < done.bytesBefore, JSON.stringify(done))
+  const left = [[1, 'bob', '20'], [7, 'alice', '15'], [8, 'carol', '30']]
+  assert.deepStrictEqual((await broker.records('accounts')).map(r => [r.offset, r.key.toString(), r.value.toString()]), left)
+  assert.strictEqual(await broker.endOffset('accounts', 0), 9) // offsets keep their values
+  assert.strictEqual((await broker.compact('accounts'))[0].compacted, false)
+
+  const got = []
+  const c = kafka.consumer({ groupId: 'reader', heartbeatInterval: 100, maxWaitTimeInMs: 100 })
+  try {
+    await c.connect()
+    await c.subscribe({ topic: 'accounts', fromBeginning: true })
+    await c.run({ autoCommit: false, eachMessage: async ({ message: m }) => { got.push([Number(m.offset), m.key.toString(), m.value.toString()]) } })
+    await broker.waitFor('the consumer to read 3 records', () => got.length >= 3, { describe: () => JSON.stringify(got) })
+  } finally {
+    await c.disconnect()
+  }
+  assert.deepStrictEqual(got, left)
+
+  const refused = (p, status, re) => assert.rejects(p, e => e instanceof ControlPlaneError && e.status === status && re.test(e.message))
+  await refused(broker.compact('nope'), 404, /404 .*no topic nope to compact/)
+  await refused(broker.compact('plain'), 409, /409 .*create plain with cleanup.policy=compact/)
+  await refused(broker.skipOffsets('accounts', 3, 1), 404, /404 .*no partition 3 of topic accounts/)
+  await refused(broker.skipOffsets('accounts', 0, 0), 400, /400 .*at least 1/)
+  await assert.rejects(broker.skipOffsets('accounts', 0, '5'), TypeError)
+  await broker.assertNoRefusals()
+})

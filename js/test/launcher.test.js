@@ -197,16 +197,21 @@ test('ESM import', async () => {
 })
 
 // A control plane that serves record pages and GET /audit from stub.
-const stub = { records: [], nextHeader: true, findings: [], seen: [] }
+const stub = { records: [], nextHeader: true, findings: [], dropped: 0, seen: [], connection: [], open: new Set() }
 
 async function withStub (fn) {
   const server = http.createServer((req, res) => {
     const u = new URL(req.url, 'http://x')
     stub.seen.push(u.search)
+    stub.connection.push(req.headers.connection)
     let body
     const headers = { 'Content-Type': 'application/json' }
-    if (u.pathname === '/audit') {
+    if (u.pathname === '/audit' && req.method === 'DELETE') {
+      stub.findings = []
+      body = { status: 'ok' }
+    } else if (u.pathname === '/audit') {
       body = { findings: stub.findings }
+      if (stub.dropped) body.dropped = stub.dropped
     } else if (u.pathname.endsWith('/records')) {
       const off = Number(u.searchParams.get('offset'))
       const limit = Number(u.searchParams.get('limit'))
@@ -220,8 +225,13 @@ async function withStub (fn) {
     }
     res.writeHead(200, headers).end(JSON.stringify(body))
   })
+  server.on('connection', sock => {
+    stub.open.add(sock)
+    sock.on('close', () => stub.open.delete(sock))
+  })
   await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
   stub.seen = []
+  stub.connection = []
   try {
     await fn(new Client(`http://127.0.0.1:${server.address().port}`, { timeoutMs: 5000 }))
   } finally {
@@ -262,9 +272,31 @@ test('audit findings and a binary without /audit', () => withStub(async c => {
     message: '1 audit finding:\n  NoIdempotence [refused] from orders-svc (kafkajs 2.2.4) on topic orders, 3 times: ' +
       'InitProducerID is not served -- set idempotent: false'
   })
-  stub.findings = []
+  stub.dropped = 2
+  await assert.rejects(c.assertNoFindings(), { code: 'ERR_ASSERTION', message: /^1 audit finding \(and 2 more the broker did not keep\):\n {2}NoIdem/ })
+  stub.dropped = 0
+  await c.clearFindings() // DELETE /audit
+  assert.deepStrictEqual(stub.findings, [])
+  assert.deepStrictEqual(await c.findings(), [])
   await c.assertNoFindings()
   await assert.rejects(c.rules(), /GET \/rules: 404, this vastfake binary has no such endpoint; it is older than the vastfake package/)
+}))
+
+// The control plane serves at most 64 connections at once: each call asks
+// for its connection to be closed with the answer, and none stays open.
+test('every call closes its connection', () => withStub(async c => {
+  stub.records = [0, 1, 2]
+  stub.findings = []
+  for (let i = 0; i < 5; i++) {
+    await c.records('t', 0)
+    await c.findings()
+    await c.clearFindings()
+  }
+  assert.strictEqual(stub.connection.length, 15)
+  assert.deepStrictEqual([...new Set(stub.connection)], ['close'])
+  await c.waitFor('the stub to see every connection closed', () => stub.open.size === 0, {
+    timeoutMs: 10_000, describe: () => `${stub.open.size} open`
+  })
 }))
 
 test('no answer is an error, not a hang', async () => {

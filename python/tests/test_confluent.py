@@ -13,6 +13,7 @@ import time
 import pytest
 
 import vastfake
+from vastfake import ControlPlaneError
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
@@ -169,3 +170,64 @@ def test_fault_error_reaches_the_client(vastfake):
     assert len(errors) == 1 and errors[0] is not None
     assert errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors[0]
     vastfake.assert_no_refusals()  # a fault is not a VAST rule
+
+
+def test_compaction_and_offset_gaps(vastfake):
+    """A compacted topic with a gap made by skip_offsets, compacted through
+    the control plane: the records left keep their offsets, and a consumer
+    reads across both gaps."""
+    create_topic(vastfake.bootstrap, "accounts", config={"cleanup.policy": "compact"})
+    create_topic(vastfake.bootstrap, "plain")
+    p = producer(vastfake.bootstrap)
+
+    def send(*kvs):  # one batch, flushed before the next
+        for k, v in kvs:
+            p.produce("accounts", key=k, value=v, partition=0)
+        assert p.flush(30) == 0
+
+    send((b"alice", b"10"), (b"bob", b"20"))  # offsets 0, 1
+    vastfake.skip_offsets("accounts", 0, 5)  # the next batch starts at 2 + 5
+    send((b"alice", b"15"))  # offset 7: alice's newest
+    send((b"carol", b"30"))  # offset 8: the last batch, which compaction leaves alone
+    assert vastfake.end_offset("accounts", 0) == 9
+    assert [r.offset for r in vastfake.records("accounts")] == [0, 1, 7, 8]
+
+    (done,) = vastfake.compact("accounts")
+    assert (done.partition, done.compacted, done.records_removed, done.tombstones_removed) == (0, True, 1, 0)
+    assert done.cleaned_to == 8 and done.bytes_after < done.bytes_before
+    assert [(r.offset, r.key, r.value) for r in vastfake.records("accounts")] == \
+        [(1, b"bob", b"20"), (7, b"alice", b"15"), (8, b"carol", b"30")]
+    assert vastfake.end_offset("accounts", 0) == 9  # offsets keep their values
+    (again,) = vastfake.compact("accounts")
+    assert not again.compacted and again.records_removed == 0
+
+    c = Consumer({"bootstrap.servers": vastfake.bootstrap, "group.id": "reader", "enable.auto.commit": False})
+    try:
+        c.assign([confluent_kafka.TopicPartition("accounts", 0, confluent_kafka.OFFSET_BEGINNING)])
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 3:
+            assert time.monotonic() < deadline, "read %r within 30 s" % got
+            msg = c.poll(0.1)
+            if msg is not None and not msg.error():
+                got.append((msg.offset(), msg.key(), msg.value()))
+        assert got == [(1, b"bob", b"20"), (7, b"alice", b"15"), (8, b"carol", b"30")]
+    finally:
+        c.close()
+
+    with pytest.raises(ControlPlaneError, match="404 .*no topic nope to compact") as e:
+        vastfake.compact("nope")
+    assert e.value.status == 404
+    with pytest.raises(ControlPlaneError,
+                       match="409 .*create plain with cleanup.policy=compact") as e:
+        vastfake.compact("plain")
+    assert e.value.status == 409
+    with pytest.raises(ControlPlaneError, match="404 .*no partition 3 of topic accounts") as e:
+        vastfake.skip_offsets("accounts", 3, 1)
+    assert e.value.status == 404
+    with pytest.raises(ControlPlaneError, match="400 .*at least 1") as e:
+        vastfake.skip_offsets("accounts", 0, 0)
+    assert e.value.status == 400
+    with pytest.raises(TypeError):
+        vastfake.skip_offsets("accounts", 0, "5")
+    vastfake.assert_no_refusals()

@@ -94,20 +94,41 @@ def test_findings_endpoint(vastfake):
 
 
 class Stub(http.server.BaseHTTPRequestHandler):
-    """A control plane that serves GET /audit and record pages from the
-    class attributes, and records the requests it got."""
+    """A control plane that serves GET and DELETE /audit and record pages
+    from the class attributes, and records the requests it got and their
+    Connection headers."""
+    protocol_version = "HTTP/1.1"  # keep-alive unless the client says close
     findings = []
+    dropped = 0  # distinct findings the broker did not keep
     records = []  # offsets
     next_header = True
     seen = []
+    connection = []
+
+    def do_DELETE(self):
+        Stub.connection.append(self.headers.get("Connection"))
+        if self.path != "/audit":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        Stub.findings = []
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "16")
+        self.end_headers()
+        self.wfile.write(b'{"status":"ok"}\n')
 
     def do_GET(self):
         u = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(u.query)
         Stub.seen.append(self.path)
+        Stub.connection.append(self.headers.get("Connection"))
         headers = {}
         if u.path == "/audit":
             body = {"findings": Stub.findings}
+            if Stub.dropped:
+                body["dropped"] = Stub.dropped
         elif u.path.endswith("/records"):
             off, limit = int(q["offset"][0]), int(q["limit"][0])
             page = [o for o in Stub.records if o >= off][:limit]
@@ -118,6 +139,7 @@ class Stub(http.server.BaseHTTPRequestHandler):
                 headers["Next-Offset"] = str(rest[0])
         else:
             self.send_response(404)
+            self.send_header("Content-Length", "0")
             self.end_headers()
             return
         data = json.dumps(body).encode()
@@ -138,7 +160,7 @@ def stub():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stub)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
-    Stub.seen = []
+    Stub.seen, Stub.connection = [], []
     try:
         yield Client("http://127.0.0.1:%d" % srv.server_address[1], timeout=5)
     finally:
@@ -181,8 +203,26 @@ def test_findings_are_typed_and_asserted(stub):
         stub.assert_no_findings()
     assert str(e.value) == ("1 audit finding:\n  NoIdempotence [refused] from orders-svc (librdkafka 2.0.2) on "
                             "topic orders, 3 times: InitProducerID is not served -- set enable.idempotence=false")
-    Stub.findings = []
+    Stub.dropped = 2
+    with pytest.raises(AssertionError, match=r"^1 audit finding \(and 2 more the broker did not keep\):\n  NoIdem"):
+        stub.assert_no_findings()
+    Stub.dropped = 0
+    stub.clear_findings()  # DELETE /audit
+    assert Stub.findings == [] and stub.findings() == []
     stub.assert_no_findings()
+
+
+def test_every_call_closes_its_connection(stub):
+    """The control plane serves at most 64 connections at once: the client
+    asks for each connection to be closed with its answer rather than kept
+    alive, so that a test holds none of them between calls."""
+    Stub.records = list(range(10))
+    Stub.findings = []
+    for _ in range(5):
+        stub.records("t", 0)
+        stub.findings()
+        stub.clear_findings()
+    assert len(Stub.connection) == 15 and set(Stub.connection) == {"close"}
 
 
 def test_no_answer_is_an_error_not_a_hang():

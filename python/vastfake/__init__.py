@@ -12,18 +12,18 @@ Broker 5.5, from Python tests.
 Broker starts the vastfake binary on free ports and is a Client of its HTTP
 control plane: topics, records, groups with lag, rebalances, the request log
 and the VAST rule behind each refusal, audit findings, faults, latency,
-dropped connections, failover, restart, reset, the stale end offset and the
-manual clock, with assertions and waits. Installed, the package is also a
-pytest plugin (fixtures ``vastfake``, ``vastfake_broker`` and
-``kafka_bootstrap``; see vastfake.pytest_plugin).
+dropped connections, failover, restart, reset, the stale end offset, the
+manual clock, compaction and offset gaps, with assertions and waits.
+Installed, the package is also a pytest plugin (fixtures ``vastfake``,
+``vastfake_broker`` and ``kafka_bootstrap``; see vastfake.pytest_plugin).
 """
 
 from .broker import Broker, find_binary
 from .client import Client, Duration, go_duration
 from .errors import (BinaryNotFoundError, BrokerDiedError, ControlPlaneError, PortInUseError, StartError,
                      VastfakeError, WaitTimeout)
-from .types import (Clock, Finding, Group, GroupPartition, Health, Member, Partition, Rebalance, RebalanceMember,
-                    Record, Request, Topic)
+from .types import (Clock, Compaction, Finding, Group, GroupPartition, Health, Member, Partition, Rebalance,
+                    RebalanceMember, Record, Request, Topic)
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,6 @@ __all__ = [
     "Broker", "Client", "Duration", "find_binary", "go_duration",
     "BinaryNotFoundError", "BrokerDiedError", "ControlPlaneError", "PortInUseError", "StartError", "VastfakeError",
     "WaitTimeout",
-    "Clock", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance", "RebalanceMember",
-    "Record", "Request", "Topic",
+    "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
+    "RebalanceMember", "Record", "Request", "Topic",
 ]

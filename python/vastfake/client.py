@@ -23,7 +23,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from .errors import ControlPlaneError, WaitTimeout
-from .types import Clock, Finding, Group, Health, Rebalance, Record, Request, Topic
+from .types import Clock, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic
 
 __all__ = ["Client", "Duration", "go_duration"]
 
@@ -65,10 +65,13 @@ class Client:
         """Raise if the broker is known to be gone; Broker overrides it."""
 
     def _call(self, method: str, path: str, query: Optional[Mapping[str, Any]] = None,
-              body: Any = None) -> Tuple[Any, Mapping[str, str]]:
+              body: Any = None, explain: Optional[Mapping[int, str]] = None) -> Tuple[Any, Mapping[str, str]]:
         """Send one request and return the decoded JSON answer and its
         headers. An error status raises ControlPlaneError with the control
-        plane's message; so does no answer within the timeout."""
+        plane's message, followed by explain[status] when given; so does no
+        answer within the timeout. Each request has a connection of its own
+        that is closed with the answer (urllib sends Connection: close), so
+        the client never holds one of the control plane's connections."""
         self._check_alive()
         url = self.url + path.lstrip("/")
         if query:
@@ -98,7 +101,9 @@ class Client:
                     "%s: 404, this vastfake binary has no such endpoint; it is older than the vastfake package "
                     "(update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest)" % what,
                     status=404, error=msg) from None
-            raise ControlPlaneError("%s: %d %s" % (what, e.code, msg or e.reason), status=e.code, error=msg) from None
+            hint = (explain or {}).get(e.code)
+            raise ControlPlaneError("%s: %d %s%s" % (what, e.code, msg or e.reason, "; " + hint if hint else ""),
+                                    status=e.code, error=msg) from None
         except (urllib.error.URLError, OSError) as e:
             self._check_alive()  # a dead broker explains itself better
             reason = getattr(e, "reason", e)
@@ -231,8 +236,18 @@ class Client:
     def findings(self) -> List[Finding]:
         """GET /audit: what the broker found in the clients' behaviour that
         VAST would refuse or treat differently, with advice."""
-        body = self._get("audit")
-        return [Finding.from_json(f) for f in (body or {}).get("findings") or []]
+        return self._audit()[0]
+
+    def _audit(self) -> Tuple[List[Finding], int]:
+        """GET /audit: the findings, and how many distinct ones the broker
+        did not keep because it held its maximum."""
+        body = self._get("audit") or {}
+        return [Finding.from_json(f) for f in body.get("findings") or []], int(body.get("dropped") or 0)
+
+    def clear_findings(self) -> None:
+        """DELETE /audit: forget every finding, e.g. between the phases of a
+        test that asserts no findings for each."""
+        self._call("DELETE", "audit")
 
     def live(self) -> Dict[str, Any]:
         """GET /live.json: topics, groups and the latest rebalances at once."""
@@ -301,6 +316,35 @@ class Client:
         ControlPlaneError (409) on the wall clock."""
         return Clock.from_json(self._post("clock/advance", d=go_duration(d)))
 
+    def compact(self, topic: str) -> List[Compaction]:
+        """POST /topics/{topic}/compact: compact every partition of a topic
+        with cleanup.policy=compact now, as Kafka's log cleaner would (each
+        partition's last batch stays as it is); offsets keep their values,
+        so readers see gaps. Returns what it did per partition.
+        ControlPlaneError with status 404 for an unknown topic, 409 for one
+        that is not compacted."""
+        body = self._call("POST", "topics/%s/compact" % urllib.parse.quote(topic, safe=""), explain={
+            404: "no topic %s to compact" % topic,
+            409: "create %s with cleanup.policy=compact (or compact,delete) to compact it" % topic,
+        })[0]
+        return [Compaction.from_json(c) for c in body or []]
+
+    def skip_offsets(self, topic: str, partition: int, n: int) -> None:
+        """POST /topics/{topic}/partitions/{partition}/skip?n=: the next
+        batch produced to the partition starts n offsets past its high
+        watermark, leaving the gap compaction leaves (skips before one batch
+        add up). ControlPlaneError with status 404 for an unknown topic or
+        partition, 400 for n below 1 or a skip too far."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError("skip_offsets: n must be an int, not %r" % (n,))
+        if isinstance(partition, bool) or not isinstance(partition, int):
+            raise TypeError("skip_offsets: partition must be an int, not %r" % (partition,))
+        path = "topics/%s/partitions/%d/skip" % (urllib.parse.quote(topic, safe=""), partition)
+        self._call("POST", path, {"n": n}, explain={
+            404: "no partition %d of topic %s" % (partition, topic),
+            400: "n is how many offsets to skip, at least 1",
+        })
+
     # ---- assertions ----
 
     def assert_refused(self, rule: str, api: Optional[str] = None) -> List[Request]:
@@ -325,9 +369,11 @@ class Client:
 
     def assert_no_findings(self) -> None:
         """Assert that GET /audit found nothing in the clients' behaviour."""
-        got = self.findings()
-        if got:
-            raise AssertionError("%d audit finding%s:\n%s" % (len(got), "" if len(got) == 1 else "s", _lines(got)))
+        got, dropped = self._audit()
+        if got or dropped:
+            more = "" if not dropped else " (and %d more the broker did not keep)" % dropped
+            raise AssertionError("%d audit finding%s%s:\n%s" % (len(got), "" if len(got) == 1 else "s", more,
+                                                                 _lines(got)))
 
     def assert_committed(self, group: str, topic: str, partition: int, offset: int) -> None:
         """Assert that group committed offset (the next to read) for the

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
-    "Clock", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
+    "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
     "RebalanceMember", "Record", "Request", "Topic", "parse_time",
 ]
 
@@ -89,6 +89,25 @@ class Topic:
                                          high_watermark=p["highWatermark"], bytes=p.get("bytes", 0))
                                for p in d.get("partitions") or []],
                    raw=d)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What POST /topics/{name}/compact did to one partition."""
+    partition: int
+    compacted: bool  # whether the log changed
+    cleaned_to: int  # the offset the cleanable range ended at; the tail from it on stays as it is
+    records_removed: int
+    tombstones_removed: int  # of records_removed, the tombstones past their delete horizon
+    bytes_before: int  # of the cleanable range
+    bytes_after: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Compaction":
+        return cls(partition=d["partition"], compacted=bool(d.get("compacted")), cleaned_to=d.get("cleanedTo", 0),
+                   records_removed=d.get("recordsRemoved", 0), tombstones_removed=d.get("tombstonesRemoved", 0),
+                   bytes_before=d.get("bytesBefore", 0), bytes_after=d.get("bytesAfter", 0), raw=d)
 
 
 @dataclass(frozen=True)

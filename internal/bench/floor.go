@@ -1,0 +1,486 @@
+package bench
+
+// The floor: a broker that does as little as a Kafka broker can and still
+// serve a franz-go producer and consumer group, so that a benchmark can
+// tell the client's cost from the broker's. It acknowledges produce
+// requests by counting their records without storing them, and answers
+// every fetch from one pre-encoded batch of 100-byte values.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/broker"
+)
+
+// floorBatchRecords is how many records the floor's fetch answer carries
+// at most per partition, about 110 KB: a new consumer's first answer is
+// then no larger than vastfake's (whose young partitions are stored in
+// small chunks), so that the floor bounds its first-record time, while a
+// fetch still carries enough records that its own cost is small next to
+// the client's decoding of them.
+const floorBatchRecords = 1000
+
+// floorEmptyFetchDelay paces empty fetch answers as vastfake's default
+// empty fetch delay does, so that the idle cost of the two compares.
+const floorEmptyFetchDelay = broker.DefaultEmptyFetchDelay
+
+// Floor is the do-nothing broker. Start it with StartFloor.
+type Floor struct {
+	ln   net.Listener
+	host string
+	port int32
+
+	mu     sync.Mutex
+	topics map[string][]*atomic.Int64 // high watermark per partition
+	groups map[string]int32           // generation per group
+	nextID atomic.Int64
+
+	batchMu sync.Mutex
+	batches map[int32][]byte // pre-encoded batch by record count, base offset 0
+
+	wg     sync.WaitGroup
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// StartFloor starts a floor broker on a free loopback port.
+func StartFloor() (*Floor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	p, _ := strconv.Atoi(port)
+	f := &Floor{ln: ln, host: host, port: int32(p), topics: map[string][]*atomic.Int64{},
+		groups: map[string]int32{}, batches: map[int32][]byte{}, conns: map[net.Conn]struct{}{}}
+	f.wg.Add(1)
+	go f.accept()
+	return f, nil
+}
+
+// Addr is the floor's address, host:port.
+func (f *Floor) Addr() string { return f.ln.Addr().String() }
+
+// Close stops the floor and waits for its connections to end.
+func (f *Floor) Close() {
+	f.ln.Close()
+	f.connMu.Lock()
+	f.closed = true
+	for c := range f.conns {
+		c.Close()
+	}
+	f.connMu.Unlock()
+	f.wg.Wait()
+}
+
+func (f *Floor) accept() {
+	defer f.wg.Done()
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.connMu.Lock()
+		if f.closed {
+			f.connMu.Unlock()
+			c.Close()
+			return
+		}
+		f.conns[c] = struct{}{}
+		f.wg.Add(1)
+		f.connMu.Unlock()
+		go func() {
+			defer f.wg.Done()
+			f.serve(c)
+			f.connMu.Lock()
+			delete(f.conns, c)
+			f.connMu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// floorConn is one connection's reusable buffers.
+type floorConn struct {
+	in, out []byte
+	scratch [][]byte // fetch answers' batches, re-based per partition
+}
+
+func (f *Floor) serve(c net.Conn) {
+	fc := &floorConn{}
+	var size [4]byte
+	for {
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if n < 8 || n > 100<<20 {
+			return
+		}
+		if cap(fc.in) < n {
+			fc.in = make([]byte, n)
+		}
+		frame := fc.in[:n]
+		if _, err := io.ReadFull(c, frame); err != nil {
+			return
+		}
+		if err := f.handle(c, fc, frame); err != nil {
+			return
+		}
+	}
+}
+
+// handle decodes one request frame with kmsg, answers it and writes the
+// answer.
+func (f *Floor) handle(c net.Conn, fc *floorConn, frame []byte) error {
+	key := int16(binary.BigEndian.Uint16(frame[0:]))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	corr := binary.BigEndian.Uint32(frame[4:])
+	kreq := kmsg.RequestForKey(key)
+	if kreq == nil {
+		return fmt.Errorf("unknown api key %d", key)
+	}
+	kreq.SetVersion(version)
+	body := frame[8:]
+	// Request header v1: a nullable client id; v2 (flexible) adds tags.
+	idLen := int16(binary.BigEndian.Uint16(body))
+	body = body[2:]
+	if idLen > 0 {
+		body = body[idLen:]
+	}
+	if kreq.IsFlexible() {
+		if len(body) == 0 || body[0] != 0 {
+			return errors.New("request header tags are not supported")
+		}
+		body = body[1:]
+	}
+	if err := kreq.ReadFrom(body); err != nil {
+		return err
+	}
+	resp := f.answer(fc, kreq)
+	if resp == nil {
+		return nil // acks=0
+	}
+	resp.SetVersion(version)
+	out := append(fc.out[:0], 0, 0, 0, 0)
+	out = binary.BigEndian.AppendUint32(out, corr)
+	if resp.IsFlexible() && key != int16(kmsg.ApiVersions) {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	fc.out = out
+	_, err := c.Write(out)
+	return err
+}
+
+// floorVersions are the versions the floor advertises: the ones franz-go
+// uses against VAST, whose response fields the floor fills.
+var floorVersions = []struct{ key, min, max int16 }{
+	{int16(kmsg.Produce), 3, 9},
+	{int16(kmsg.Fetch), 4, 12},
+	{int16(kmsg.ListOffsets), 1, 7},
+	{int16(kmsg.Metadata), 1, 12},
+	{int16(kmsg.OffsetCommit), 2, 8},
+	{int16(kmsg.OffsetFetch), 1, 7},
+	{int16(kmsg.FindCoordinator), 1, 3},
+	{int16(kmsg.JoinGroup), 2, 9},
+	{int16(kmsg.Heartbeat), 1, 4},
+	{int16(kmsg.LeaveGroup), 1, 4},
+	{int16(kmsg.SyncGroup), 1, 5},
+	{int16(kmsg.ApiVersions), 0, 3},
+	{int16(kmsg.CreateTopics), 2, 7},
+}
+
+func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
+	switch req := kreq.(type) {
+	case *kmsg.ApiVersionsRequest:
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		for _, v := range floorVersions {
+			k := kmsg.NewApiVersionsResponseApiKey()
+			k.ApiKey, k.MinVersion, k.MaxVersion = v.key, v.min, v.max
+			resp.ApiKeys = append(resp.ApiKeys, k)
+		}
+		return resp
+	case *kmsg.MetadataRequest:
+		return f.metadata(req)
+	case *kmsg.CreateTopicsRequest:
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		f.mu.Lock()
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.NumPartitions, st.ReplicationFactor = rt.Topic, rt.NumPartitions, 1
+			if _, ok := f.topics[rt.Topic]; ok {
+				st.ErrorCode = kerr.TopicAlreadyExists.Code
+			} else if !req.ValidateOnly {
+				hw := make([]*atomic.Int64, max(rt.NumPartitions, 1))
+				for i := range hw {
+					hw[i] = new(atomic.Int64)
+				}
+				f.topics[rt.Topic] = hw
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		f.mu.Unlock()
+		return resp
+	case *kmsg.ProduceRequest:
+		return f.produce(req)
+	case *kmsg.FetchRequest:
+		return f.fetch(fc, req)
+	case *kmsg.ListOffsetsRequest:
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.LeaderEpoch, sp.Timestamp, sp.Offset = rp.Partition, 0, -1, 0
+				if hw := f.hw(rt.Topic, rp.Partition); hw == nil {
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				} else if rp.Timestamp == -1 {
+					sp.Offset = hw.Load()
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.FindCoordinatorRequest:
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.NodeID, resp.Host, resp.Port = 0, f.host, f.port
+		return resp
+	case *kmsg.JoinGroupRequest:
+		// Every group has one member: the joiner leads it alone.
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		member := req.MemberID
+		if member == "" {
+			member = "m-" + strconv.FormatInt(f.nextID.Add(1), 10)
+		}
+		f.mu.Lock()
+		f.groups[req.Group]++
+		resp.Generation = f.groups[req.Group]
+		f.mu.Unlock()
+		resp.MemberID, resp.LeaderID = member, member
+		if len(req.Protocols) > 0 {
+			resp.Protocol = kmsg.StringPtr(req.Protocols[0].Name)
+			m := kmsg.NewJoinGroupResponseMember()
+			m.MemberID, m.ProtocolMetadata = member, req.Protocols[0].Metadata
+			resp.Members = append(resp.Members, m)
+		}
+		resp.ProtocolType = kmsg.StringPtr(req.ProtocolType)
+		return resp
+	case *kmsg.SyncGroupRequest:
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		for _, a := range req.GroupAssignment {
+			if a.MemberID == req.MemberID {
+				resp.MemberAssignment = a.MemberAssignment
+			}
+		}
+		resp.ProtocolType, resp.Protocol = req.ProtocolType, req.Protocol
+		return resp
+	case *kmsg.HeartbeatRequest:
+		return req.ResponseKind()
+	case *kmsg.LeaveGroupRequest:
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		for _, m := range req.Members {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
+			resp.Members = append(resp.Members, rm)
+		}
+		return resp
+	case *kmsg.OffsetFetchRequest:
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetFetchResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewOffsetFetchResponseTopicPartition()
+				sp.Partition, sp.Offset, sp.LeaderEpoch = p, -1, -1
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.OffsetCommitRequest:
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+	return kreq.ResponseKind() // not advertised; answered with zero values
+}
+
+// hw is a partition's high watermark counter, or nil for an unknown one.
+func (f *Floor) hw(topic string, partition int32) *atomic.Int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	hw := f.topics[topic]
+	if partition < 0 || int(partition) >= len(hw) {
+		return nil
+	}
+	return hw[partition]
+}
+
+func (f *Floor) metadata(req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = 0, f.host, f.port
+	resp.Brokers = append(resp.Brokers, b)
+	resp.ControllerID = 0
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	if req.Topics == nil {
+		for name := range f.topics {
+			names = append(names, name)
+		}
+	}
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		st := kmsg.NewMetadataResponseTopic()
+		st.Topic = kmsg.StringPtr(name)
+		hw, ok := f.topics[name]
+		if !ok {
+			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		for p := range hw {
+			sp := kmsg.NewMetadataResponseTopicPartition()
+			sp.Partition, sp.Leader, sp.Replicas, sp.ISR = int32(p), 0, []int32{0}, []int32{0}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// produce acknowledges every batch by adding its record count to the
+// partition's high watermark; nothing is stored.
+func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.LogAppendTime = rp.Partition, -1
+			hw := f.hw(rt.Topic, rp.Partition)
+			if hw == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			var n int64
+			for b := rp.Records; len(b) >= 61; {
+				size := 12 + int(binary.BigEndian.Uint32(b[8:]))
+				n += int64(binary.BigEndian.Uint32(b[57:]))
+				if size > len(b) {
+					break
+				}
+				b = b[size:]
+			}
+			sp.BaseOffset = hw.Add(n) - n
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+// fetch answers each partition below its high watermark with the
+// pre-encoded batch, re-based to the fetch offset and cut to the records
+// the partition holds; an answer with no records waits
+// floorEmptyFetchDelay (or MaxWait, if shorter) first.
+func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	used, total := 0, 0
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.PreferredReadReplica = rp.Partition, -1
+			sp.RecordBatches = []byte{}
+			hw := f.hw(rt.Topic, rp.Partition)
+			if hw == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			end := hw.Load()
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
+			if n := min(end-rp.FetchOffset, floorBatchRecords); n > 0 {
+				batch := f.batch(int32(n))
+				if used == len(fc.scratch) {
+					fc.scratch = append(fc.scratch, nil)
+				}
+				out := append(fc.scratch[used][:0], batch...)
+				fc.scratch[used] = out
+				used++
+				binary.BigEndian.PutUint64(out, uint64(rp.FetchOffset))
+				sp.RecordBatches = out
+				total += len(out)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if total == 0 && req.MaxWaitMillis > 0 {
+		time.Sleep(min(floorEmptyFetchDelay, time.Duration(req.MaxWaitMillis)*time.Millisecond))
+	}
+	return resp
+}
+
+// batch returns the pre-encoded batch of n records, base offset 0,
+// encoding it the first time it is asked for.
+func (f *Floor) batch(n int32) []byte {
+	f.batchMu.Lock()
+	defer f.batchMu.Unlock()
+	if b, ok := f.batches[n]; ok {
+		return b
+	}
+	rb := kmsg.NewRecordBatch()
+	rb.Magic = 2
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, 0
+	now := time.Now().UnixMilli()
+	rb.FirstTimestamp, rb.MaxTimestamp = now, now
+	rb.LastOffsetDelta, rb.NumRecords = n-1, n
+	value := make([]byte, ValueSize)
+	for i := int32(0); i < n; i++ {
+		r := kmsg.NewRecord()
+		r.OffsetDelta, r.Value = i, value
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // Length 0 encodes in one byte
+		rb.Records = r.AppendTo(rb.Records)
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	f.batches[n] = out
+	return out
+}
