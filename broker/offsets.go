@@ -4,9 +4,12 @@ package broker
 // and OffsetFetch (a group's committed offsets, kept by the coordinator).
 
 import (
+	"strconv"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // Special ListOffsets timestamps.
@@ -84,6 +87,13 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 					sp.Offset = hwm
 					if stale > 0 {
 						sp.Offset = part.HighWatermarkAt(now.Add(-stale))
+					} else if lag := b.rules.StaleEndOffset; lag > 0 {
+						if at := part.HighWatermarkAt(now.Add(-lag)); at != hwm {
+							b.vast(r, rules.StaleEndOffset, rules.Differs, rt.Topic, "", func() string {
+								return "ListOffsets(latest) answered " +
+									strconv.FormatInt(hwm, 10) + "; with an end offset " + lag.String() + " behind, VAST could answer " + strconv.FormatInt(at, 10)
+							})
+						}
 					}
 				case ts == listEarliest, ts == listEarliestLcl && r.version >= 8:
 					sp.Offset = logStart

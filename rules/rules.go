@@ -7,7 +7,9 @@
 // [choice] marks an answer vastfake chose where VAST publishes none.
 //
 // VAST returns the profile the broker starts with; Kafka returns the same
-// struct with every rule lifted, so a test can run one scenario under both.
+// struct with every rule lifted, so a test can run one scenario under both;
+// AuditAll audits every rule (see Modes in modes.go: each rule is enforced,
+// audited or off).
 // Nothing outside this package hard-codes a VAST limit.
 package rules
 
@@ -140,6 +142,13 @@ type Rules struct {
 	// 50 empty partitions (offsets.topic.num.partitions), so that clients
 	// that look for it (regex consumers skip it, tools describe it) find it.
 	NoOffsetsTopic bool
+
+	// Audit names the rules (field names) that are audited rather than
+	// enforced: the broker behaves as Kafka for them and records a
+	// finding wherever VAST would have refused a request or behaved
+	// otherwise. A rule named here keeps its VAST value above, which says
+	// what to check; one at its zero value is off. See Modes.
+	Audit []string `json:",omitempty"`
 }
 
 // KafkaMessageMaxBytes is Apache Kafka's default message.max.bytes.
@@ -185,14 +194,16 @@ func Kafka() Rules {
 	}
 }
 
-// ForProfile returns the rules for a profile name, "vast" or "kafka", and
-// false for any other name.
+// ForProfile returns the rules for a profile name, "vast", "kafka" or
+// "audit" (AuditAll), and false for any other name.
 func ForProfile(name string) (Rules, bool) {
 	switch name {
 	case "vast", "VAST", "":
 		return VAST(), true
 	case "kafka", "Kafka":
 		return Kafka(), true
+	case "audit", "Audit":
+		return AuditAll(), true
 	}
 	return Rules{}, false
 }
