@@ -186,7 +186,7 @@ func WithTopics(topics ...TopicSpec) Option {
 // how long the first rebalance of an empty group waits for more members,
 // waiting one delay more each time a member arrived, never past the
 // rebalance timeout. It is 0 by default so tests form groups at once;
-// Kafka's default is 3s, and VAST waits "a few seconds" [000].
+// Kafka's default is 3s, and VAST waits "a few seconds" (VAST's Consume events page).
 func WithInitialRebalanceDelay(d time.Duration) Option {
 	return func(c *config) { c.rebalDelay = d }
 }
@@ -257,7 +257,7 @@ const (
 
 // WithUsers adds SASL/PLAIN users, name to password. With at least one user
 // the listener requires authentication, as a VAST view with SASL_PLAINTEXT
-// does [000]: a client may send only ApiVersions, SaslHandshake and
+// does (VAST's Consume events page): a client may send only ApiVersions, SaslHandshake and
 // SaslAuthenticate until it has authenticated, anything else closes its
 // connection, and wrong credentials get SASL_AUTHENTICATION_FAILED and a
 // closed connection.
@@ -274,7 +274,7 @@ func WithUsers(users map[string]string) Option {
 
 // WithPolicies adds identity-policy statements that authorize every request
 // (see Policy). Deny beats allow; a request no statement matches is allowed,
-// VAST's default [KB], unless WithDefaultDeny is set. New fails for a
+// VAST's default, per its Kafka protocol support pages, unless WithDefaultDeny is set. New fails for a
 // statement with an unknown effect or action or a resource that is not a
 // VAST Kafka resource name.
 func WithPolicies(policies ...Policy) Option {
@@ -768,7 +768,7 @@ func (b *Broker) StaleEndOffset() time.Duration { return time.Duration(b.staleEn
 
 // SetStaleEndOffset makes ListOffsets(latest) report the high watermark as
 // it was d ago on the broker's clock, emulating VAST's end offset that
-// trails a burst of writes [000]. 0 turns it off.
+// trails a burst of writes (VAST's Consume events page). 0 turns it off.
 func (b *Broker) SetStaleEndOffset(d time.Duration) { b.staleEnd.Store(int64(d)) }
 
 // errName names a Kafka error code.

@@ -196,9 +196,9 @@ func handleListGroups(b *Broker, r *request) kmsg.Response {
 }
 
 // handleDeleteGroups answers DeleteGroups v0-v2: a group with members gets
-// NON_EMPTY_GROUP; deleting a group removes its committed offsets [000]. A
+// NON_EMPTY_GROUP; deleting a group removes its committed offsets (VAST's Consume events page). A
 // group named twice is answered once.
-// Authorizes: KafkaDelete on each group (GROUP_AUTHORIZATION_FAILED) [000].
+// Authorizes: KafkaDelete on each group (GROUP_AUTHORIZATION_FAILED) (VAST's Consume events page).
 func handleDeleteGroups(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteGroupsRequest)
 	allowed := *req

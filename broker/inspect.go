@@ -33,7 +33,7 @@ type PartitionInfo struct {
 }
 
 // Record is one stored record, decoded: the "topic as a table" view of
-// VAST's query topics [000].
+// VAST's query topics (VAST's Consume events page).
 type Record struct {
 	Topic     string
 	Partition int32

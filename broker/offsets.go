@@ -27,9 +27,9 @@ const (
 // (-3), v8 earliest-local (-4, the log start: there is no tiered storage),
 // v9 latest-tiered (-5, answered -1: nothing is tiered), v10 a timeout. A
 // timestamp query returns the first offset whose record timestamp is at or
-// after it, and -1 when every record is older [000].
+// after it, and -1 when every record is older (VAST's Consume events page).
 // VAST: with StaleEndOffset set, latest (-1) returns the high watermark as
-// it was that long ago on the broker's clock [000].
+// it was that long ago on the broker's clock (VAST's Consume events page).
 // A partition named twice gets INVALID_REQUEST, as in Kafka, answered once.
 // Authorizes: KafkaDescribe on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleListOffsets(b *Broker, r *request) kmsg.Response {

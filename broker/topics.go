@@ -585,7 +585,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 // handleDeleteTopics answers DeleteTopics v1-v6.
 //
 // v6 names topics by name or id. Deleting a topic deletes every group's
-// committed offsets for it, as VAST documents [000] (and Kafka does). As
+// committed offsets for it, as VAST's Consume events page documents (and Kafka does). As
 // in Kafka, a topic named (or id given) more than once gets one
 // INVALID_REQUEST answer and is not deleted, and so does an entry with
 // both a name and an id, or neither (each such entry answered once). Deleting __consumer_offsets (kafka
