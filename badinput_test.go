@@ -1,6 +1,7 @@
 package vastfake_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -202,7 +203,12 @@ func TestSlowReaderKeepsItsConnection(t *testing.T) {
 			recs = append(recs, &kgo.Record{Topic: "big", Partition: p, Value: make([]byte, 256<<10)})
 		}
 	}
-	produceSync(t, newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner())), recs...)
+	// 32 MiB cost the race detector seconds of copying, and far more on a
+	// busy machine, so the setup gets a deadline of its own.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 
 	c := dialRaw(t, b.Addr())
 	fetch := kmsg.NewPtrFetchRequest()
