@@ -201,7 +201,7 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 			maxTS = now.UnixMilli()
 			p.resp.LogAppendTime = maxTS
 		}
-		if idempotent {
+		if idempotent && !p.part.Released() { // a deleted partition's state would outlive it
 			b.producers.Record(p.part, p.batch, p.resp.BaseOffset, maxTS, now)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
 // producerStates returns how many idempotent producer states b holds.
@@ -161,4 +162,30 @@ func TestKeylessRecordErrorsAreBounded(t *testing.T) {
 		require.NotNil(t, sp.ErrorMessage)
 		assert.Contains(t, *sp.ErrorMessage, strconv.Itoa(n)+" record errors in total")
 	}
+}
+
+// TestProducerStateOfADeletedTopicIsNotKept: a produce that found its
+// partition before the topic was deleted, and appends after, leaves no
+// producer state behind for the deleted partition (the state would hold
+// the partition until the producer table's bound or expiry evicted it).
+func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
+	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
+	require.NoError(t, err)
+	defer b.Close()
+	tp := b.data.get("t")
+	part := tp.partitions[0]
+
+	batch := benchBatch(3)
+	binary.BigEndian.PutUint64(batch[43:], 7) // producer id
+	binary.BigEndian.PutUint16(batch[51:], 0) // epoch
+	binary.BigEndian.PutUint32(batch[53:], 0) // base sequence
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+	parsed, err := log.ParseBatch(batch)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), parsed.ProducerID())
+
+	b.deleteTopic(tp) // after the handler looked the partition up, before it appends
+	sp := kmsg.NewProduceResponseTopicPartition()
+	b.appendPending([]pendingAppend{{resp: &sp, part: part, batch: parsed}}, time.Now())
+	assert.Equal(t, 0, producerStates(b), "no producer state for a deleted partition")
 }
