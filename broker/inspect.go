@@ -151,6 +151,7 @@ func (b *Broker) EachRecord(topic string, partition int32, offset int64, fn func
 			})
 			return more
 		})
+		res.Release() // fn copied what it keeps
 	}
 	return true
 }

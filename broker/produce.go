@@ -113,9 +113,10 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = code
 				continue
 			}
-			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli())
+			var keyless log.RecordStats
+			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli(), &keyless)
 			if msg == keylessMessage {
-				msg, sp.ErrorRecords = keylessErrors(rp.Records, name, rp.Partition)
+				msg, sp.ErrorRecords = keylessErrors(keyless, name, rp.Partition)
 			}
 			if code != 0 {
 				sp.ErrorCode = code
@@ -201,7 +202,7 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 			maxTS = now.UnixMilli()
 			p.resp.LogAppendTime = maxTS
 		}
-		if idempotent {
+		if idempotent && !p.part.Released() { // a deleted partition's state would outlive it
 			b.producers.Record(p.part, p.batch, p.resp.BaseOffset, maxTS, now)
 		}
 	}
@@ -254,8 +255,11 @@ func answerIdempotent(p *pendingAppend, dup *log.Duplicate, err error) bool {
 // Kafka's log validator does (see log.Batch.Validate) and applies the rules
 // and the topic's configs to them. It returns the batch, or the Kafka error
 // code and message refusing it (keylessMessage for keyless records to a
-// compacted topic, which the caller words as Kafka does).
-func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfig, nowMs int64) (log.Batch, int16, string) {
+// compacted topic, which the caller words as Kafka does from the stats
+// left in keyless: a compacted topic's validation lists the first
+// maxRecordErrors keyless records as it reads them, within the
+// decompression turn).
+func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfig, nowMs int64, keyless *log.RecordStats) (log.Batch, int16, string) {
 	if code, msg := b.checkBatchSize(r, topic, len(raw), cfg); code != 0 {
 		return nil, code, msg
 	}
@@ -287,7 +291,12 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		}
 		defer func() { <-b.decompress }()
 	}
-	stats, err := batch.Validate()
+	var stats log.RecordStats
+	if cfg.compact {
+		stats, err = batch.ValidateListingNullKeys(maxRecordErrors)
+	} else {
+		stats, err = batch.Validate()
+	}
 	switch {
 	case errors.Is(err, log.ErrDecompress):
 		return nil, kerr.UnknownServerError.Code, err.Error()
@@ -305,6 +314,7 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		return nil, kerr.MessageTooLarge.Code, "record value of " + strconv.Itoa(stats.MaxValue) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxValueBytes)"
 	}
 	if cfg.compact && stats.NullKeys > 0 {
+		*keyless = stats
 		return nil, kerr.InvalidRecord.Code, keylessMessage
 	}
 	if !cfg.logAppendTime && stats.MinTimestamp <= stats.MaxTimestamp {
@@ -340,12 +350,20 @@ func (b *Broker) startDecompression(r *request) bool {
 // records to a compacted topic; keylessErrors words it as Kafka does.
 const keylessMessage = "keyless records to a compacted topic"
 
+// maxRecordErrors bounds the record errors one partition's answer lists:
+// Kafka lists every record its validator refuses, which for a compressed
+// batch is unbounded (a few hundred KB of zstd can hold millions of
+// records). It is more than an uncompressed batch of Kafka's 1 MiB
+// message.max.bytes can hold (records take at least 7 bytes), so those are
+// answered as Kafka answers them.
+const maxRecordErrors = 1 << 18
+
 // keylessErrors returns Kafka's answer to keyless records in a batch to a
 // compacted topic (LogValidator.validateKey): a record error for each of
-// them, v8+, and the message that lists the first three.
-func keylessErrors(raw []byte, topic string, partition int32) (string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
-	batch, _ := log.ParseBatch(raw) // checkBatch parsed and validated it
-	indexes, _ := batch.NullKeyIndexes()
+// them listed in stats (up to maxRecordErrors), v8+, and the message that
+// counts all of them and lists the first three.
+func keylessErrors(stats log.RecordStats, topic string, partition int32) (string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+	indexes := stats.NullKeyIndexes
 	what := "Compacted topic cannot accept message without key in topic partition " + topic + "-" + strconv.Itoa(int(partition)) + "."
 	errs := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(indexes))
 	shown := make([]string, 0, 3)
@@ -356,7 +374,7 @@ func keylessErrors(raw []byte, topic string, partition int32) (string, []kmsg.Pr
 			shown = append(shown, "RecordError(batchIndex="+strconv.Itoa(int(at))+", message='"+what+"')")
 		}
 	}
-	msg := "One or more records have been rejected due to " + strconv.Itoa(len(indexes)) +
+	msg := "One or more records have been rejected due to " + strconv.Itoa(stats.NullKeys) +
 		" record errors in total, and only showing the first three errors at most: [" + strings.Join(shown, ", ") + "]"
 	return msg, errs
 }

@@ -1,7 +1,12 @@
 package broker
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/log"
 )
 
 // producerStates returns how many idempotent producer states b holds.
@@ -90,4 +98,94 @@ func TestDecompressionWaitsForATurn(t *testing.T) {
 	require.Len(t, recs, 2)
 	assert.True(t, recs[1].Compressed, "the second batch went through decompression")
 	assert.Equal(t, int32(0), b.decompressWaiting.Load())
+}
+
+// gzipKeylessBatch encodes one gzip batch of n records without keys.
+func gzipKeylessBatch(n int) []byte {
+	var raw []byte
+	for i := range n {
+		rec := kmsg.NewRecord()
+		rec.OffsetDelta, rec.Value = int32(i), []byte("v")
+		r := rec.AppendTo(nil)
+		raw = append(raw, append(binary.AppendVarint(nil, int64(len(r)-1)), r[1:]...)...) // a zero Length encodes as one byte
+	}
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	rb := kmsg.NewRecordBatch()
+	rb.Magic, rb.Attributes = 2, 1 // gzip
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, -1
+	rb.FirstTimestamp, rb.MaxTimestamp = time.Now().UnixMilli(), time.Now().UnixMilli()
+	rb.LastOffsetDelta, rb.NumRecords, rb.Records = int32(n-1), int32(n), zipped.Bytes()
+	batch := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(batch[8:], uint32(len(batch)-12))
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return batch
+}
+
+// TestKeylessRecordErrorsAreBounded: a compressed batch of more keyless
+// records than maxRecordErrors, to a compacted topic, is refused with
+// INVALID_RECORD listing the first maxRecordErrors of them, so that a small
+// compressed batch cannot make the broker build an answer of gigabytes.
+func TestKeylessRecordErrorsAreBounded(t *testing.T) {
+	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "c", Partitions: 1,
+		Configs: map[string]string{"cleanup.policy": "compact"}}))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	for _, n := range []int{3, maxRecordErrors + 1000} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = "c", b.data.get("c").id // v13 names topics by id
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = gzipKeylessBatch(n)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		sp := resp.Topics[0].Partitions[0]
+		require.Equal(t, kerr.InvalidRecord.Code, sp.ErrorCode, "%d keyless records", n)
+		want := min(n, maxRecordErrors)
+		require.Equal(t, want, len(sp.ErrorRecords), "record errors for %d keyless records", n)
+		for i, e := range sp.ErrorRecords {
+			if e.RelativeOffset != int32(i) {
+				t.Fatalf("record error %d names record %d", i, e.RelativeOffset)
+			}
+		}
+		require.NotNil(t, sp.ErrorMessage)
+		assert.Contains(t, *sp.ErrorMessage, strconv.Itoa(n)+" record errors in total")
+	}
+}
+
+// TestProducerStateOfADeletedTopicIsNotKept: a produce that found its
+// partition before the topic was deleted, and appends after, leaves no
+// producer state behind for the deleted partition (the state would hold
+// the partition until the producer table's bound or expiry evicted it).
+func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
+	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
+	require.NoError(t, err)
+	defer b.Close()
+	tp := b.data.get("t")
+	part := tp.partitions[0]
+
+	batch := benchBatch(3)
+	binary.BigEndian.PutUint64(batch[43:], 7) // producer id
+	binary.BigEndian.PutUint16(batch[51:], 0) // epoch
+	binary.BigEndian.PutUint32(batch[53:], 0) // base sequence
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+	parsed, err := log.ParseBatch(batch)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), parsed.ProducerID())
+
+	b.deleteTopic(tp) // after the handler looked the partition up, before it appends
+	sp := kmsg.NewProduceResponseTopicPartition()
+	b.appendPending([]pendingAppend{{resp: &sp, part: part, batch: parsed}}, time.Now())
+	assert.Equal(t, 0, producerStates(b), "no producer state for a deleted partition")
 }

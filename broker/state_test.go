@@ -61,3 +61,26 @@ func TestResetReusesLogMemory(t *testing.T) {
 		assert.Greater(t, freeAfterReset, records*100, "round %d: memory given back by Reset", round)
 	}
 }
+
+// TestResetReusesLogMemoryAfterInspection: reading a partition through the
+// inspection API (Records, EachRecord, which the control plane and
+// fixtures use) does not keep its memory from the Reset that deletes it.
+func TestResetReusesLogMemoryAfterInspection(t *testing.T) {
+	b, err := New(WithTopics(TopicSpec{Name: "t", Partitions: 1}))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("t"), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	defer cl.Close()
+	const records = 200
+	for i := range records {
+		require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("record %d %0100d", i, 0))).FirstErr())
+	}
+	require.Len(t, b.Records("t", 0, 0), records)
+	require.Equal(t, 0, b.data.mem.FreeBytes())
+	b.Reset()
+	assert.Greater(t, b.data.mem.FreeBytes(), records*100, "the inspected partition's memory is given back")
+}

@@ -295,16 +295,16 @@ func (b *Broker) deleteTopic(t *topic) {
 		}
 	}
 	s.mu.Unlock()
+	// Released under appendMu, so that a produce that found a partition
+	// before and appends after records no producer state for it.
 	b.appendMu.Lock()
 	for _, p := range t.partitions {
+		if removed {
+			p.Release()
+		}
 		b.producers.DropPartition(p)
 	}
 	b.appendMu.Unlock()
-	if removed {
-		for _, p := range t.partitions {
-			p.Release()
-		}
-	}
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()

@@ -99,6 +99,19 @@ type RecordStats struct {
 	// NullKeys counts the records without a key, which a compacted topic
 	// refuses.
 	NullKeys int
+	// NullKeyIndexes lists the indexes in the batch of the first records
+	// without a key, up to the number ValidateListingNullKeys was asked
+	// for; Validate lists none.
+	NullKeyIndexes []int32
+	listNullKeys   int
+}
+
+// nullKey counts record i, which has no key, and lists it if there is room.
+func (s *RecordStats) nullKey(i int32) {
+	s.NullKeys++
+	if len(s.NullKeyIndexes) < s.listNullKeys {
+		s.NullKeyIndexes = append(s.NullKeyIndexes, i)
+	}
 }
 
 // Validate reads every record of a parsed batch once, as Kafka's log
@@ -123,16 +136,27 @@ type RecordStats struct {
 // returns ErrDecompress, and one that decompresses to more than
 // MaxDecompressedBytes returns ErrTooLarge.
 func (b Batch) Validate() (RecordStats, error) {
+	return b.validate(RecordStats{})
+}
+
+// ValidateListingNullKeys is Validate that also lists, in NullKeyIndexes,
+// the indexes of the first max records without a key as it reads them, in
+// the same memory: what a compacted topic's refusal lists.
+func (b Batch) ValidateListingNullKeys(max int) (RecordStats, error) {
+	return b.validate(RecordStats{listNullKeys: max})
+}
+
+func (b Batch) validate(stats RecordStats) (RecordStats, error) {
+	stats.MinTimestamp, stats.MaxTimestamp = math.MaxInt64, math.MinInt64
 	if b.Compression() == 0 {
-		return b.validateRecords(b[BatchHeaderSize:])
+		return b.validateRecords(b[BatchHeaderSize:], stats)
 	}
-	return b.validateCompressed()
+	return b.validateCompressed(stats)
 }
 
 // validateRecords checks the record section of an uncompressed batch in
 // place; see Validate.
-func (b Batch) validateRecords(section []byte) (RecordStats, error) {
-	stats := RecordStats{MinTimestamp: math.MaxInt64, MaxTimestamp: math.MinInt64}
+func (b Batch) validateRecords(section []byte, stats RecordStats) (RecordStats, error) {
 	first := b.FirstTimestamp()
 	n := b.NumRecords()
 	at := 0
@@ -178,7 +202,7 @@ func validateRecord(rec []byte, i int32, first int64, stats *RecordStats) error 
 		return invalidRecord(i, "bad key length")
 	}
 	if keyLen < 0 {
-		stats.NullKeys++
+		stats.nullKey(i)
 	}
 	valueLen, p := varint32(rec, p)
 	if p = skipBytes(rec, p, valueLen); p < 0 {

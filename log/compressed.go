@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -109,7 +108,7 @@ const maxSnappyRatio = 22
 
 // validateCompressed validates the records of a compressed batch as it
 // decompresses; see Validate.
-func (b Batch) validateCompressed() (RecordStats, error) {
+func (b Batch) validateCompressed(stats RecordStats) (RecordStats, error) {
 	src := []byte(b[BatchHeaderSize:])
 	switch b.Compression() {
 	case codecGzip:
@@ -118,14 +117,14 @@ func (b Batch) validateCompressed() (RecordStats, error) {
 			return RecordStats{}, fmt.Errorf("%w: %v", ErrDecompress, err)
 		}
 		defer putGzip(zr)
-		return b.validateStream(zr)
+		return b.validateStream(zr, stats)
 	case codecSnappy:
 		sr := snappyPool.Get().(*snappyStream)
 		defer sr.release()
 		if err := sr.reset(src); err != nil {
 			return RecordStats{}, fmt.Errorf("%w: %v", ErrDecompress, err)
 		}
-		return b.validateStream(sr)
+		return b.validateStream(sr, stats)
 	case codecLZ4:
 		r := lz4Pool.Get().(*lz4.Reader)
 		r.Reset(bytes.NewReader(src))
@@ -133,7 +132,7 @@ func (b Batch) validateCompressed() (RecordStats, error) {
 			r.Reset(nil)
 			lz4Pool.Put(r)
 		}()
-		return b.validateStream(r)
+		return b.validateStream(r, stats)
 	case codecZstd:
 		d := zstdPool.Get().(*zstd.Decoder)
 		if err := d.Reset(bytes.NewReader(src)); err != nil {
@@ -143,7 +142,7 @@ func (b Batch) validateCompressed() (RecordStats, error) {
 			_ = d.Reset(nil) // lets go of src; never fails
 			zstdPool.Put(d)
 		}()
-		return b.validateStream(d)
+		return b.validateStream(d, stats)
 	default:
 		return RecordStats{}, fmt.Errorf("%w: unknown compression codec %d", ErrDecompress, b.Compression())
 	}
@@ -204,13 +203,12 @@ func (c *countingReader) failed() error {
 // skipping its keys, values and headers, so that memory never follows a
 // record's size. It reads r to its end, so that a checksum at the end of
 // the stream is checked and bytes after the last record are refused.
-func (b Batch) validateStream(r io.Reader) (RecordStats, error) {
+func (b Batch) validateStream(r io.Reader, stats RecordStats) (RecordStats, error) {
 	s := streamPool.Get().(*recordStream)
 	s.src = countingReader{r: r}
 	s.br.Reset(&s.src)
 	defer s.release()
 
-	stats := RecordStats{MinTimestamp: math.MaxInt64, MaxTimestamp: math.MinInt64}
 	first := b.FirstTimestamp()
 	n := b.NumRecords()
 	for i := int32(0); i < n; i++ {
@@ -336,7 +334,7 @@ func validateLongRecord(r *longRecord, i int32, first int64, stats *RecordStats)
 		return fail("bad key length")
 	}
 	if keyLen < 0 {
-		stats.NullKeys++
+		stats.nullKey(i)
 	}
 	valueLen, ok := r.varint32()
 	if !ok || !r.skip(valueLen) {

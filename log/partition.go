@@ -232,6 +232,10 @@ func (p *Partition) Release() {
 	}
 }
 
+// Released reports whether Release has run on the partition, after which
+// it stores nothing. It takes no lock.
+func (p *Partition) Released() bool { return p.pins.Load() >= releasedPin }
+
 // AppendOptions says how the broker wants a batch stored.
 type AppendOptions struct {
 	// Now is the broker's time, stored with the batch for retention,
