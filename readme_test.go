@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -173,5 +176,46 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 					"README quotes kgo as %q for %s; kgo printed %q", quote, rule, got)
 			}
 		})
+	}
+}
+
+// TestDocsNameRealTests keeps README.md and docs/ honest about their proof:
+// every test, fuzz target or example they name exists, and every file they
+// link to is in the repository.
+func TestDocsNameRealTests(t *testing.T) {
+	funcs := map[string]bool{}
+	declared := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Example|Benchmark)\w*)\(`)
+	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range declared.FindAllStringSubmatch(string(data), -1) {
+				funcs[m[1]] = true
+			}
+		}
+		return nil
+	}))
+	docs, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	named := regexp.MustCompile("`((?:Test|Fuzz|Example|Benchmark)[A-Z]\\w*)")
+	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	for _, doc := range append(docs, "README.md") {
+		data, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
+			assert.True(t, funcs[m[1]], "%s names %s, which no _test.go declares", doc, m[1])
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			_, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1]))
+			assert.NoError(t, err, "%s links to %s", doc, m[1])
+		}
 	}
 }

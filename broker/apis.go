@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
@@ -17,12 +16,21 @@ type api struct {
 	min, max int16
 	handle   func(*Broker, *request) kmsg.Response
 	// hiddenBy, when set, names the rule (a bool field of rules.Rules)
-	// that removes this API: while the rule is on, the API is neither
-	// advertised nor served, and a client that sends it anyway has its
-	// connection closed and the rule recorded in the request log.
+	// that removes this API: while the rule is enforced, the API is
+	// neither advertised nor served, and a client that sends it anyway has
+	// its connection closed and the rule recorded in the request log.
+	// While the rule is audited the API is advertised and served as in
+	// Kafka (if vastfake serves it at all) and every request for it is a
+	// refused finding.
 	hiddenBy string
-	// capBy, when set, lowers max while a rule is on.
-	capBy func(*rules.Rules) int16
+	// capBy, when set, names the rule that lowers the advertised max to
+	// capTo. Enforced, requests above capTo close the connection; audited,
+	// they are served and each is a refused finding.
+	capBy string
+	capTo int16
+	// advertised is the max version ApiVersions advertises: max, or capTo
+	// while capBy is on. buildAPIs sets it.
+	advertised int16
 	// beforeAuth marks the APIs a client may call before it has
 	// authenticated on a listener with users; any other closes the
 	// connection, as in Kafka.
@@ -42,8 +50,8 @@ const maxAPIKey = kmsg.MaxKey
 // serve. Minimum versions follow Kafka 4.x, which dropped the pre-2.1
 // versions (and with them message formats v0 and v1).
 var apiTable = []api{
-	{key: 0, min: 3, max: 13, handle: handleProduce, capBy: noTopicIDs(12), advertiseV0: true},
-	{key: 1, min: 4, max: 16, handle: handleFetch, capBy: noTopicIDs(12)},
+	{key: 0, min: 3, max: 13, handle: handleProduce, capBy: "NoTopicIDs", capTo: 12, advertiseV0: true},
+	{key: 1, min: 4, max: 16, handle: handleFetch, capBy: "NoTopicIDs", capTo: 12},
 	{key: 2, min: 1, max: 10, handle: handleListOffsets},
 	{key: 3, min: 0, max: 12, handle: handleMetadata},
 	{key: 8, min: 2, max: 9, handle: handleOffsetCommit},
@@ -87,52 +95,57 @@ var apiTable = []api{
 	{key: 92, hiddenBy: "ClassicGroupsOnly"}, // DeleteShareGroupOffsets
 }
 
-func noTopicIDs(max int16) func(*rules.Rules) int16 {
-	return func(r *rules.Rules) int16 {
-		if r.NoTopicIDs {
-			return max
-		}
-		return -1
-	}
-}
-
-// buildAPIs applies the rules to the table: hidden APIs are dropped and
-// capped ones lowered. It also returns, per API key, the rule that hides
-// it, or "", so that a request for a hidden API can name the rule.
-func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string) {
+// buildAPIs applies the rules' modes to the table: APIs hidden by an
+// enforced rule are dropped and capped ones lowered. It also returns, per
+// API key, the enforced rule that hides it, or "", so that a request for a
+// hidden API can name the rule, and the audited rule that would hide it or
+// cap its versions, or 0.
+func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, auditedBy [maxAPIKey + 1]rules.ID) {
+	modes := r.Modes()
 	out := make([]api, 0, len(apiTable))
 	for _, a := range apiTable {
-		if a.hiddenBy != "" && ruleOn(r, a.hiddenBy) {
-			hiddenBy[a.key] = a.hiddenBy
-			continue
+		a.advertised = a.max
+		if a.hiddenBy != "" {
+			switch id := tableRule(a.hiddenBy); modes.Of(id) {
+			case rules.Enforce:
+				hiddenBy[a.key] = a.hiddenBy
+				continue
+			case rules.Audit:
+				auditedBy[a.key] = id
+			}
 		}
 		if a.handle == nil {
 			continue
 		}
-		if a.capBy != nil {
-			if m := a.capBy(r); m >= 0 && m < a.max {
-				a.max = m
+		if a.capBy != "" && a.capTo < a.max {
+			switch id := tableRule(a.capBy); modes.Of(id) {
+			case rules.Enforce:
+				a.max, a.advertised = a.capTo, a.capTo
+			case rules.Audit:
+				a.advertised = a.capTo
+				auditedBy[a.key] = id
 			}
 		}
 		out = append(out, a)
 	}
-	return out, hiddenBy
+	return out, hiddenBy, auditedBy
 }
 
-// ruleOn reports whether the bool rule named name is on in r. A name that
-// is not a bool field of rules.Rules is a mistake in apiTable, and panics
-// on the first broker built (every test builds one).
-func ruleOn(r *rules.Rules, name string) bool {
-	f := reflect.ValueOf(r).Elem().FieldByName(name)
-	if !f.IsValid() || f.Kind() != reflect.Bool {
-		panic(fmt.Sprintf("apiTable: hiddenBy %q is not a bool field of rules.Rules", name))
+// tableRule returns the rule apiTable names. A name that is not a rule is
+// a mistake in apiTable, and panics on the first broker built (every test
+// builds one).
+func tableRule(name string) rules.ID {
+	id, ok := rules.Lookup(name)
+	if !ok {
+		panic(fmt.Sprintf("apiTable: %q is not a rule of rules.Rules", name))
 	}
-	return f.Bool()
+	return id
 }
 
 // handleApiVersions answers ApiVersions v0-v4 with the table in force.
 //
-// v3+ carry the client's software name and version, which vastfake ignores.
+// v3+ carry the client's software name and version, which the connection
+// keeps for the findings of audited rules.
 // VAST: no KIP-848 or share-group keys, no OffsetDelete, no InitProducerID
 // or transactions, no CreatePartitions; Fetch and Produce stop at v12 (no
 // topic IDs). All of that follows from the table and the rules. A client
@@ -141,6 +154,12 @@ func ruleOn(r *rules.Rules, name string) bool {
 // Produce is advertised from v0 although v0-v2 close the connection, as in
 // Kafka 4.x (KAFKA-18659), so that older librdkafka compresses.
 func handleApiVersions(b *Broker, r *request) kmsg.Response {
+	if r.version >= 3 {
+		req := r.kreq.(*kmsg.ApiVersionsRequest)
+		if c := r.conn; c != nil && (req.ClientSoftwareName != c.software || req.ClientSoftwareVersion != c.softwareVersion) {
+			c.software, c.softwareVersion = clip(req.ClientSoftwareName), clip(req.ClientSoftwareVersion)
+		}
+	}
 	return b.apiVersionsResponse(r.version)
 }
 
@@ -149,7 +168,7 @@ func (b *Broker) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	resp.SetVersion(version)
 	for _, a := range b.apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.advertised
 		if a.advertiseV0 {
 			k.MinVersion = 0
 		}

@@ -419,6 +419,84 @@ func (l *loopConn) SetReadDeadline(time.Time) error  { return nil }
 func (l *loopConn) SetWriteDeadline(time.Time) error { return nil }
 func (l *loopConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
 
+// BenchmarkAuditCost compares the produce and fetch paths in the kafka
+// profile and the audit profile on the same requests, without the socket
+// (handleOne on a loopConn: decode, handler, request log, encode): small and
+// large produces, produces whose batches carry a producer id (a
+// NoIdempotence finding per partition in audit mode, accepted by both), and
+// the 3 MiB fetch of BenchmarkFetchRequest.
+//
+//	go test -run '^$' -bench AuditCost -benchmem -count 10 ./broker/ | tee audit.txt
+//	benchstat -col /profile audit.txt
+func BenchmarkAuditCost(b *testing.B) {
+	idempotent := func(records int) []byte {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "bench"
+		for p := int32(0); p < 3; p++ {
+			batch := benchBatch(records)
+			binary.BigEndian.PutUint64(batch[43:], 7) // producer id
+			binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, batch
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(12)
+	fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = 0, 50<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "bench"
+	for p := int32(0); p < 3; p++ {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 40_000, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	fetch.Topics = append(fetch.Topics, rt)
+	for _, w := range []struct {
+		name    string
+		frame   []byte
+		prefill bool
+	}{
+		{"produce=10", produceFrame("bench", 10), false},
+		{"produce=1000", produceFrame("bench", 1000), false},
+		{"produce-idempotent=10", idempotent(10), false},
+		{"fetch", kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 1), true},
+	} {
+		for _, profile := range []string{"kafka", "audit"} {
+			b.Run(w.name+"/profile="+profile, func(b *testing.B) {
+				br, err := New(WithProfile(profile), WithTopics(TopicSpec{Name: "bench", Partitions: 3}))
+				require.NoError(b, err)
+				b.Cleanup(func() { br.Close() })
+				if w.prefill {
+					fill := newClientConn(br, &loopConn{frame: produceFrame("bench", 1000)})
+					for range 90 {
+						require.NoError(b, fill.handleOne())
+					}
+				}
+				c := newClientConn(br, &loopConn{frame: w.frame})
+				b.SetBytes(int64(len(w.frame)))
+				b.ReportAllocs()
+				start, cpuOK := processCPU()
+				for b.Loop() {
+					if err := c.handleOne(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// CPU time, unlike sec/op, does not count the time other
+				// processes of a busy machine held the core.
+				if end, ok := processCPU(); cpuOK && ok {
+					b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+				}
+			})
+		}
+	}
+}
+
 // benchKeyedBatch encodes a v2 batch of n records keyed key-00000 to
 // key-09999 in turn from record first on, with 40-byte values.
 func benchKeyedBatch(first, n int) []byte {

@@ -6,7 +6,8 @@
 // A request's path is short: read a frame, look its API up in the one table
 // in apis.go, decode it with kmsg, run the handler, encode with kmsg, write.
 // Handlers are grouped by concept: produce.go, fetch.go, offsets.go,
-// topics.go, groups.go, configs.go.
+// topics.go, groups.go, configs.go. Each VAST rule is checked once, through
+// Broker.vast (audit.go), which enforces, audits or ignores it by its mode.
 package broker
 
 import (
@@ -40,6 +41,7 @@ import (
 type Broker struct {
 	cfg   config
 	rules rules.Rules
+	modes rules.Modes // each rule's mode, from rules: see Broker.vast
 	clock clock.Clock
 	log   *slog.Logger
 
@@ -64,7 +66,10 @@ type Broker struct {
 	apis        []api // the table, with the rules applied
 	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
-	hiddenBy   [maxAPIKey + 1]string
+	hiddenBy [maxAPIKey + 1]string
+	// auditedBy names the audited rule that would hide each API key, or
+	// caps its versions, or is 0.
+	auditedBy  [maxAPIKey + 1]rules.ID
 	dataNotify chan struct{} // closed and replaced on an append while a fetch waits; wakes waiting fetches
 	notifyMu   sync.Mutex
 	// fetchWaiters counts fetches waiting for data (delayed or paced), so
@@ -83,6 +88,7 @@ type Broker struct {
 
 	faults faultState
 	reqLog requestLog
+	audit  auditLog
 	authz  authorizer
 
 	// decompress holds a token for each compressed batch being validated;
@@ -144,13 +150,14 @@ func WithRules(r rules.Rules) Option {
 	return func(c *config) { c.rules, c.rulesSet = r, true }
 }
 
-// WithProfile sets the rules by profile name, "vast" or "kafka"; New fails
-// for any other name.
+// WithProfile sets the rules by profile name, "vast", "kafka" or "audit"
+// (Kafka's behaviour, every VAST rule audited: see Findings); New fails for
+// any other name.
 func WithProfile(name string) Option {
 	return func(c *config) {
 		r, ok := rules.ForProfile(name)
 		if !ok {
-			c.err = fmt.Errorf("vastfake: unknown profile %q (want vast or kafka)", name)
+			c.err = fmt.Errorf("vastfake: unknown profile %q (want vast, kafka or audit)", name)
 			return
 		}
 		c.rules, c.rulesSet = r, true
@@ -179,7 +186,7 @@ func WithTopics(topics ...TopicSpec) Option {
 // how long the first rebalance of an empty group waits for more members,
 // waiting one delay more each time a member arrived, never past the
 // rebalance timeout. It is 0 by default so tests form groups at once;
-// Kafka's default is 3s, and VAST waits "a few seconds" [000].
+// Kafka's default is 3s, and VAST waits "a few seconds" (VAST's Consume events page).
 func WithInitialRebalanceDelay(d time.Duration) Option {
 	return func(c *config) { c.rebalDelay = d }
 }
@@ -250,7 +257,7 @@ const (
 
 // WithUsers adds SASL/PLAIN users, name to password. With at least one user
 // the listener requires authentication, as a VAST view with SASL_PLAINTEXT
-// does [000]: a client may send only ApiVersions, SaslHandshake and
+// does (VAST's Consume events page): a client may send only ApiVersions, SaslHandshake and
 // SaslAuthenticate until it has authenticated, anything else closes its
 // connection, and wrong credentials get SASL_AUTHENTICATION_FAILED and a
 // closed connection.
@@ -267,7 +274,7 @@ func WithUsers(users map[string]string) Option {
 
 // WithPolicies adds identity-policy statements that authorize every request
 // (see Policy). Deny beats allow; a request no statement matches is allowed,
-// VAST's default [KB], unless WithDefaultDeny is set. New fails for a
+// VAST's default, per its Kafka protocol support pages, unless WithDefaultDeny is set. New fails for a
 // statement with an unknown effect or action or a resource that is not a
 // VAST Kafka resource name.
 func WithPolicies(policies ...Policy) Option {
@@ -452,6 +459,7 @@ func New(opts ...Option) (*Broker, error) {
 	b := &Broker{
 		cfg:        cfg,
 		rules:      cfg.rules,
+		modes:      cfg.rules.Modes(),
 		clock:      cfg.clock,
 		log:        cfg.logger,
 		clusterID:  cfg.clusterID,
@@ -462,8 +470,10 @@ func New(opts ...Option) (*Broker, error) {
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 		decompress: make(chan struct{}, cfg.decompressions),
 	}
-	b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
-	b.apis, b.hiddenBy = buildAPIs(&b.rules)
+	if b.enforced(rules.StaleEndOffset) {
+		b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
+	}
+	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules)
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
@@ -508,6 +518,7 @@ func New(opts ...Option) (*Broker, error) {
 		// "empty metadata only", which is what 0 means here, as in Kafka.
 		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
 		Logger:                 b.log,
+		Audit:                  b.coordinatorFinding,
 	})
 	b.scheduleRetention()
 	b.scheduleCompaction()
@@ -580,7 +591,7 @@ func (b *Broker) AdvertisedAddr() string {
 	return net.JoinHostPort(b.host, strconv.Itoa(int(b.port)))
 }
 
-// Rules returns the rules the broker enforces.
+// Rules returns the rules the broker applies; Audit names those it audits.
 func (b *Broker) Rules() rules.Rules { return b.rules }
 
 // Clock returns the broker's clock.
@@ -757,7 +768,7 @@ func (b *Broker) StaleEndOffset() time.Duration { return time.Duration(b.staleEn
 
 // SetStaleEndOffset makes ListOffsets(latest) report the high watermark as
 // it was d ago on the broker's clock, emulating VAST's end offset that
-// trails a burst of writes [000]. 0 turns it off.
+// trails a burst of writes (VAST's Consume events page). 0 turns it off.
 func (b *Broker) SetStaleEndOffset(d time.Duration) { b.staleEnd.Store(int64(d)) }
 
 // errName names a Kafka error code.

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // The topic configs VAST supports (its management API's four, and
@@ -128,11 +129,11 @@ func (b *Broker) defaultFor(key string) (string, bool) {
 	if v, ok := vastTopicConfigDefaults[key]; ok {
 		return v, true
 	}
-	if b.rules.VASTTopicConfigsOnly {
+	if b.enforced(rules.VASTTopicConfigsOnly) {
 		return "", false
 	}
 	if key == cfgMaxMessageBytes {
-		return strconv.Itoa(b.rules.MessageMaxBytes()), true // the limit the broker enforces
+		return strconv.Itoa(b.messageMaxBytes()), true // the limit the broker enforces
 	}
 	v, ok := kafkaTopicConfigDefaults[key]
 	return v, ok
@@ -163,16 +164,15 @@ func defaultTopicConfig(n int) topicConfig {
 // or INVALID_CONFIG with a message. A key VASTTopicConfigsOnly forbids is
 // recorded on r (nil for a seed topic) as refused by that rule; a value not
 // of its key's Kafka type is refused (checkConfigValue).
-func (b *Broker) parseTopicConfigs(r *request, set map[string]string) (topicConfig, int16, string) {
+func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]string) (topicConfig, int16, string) {
 	c := defaultTopicConfig(len(set))
 	for k, v := range set {
+		_, vastKey := vastTopicConfigDefaults[k]
+		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", func() string { return "topic config " + strconv.Quote(k) }) {
+			return c, kerr.InvalidConfig.Code, "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms, message.timestamp.after.max.ms and cleanup.policy; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
+		}
 		if _, ok := b.defaultFor(k); !ok {
-			msg := "unknown topic config " + strconv.Quote(k)
-			if b.rules.VASTTopicConfigsOnly {
-				refuseFor(r, "VASTTopicConfigsOnly")
-				msg = "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms, message.timestamp.after.max.ms and cleanup.policy; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
-			}
-			return c, kerr.InvalidConfig.Code, msg
+			return c, kerr.InvalidConfig.Code, "unknown topic config " + strconv.Quote(k)
 		}
 		switch k {
 		case cfgRetentionMs:
@@ -315,7 +315,7 @@ func describeTopicConfigs(b *Broker, c topicConfig, names []string, synonyms boo
 		for k := range vastTopicConfigDefaults {
 			keys = append(keys, k)
 		}
-		if !b.rules.VASTTopicConfigsOnly {
+		if !b.enforced(rules.VASTTopicConfigsOnly) {
 			for k := range kafkaTopicConfigDefaults {
 				keys = append(keys, k)
 			}
@@ -356,17 +356,17 @@ func describeTopicConfigs(b *Broker, c topicConfig, names []string, synonyms boo
 // they reflect the rules in force.
 func (b *Broker) brokerConfigs() map[string]string {
 	autoCreate := "true"
-	if b.rules.NoAutoCreateTopics {
+	if b.enforced(rules.NoAutoCreateTopics) {
 		autoCreate = "false"
 	}
 	offsetsRetention := "10080"
-	if b.rules.OffsetsNeverExpire {
+	if b.enforced(rules.OffsetsNeverExpire) {
 		offsetsRetention = "-1"
 	} else if b.rules.OffsetsRetention > 0 {
 		offsetsRetention = strconv.FormatInt(int64(b.rules.OffsetsRetention/time.Minute), 10)
 	}
 	return map[string]string{
-		"message.max.bytes":                strconv.Itoa(b.rules.MessageMaxBytes()),
+		"message.max.bytes":                strconv.Itoa(b.messageMaxBytes()),
 		"auto.create.topics.enable":        autoCreate,
 		"num.partitions":                   strconv.Itoa(int(b.cfg.partitions)),
 		"offsets.retention.minutes":        offsetsRetention,
@@ -622,7 +622,7 @@ func (b *Broker) applyIncremental(r *request, old map[string]string, ops []kmsg.
 			delete(next, c.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			def, known := b.defaultFor(c.Name)
-			if !known && b.rules.VASTTopicConfigsOnly {
+			if !known && b.enforced(rules.VASTTopicConfigsOnly) {
 				// Let validation name the rule that forbids the key.
 				next[c.Name] = *c.Value
 				continue
@@ -692,7 +692,7 @@ func (b *Broker) alterTopicConfigs(r *request, typ kmsg.ConfigResourceType, name
 	if code != 0 {
 		return code, kmsg.StringPtr(msg)
 	}
-	next, code, msg := b.parseTopicConfigs(r, set)
+	next, code, msg := b.parseTopicConfigs(r, t.name, set)
 	if code != 0 {
 		return code, kmsg.StringPtr(msg)
 	}
@@ -700,4 +700,13 @@ func (b *Broker) alterTopicConfigs(r *request, typ kmsg.ConfigResourceType, name
 		t.cfg = next
 	}
 	return 0, nil
+}
+
+// messageMaxBytes is the broker's message.max.bytes: VAST's cap while
+// MaxMessageBytes is enforced, else Kafka's default.
+func (b *Broker) messageMaxBytes() int {
+	if b.enforced(rules.MaxMessageBytes) {
+		return b.rules.MessageMaxBytes()
+	}
+	return rules.KafkaMessageMaxBytes
 }

@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // maxFrameSize is Kafka's socket.request.max.bytes default: a request
@@ -40,7 +42,11 @@ type clientConn struct {
 	out       []byte    // the answer buffer, reused across requests
 
 	clientID string // the last request's client id; only serve's goroutine touches it
-	fetchRun logRun // the request log record of this connection's run of empty fetches
+	// software and softwareVersion are what ApiVersions v3+ said the
+	// client is ("librdkafka", "2.0.2"), clipped; only serve's goroutine
+	// touches them.
+	software, softwareVersion string
+	fetchRun                  logRun // the request log record of this connection's run of empty fetches
 
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
@@ -122,6 +128,7 @@ type request struct {
 	clientID string
 	kreq     kmsg.Request
 	rule     string // the VAST rule that refused (part of) the request
+	finding  string // the audited VAST rule of the first finding the request caused
 	why      string // what the refusal told the client, when its answer has no message field
 
 	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
@@ -267,6 +274,15 @@ func (c *clientConn) handleOne() error {
 			}
 			return c.refuseHidden(key, version, frame[8:])
 		}
+		if key >= 0 && int(key) < len(c.b.auditedBy) && c.b.auditedBy[key] != 0 && !unauthenticated {
+			// Not served even in Kafka's behaviour (KIP-848, transactions):
+			// the connection closes as for any unknown API, with the finding.
+			c.noteClientID(frame[8:])
+			c.b.recordFinding(&request{conn: c, clientID: c.clientID}, c.b.auditedBy[key], rules.Refused, "", "",
+				func() string {
+					return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
+				})
+		}
 		return protoErr("unsupported api key %d", key)
 	}
 	a := c.b.apiByKey[key]
@@ -277,6 +293,9 @@ func (c *clientConn) handleOne() error {
 			// so the client can retry at one it knows.
 			resp := c.b.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			if version > a.max {
+				c.noteSoftware(a.max, frame[8:])
+			}
 			c.fetchRun = logRun{}
 			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
@@ -302,6 +321,11 @@ func (c *clientConn) handleOne() error {
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	defer req.releaseReads()
+	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || version > a.advertised) {
+		c.b.recordFinding(req, id, rules.Refused, "", "", func() string {
+			return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not serve it"
+		})
+	}
 	if d := c.b.latencyFor(key); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -323,7 +347,7 @@ func (c *clientConn) handleOne() error {
 	}
 	rec := RequestRecord{
 		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
-		ErrorCode: firstError(resp), Rule: req.rule, Fault: fault != nil,
+		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Fault: fault != nil,
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	}
 	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {
@@ -407,6 +431,26 @@ func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
 	return &closeError{reason: why}
+}
+
+// noteSoftware takes the client's software name and version from an
+// ApiVersions request newer than the broker knows (hdr is the frame after
+// the api key, version and correlation id), reading its start as version
+// known: the name and version come first in every version since v3, and a
+// client that gets UNSUPPORTED_VERSION may carry on without asking again
+// (kgo does). Fields that follow and do not parse are ignored.
+func (c *clientConn) noteSoftware(known int16, hdr []byte) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(known)
+	body, _, err := parseRequestHeader(hdr, true)
+	if err != nil {
+		return
+	}
+	_ = req.ReadFrom(body) // the fields read before an error are set
+	if req.ClientSoftwareName == "" {
+		return
+	}
+	c.software, c.softwareVersion = clip(req.ClientSoftwareName), clip(req.ClientSoftwareVersion)
 }
 
 // noteClientID takes the client id from the header of a request that is not

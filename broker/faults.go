@@ -119,7 +119,7 @@ func (b *Broker) DropConnections() {
 }
 
 // Failover emulates a VAST failover to a replication peer: every committed
-// offset is dropped (VAST does not replicate them [000]) while topics,
+// offset is dropped (VAST does not replicate them, says its Consume events page) while topics,
 // records and group members stay. Consumers then restart from their
 // auto.offset.reset.
 func (b *Broker) Failover() { b.coord.Failover() }

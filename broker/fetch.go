@@ -4,11 +4,13 @@ package broker
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 var noRecords = []byte{}
@@ -42,13 +44,22 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	if req.SessionID != 0 || req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		if b.rules.NoFetchSessions {
-			r.refuse("NoFetchSessions")
-		}
+		b.vast(r, rules.NoFetchSessions, rules.Refused, "", "", func() string {
+			return "incremental fetch (session " + strconv.Itoa(int(req.SessionID)) + ", epoch " + strconv.Itoa(int(req.SessionEpoch)) + ")"
+		})
 		return resp
 	}
 	req = mergeFetchDuplicates(req, r.version)
 	denied := b.fetchDenied(r, req)
+	if b.audited(rules.NoOffsetsTopic) {
+		b.auditOffsetsTopicFetch(r, req)
+	}
+	if req.MinBytes > 1 && req.MaxWaitMillis > 0 {
+		b.vast(r, rules.NoDelayedFetch, rules.Differs, fetchTopic(req), "", func() string {
+			return "fetch.min.bytes=" +
+				strconv.Itoa(int(req.MinBytes)) + ", fetch.wait.max.ms=" + strconv.Itoa(int(req.MaxWaitMillis)) + ": VAST answers at once with what it has"
+		})
+	}
 	resp, bytes := b.fetchOnce(r, req, denied)
 	wait := b.fetchWait(req, bytes)
 	if wait <= 0 || fetchHasError(resp) {
@@ -89,7 +100,7 @@ func (b *Broker) fetchWait(req *kmsg.FetchRequest, bytes int) time.Duration {
 	switch {
 	case bytes > 0 || maxWait <= 0:
 		return 0
-	case b.rules.NoDelayedFetch:
+	case b.enforced(rules.NoDelayedFetch):
 		return min(b.cfg.emptyFetchDelay, maxWait/2)
 	case bytes >= int(req.MinBytes):
 		return 0
@@ -319,4 +330,30 @@ func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*
 		}
 	}
 	return resp, total
+}
+
+// fetchTopic names the first topic a fetch asks for, by name ("" when by
+// id), for a finding.
+func fetchTopic(req *kmsg.FetchRequest) string {
+	if len(req.Topics) == 0 {
+		return ""
+	}
+	return req.Topics[0].Topic
+}
+
+// auditOffsetsTopicFetch records a NoOffsetsTopic finding for a fetch that
+// reads __consumer_offsets, which VAST does not have.
+func (b *Broker) auditOffsetsTopicFetch(r *request, req *kmsg.FetchRequest) {
+	for i := range req.Topics {
+		name := req.Topics[i].Topic
+		if r.version >= 13 {
+			if t := b.data.getID(req.Topics[i].TopicID); t != nil {
+				name = t.name
+			}
+		}
+		if name == offsetsTopic {
+			b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", func() string { return "Fetch from __consumer_offsets, which VAST does not have" })
+			return
+		}
+	}
 }

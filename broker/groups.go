@@ -5,10 +5,12 @@ package broker
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // Coordinator types in FindCoordinator.
@@ -39,9 +41,7 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 				c.ErrorCode = kerr.InvalidGroupID.Code
 			}
 		case coordinatorTransaction:
-			if b.rules.NoIdempotence {
-				r.refuse("NoIdempotence")
-			}
+			b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string { return "FindCoordinator for a transaction coordinator" })
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			c.ErrorMessage = kmsg.StringPtr("vastfake has no transaction coordinator (VAST does not support transactions)")
 		default:
@@ -65,7 +65,7 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 // with a refusal sink that records on r the VAST rule that refused it and
 // why, for the request log.
 func coordinatorCtx(r *request) context.Context {
-	return coordinator.WithRefusalSink(r.ctx, r.refuseBecause)
+	return coordinator.WithRefusalSink(context.WithValue(r.ctx, requestKey{}, r), r.refuseBecause)
 }
 
 // handleJoinGroup answers JoinGroup v0-v9. It blocks until the group's join
@@ -187,13 +187,18 @@ func handleListGroups(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Groups = visible
 	}
+	if max := b.rules.MaxGroups; max > 0 && len(resp.Groups) > max {
+		b.vast(r, rules.MaxGroups, rules.Differs, "", "", func() string {
+			return "ListGroups answered " + strconv.Itoa(len(resp.Groups)) + " groups; VAST lists at most " + strconv.Itoa(max)
+		})
+	}
 	return resp
 }
 
 // handleDeleteGroups answers DeleteGroups v0-v2: a group with members gets
-// NON_EMPTY_GROUP; deleting a group removes its committed offsets [000]. A
+// NON_EMPTY_GROUP; deleting a group removes its committed offsets (VAST's Consume events page). A
 // group named twice is answered once.
-// Authorizes: KafkaDelete on each group (GROUP_AUTHORIZATION_FAILED) [000].
+// Authorizes: KafkaDelete on each group (GROUP_AUTHORIZATION_FAILED) (VAST's Consume events page).
 func handleDeleteGroups(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteGroupsRequest)
 	allowed := *req

@@ -33,7 +33,7 @@ type PartitionInfo struct {
 }
 
 // Record is one stored record, decoded: the "topic as a table" view of
-// VAST's query topics [000].
+// VAST's query topics (VAST's Consume events page).
 type Record struct {
 	Topic     string
 	Partition int32
@@ -246,6 +246,11 @@ type RequestRecord struct {
 	// Rule names the VAST rule (a rules.Rules field) that refused the
 	// request or part of it, or is empty.
 	Rule string
+	// Finding names the audited VAST rule (a rules.Rules field) of the
+	// first finding the request caused, or is empty: the request was
+	// answered as Kafka answers it, and Findings says how VAST's answer
+	// would have differed.
+	Finding string
 	// Fault is set when an injected fault answered the request.
 	Fault bool
 	// User is the SASL user the connection authenticated as, or empty

@@ -4,9 +4,12 @@ package broker
 // and OffsetFetch (a group's committed offsets, kept by the coordinator).
 
 import (
+	"strconv"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // Special ListOffsets timestamps.
@@ -24,9 +27,9 @@ const (
 // (-3), v8 earliest-local (-4, the log start: there is no tiered storage),
 // v9 latest-tiered (-5, answered -1: nothing is tiered), v10 a timeout. A
 // timestamp query returns the first offset whose record timestamp is at or
-// after it, and -1 when every record is older [000].
+// after it, and -1 when every record is older (VAST's Consume events page).
 // VAST: with StaleEndOffset set, latest (-1) returns the high watermark as
-// it was that long ago on the broker's clock [000].
+// it was that long ago on the broker's clock (VAST's Consume events page).
 // A partition named twice gets INVALID_REQUEST, as in Kafka, answered once.
 // Authorizes: KafkaDescribe on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleListOffsets(b *Broker, r *request) kmsg.Response {
@@ -84,6 +87,13 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 					sp.Offset = hwm
 					if stale > 0 {
 						sp.Offset = part.HighWatermarkAt(now.Add(-stale))
+					} else if lag := b.rules.StaleEndOffset; lag > 0 {
+						if at := part.HighWatermarkAt(now.Add(-lag)); at != hwm {
+							b.vast(r, rules.StaleEndOffset, rules.Differs, rt.Topic, "", func() string {
+								return "ListOffsets(latest) answered " +
+									strconv.FormatInt(hwm, 10) + "; with an end offset " + lag.String() + " behind, VAST could answer " + strconv.FormatInt(at, 10)
+							})
+						}
 					}
 				case ts == listEarliest, ts == listEarliestLcl && r.version >= 8:
 					sp.Offset = logStart

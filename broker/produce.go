@@ -73,8 +73,9 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return produceError(req, resp, kerr.InvalidRequiredAcks.Code, "")
 	}
-	if req.TransactionID != nil && b.rules.NoIdempotence {
-		r.refuse("NoIdempotence")
+	if req.TransactionID != nil && b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string {
+		return "transactional produce (transactional.id " + strconv.Quote(*req.TransactionID) + ")"
+	}) {
 		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, "VAST does not support transactions (rule NoIdempotence)")
 	}
 
@@ -112,7 +113,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = code
 				continue
 			}
-			batch, code, msg := b.checkBatch(r, rp.Records, cfg, now.UnixMilli())
+			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli())
 			if msg == keylessMessage {
 				msg, sp.ErrorRecords = keylessErrors(rp.Records, name, rp.Partition)
 			}
@@ -254,8 +255,8 @@ func answerIdempotent(p *pendingAppend, dup *log.Duplicate, err error) bool {
 // and the topic's configs to them. It returns the batch, or the Kafka error
 // code and message refusing it (keylessMessage for keyless records to a
 // compacted topic, which the caller words as Kafka does).
-func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64) (log.Batch, int16, string) {
-	if code, msg := b.checkBatchSize(r, len(raw), cfg); code != 0 {
+func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfig, nowMs int64) (log.Batch, int16, string) {
+	if code, msg := b.checkBatchSize(r, topic, len(raw), cfg); code != 0 {
 		return nil, code, msg
 	}
 	batch, err := log.ParseBatch(raw)
@@ -268,15 +269,13 @@ func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64
 	if batch.Control() {
 		return nil, kerr.InvalidRecord.Code, "clients may not produce control batches"
 	}
-	if batch.Compression() != 0 && b.rules.NoCompression {
-		r.refuse("NoCompression")
+	if c := batch.Compression(); c != 0 && b.vast(r, rules.NoCompression, rules.Refused, topic, "", func() string { return "compressed batch (" + codecName(c) + ")" }) {
 		return nil, kerr.UnsupportedCompressionType.Code, "VAST does not accept compressed batches; set compression.type=none (rule NoCompression)"
 	}
 	if batch.Compression() > 4 {
 		return nil, kerr.UnsupportedCompressionType.Code, ""
 	}
-	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.rules.NoIdempotence {
-		r.refuse("NoIdempotence")
+	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", func() string { return producerDetail(batch) }) {
 		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
 	}
 	if batch.ProducerID() >= 0 && batch.BaseSequence() < 0 {
@@ -297,12 +296,12 @@ func (b *Broker) checkBatch(r *request, raw []byte, cfg topicConfig, nowMs int64
 	case err != nil:
 		return nil, kerr.InvalidRecord.Code, err.Error()
 	}
-	if max := b.rules.MaxKeyBytes; max > 0 && stats.MaxKey > max {
-		r.refuse("MaxKeyBytes")
+	if max := b.rules.MaxKeyBytes; max > 0 && stats.MaxKey > max &&
+		b.vast(r, rules.MaxKeyBytes, rules.Refused, topic, "", func() string { return "record key of " + strconv.Itoa(stats.MaxKey) + " bytes" }) {
 		return nil, kerr.MessageTooLarge.Code, "record key of " + strconv.Itoa(stats.MaxKey) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxKeyBytes)"
 	}
-	if max := b.rules.MaxValueBytes; max > 0 && stats.MaxValue > max {
-		r.refuse("MaxValueBytes")
+	if max := b.rules.MaxValueBytes; max > 0 && stats.MaxValue > max &&
+		b.vast(r, rules.MaxValueBytes, rules.Refused, topic, "", func() string { return "record value of " + strconv.Itoa(stats.MaxValue) + " bytes" }) {
 		return nil, kerr.MessageTooLarge.Code, "record value of " + strconv.Itoa(stats.MaxValue) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxValueBytes)"
 	}
 	if cfg.compact && stats.NullKeys > 0 {
@@ -364,18 +363,22 @@ func keylessErrors(raw []byte, topic string, partition int32) (string, []kmsg.Pr
 
 // checkBatchSize refuses a batch larger than the topic allows, as Kafka
 // does (MESSAGE_TOO_LARGE): the topic's max.message.bytes when set, else
-// the broker's message.max.bytes. A VAST cap (rule MaxMessageBytes) bounds
-// both; only a refusal the cap causes is recorded as the rule's.
-func (b *Broker) checkBatchSize(r *request, size int, cfg topicConfig) (int16, string) {
+// the broker's message.max.bytes. An enforced VAST cap (rule
+// MaxMessageBytes) bounds both; only a refusal the cap causes is recorded
+// as the rule's.
+func (b *Broker) checkBatchSize(r *request, topicName string, size int, cfg topicConfig) (int16, string) {
 	vastCap := b.rules.MaxMessageBytes
-	if topic := cfg.maxMessageBytes; topic >= 0 && size > topic && (vastCap <= 0 || topic <= vastCap) {
+	enforcedCap := vastCap
+	if !b.enforced(rules.MaxMessageBytes) {
+		enforcedCap = 0
+	}
+	if topic := cfg.maxMessageBytes; topic >= 0 && size > topic && (enforcedCap <= 0 || topic <= enforcedCap) {
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the topic's max.message.bytes of " + strconv.Itoa(topic)
 	}
-	if vastCap > 0 && size > vastCap {
-		r.refuse("MaxMessageBytes")
+	if vastCap > 0 && size > vastCap && b.vast(r, rules.MaxMessageBytes, rules.Refused, topicName, "", func() string { return "record batch of " + strconv.Itoa(size) + " bytes" }) {
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the " + strconv.Itoa(vastCap) + "-byte limit (rule MaxMessageBytes)"
 	}
-	if cfg.maxMessageBytes < 0 && vastCap <= 0 && size > rules.KafkaMessageMaxBytes {
+	if cfg.maxMessageBytes < 0 && enforcedCap <= 0 && size > rules.KafkaMessageMaxBytes {
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the broker's message.max.bytes of " + strconv.Itoa(rules.KafkaMessageMaxBytes)
 	}
 	return 0, ""
@@ -434,4 +437,27 @@ func handleInitProducerID(b *Broker, r *request) kmsg.Response {
 	resp.ProducerID = b.nextProducerID.Add(1)
 	resp.ProducerEpoch = 0
 	return resp
+}
+
+// codecName names a batch's compression codec, as compression.type does.
+func codecName(c int8) string {
+	switch c {
+	case 1:
+		return "gzip"
+	case 2:
+		return "snappy"
+	case 3:
+		return "lz4"
+	case 4:
+		return "zstd"
+	}
+	return "codec " + strconv.Itoa(int(c))
+}
+
+// producerDetail describes the producer id a batch carries.
+func producerDetail(batch log.Batch) string {
+	if batch.Transactional() {
+		return "transactional batch (producer id " + strconv.FormatInt(batch.ProducerID(), 10) + ")"
+	}
+	return "idempotent batch (producer id " + strconv.FormatInt(batch.ProducerID(), 10) + ")"
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// mechanismPlain is the one SASL mechanism VAST offers [000][API].
+// mechanismPlain is the one SASL mechanism VAST offers (VAST's Consume events page and management API).
 const mechanismPlain = "PLAIN"
 
 // maxSASLFrameSize caps a frame from a client that has not authenticated
@@ -42,7 +42,8 @@ const DefaultView = "vastfake"
 // names it.
 type Action string
 
-// The actions VAST's identity policies grant on Kafka resources [KB].
+// The actions VAST's identity policies grant on Kafka resources, from VAST's
+// page on granting Kafka permissions in an identity policy.
 const (
 	KafkaRead            Action = "KafkaRead"
 	KafkaWrite           Action = "KafkaWrite"
@@ -77,7 +78,7 @@ const (
 // As in Kafka's ACLs, allowing KafkaRead, KafkaWrite, KafkaDelete or
 // KafkaAlterConfigs on a resource also allows KafkaDescribe on it, and
 // allowing KafkaAlterConfigs also allows KafkaDescribeConfigs; so a
-// consumer group needs only KafkaRead on its topic and its group [000].
+// consumer group needs only KafkaRead on its topic and its group (VAST's Consume events page).
 // A deny statement denies only the action it names.
 //
 // Metadata v8+ reports what the policies allow as Kafka's authorized
@@ -389,7 +390,7 @@ func tokenTooLong(size int) string {
 // second handshake before authentication closes the connection; after it,
 // or on a listener without users, the answer is ILLEGAL_SASL_STATE, as in
 // Kafka.
-// VAST: PLAIN is the only mechanism [000][API].
+// VAST: PLAIN is the only mechanism (VAST's Consume events page and management API).
 // Authorizes: nothing; it is served before authentication.
 func handleSaslHandshake(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.SASLHandshakeRequest)
@@ -427,7 +428,7 @@ func handleSaslHandshake(b *Broker, r *request) kmsg.Response {
 // Before a handshake it closes with ILLEGAL_SASL_STATE; after
 // authentication, or on a listener without users, it answers
 // ILLEGAL_SASL_STATE.
-// VAST: PLAIN only [000][API].
+// VAST: PLAIN only (VAST's Consume events page and management API).
 // Authorizes: nothing; it is served before authentication.
 func handleSaslAuthenticate(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.SASLAuthenticateRequest)

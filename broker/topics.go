@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // topic is one topic: its partitions' logs and its configs.
@@ -185,10 +186,10 @@ func (b *Broker) checkCreate(r *request, name string, partitions int32, configs 
 	if partitions <= 0 {
 		return 0, topicConfig{}, kerr.InvalidPartitions.Code, "partitions must be positive"
 	}
-	if code, msg := b.partitionLimits(r, int(partitions), 0); code != 0 {
+	if code, msg := b.partitionLimits(r, name, int(partitions), 0); code != 0 {
 		return 0, topicConfig{}, code, msg
 	}
-	cfg, code, msg := b.parseTopicConfigs(r, configs)
+	cfg, code, msg := b.parseTopicConfigs(r, name, configs)
 	if code != 0 {
 		return 0, topicConfig{}, code, msg
 	}
@@ -198,14 +199,15 @@ func (b *Broker) checkCreate(r *request, name string, partitions int32, configs 
 // partitionLimits checks a topic that would have topicTotal partitions, in
 // a view that would then hold viewTotal, against VAST's limits
 // (MaxPartitionsPerTopic, MaxPartitionsPerView); it returns 0 or
-// INVALID_PARTITIONS with a message naming the rule, which it records on r.
-func (b *Broker) partitionLimits(r *request, topicTotal, viewTotal int) (int16, string) {
-	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max {
-		refuseFor(r, "MaxPartitionsPerTopic")
+// INVALID_PARTITIONS with a message naming the rule, which it records on r
+// (nil for a seed topic).
+func (b *Broker) partitionLimits(r *request, topic string, topicTotal, viewTotal int) (int16, string) {
+	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max &&
+		b.vast(r, rules.MaxPartitionsPerTopic, rules.Refused, topic, "", func() string { return itoa(topicTotal) + " partitions in one topic" }) {
 		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
 	}
-	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max {
-		refuseFor(r, "MaxPartitionsPerView")
+	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max &&
+		b.vast(r, rules.MaxPartitionsPerView, rules.Refused, topic, "", func() string { return itoa(viewTotal) + " partitions in the view" }) {
 		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
 	}
 	return 0, ""
@@ -226,7 +228,7 @@ func (b *Broker) createTopic(r *request, name string, partitions int32, configs 
 	if _, ok := s.byName[name]; ok {
 		return kerr.TopicAlreadyExists.Code, "topic " + name + " already exists"
 	}
-	if code, msg := b.partitionLimits(r, int(n), s.partitions+int(n)); code != 0 {
+	if code, msg := b.partitionLimits(r, name, 0, s.partitions+int(n)); code != 0 { // checkCreate checked the topic's count
 		return code, msg
 	}
 	if validateOnly {
@@ -262,7 +264,7 @@ func (s *store) add(t *topic) {
 // createOffsetsTopic creates the internal __consumer_offsets, empty, unless
 // the NoOffsetsTopic rule hides it (VAST) or it exists.
 func (b *Broker) createOffsetsTopic() {
-	if b.rules.NoOffsetsTopic {
+	if b.enforced(rules.NoOffsetsTopic) {
 		return
 	}
 	cfg := defaultTopicConfig(0)
@@ -314,10 +316,7 @@ func (b *Broker) deleteTopic(t *topic) {
 // NoTopicIDs clients never learn an id (every id reported is zero), so a
 // request naming one finds nothing and is recorded as refused by the rule.
 func (b *Broker) topicByID(r *request, id [16]byte) *topic {
-	if b.rules.NoTopicIDs {
-		if id != [16]byte{} {
-			r.refuse("NoTopicIDs")
-		}
+	if id != [16]byte{} && b.rules.NoTopicIDs && b.vast(r, rules.NoTopicIDs, rules.Refused, "", "", func() string { return "a topic named by its ID" }) {
 		return nil
 	}
 	return b.data.getID(id)
@@ -326,7 +325,7 @@ func (b *Broker) topicByID(r *request, id [16]byte) *topic {
 // topicID returns the id Metadata and CreateTopics report: zero when VAST's
 // rule says topic IDs are unsupported.
 func (b *Broker) topicID(t *topic) [16]byte {
-	if b.rules.NoTopicIDs {
+	if b.enforced(rules.NoTopicIDs) {
 		return [16]byte{}
 	}
 	return t.id
@@ -371,7 +370,6 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 		}
 	} else {
 		askedCreate := r.version < 4 || req.AllowAutoTopicCreation
-		autoCreate := !b.rules.NoAutoCreateTopics && askedCreate
 		names := make(map[string]bool, len(req.Topics))
 		ids := make(map[[16]byte]bool)
 		for _, rt := range req.Topics {
@@ -386,10 +384,12 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 					continue
 				}
 				t = b.data.get(*rt.Topic)
-				if t == nil && askedCreate && b.rules.NoAutoCreateTopics && validTopicName(*rt.Topic) {
-					r.refuse("NoAutoCreateTopics")
+				autoCreate := t == nil && askedCreate && validTopicName(*rt.Topic) &&
+					!b.vast(r, rules.NoAutoCreateTopics, rules.Refused, *rt.Topic, "", func() string { return "Metadata asked to auto-create topic " + strconv.Quote(*rt.Topic) })
+				if *rt.Topic == offsetsTopic && t != nil {
+					b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", func() string { return "Metadata for __consumer_offsets, which VAST does not have" })
 				}
-				if t == nil && autoCreate && b.allowCreate(r, *rt.Topic) {
+				if autoCreate && b.allowCreate(r, *rt.Topic) {
 					if code, _ := b.createTopic(r, *rt.Topic, -1, nil, false); code == 0 {
 						t = b.data.get(*rt.Topic)
 					}
@@ -507,7 +507,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	dups := duplicates(req.Topics, func(rt kmsg.CreateTopicsRequestTopic) string { return rt.Topic })
 	tooMany := false
-	if b.rules.MaxPartitionsPerView == 0 {
+	if !b.enforced(rules.MaxPartitionsPerView) {
 		total := 0
 		for _, rt := range req.Topics {
 			switch {
@@ -585,7 +585,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 // handleDeleteTopics answers DeleteTopics v1-v6.
 //
 // v6 names topics by name or id. Deleting a topic deletes every group's
-// committed offsets for it, as VAST documents [000] (and Kafka does). As
+// committed offsets for it, as VAST's Consume events page documents (and Kafka does). As
 // in Kafka, a topic named (or id given) more than once gets one
 // INVALID_REQUEST answer and is not deleted, and so does an entry with
 // both a name and an id, or neither (each such entry answered once). Deleting __consumer_offsets (kafka
@@ -731,7 +731,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			if !t.internal {
 				viewTotal += int(rt.Count) - len(t.partitions)
 			}
-			limitCode, limitMsg = b.partitionLimits(r, int(rt.Count), viewTotal)
+			limitCode, limitMsg = b.partitionLimits(r, rt.Topic, int(rt.Count), viewTotal)
 		}
 		switch {
 		case t == nil:

@@ -26,6 +26,8 @@
 //	GET    /topics/{name}/partitions/{p}/records      ?offset=0&limit=100 (at most MaxRecordsLimit); Next-Offset header
 //	GET    /groups, /groups/{name}                    state, generation, members with assignments, offsets with lag
 //	GET    /rebalances                                ?group=name: finished rebalances, oldest first
+//	GET    /audit                                     {"findings": [...]}: what audited rules found (broker.Finding)
+//	DELETE /audit                                     forget the findings
 //	GET    /requests                                  ?rule=MaxGroups&api=Produce&limit=N: the request log
 //	DELETE /requests                                  empty the request log
 //	POST   /faults                                    a broker.Fault as JSON; API and Err take names or numbers
@@ -101,6 +103,8 @@ func (s *server) routes() []route {
 		{"GET /groups", s.groups},
 		{"GET /groups/{name}", s.group},
 		{"GET /rebalances", s.rebalances},
+		{"GET /audit", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, b.AuditReport()) }},
+		{"DELETE /audit", s.do(b.ResetFindings)},
 		{"GET /requests", s.requests},
 		{"DELETE /requests", s.do(b.ResetRequests)},
 		{"POST /faults", s.injectFault},

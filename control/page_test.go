@@ -61,7 +61,7 @@ var (
 	dataAttr     = regexp.MustCompile(`data-([a-z]+)="([^"]*)"`)
 )
 
-// TestLivePage draws seed 003's "a group shares six partitions" from a real
+// TestLivePage draws the "a group shares six partitions" picture from a real
 // broker: a topic of six partitions and a group of two consumers that each
 // committed part of their partitions. Headless Chromium runs the page's
 // script; every partition box must name its owner and lag, and a

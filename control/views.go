@@ -257,8 +257,11 @@ type requestView struct {
 	ErrorCode int16  `json:"errorCode"`
 	Error     string `json:"error,omitempty"`
 	// Rule names the VAST rule (a rules.Rules field) behind a refusal.
-	Rule  string `json:"rule,omitempty"`
-	Fault bool   `json:"fault,omitempty"`
+	Rule string `json:"rule,omitempty"`
+	// Finding names the audited VAST rule of the finding the request
+	// caused (GET /audit lists them).
+	Finding string `json:"finding,omitempty"`
+	Fault   bool   `json:"fault,omitempty"`
 	// User is the SASL user of the connection, if any.
 	User string `json:"user,omitempty"`
 	// Denied says why an identity policy or authentication refused it.
@@ -273,19 +276,24 @@ type requestView struct {
 
 func newRequestView(r broker.RequestRecord) requestView {
 	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID,
-		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Fault: r.Fault,
+		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Finding: r.Finding, Fault: r.Fault,
 		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
 }
 
 // liveRebalances is how many of the latest rebalances the page shows.
 const liveRebalances = 50
 
+// liveFindings is how many findings the page shows.
+const liveFindings = 100
+
 // writeLive streams everything the live page draws, as one object:
 //
-//	{"now", "bootstrap", "manualClock", "topics": [...], "groups": [...], "rebalances": [...]}
+//	{"now", "bootstrap", "manualClock", "topics": [...], "groups": [...], "rebalances": [...], "audit": {...}}
 //
-// with topics and groups as /topics and /groups list them and the latest
-// liveRebalances rebalances. It copies one topic or group at a time.
+// with topics and groups as /topics and /groups list them, the latest
+// liveRebalances rebalances, and, when a rule is audited, the first
+// liveFindings findings as GET /audit has them (the rest counted in
+// "dropped"). It copies one topic or group at a time.
 func (s *server) writeLive(st *jsonStream) {
 	_ = st.raw("{\n  \"now\": ") && st.value(s.b.Clock().Now(), "  ") &&
 		st.raw(",\n  \"bootstrap\": ") && st.value(s.b.AdvertisedAddr(), "  ") &&
@@ -295,6 +303,17 @@ func (s *server) writeLive(st *jsonStream) {
 		st.raw(",\n  \"rebalances\": ") && st.array(1, func(add func(any) bool) {
 		rs := s.b.Rebalances()
 		eachRebalance(rs[max(0, len(rs)-liveRebalances):], "", add)
-	}) && st.raw("\n}")
+	}) && (!s.b.Audited() || st.raw(",\n  \"audit\": ") && st.value(s.liveAudit(), "  ")) && st.raw("\n}")
 	st.end()
+}
+
+// liveAudit is the findings the live page shows: GET /audit's report cut
+// to liveFindings.
+func (s *server) liveAudit() broker.AuditReport {
+	a := s.b.AuditReport()
+	if len(a.Findings) > liveFindings {
+		a.Dropped += int64(len(a.Findings) - liveFindings)
+		a.Findings = a.Findings[:liveFindings]
+	}
+	return a
 }

@@ -142,12 +142,21 @@ type Config struct {
 	// Logger receives refusals made because of a VAST rule, with the
 	// attribute "rule" naming the rules.Rules field. It may be nil.
 	Logger *slog.Logger
+	// Audit receives the findings of audited rules (Rules.Audit): the
+	// rule, whether VAST would have refused or behaved otherwise, the
+	// group and what happened. ctx is the request's (as given to JoinGroup,
+	// OffsetCommit...), or nil for a finding no request caused (offsets
+	// expiring). It is called with the coordinator's lock held and must
+	// not call back into the Coordinator. It may be nil.
+	Audit func(ctx context.Context, rule rules.ID, kind rules.Kind, group, detail string)
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
 // safe for concurrent use.
 type Coordinator struct {
 	rules        rules.Rules
+	modes        rules.Modes
+	audit        func(ctx context.Context, rule rules.ID, kind rules.Kind, group, detail string)
 	clock        clock.Clock
 	initialDelay time.Duration
 	minSession   time.Duration
@@ -243,6 +252,8 @@ func New(cfg Config) *Coordinator {
 	}
 	return &Coordinator{
 		rules:        cfg.Rules,
+		modes:        cfg.Rules.Modes(),
+		audit:        cfg.Audit,
 		clock:        cfg.Clock,
 		initialDelay: cfg.InitialRebalanceDelay,
 		minSession:   cfg.MinSessionTimeout,
@@ -301,6 +312,31 @@ func (c *Coordinator) refuse(ctx context.Context, api, rule, group, reason strin
 	c.log.Log(ctx, level, "coordinator: refused by VAST rule",
 		"api", api, "rule", rule, "group", group, "reason", reason)
 }
+
+// vast applies rule id to a request that does what the rule is about, as
+// the broker's Broker.vast does: enforced, it reports a refusal (kind
+// Refused) to ctx's refusal sink with reason and returns true, and the
+// caller answers as VAST does; audited, it reports a finding to
+// Config.Audit and returns false, and the caller goes on as Kafka does;
+// off, it returns false. Call it with c.mu held when ctx's refusal sink
+// was deferred (deferRefusals).
+func (c *Coordinator) vast(ctx context.Context, id rules.ID, kind rules.Kind, api, group, reason string) bool {
+	switch c.modes.Of(id) {
+	case rules.Enforce:
+		if kind == rules.Refused {
+			c.refuse(ctx, api, id.String(), group, reason)
+		}
+		return true
+	case rules.Audit:
+		if c.audit != nil {
+			c.audit(ctx, id, kind, group, reason)
+		}
+	}
+	return false
+}
+
+// enforced reports whether rule id is enforced.
+func (c *Coordinator) enforced(id rules.ID) bool { return c.modes.Of(id) == rules.Enforce }
 
 // maxGroupsReason explains a MaxGroups refusal.
 func (c *Coordinator) maxGroupsReason() string {
@@ -418,12 +454,13 @@ func (t *timer) cancel() {
 
 func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// canCreateGroup reports whether one more group fits under Rules.MaxGroups.
-// At the limit it first deletes every group Kafka's periodic cleanup would
+// canCreateGroup reports whether group, which api would create, fits under
+// Rules.MaxGroups, and applies the rule when it does not (see vast). At
+// the limit it first deletes every group Kafka's periodic cleanup would
 // delete (abandoned), since that cleanup may run at any moment: a group that
 // holds no member and no offset does not keep a new one out. Call it with
 // c.mu held.
-func (c *Coordinator) canCreateGroup() bool {
+func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) bool {
 	if c.rules.MaxGroups <= 0 || len(c.groups) < c.rules.MaxGroups {
 		return true
 	}
@@ -432,7 +469,7 @@ func (c *Coordinator) canCreateGroup() bool {
 			c.removeGroup(g)
 		}
 	}
-	return len(c.groups) < c.rules.MaxGroups
+	return len(c.groups) < c.rules.MaxGroups || !c.vast(ctx, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
 }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets
@@ -464,7 +501,7 @@ func (c *Coordinator) newGroup(name string) *group {
 // the request's version has none or Rules.IgnoreGroupInstanceID is on (VAST
 // accepts the id and ignores it: the member is dynamic).
 func (c *Coordinator) instanceID(id *string, versionHasIt bool) *string {
-	if !versionHasIt || id == nil || c.rules.IgnoreGroupInstanceID {
+	if !versionHasIt || id == nil || c.enforced(rules.IgnoreGroupInstanceID) {
 		return nil
 	}
 	s := *id

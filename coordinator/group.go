@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // state is a classic group's state, named as Kafka names it.
@@ -399,12 +401,33 @@ func joinError(version int16, memberID string, code int16) *kmsg.JoinGroupRespon
 }
 
 // usableProtocols copies the request's protocols, leaving out the
-// cooperative ones (Rules.CooperativeAssignors) of a "consumer" group under
-// Rules.EagerAssignorsOnly.
-func (c *Coordinator) usableProtocols(req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
+// cooperative ones (Rules.CooperativeAssignors) of a "consumer" group
+// under an enforced Rules.EagerAssignorsOnly. It returns none when every
+// protocol offered is cooperative and the rule refuses that (enforced), or
+// all of them when the rule is audited, with a finding.
+func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
+	cooperative := func(p kmsg.JoinGroupRequestProtocol) bool {
+		return c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && c.rules.CooperativeAssignor(p.Name)
+	}
+	eager := 0
+	for _, p := range req.Protocols {
+		if !cooperative(p) {
+			eager++
+		}
+	}
+	if eager == 0 {
+		names := make([]string, len(req.Protocols))
+		for i, p := range req.Protocols {
+			names[i] = p.Name
+		}
+		if c.vast(ctx, rules.EagerAssignorsOnly, rules.Refused, "JoinGroup", req.Group,
+			fmt.Sprintf("every protocol offered, %q, is cooperative; VAST rebalances eagerly only", names)) {
+			return nil
+		}
+	}
 	out := make([]kmsg.JoinGroupRequestProtocol, 0, len(req.Protocols))
 	for _, p := range req.Protocols {
-		if c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && c.rules.CooperativeAssignor(p.Name) {
+		if eager > 0 && cooperative(p) && c.enforced(rules.EagerAssignorsOnly) {
 			continue
 		}
 		out = append(out, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
@@ -438,15 +461,13 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return fail(errInconsistentGroupProtocol)
 	}
-	protocols := c.usableProtocols(req)
+	protocols := c.usableProtocols(ctx, req)
 	if len(protocols) == 0 {
-		names := make([]string, len(req.Protocols))
-		for i, p := range req.Protocols {
-			names[i] = p.Name
-		}
-		c.refuse(ctx, "JoinGroup", "EagerAssignorsOnly", req.Group,
-			fmt.Sprintf("every protocol offered, %q, is cooperative; VAST rebalances eagerly only", names))
 		return fail(errInconsistentGroupProtocol)
+	}
+	if req.Version >= 5 && req.InstanceID != nil {
+		c.vast(ctx, rules.IgnoreGroupInstanceID, rules.Differs, "JoinGroup", req.Group,
+			"group.instance.id "+strconv.Quote(*req.InstanceID)+": VAST makes the member dynamic, so a restart rebalances the group")
 	}
 	instanceID := c.instanceID(req.InstanceID, req.Version >= 5)
 	clientID, clientHost := clientFrom(ctx)
@@ -470,8 +491,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		if req.MemberID != "" {
 			return fail(errUnknownMemberID)
 		}
-		if !c.canCreateGroup() {
-			c.refuse(ctx, "JoinGroup", "MaxGroups", req.Group, c.maxGroupsReason())
+		if !c.canCreateGroup(ctx, "JoinGroup", req.Group) {
 			return fail(errGroupMaxSizeReached)
 		}
 		g = c.newGroup(req.Group)
@@ -790,6 +810,7 @@ func (c *Coordinator) completeJoin(g *group) {
 		g.leader = g.ordered()[0].id
 	}
 	g.protocol = g.vote()
+	c.auditCooperativeChoice(g)
 	g.state = stateCompletingRebalance
 	g.pendingSync = make(map[string]struct{}, len(g.members))
 	for id := range g.members {
@@ -800,6 +821,25 @@ func (c *Coordinator) completeJoin(g *group) {
 	for _, m := range g.ordered() {
 		c.deliverJoin(g, m, c.joinResult(g, m, m.joinVersion))
 	}
+}
+
+// auditCooperativeChoice records a finding when the group voted for a
+// cooperative protocol although every member also offers an eager one:
+// VAST, which leaves cooperative protocols out of the vote, would have
+// chosen an eager one, so the members would rebalance eagerly (revoking
+// every partition) rather than incrementally. A member offering only
+// cooperative protocols is the refusal usableProtocols records instead.
+func (c *Coordinator) auditCooperativeChoice(g *group) {
+	if g.protocolType != "consumer" || !c.rules.EagerAssignorsOnly || !c.rules.CooperativeAssignor(g.protocol) {
+		return
+	}
+	for _, m := range g.members {
+		if !slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return !c.rules.CooperativeAssignor(p.Name) }) {
+			return
+		}
+	}
+	c.vast(nil, rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
+		"the group chose "+g.protocol+"; VAST leaves it out of the vote, so the group would rebalance eagerly with another protocol its members offer")
 }
 
 func (c *Coordinator) toEmpty(g *group) {

@@ -2,10 +2,12 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // offset is one committed offset.
@@ -108,8 +110,7 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 		if len(req.Group) > MaxGroupIDBytes {
 			return nil, errInvalidGroupID
 		}
-		if !c.canCreateGroup() {
-			c.refuse(ctx, "OffsetCommit", "MaxGroups", req.Group, c.maxGroupsReason())
+		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
 			return nil, errGroupMaxSizeReached
 		}
 		return c.newGroup(req.Group), errNone
@@ -383,7 +384,7 @@ func (c *Coordinator) nextExpiry(g *group) (time.Time, bool) {
 			at, found = t, true
 		}
 	}
-	if !c.rules.OffsetsNeverExpire && c.rules.OffsetsRetention > 0 {
+	if !c.enforced(rules.OffsetsNeverExpire) && c.rules.OffsetsRetention > 0 {
 		for _, ps := range g.offsets {
 			for _, o := range ps {
 				base := o.at
@@ -453,7 +454,7 @@ func (c *Coordinator) expire(g *group) {
 	}
 	now := c.clock.Now()
 	expired := false
-	if !c.rules.OffsetsNeverExpire && c.rules.OffsetsRetention > 0 && len(g.offsets) > 0 {
+	if !c.enforced(rules.OffsetsNeverExpire) && c.rules.OffsetsRetention > 0 && len(g.offsets) > 0 {
 		for t, ps := range g.offsets {
 			for p, o := range ps {
 				base := o.at
@@ -461,6 +462,8 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
+					c.vast(nil, rules.OffsetsNeverExpire, rules.Differs, "", g.name,
+						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
 					c.metaBytes -= len(o.meta)
 					delete(ps, p)
 				}

@@ -1,13 +1,17 @@
 // Package rules holds every VAST Event Broker 5.5 rule that vastfake enforces,
 // as one struct with one field per rule.
 //
-// The sources are named on each field: [000] is VAST's "Consume events" page
-// (shared/seeds/000), [KB] VAST's knowledge-base pages on Kafka protocol
-// support and identity policies, [API] VAST's management API schema, and
-// [choice] marks an answer vastfake chose where VAST publishes none.
+// The sources are named on each field: [Consume events] is the "Consume
+// events" page of VAST Cluster 5.5's documentation, [Kafka support] VAST's
+// knowledge-base pages "Kafka Protocol Support" and "Granting Kafka
+// permissions in an identity policy", [API] VAST's management API schema
+// (view and topic fields), and [choice] marks an answer vastfake chose where
+// VAST publishes none.
 //
 // VAST returns the profile the broker starts with; Kafka returns the same
-// struct with every rule lifted, so a test can run one scenario under both.
+// struct with every rule lifted, so a test can run one scenario under both;
+// AuditAll audits every rule (see Modes in modes.go: each rule is enforced,
+// audited or off).
 // Nothing outside this package hard-codes a VAST limit.
 package rules
 
@@ -23,7 +27,7 @@ type Rules struct {
 
 	// ClassicGroupsOnly keeps the KIP-848 consumer-group and share-group
 	// APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe, Share*) out of
-	// ApiVersions. [000] vastfake implements only the classic protocol, so
+	// ApiVersions. [Consume events] vastfake implements only the classic protocol, so
 	// those APIs stay absent in the kafka profile too.
 	ClassicGroupsOnly bool
 
@@ -32,93 +36,93 @@ type Rules struct {
 	// vote of a "consumer" group, and a member offering nothing else gets
 	// INCONSISTENT_GROUP_PROTOCOL. Every other protocol (range, roundrobin,
 	// eager sticky, kafkajs's RoundRobinAssigner, custom names) is voted on
-	// as Kafka does. [000][KB], error code [choice]
+	// as Kafka does. [Consume events][Kafka support], error code [choice]
 	EagerAssignorsOnly bool
 
 	// CooperativeAssignors names the cooperative protocols that
 	// EagerAssignorsOnly refuses: "cooperative-sticky", the protocol name of
 	// the cooperative sticky assignor in the Java client, librdkafka,
-	// franz-go and sarama. [000][KB]
+	// franz-go and sarama. [Consume events][Kafka support]
 	CooperativeAssignors []string
 
 	// IgnoreGroupInstanceID accepts group.instance.id but treats the member
-	// as an ordinary dynamic member: no fencing, a restart rebalances. [000]
+	// as an ordinary dynamic member: no fencing, a restart rebalances. [Consume events]
 	IgnoreGroupInstanceID bool
 
 	// MaxGroups caps consumer groups per view; a request that would create
 	// one more gets GROUP_MAX_SIZE_REACHED and ListGroups returns at most
-	// this many. 0 means no limit. [000], error code [choice]
+	// this many. 0 means no limit. [Consume events], error code [choice]
 	MaxGroups int
 
 	// OffsetsNeverExpire keeps committed offsets forever. With it off,
 	// offsets of an empty group expire after OffsetsRetention, as in Kafka's
-	// offsets.retention.minutes. [000]
+	// offsets.retention.minutes. [Consume events]
 	OffsetsNeverExpire bool
 
 	// OffsetsRetention is Kafka's offsets.retention.minutes, used only when
 	// OffsetsNeverExpire is off.
 	OffsetsRetention time.Duration
 
-	// NoOffsetDelete hides OffsetDelete (key 47) from ApiVersions. [000]
+	// NoOffsetDelete hides OffsetDelete (key 47) from ApiVersions. [Consume events]
 	NoOffsetDelete bool
 
 	// ---- Fetching and offsets ----
 
 	// NoFetchSessions makes every fetch a full fetch: Fetch v7+ answers
 	// SessionID 0, and an incremental request (epoch > 0) gets
-	// FETCH_SESSION_ID_NOT_FOUND. [000]
+	// FETCH_SESSION_ID_NOT_FOUND. [Consume events]
 	NoFetchSessions bool
 
 	// NoDelayedFetch answers Fetch at once, ignoring fetch.wait.max.ms and
 	// fetch.min.bytes. With it off, an empty fetch waits for new data as
 	// Kafka does, for up to half of MaxWaitMillis (kafka-go's read deadline
-	// is exactly MaxWaitMillis). [000]
+	// is exactly MaxWaitMillis). [Consume events]
 	NoDelayedFetch bool
 
 	// NoTopicIDs caps Fetch and Produce at v12, the last versions that name
 	// topics rather than topic IDs, and reports zero topic IDs in Metadata.
-	// [KB]
+	// [Kafka support]
 	NoTopicIDs bool
 
 	// StaleEndOffset makes ListOffsets(latest) and the high watermark in
 	// ListOffsets trail writes by this duration on the broker's clock. Off
-	// (0) by default even in the VAST profile; VAST documents 10-55 s. [000]
+	// (0) by default even in the VAST profile; VAST documents 10-55 s. [Consume events]
 	StaleEndOffset time.Duration
 
 	// ---- Producing and topics ----
 
 	// NoIdempotence hides InitProducerID and the transaction APIs, and
 	// refuses a batch that carries a producer id with
-	// UNSUPPORTED_FOR_MESSAGE_FORMAT. [KB][000], error code [choice]
+	// UNSUPPORTED_FOR_MESSAGE_FORMAT. [Kafka support][Consume events], error code [choice]
 	NoIdempotence bool
 
 	// NoCompression refuses compressed batches with
-	// UNSUPPORTED_COMPRESSION_TYPE. [KB][000]
+	// UNSUPPORTED_COMPRESSION_TYPE. [Kafka support][Consume events]
 	NoCompression bool
 
 	// MaxMessageBytes caps a record batch (Kafka's message.max.bytes), and
 	// a topic's max.message.bytes cannot raise it; a larger batch gets
 	// MESSAGE_TOO_LARGE. 0 means no cap: the topic's max.message.bytes,
-	// or else Kafka's message.max.bytes default of 1048588, applies. [KB]
+	// or else Kafka's message.max.bytes default of 1048588, applies. [Kafka support]
 	MaxMessageBytes int
 
 	// MaxKeyBytes and MaxValueBytes cap one record's key and value; a larger
-	// one gets MESSAGE_TOO_LARGE. 0 means no limit. [KB]
+	// one gets MESSAGE_TOO_LARGE. 0 means no limit. [Kafka support]
 	MaxKeyBytes   int
 	MaxValueBytes int
 
 	// NoAutoCreateTopics answers UNKNOWN_TOPIC_OR_PARTITION for a topic that
 	// does not exist and never creates it. With it off, Metadata with
-	// AllowAutoTopicCreation creates it as Kafka does. [KB]
+	// AllowAutoTopicCreation creates it as Kafka does. [Kafka support]
 	NoAutoCreateTopics bool
 
 	// FixedPartitions hides CreatePartitions: partition counts are fixed at
-	// creation. [KB]
+	// creation. [Kafka support]
 	FixedPartitions bool
 
 	// MaxPartitionsPerTopic and MaxPartitionsPerView cap partition counts;
 	// CreateTopics over either gets INVALID_PARTITIONS. 0 means no limit.
-	// [KB]
+	// [Kafka support]
 	MaxPartitionsPerTopic int
 	MaxPartitionsPerView  int
 
@@ -127,7 +131,7 @@ type Rules struct {
 	// message.timestamp.after.max.ms [API] and cleanup.policy (compact,
 	// delete, or both): VAST's current Kafka Protocol Support page lists
 	// topic compaction as supported, and its Consume events page warns
-	// that offsets can have gaps "for example after compaction" [KB][000].
+	// that offsets can have gaps "for example after compaction" [Kafka support][Consume events].
 	// Any other key, the compaction tuning configs
 	// (delete.retention.ms, min.compaction.lag.ms,
 	// min.cleanable.dirty.ratio) among them, gets INVALID_CONFIG, so a
@@ -135,11 +139,18 @@ type Rules struct {
 	VASTTopicConfigsOnly bool
 
 	// NoOffsetsTopic leaves __consumer_offsets out of Metadata: VAST keeps
-	// committed offsets in the cluster, not in a Kafka topic [000]. With it
+	// committed offsets in the cluster, not in a Kafka topic [Consume events]. With it
 	// off the broker lists __consumer_offsets as Kafka does, internal, with
 	// 50 empty partitions (offsets.topic.num.partitions), so that clients
 	// that look for it (regex consumers skip it, tools describe it) find it.
 	NoOffsetsTopic bool
+
+	// Audit names the rules (field names) that are audited rather than
+	// enforced: the broker behaves as Kafka for them and records a
+	// finding wherever VAST would have refused a request or behaved
+	// otherwise. A rule named here keeps its VAST value above, which says
+	// what to check; one at its zero value is off. See Modes.
+	Audit []string `json:",omitempty"`
 }
 
 // KafkaMessageMaxBytes is Apache Kafka's default message.max.bytes.
@@ -185,14 +196,16 @@ func Kafka() Rules {
 	}
 }
 
-// ForProfile returns the rules for a profile name, "vast" or "kafka", and
-// false for any other name.
+// ForProfile returns the rules for a profile name, "vast", "kafka" or
+// "audit" (AuditAll), and false for any other name.
 func ForProfile(name string) (Rules, bool) {
 	switch name {
 	case "vast", "VAST", "":
 		return VAST(), true
 	case "kafka", "Kafka":
 		return Kafka(), true
+	case "audit", "Audit":
+		return AuditAll(), true
 	}
 	return Rules{}, false
 }

@@ -55,6 +55,7 @@ type config struct {
 	HTTPToken        string
 	HTTPAllowHosts   []string
 	ReadyFile        string
+	AuditReport      string
 	LogLevel         string
 	LogFormat        string
 
@@ -175,11 +176,30 @@ func parseOffsetGap(spec string) (broker.OffsetGap, error) {
 
 // setRule sets one field of r from "Field=value". The field name matches
 // any case; the value is parsed by the field's type: bool, int, a Go
-// duration ("30s") or a comma-separated list of strings.
+// duration ("30s") or a comma-separated list of strings. For a rule the
+// value may also be a mode: "enforce", "audit" or "off" (see
+// rules.Rules.SetMode); a plain value leaves the rule's mode as the
+// profile set it.
 func setRule(r *rules.Rules, spec string) error {
 	name, val, ok := strings.Cut(spec, "=")
 	if !ok {
 		return fmt.Errorf("rule %q: want Name=value", spec)
+	}
+	for _, id := range rules.IDs() {
+		if !strings.EqualFold(id.String(), strings.TrimSpace(name)) {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "enforce":
+			r.SetMode(id, rules.Enforce)
+			return nil
+		case "audit":
+			r.SetMode(id, rules.Audit)
+			return nil
+		case "off":
+			r.SetMode(id, rules.Off)
+			return nil
+		}
 	}
 	v := reflect.ValueOf(r).Elem()
 	var f reflect.Value
@@ -276,7 +296,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	dur := func(name, help string) *string { return str(name, "", help+"; a Go duration such as 3s") }
 	listen := str("listen", "127.0.0.1:9092", "address to listen on; port 0 picks a free one")
 	advertise := str("advertise", "", "host:port clients are told to connect to; default the listen address")
-	profile := str("profile", "vast", "rules to enforce: vast or kafka")
+	profile := str("profile", "vast", "rules to apply: vast (enforce every VAST rule), kafka (none) or audit (behave as Kafka and report what VAST would refuse or do differently)")
+	auditReport := str("audit-report", "", "at exit, write the findings of audited rules to FILE.md and FILE.json (or only FILE, when it ends in .md or .json)")
 	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0 (Kafka's is 3s)")
 	minSession := dur("min-session-timeout", "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
@@ -302,7 +323,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	gaps := &listFlag{split: splitPlain}
 	fs.Var(gaps, "offset-gap", "leave unused offsets in a topic's partitions, as compaction would: topic:skip[:every] skips skip offsets once every records (default 1) were appended since the last gap, repeatable (env VASTFAKE_OFFSET_GAPS, comma-separated)")
 	ruleFlags := &listFlag{split: splitRules}
-	fs.Var(ruleFlags, "rule", "override one rule of the profile: Field=value with a rules.Rules field name, repeatable (env VASTFAKE_RULES, comma-separated)")
+	fs.Var(ruleFlags, "rule", "override one rule of the profile: Field=value with a rules.Rules field name, or Field=enforce|audit|off, repeatable (env VASTFAKE_RULES, comma-separated)")
 	users := &listFlag{split: splitPlain}
 	fs.Var(users, "user", "SASL/PLAIN user name:password; any user makes the listener require SASL, repeatable (env VASTFAKE_USERS, comma-separated)")
 	policies := &listFlag{split: splitPlain}
@@ -362,7 +383,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	cfg := &config{
 		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr, HTTPToken: *httpToken,
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
-		ReadyFile:      *ready, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
+		ReadyFile:      *ready, AuditReport: *auditReport, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		ExitOnStdinClose: *exitOnStdinClose,
 		DefaultDeny:      *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		IdleTimeout:          broker.DefaultIdleTimeout,
@@ -401,7 +422,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	}
 	r, ok := rules.ForProfile(cfg.Profile)
 	if !ok {
-		return nil, fmt.Errorf("unknown profile %q (want vast or kafka)", cfg.Profile)
+		return nil, fmt.Errorf("unknown profile %q (want vast, kafka or audit)", cfg.Profile)
 	}
 	for _, d := range []struct {
 		name string

@@ -21,12 +21,14 @@ package main
 import (
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -183,7 +185,41 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		logger.Info("closing", "reason", "stdin closed")
 	case <-stop:
 	}
-	return b.Close()
+	b.Close()
+	return writeAuditReport(b, cfg.AuditReport, stdout)
+}
+
+// writeAuditReport prints the findings of audited rules on stdout as
+// Markdown, and writes them to the -audit-report file(s): path.md and
+// path.json, or only path when it ends in .md or .json. It does nothing
+// when no rule is audited and no file is asked for.
+func writeAuditReport(b *broker.Broker, path string, stdout io.Writer) error {
+	if !b.Audited() && path == "" {
+		return nil
+	}
+	report := b.AuditReport()
+	md := report.Markdown()
+	fmt.Fprint(stdout, "\n"+md)
+	if path == "" {
+		return nil
+	}
+	js, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{path + ".md": []byte(md), path + ".json": append(js, '\n')}
+	switch filepath.Ext(path) {
+	case ".md":
+		files = map[string][]byte{path: []byte(md)}
+	case ".json":
+		files = map[string][]byte{path: append(js, '\n')}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			return fmt.Errorf("audit report: %w", err)
+		}
+	}
+	return nil
 }
 
 // stdin is what -exit-on-stdin-close watches; tests replace it with a pipe.

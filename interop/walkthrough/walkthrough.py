@@ -1,5 +1,5 @@
-# The code blocks of VAST's "Consume events" page (VAST Cluster 5.5, seed
-# 000), verbatim and in order, run as one Python session. TestSeedWalkthrough
+# The code blocks of VAST's "Consume events" page (VAST Cluster 5.5
+# documentation), verbatim and in order, run as one Python session. TestSeedWalkthrough
 # (../walkthrough_test.go) runs it against vastfake and compares stdout with
 # expected.txt, the output the page shows.
 #

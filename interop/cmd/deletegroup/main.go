@@ -4,7 +4,7 @@
 // goes to stderr with exit status 1.
 //
 // It stands in for AdminClient.delete_consumer_groups, which the Debian
-// confluent-kafka (1.7) lacks, in the seed walkthrough
+// confluent-kafka (1.7) lacks, in the Consume events walkthrough
 // (../../walkthrough/walkthrough.py):
 //
 //	deletegroup -bootstrap 127.0.0.1:9092 docs-consuming-rebalance

@@ -1,0 +1,435 @@
+package vastfake_test
+
+// Audit mode end to end: real clients at their default settings against
+// the audit profile, the findings their defaults cause, and one case per
+// rule proving what each audited rule finds.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// findingKeys lists findings as "Rule kind topic group", sorted, for
+// asserting the exact set a scenario causes.
+func findingKeys(fs []broker.Finding) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", f.Rule, f.Kind, f.Topic, f.Group)))
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// compressible is a value kgo's snappy shrinks, so kgo's default producer
+// sends it compressed (kgo sends a batch uncompressed when compressing does
+// not make it smaller).
+var compressible = strings.Repeat("order placed; ", 100)
+
+// produceAndConsume produces n records with producer and reads them back
+// with consumer, which must be a group consumer of topic.
+func produceAndConsume(t *testing.T, producer, consumer *kgo.Client, topic string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range n {
+		require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint(i)), Value: []byte(compressible)}).FirstErr())
+	}
+	got := 0
+	for got < n {
+		fetches := consumer.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "consumed %d of %d", got, n)
+		fetches.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		got += fetches.NumRecords()
+	}
+	require.NoError(t, consumer.CommitUncommittedOffsets(ctx))
+}
+
+// assertAllSucceeded checks that every request k answered succeeded, but
+// for the errors of an ordinary client session: kgo's ApiVersions v5 answered
+// UNSUPPORTED_VERSION, and the first JoinGroup MEMBER_ID_REQUIRED.
+func assertAllSucceeded(t *testing.T, k *fixtures.Kafka) {
+	t.Helper()
+	for _, rec := range k.Broker().Requests() {
+		switch {
+		case rec.ErrorCode == 0:
+		case rec.API == kmsg.ApiVersions && rec.ErrorCode == kerrCode("UNSUPPORTED_VERSION"):
+		case rec.API == kmsg.JoinGroup && rec.ErrorCode == kerrCode("MEMBER_ID_REQUIRED"):
+		default:
+			t.Errorf("%s v%d answered error %d: %s", kmsg.NameForKey(int16(rec.API)), rec.Version, rec.ErrorCode, rec.Message)
+		}
+	}
+}
+
+// TestAuditKgoDefaults runs a kgo producer and group consumer at kgo's
+// defaults against the audit profile: every request succeeds as on Kafka,
+// and the findings are exactly what those defaults would meet on VAST.
+func TestAuditKgoDefaults(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
+	producer, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()))
+	require.NoError(t, err)
+	defer producer.Close()
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"))
+	require.NoError(t, err)
+	defer consumer.Close()
+
+	produceAndConsume(t, producer, consumer, "orders", 20)
+
+	assert.Empty(t, k.Refusals(), "audit mode refuses nothing")
+	assertAllSucceeded(t, k)
+	assert.Equal(t, []string{
+		"EagerAssignorsOnly refused  billing", // kgo's default balancer is cooperative-sticky only
+		"NoCompression refused orders",        // kgo compresses with snappy
+		"NoIdempotence refused",               // InitProducerID
+		"NoIdempotence refused orders",        // batches carry a producer id
+	}, findingKeys(k.Findings()))
+	for _, f := range k.Findings() {
+		assert.Equal(t, "kgo", f.ClientSoftware, "kgo says who it is in ApiVersions v3+: %+v", f)
+		assert.NotEmpty(t, f.Advice)
+		assert.NotEmpty(t, f.Source)
+		assert.Positive(t, f.Count)
+		assert.False(t, f.Last.Before(f.First))
+		switch f.Rule {
+		case "NoCompression":
+			assert.Contains(t, f.Advice, "kgo.ProducerBatchCompression(kgo.NoCompression())")
+			assert.Contains(t, f.Detail, "snappy")
+		case "EagerAssignorsOnly":
+			assert.Contains(t, f.Advice, "kgo.Balancers(kgo.RangeBalancer())")
+		case "NoIdempotence":
+			assert.Contains(t, f.Advice, "kgo.DisableIdempotentWrite()")
+		}
+	}
+	var produceFinding bool
+	for _, rec := range k.Broker().Requests() {
+		if rec.API == kmsg.Produce && rec.Finding != "" {
+			produceFinding = true
+			assert.Zero(t, rec.ErrorCode, "an audited produce succeeds")
+		}
+	}
+	assert.True(t, produceFinding, "the request log keeps the finding next to the request")
+}
+
+// TestAuditKgoVASTSettings runs the same app with the settings the README
+// recommends for VAST: no findings.
+func TestAuditKgoVASTSettings(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
+	producer := k.Client()
+	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"))
+	produceAndConsume(t, producer, consumer, "orders", 20)
+	assertAllSucceeded(t, k)
+	assert.Empty(t, k.Findings())
+	assert.True(t, k.AssertNoFindings())
+}
+
+// auditCase triggers one audited rule with requests that succeed as on
+// Kafka, and names the findings they cause.
+type auditCase struct {
+	tweak func(*rules.Rules) // a smaller limit, so the case stays small
+	run   func(t *testing.T, k *fixtures.Kafka, cl *kgo.Client, adm *kadm.Client)
+	want  []string // findingKeys
+}
+
+// auditCases has one case per rule: TestAuditEveryRule fails for a rule
+// without one, so that every rule's audit behaviour is tested.
+var auditCases = map[rules.ID]auditCase{
+	rules.ClassicGroupsOnly: {
+		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, _ *kadm.Client) {
+			// Not served even with Kafka's behaviour: the connection closes.
+			c := dialRaw(t, k.Addr())
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group = "g"
+			_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, req, 1))
+			require.NoError(t, err)
+			_, err = c.Read(make([]byte, 1))
+			require.Error(t, err, "the broker closes the connection")
+		},
+		want: []string{"ClassicGroupsOnly refused"},
+	},
+	rules.EagerAssignorsOnly: {
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			resp := joinGroup(t, cl, "g", nil, "cooperative-sticky")
+			assert.Equal(t, kerrCode("MEMBER_ID_REQUIRED"), resp.ErrorCode, "joined as on Kafka")
+		},
+		want: []string{"EagerAssignorsOnly refused  g"},
+	},
+	rules.IgnoreGroupInstanceID: {
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			resp := joinGroup(t, cl, "g", kmsg.StringPtr("instance-1"), "range")
+			assert.Zero(t, resp.ErrorCode, "a static member joins at once, as on Kafka")
+		},
+		want: []string{"IgnoreGroupInstanceID differs  g"},
+	},
+	rules.MaxGroups: {
+		tweak: func(r *rules.Rules) { r.MaxGroups = 2 },
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			for _, g := range []string{"g1", "g2", "g3"} {
+				_, err := adm.CommitOffsets(testCtx(t), g, kadm.OffsetsFromRecords(kgo.Record{Topic: "t", Partition: 0, Offset: 0}))
+				require.NoError(t, err)
+			}
+			groups, err := adm.ListGroups(testCtx(t))
+			require.NoError(t, err)
+			assert.Len(t, groups, 3)
+		},
+		want: []string{"MaxGroups differs", "MaxGroups refused  g3"},
+	},
+	rules.OffsetsNeverExpire: {
+		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			_, err := adm.CommitOffsets(testCtx(t), "g", kadm.OffsetsFromRecords(kgo.Record{Topic: "t", Partition: 0, Offset: 0}))
+			require.NoError(t, err)
+			k.Advance(8 * 24 * time.Hour) // past Kafka's 7-day offsets.retention.minutes
+			offsets, err := adm.FetchOffsets(testCtx(t), "g")
+			require.NoError(t, err)
+			_, ok := offsets.Lookup("t", 0)
+			assert.False(t, ok, "expired, as on Kafka")
+		},
+		want: []string{"OffsetsNeverExpire differs  g"},
+	},
+	rules.NoOffsetDelete: {
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			_, err := adm.CommitOffsets(testCtx(t), "g", kadm.OffsetsFromRecords(kgo.Record{Topic: "t", Partition: 0, Offset: 0}))
+			require.NoError(t, err)
+			resp, err := adm.DeleteOffsets(testCtx(t), "g", kadm.TopicsSet{"t": {0: {}}})
+			require.NoError(t, err)
+			require.NoError(t, resp.Error())
+		},
+		want: []string{"NoOffsetDelete refused"},
+	},
+	rules.NoFetchSessions: {
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			req := kmsg.NewPtrFetchRequest()
+			req.SessionID, req.SessionEpoch = 7, 1
+			resp, err := req.RequestWith(testCtx(t), cl)
+			require.NoError(t, err)
+			assert.Equal(t, kerrCode("FETCH_SESSION_ID_NOT_FOUND"), resp.ErrorCode, "as vastfake answers with Kafka's behaviour")
+		},
+		want: []string{"NoFetchSessions refused"},
+	},
+	rules.NoDelayedFetch: {
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			req := fetchRequest("t")
+			req.MinBytes, req.MaxWaitMillis = 1000, 10
+			resp, err := req.RequestWith(testCtx(t), cl)
+			require.NoError(t, err)
+			assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+		},
+		want: []string{"NoDelayedFetch differs t"},
+	},
+	rules.NoTopicIDs: {
+		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, _ *kadm.Client) {
+			info, _ := k.Broker().Topic("t")
+			req := fetchRequest("")
+			req.Topics[0].TopicID = info.ID
+			resp := kmsg.NewPtrFetchResponse()
+			roundTrip(t, dialRaw(t, k.Addr()), 13, req, resp, 1)
+			assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode, "Fetch v13 served as on Kafka")
+		},
+		want: []string{"NoTopicIDs refused"},
+	},
+	rules.StaleEndOffset: {
+		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			k.Produce("t", 0, "just written")
+			ends, err := adm.ListEndOffsets(testCtx(t), "t")
+			require.NoError(t, err)
+			end, _ := ends.Lookup("t", 0)
+			assert.Equal(t, int64(1), end.Offset, "fresh, as on Kafka")
+		},
+		want: []string{"StaleEndOffset differs t"},
+	},
+	rules.NoIdempotence: {
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(testCtx(t), cl)
+			require.NoError(t, err)
+			assert.Zero(t, resp.ErrorCode)
+		},
+		want: []string{"NoIdempotence refused"},
+	},
+	rules.NoCompression: {
+		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, _ *kadm.Client) {
+			produceWith(t, k.Client(kgo.ProducerBatchCompression(kgo.Lz4Compression())), &kgo.Record{Topic: "t", Value: []byte(compressible)})
+		},
+		want: []string{"NoCompression refused t"},
+	},
+	rules.MaxMessageBytes: {
+		tweak: func(r *rules.Rules) { r.MaxMessageBytes = 2000 },
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			produceWith(t, cl, &kgo.Record{Topic: "t", Value: make([]byte, 3000)})
+		},
+		want: []string{"MaxMessageBytes refused t"},
+	},
+	rules.MaxKeyBytes: {
+		tweak: func(r *rules.Rules) { r.MaxKeyBytes = 100 },
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			produceWith(t, cl, &kgo.Record{Topic: "t", Key: make([]byte, 200)})
+		},
+		want: []string{"MaxKeyBytes refused t"},
+	},
+	rules.MaxValueBytes: {
+		tweak: func(r *rules.Rules) { r.MaxValueBytes = 100 },
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			produceWith(t, cl, &kgo.Record{Topic: "t", Value: make([]byte, 200)})
+		},
+		want: []string{"MaxValueBytes refused t"},
+	},
+	rules.NoAutoCreateTopics: {
+		run: func(t *testing.T, k *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr("fresh")
+			req.Topics, req.AllowAutoTopicCreation = append(req.Topics, rt), true
+			resp, err := req.RequestWith(testCtx(t), cl)
+			require.NoError(t, err)
+			assert.Zero(t, resp.Topics[0].ErrorCode, "auto-created, as on Kafka")
+			_, ok := k.Broker().Topic("fresh")
+			assert.True(t, ok)
+		},
+		want: []string{"NoAutoCreateTopics refused fresh"},
+	},
+	rules.FixedPartitions: {
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			resp, err := adm.CreatePartitions(testCtx(t), 2, "t")
+			require.NoError(t, err)
+			require.NoError(t, resp.Error())
+		},
+		want: []string{"FixedPartitions refused"},
+	},
+	rules.MaxPartitionsPerTopic: {
+		tweak: func(r *rules.Rules) { r.MaxPartitionsPerTopic = 4 },
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			resp, err := adm.CreateTopic(testCtx(t), 5, 1, nil, "wide")
+			require.NoError(t, err)
+			require.NoError(t, resp.Err)
+		},
+		want: []string{"MaxPartitionsPerTopic refused wide"},
+	},
+	rules.MaxPartitionsPerView: {
+		tweak: func(r *rules.Rules) { r.MaxPartitionsPerView = 4 },
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			resp, err := adm.CreateTopic(testCtx(t), 4, 1, nil, "more") // 1 + 4 partitions in the view
+			require.NoError(t, err)
+			require.NoError(t, resp.Err)
+		},
+		want: []string{"MaxPartitionsPerView refused more"},
+	},
+	rules.VASTTopicConfigsOnly: {
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			resp, err := adm.CreateTopic(testCtx(t), 1, 1, map[string]*string{"segment.bytes": kmsg.StringPtr("1048576")}, "segmented")
+			require.NoError(t, err)
+			require.NoError(t, resp.Err)
+		},
+		want: []string{"VASTTopicConfigsOnly refused segmented"},
+	},
+	rules.NoOffsetsTopic: {
+		run: func(t *testing.T, _ *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			md, err := adm.Metadata(testCtx(t), "__consumer_offsets")
+			require.NoError(t, err)
+			assert.Contains(t, md.Topics, "__consumer_offsets", "listed, as on Kafka")
+		},
+		want: []string{"NoOffsetsTopic differs __consumer_offsets"},
+	},
+}
+
+// TestAuditEveryRule runs one case per rule against the audit profile:
+// the requests succeed as on Kafka and cause exactly the rule's findings.
+func TestAuditEveryRule(t *testing.T) {
+	for _, id := range rules.IDs() {
+		c, ok := auditCases[id]
+		if !ok {
+			t.Errorf("rule %s has no audit case", id)
+			continue
+		}
+		t.Run(id.String(), func(t *testing.T) {
+			r := rules.AuditAll()
+			if c.tweak != nil {
+				c.tweak(&r)
+			}
+			k := fixtures.Start(t, fixtures.Rules(r), fixtures.ManualClock(time.Now()), fixtures.Topic("t", 1))
+			cl := k.Client()
+			c.run(t, k, cl, kadm.NewClient(cl))
+			assert.Empty(t, k.Refusals(), "audit mode refuses nothing")
+			assert.Equal(t, c.want, findingKeys(k.Findings()))
+			for _, f := range k.Findings() {
+				assert.Equal(t, id.Source(), f.Source)
+				assert.NotEmpty(t, f.Advice)
+				assert.NotEmpty(t, f.Detail)
+			}
+		})
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func produceWith(t *testing.T, cl *kgo.Client, r *kgo.Record) {
+	t.Helper()
+	require.NoError(t, cl.ProduceSync(testCtx(t), r).FirstErr())
+}
+
+func kerrCode(name string) int16 {
+	for code := int16(-1); code < 200; code++ {
+		if e := kerr.ErrorForCode(code); e != nil && strings.HasPrefix(e.Error(), name+":") {
+			return code
+		}
+	}
+	panic("no Kafka error " + name)
+}
+
+// fetchRequest fetches partition 0 of topic from offset 0.
+func fetchRequest(topic string) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// joinGroup sends one JoinGroup offering protocols.
+func joinGroup(t *testing.T, cl *kgo.Client, group string, instance *string, protocols ...string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.InstanceID, req.ProtocolType = group, instance, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10_000, 10_000
+	for _, p := range protocols {
+		jp := kmsg.NewJoinGroupRequestProtocol()
+		jp.Name = p
+		req.Protocols = append(req.Protocols, jp)
+	}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	require.NoError(t, err)
+	return resp
+}
+
+// TestAuditCooperativeChosen: a consumer that prefers cooperative-sticky
+// but also offers range joins VAST, which votes range: the group
+// rebalances eagerly there, a difference the audit reports.
+func TestAuditCooperativeChosen(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
+	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+		kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.RangeBalancer()))
+	produceAndConsume(t, k.Client(), consumer, "orders", 3)
+	g, ok := k.Broker().Group("billing")
+	require.True(t, ok)
+	assert.Equal(t, "cooperative-sticky", g.Protocol, "chosen as on Kafka")
+	assert.Equal(t, []string{"EagerAssignorsOnly differs  billing"}, findingKeys(k.Findings()))
+}

@@ -1,0 +1,438 @@
+package broker
+
+// Audit: where a rule is audited (rules.Audit) the broker answers as Kafka
+// does and records a finding wherever VAST would have refused the request
+// or behaved otherwise. Every rule's check calls Broker.vast, which applies
+// the rule's mode: the check is written once, and enforcing, auditing and
+// lifting follow from it.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vastfake/vastfake/rules"
+)
+
+// Finding is one way an app's requests would fare differently on VAST,
+// grouped by rule, kind, client and topic or group. The JSON names are
+// the control plane's GET /audit contract.
+type Finding struct {
+	// Rule is the rules.Rules field name, "NoCompression".
+	Rule string `json:"rule"`
+	// Kind is "refused" (VAST would have answered with an error) or
+	// "differs" (VAST would have accepted but behaved otherwise).
+	Kind string `json:"kind"`
+	// Source names the VAST documentation the rule comes from.
+	Source string `json:"source"`
+	// ClientID is the Kafka client id of the requests; ClientSoftware and
+	// ClientVersion are what the client said it was in ApiVersions v3+
+	// ("librdkafka", "2.0.2"), empty when it did not say.
+	ClientID       string `json:"clientId"`
+	ClientSoftware string `json:"clientSoftware"`
+	ClientVersion  string `json:"clientVersion"`
+	// Topic and Group name what the requests were about, when they name
+	// one.
+	Topic string `json:"topic"`
+	Group string `json:"group"`
+	// Count is how many times it was seen; First and Last when, on the
+	// broker's clock.
+	Count int64     `json:"count"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Advice says what to change, in the client's own terms when the
+	// client is known, or what to check in the app.
+	Advice string `json:"advice"`
+	// Detail describes the first request seen, "compressed batch (snappy)".
+	Detail string `json:"detail"`
+}
+
+// maxFindings bounds the distinct findings the broker keeps. Further
+// distinct ones are counted (FindingsDropped) but not kept; the ones kept
+// still count their repeats. Each is a few hundred bytes, names clipped as
+// the request log clips them.
+const maxFindings = 10_000
+
+type findingKey struct {
+	rule                       rules.ID
+	kind                       rules.Kind
+	clientID, software, swVers string
+	topic, group               string
+}
+
+// auditLog holds the findings.
+type auditLog struct {
+	mu      sync.Mutex
+	byKey   map[findingKey]*Finding
+	order   []*Finding // in the order first seen
+	dropped int64
+}
+
+// record adds one occurrence of a finding seen at now; detail describes
+// it, and is called only for a finding not seen before.
+func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f := a.byKey[k]; f != nil {
+		f.Count++
+		f.Last = now
+		return
+	}
+	if len(a.order) >= maxFindings {
+		a.dropped++
+		return
+	}
+	if a.byKey == nil {
+		a.byKey = make(map[findingKey]*Finding)
+	}
+	f := &Finding{Rule: k.rule.String(), Kind: k.kind.String(), Source: k.rule.Source(),
+		ClientID: k.clientID, ClientSoftware: k.software, ClientVersion: k.swVers,
+		Topic: k.topic, Group: k.group, Count: 1, First: now, Last: now,
+		Advice: advice(k.rule, k.kind, clientFamily(k.software, k.clientID)), Detail: logMessage(detail())}
+	a.byKey[k] = f
+	a.order = append(a.order, f)
+}
+
+// vast applies rule id to a request (r; nil for the broker's own work,
+// seed topics or expiry) that does what the rule is about: sends a
+// compressed batch, names a topic that does not exist, offers only
+// cooperative protocols. It is the one place a rule's mode takes effect:
+//   - enforced, it records a refusal on r (kind Refused) and returns true:
+//     the caller answers as VAST does;
+//   - audited, it records a finding of kind about topic or group, with
+//     detail saying what the request did, and returns false: the caller
+//     goes on as Kafka does;
+//   - off, it returns false.
+//
+// detail is called only for a finding not seen before, so that a check on
+// the produce or fetch path costs no string in any mode (a closure that
+// does not escape costs no allocation either).
+func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) bool {
+	switch b.modes[id] {
+	case rules.Enforce:
+		if kind == rules.Refused && r != nil {
+			r.refuse(id.String())
+		}
+		return true
+	case rules.Audit:
+		b.recordFinding(r, id, kind, topic, group, detail)
+	}
+	return false
+}
+
+// enforced reports whether rule id is enforced, for behaviour that is not
+// a check of one request (what Metadata lists, what configs report).
+func (b *Broker) enforced(id rules.ID) bool { return b.modes[id] == rules.Enforce }
+
+// audited reports whether rule id is audited.
+func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
+
+// recordFinding records a finding of rule id for r (nil: no client).
+func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) {
+	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}
+	if r != nil {
+		k.clientID = clip(r.clientID)
+		if r.conn != nil {
+			k.software, k.swVers = r.conn.software, r.conn.softwareVersion
+		}
+		if r.finding == "" {
+			r.finding = id.String()
+		}
+	}
+	b.audit.record(k, detail, b.clock.Now())
+}
+
+// Findings returns the findings of the audited rules, in the order they
+// were first seen, each with its count and advice. It is empty when no
+// rule is audited.
+func (b *Broker) Findings() []Finding {
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	out := make([]Finding, len(b.audit.order))
+	for i, f := range b.audit.order {
+		out[i] = *f
+	}
+	return out
+}
+
+// FindingsDropped returns how many distinct findings were not kept
+// because the broker already held maxFindings (10,000) of them.
+func (b *Broker) FindingsDropped() int64 {
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	return b.audit.dropped
+}
+
+// ResetFindings forgets every finding.
+func (b *Broker) ResetFindings() {
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	b.audit.byKey, b.audit.order, b.audit.dropped = nil, nil, 0
+}
+
+// Audited reports whether any rule is audited.
+func (b *Broker) Audited() bool {
+	for _, m := range b.modes {
+		if m == rules.Audit {
+			return true
+		}
+	}
+	return false
+}
+
+// coordinatorFinding is the coordinator's Config.Audit: it records a
+// finding for the request ctx carries, if any.
+func (b *Broker) coordinatorFinding(ctx context.Context, id rules.ID, kind rules.Kind, group, detail string) {
+	var r *request
+	if ctx != nil {
+		r, _ = ctx.Value(requestKey{}).(*request)
+	}
+	b.recordFinding(r, id, kind, "", group, func() string { return detail })
+}
+
+type requestKey struct{}
+
+// SortFindings orders findings by rule, kind, client, topic and group, for
+// reports that should read the same from run to run.
+func SortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID),
+			cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group))
+	})
+}
+
+// Client families advice is written for.
+const (
+	familyLibrdkafka = "librdkafka"
+	familyFranz      = "franz-go"
+	familySarama     = "sarama"
+	familyKafkaGo    = "kafka-go"
+	familyKafkaJS    = "kafkajs"
+	familyJava       = "java"
+)
+
+// clientFamily names the client library from what ApiVersions said, or
+// else from the client id's default form; "" when unknown.
+func clientFamily(software, clientID string) string {
+	s := strings.ToLower(software)
+	switch {
+	case strings.Contains(s, "librdkafka"), strings.Contains(s, "confluent-kafka"), strings.Contains(s, "rdkafka"):
+		return familyLibrdkafka
+	case s == "kgo", strings.Contains(s, "franz"):
+		return familyFranz
+	case strings.Contains(s, "sarama"):
+		return familySarama
+	case strings.Contains(s, "kafka-go"), strings.Contains(s, "segmentio"):
+		return familyKafkaGo
+	case strings.Contains(s, "kafkajs"):
+		return familyKafkaJS
+	case strings.Contains(s, "java"):
+		return familyJava
+	}
+	id := strings.ToLower(clientID)
+	switch {
+	case strings.Contains(id, "rdkafka"):
+		return familyLibrdkafka
+	case id == "kgo":
+		return familyFranz
+	case id == "sarama":
+		return familySarama
+	case strings.HasPrefix(id, "kafkajs"):
+		return familyKafkaJS
+	case strings.HasPrefix(id, "consumer-"), strings.HasPrefix(id, "producer-"), strings.HasPrefix(id, "adminclient-"):
+		return familyJava
+	}
+	return ""
+}
+
+// adviceFor is a rule's advice: per client family, and the general one
+// ("" family) for any other client.
+type adviceFor map[string]string
+
+var adviceTable = map[rules.ID]adviceFor{
+	rules.NoCompression: {
+		"":               "produce uncompressed batches (compression.type=none)",
+		familyLibrdkafka: "set compression.type=none",
+		familyFranz:      "add kgo.ProducerBatchCompression(kgo.NoCompression()) (kgo compresses with snappy by default)",
+		familySarama:     "set config.Producer.Compression = sarama.CompressionNone",
+		familyKafkaGo:    "leave Writer.Compression unset",
+		familyKafkaJS:    "send with compression: CompressionTypes.None (the default)",
+		familyJava:       "set compression.type=none",
+	},
+	rules.NoIdempotence: {
+		"":               "turn idempotence and transactions off (enable.idempotence=false, no transactional.id)",
+		familyLibrdkafka: "set enable.idempotence=false and no transactional.id",
+		familyFranz:      "add kgo.DisableIdempotentWrite() and no kgo.TransactionalID (against VAST kgo falls back quietly, but its ordering guarantee is gone)",
+		familySarama:     "set config.Producer.Idempotent = false and no Producer.Transaction.ID",
+		familyKafkaJS:    "create the producer without idempotent: true or a transactionalId",
+		familyJava:       "set enable.idempotence=false (true by default since Kafka 3.0) and no transactional.id",
+	},
+	rules.EagerAssignorsOnly: {
+		"":               "offer an eager assignor (range or roundrobin); VAST refuses a member that offers only cooperative-sticky",
+		familyLibrdkafka: "set partition.assignment.strategy=range (or range,roundrobin, the default)",
+		familyFranz:      "add kgo.Balancers(kgo.RangeBalancer()) (kgo's default is cooperative-sticky only)",
+		familySarama:     "set config.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}",
+		familyKafkaGo:    "use GroupBalancers: []kafka.GroupBalancer{kafka.RangeGroupBalancer{}}",
+		familyKafkaJS:    "use the default RoundRobinAssigner",
+		familyJava:       "set partition.assignment.strategy=org.apache.kafka.clients.consumer.RangeAssignor",
+	},
+	rules.IgnoreGroupInstanceID: {
+		"":               "VAST ignores group.instance.id: the member is dynamic, a restart rebalances the group and the session timeout does not keep its partitions; do not rely on static membership",
+		familyLibrdkafka: "remove group.instance.id: VAST makes the member dynamic, so a restart rebalances",
+		familyFranz:      "remove kgo.InstanceID(...): VAST makes the member dynamic, so a restart rebalances",
+		familySarama:     "leave config.Consumer.Group.InstanceId empty: VAST makes the member dynamic, so a restart rebalances",
+		familyJava:       "remove group.instance.id: VAST makes the member dynamic, so a restart rebalances",
+	},
+	rules.MaxGroups: {
+		"": "VAST keeps at most 256 consumer groups per view and lists at most 256: delete the groups a test or a tool leaves behind (DeleteGroups), reuse group ids",
+	},
+	rules.OffsetsNeverExpire: {
+		"": "VAST never expires committed offsets: a group that comes back after offsets.retention.minutes resumes from its committed offset, not from auto.offset.reset",
+	},
+	rules.NoOffsetDelete: {
+		"": "VAST has no OffsetDelete: commit the offset to restart from, or delete the whole group (DeleteGroups)",
+	},
+	rules.NoFetchSessions: {
+		"":          "VAST has no fetch sessions: every fetch is a full fetch",
+		familyFranz: "add kgo.DisableFetchSessions()",
+	},
+	rules.NoDelayedFetch: {
+		"":               "VAST answers a fetch at once with what it has and ignores fetch.min.bytes: keep fetch.min.bytes=1 (the default) and do not count on fetches gathering larger batches",
+		familyLibrdkafka: "set fetch.min.bytes=1 (the default): VAST answers fetches at once and never gathers fetch.min.bytes",
+		familyFranz:      "use kgo.FetchMinBytes(1) (the default): VAST answers fetches at once and never gathers more",
+		familySarama:     "set config.Consumer.Fetch.Min = 1 (the default): VAST answers fetches at once",
+		familyKafkaGo:    "set ReaderConfig.MinBytes = 1 (the default): VAST answers fetches at once",
+		familyKafkaJS:    "use minBytes: 1 (the default): VAST answers fetches at once",
+		familyJava:       "set fetch.min.bytes=1 (the default): VAST answers fetches at once",
+	},
+	rules.NoTopicIDs: {
+		"": "VAST serves Produce and Fetch up to v12 and no topic IDs: let the client pick versions from ApiVersions and name topics by name",
+	},
+	rules.StaleEndOffset: {
+		"": "VAST's end offset (ListOffsets latest, end_offsets, get_watermark_offsets, the high watermark) may trail writes by 10-55 s: do not compare it with what was just produced; wait for the consumer to read the records instead",
+	},
+	rules.MaxMessageBytes: {
+		"":               "keep record batches at most 1 MB (VAST's message size limit)",
+		familyLibrdkafka: "keep batches at most 1 MB: message.max.bytes=1000000 (the default) and smaller records",
+		familyFranz:      "keep batches at most 1 MB: kgo.ProducerBatchMaxBytes(1000000) (the default)",
+		familySarama:     "keep config.Producer.MaxMessageBytes at most 1000000 (the default)",
+		familyJava:       "keep batch.size and max.request.size at most 1048576",
+	},
+	rules.MaxKeyBytes:   {"": "keep record keys at most 126 KB (VAST's key size limit)"},
+	rules.MaxValueBytes: {"": "keep record values at most 126 KB (VAST's value size limit): split large payloads or store them elsewhere and send a reference"},
+	rules.NoAutoCreateTopics: {
+		"":               "VAST never creates a topic on first use: create every topic first (CreateTopics, the VAST UI or API)",
+		familyLibrdkafka: "create the topic first; allow.auto.create.topics=true has no effect on VAST",
+		familyFranz:      "create the topic first and drop kgo.AllowAutoTopicCreation()",
+		familySarama:     "create the topic first (ClusterAdmin.CreateTopic); Metadata.AllowAutoTopicCreation has no effect on VAST",
+		familyKafkaGo:    "create the topic first (Conn.CreateTopics); Writer.AllowAutoTopicCreation has no effect on VAST",
+		familyKafkaJS:    "create the topic first (admin.createTopics); allowAutoTopicCreation has no effect on VAST",
+		familyJava:       "create the topic first (Admin.createTopics)",
+	},
+	rules.FixedPartitions: {
+		"": "VAST fixes partition counts at creation: create the topic with the partitions it needs instead of adding some later",
+	},
+	rules.MaxPartitionsPerTopic: {"": "VAST allows at most 20,000 partitions per topic"},
+	rules.MaxPartitionsPerView:  {"": "VAST allows at most 200,000 partitions per view"},
+	rules.VASTTopicConfigsOnly: {
+		"": "VAST accepts only the topic configs retention.ms, message.timestamp.type, message.timestamp.before.max.ms and message.timestamp.after.max.ms: drop the others",
+	},
+	rules.NoOffsetsTopic: {
+		"": "VAST has no __consumer_offsets topic: read committed offsets with OffsetFetch (the consumer's committed(), Admin listConsumerGroupOffsets) instead",
+	},
+	rules.ClassicGroupsOnly: {
+		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer), share groups or streams groups",
+		familyLibrdkafka: "set group.protocol=classic (the default)",
+		familyJava:       "set group.protocol=classic (the default) and use no share consumer",
+	},
+}
+
+// advice returns the advice for a finding of rule id about a client of
+// family ("" unknown).
+func advice(id rules.ID, kind rules.Kind, family string) string {
+	a := adviceTable[id]
+	if s, ok := a[family]; ok && family != "" {
+		return s
+	}
+	return a[""]
+}
+
+// AuditReport is what the control plane's GET /audit and the binary's
+// JSON report hold: the findings, and how many distinct ones were not kept.
+type AuditReport struct {
+	Findings []Finding `json:"findings"`
+	Dropped  int64     `json:"dropped,omitempty"`
+}
+
+// AuditReport returns the findings, sorted as SortFindings does, for a
+// report.
+func (b *Broker) AuditReport() AuditReport {
+	fs := b.Findings()
+	SortFindings(fs)
+	return AuditReport{Findings: fs, Dropped: b.FindingsDropped()}
+}
+
+// Client describes the client of a finding: its software and version when
+// it said them, and its client id.
+func (f *Finding) Client() string {
+	var s string
+	switch {
+	case f.ClientSoftware != "" && f.ClientVersion != "":
+		s = f.ClientSoftware + " " + f.ClientVersion
+	case f.ClientSoftware != "":
+		s = f.ClientSoftware
+	}
+	if f.ClientID != "" {
+		if s != "" {
+			s += ", "
+		}
+		s += "client id " + f.ClientID
+	}
+	if s == "" {
+		s = "(no client)"
+	}
+	return s
+}
+
+// Markdown renders the report as a Markdown document: a summary line and
+// one table row per finding.
+func (a AuditReport) Markdown() string {
+	var sb strings.Builder
+	refused, differs := 0, 0
+	for _, f := range a.Findings {
+		if f.Kind == rules.Refused.String() {
+			refused++
+		} else {
+			differs++
+		}
+	}
+	sb.WriteString("# VAST compatibility report\n\n")
+	if len(a.Findings) == 0 {
+		sb.WriteString("No findings: nothing the audited rules check would have been refused or answered differently by VAST.\n")
+		return sb.String()
+	}
+	fmt.Fprintf(&sb, "%d findings: %d that VAST would have refused, %d where VAST would have behaved differently.\n", len(a.Findings), refused, differs)
+	if a.Dropped > 0 {
+		fmt.Fprintf(&sb, "%d more distinct findings were not kept (the broker keeps %d).\n", a.Dropped, maxFindings)
+	}
+	sb.WriteString("\n| kind | rule | client | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range a.Findings {
+		subject := f.Topic
+		if f.Group != "" {
+			subject = "group " + f.Group
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(subject),
+			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+f.Source+")"))
+	}
+	return sb.String()
+}
+
+// mdCell escapes s for a Markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
+}

@@ -1,0 +1,229 @@
+package rules
+
+import (
+	"reflect"
+	"slices"
+	"time"
+)
+
+// ID names one rule: one field of Rules that switches a VAST behaviour on.
+// CooperativeAssignors and OffsetsRetention are not rules of their own but
+// settings of EagerAssignorsOnly and of the Kafka behaviour
+// OffsetsNeverExpire lifts, so they have no ID.
+type ID uint8
+
+// The rules, in the order of the fields of Rules.
+const (
+	ClassicGroupsOnly ID = iota + 1
+	EagerAssignorsOnly
+	IgnoreGroupInstanceID
+	MaxGroups
+	OffsetsNeverExpire
+	NoOffsetDelete
+	NoFetchSessions
+	NoDelayedFetch
+	NoTopicIDs
+	StaleEndOffset
+	NoIdempotence
+	NoCompression
+	MaxMessageBytes
+	MaxKeyBytes
+	MaxValueBytes
+	NoAutoCreateTopics
+	FixedPartitions
+	MaxPartitionsPerTopic
+	MaxPartitionsPerView
+	VASTTopicConfigsOnly
+	NoOffsetsTopic
+
+	numIDs // one past the last ID
+)
+
+var idNames = [numIDs]string{
+	ClassicGroupsOnly: "ClassicGroupsOnly", EagerAssignorsOnly: "EagerAssignorsOnly",
+	IgnoreGroupInstanceID: "IgnoreGroupInstanceID", MaxGroups: "MaxGroups",
+	OffsetsNeverExpire: "OffsetsNeverExpire", NoOffsetDelete: "NoOffsetDelete",
+	NoFetchSessions: "NoFetchSessions", NoDelayedFetch: "NoDelayedFetch", NoTopicIDs: "NoTopicIDs",
+	StaleEndOffset: "StaleEndOffset", NoIdempotence: "NoIdempotence", NoCompression: "NoCompression",
+	MaxMessageBytes: "MaxMessageBytes", MaxKeyBytes: "MaxKeyBytes", MaxValueBytes: "MaxValueBytes",
+	NoAutoCreateTopics: "NoAutoCreateTopics", FixedPartitions: "FixedPartitions",
+	MaxPartitionsPerTopic: "MaxPartitionsPerTopic", MaxPartitionsPerView: "MaxPartitionsPerView",
+	VASTTopicConfigsOnly: "VASTTopicConfigsOnly", NoOffsetsTopic: "NoOffsetsTopic",
+}
+
+// Sources of the rules, as findings quote them.
+const (
+	sourceConsume = "VAST's Consume events page"
+	sourceKB      = "VAST's Kafka protocol support page"
+	sourceAPI     = "VAST's management API (topic fields)"
+)
+
+var idSources = [numIDs]string{
+	ClassicGroupsOnly: sourceConsume, EagerAssignorsOnly: sourceConsume + "; " + sourceKB,
+	IgnoreGroupInstanceID: sourceConsume, MaxGroups: sourceConsume, OffsetsNeverExpire: sourceConsume,
+	NoOffsetDelete: sourceConsume, NoFetchSessions: sourceConsume, NoDelayedFetch: sourceConsume,
+	NoTopicIDs: sourceKB, StaleEndOffset: sourceConsume, NoIdempotence: sourceKB + "; " + sourceConsume,
+	NoCompression: sourceKB + "; " + sourceConsume, MaxMessageBytes: sourceKB, MaxKeyBytes: sourceKB,
+	MaxValueBytes: sourceKB, NoAutoCreateTopics: sourceKB, FixedPartitions: sourceKB,
+	MaxPartitionsPerTopic: sourceKB, MaxPartitionsPerView: sourceKB, VASTTopicConfigsOnly: sourceAPI,
+	NoOffsetsTopic: sourceConsume,
+}
+
+// String returns the rule's field name in Rules, "NoCompression".
+func (id ID) String() string {
+	if id == 0 || id >= numIDs {
+		return ""
+	}
+	return idNames[id]
+}
+
+// Source names the VAST documentation the rule comes from.
+func (id ID) Source() string {
+	if id == 0 || id >= numIDs {
+		return ""
+	}
+	return idSources[id]
+}
+
+// IDs returns every rule, in the order of the fields of Rules.
+func IDs() []ID {
+	out := make([]ID, 0, numIDs-1)
+	for id := ID(1); id < numIDs; id++ {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Lookup returns the rule whose field name is name, and false for a name
+// that is not a rule.
+func Lookup(name string) (ID, bool) {
+	for id := ID(1); id < numIDs; id++ {
+		if idNames[id] == name {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// Mode is how a broker applies one rule.
+type Mode uint8
+
+const (
+	// Off lifts the rule: the broker behaves as Apache Kafka.
+	Off Mode = iota
+	// Enforce makes the broker behave as VAST: a request VAST refuses is
+	// refused with VAST's error, and the request log names the rule.
+	Enforce
+	// Audit makes the broker behave as Apache Kafka, and records a finding
+	// wherever VAST would have refused the request or behaved otherwise.
+	Audit
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Enforce:
+		return "enforce"
+	case Audit:
+		return "audit"
+	}
+	return "off"
+}
+
+// Modes holds the mode of every rule, indexed by ID; the broker computes
+// it once, so that a check costs an array read.
+type Modes [numIDs]Mode
+
+// Of returns the mode of rule id.
+func (m *Modes) Of(id ID) Mode { return m[id] }
+
+// Modes returns the mode of every rule: Off while the rule's field holds
+// its zero value (its Kafka behaviour), Audit when the rule is named in
+// r.Audit, Enforce otherwise. This is the one place that decides.
+func (r *Rules) Modes() Modes {
+	var m Modes
+	v := reflect.ValueOf(r).Elem()
+	for id := ID(1); id < numIDs; id++ {
+		if v.FieldByName(idNames[id]).IsZero() {
+			continue
+		}
+		m[id] = Enforce
+		if slices.Contains(r.Audit, idNames[id]) {
+			m[id] = Audit
+		}
+	}
+	return m
+}
+
+// Mode returns the mode of rule id under r (see Modes).
+func (r *Rules) Mode(id ID) Mode {
+	m := r.Modes()
+	return m[id]
+}
+
+// SetMode switches rule id to mode: Enforce and Audit give the rule its
+// VAST value when it holds its Kafka one (a limit already set keeps its
+// value), Off gives it its Kafka value.
+func (r *Rules) SetMode(id ID, mode Mode) {
+	f := reflect.ValueOf(r).Elem().FieldByName(id.String())
+	r.Audit = slices.DeleteFunc(r.Audit, func(s string) bool { return s == id.String() })
+	if len(r.Audit) == 0 {
+		r.Audit = nil
+	}
+	switch mode {
+	case Off:
+		f.Set(reflect.Zero(f.Type()))
+		return
+	case Audit:
+		r.Audit = append(r.Audit, id.String())
+	}
+	if f.IsZero() {
+		vast := auditValues()
+		f.Set(reflect.ValueOf(&vast).Elem().FieldByName(id.String()))
+	}
+}
+
+// AuditStaleEndOffset is the end-offset lag the audit profile checks
+// ListOffsets against: the lower end of the 10-55 s VAST documents.
+const AuditStaleEndOffset = 10 * time.Second
+
+// auditValues is VAST with StaleEndOffset at the lag VAST documents.
+func auditValues() Rules {
+	r := VAST()
+	r.StaleEndOffset = AuditStaleEndOffset
+	return r
+}
+
+// AuditAll returns the audit profile: the broker behaves as Apache Kafka
+// (as with Kafka), and every VAST rule, StaleEndOffset included at
+// AuditStaleEndOffset, is audited. OffsetsRetention is Kafka's, so that
+// offsets expire as Kafka's would and the audit can say VAST's would not.
+func AuditAll() Rules {
+	r := auditValues()
+	r.OffsetsRetention = Kafka().OffsetsRetention
+	for id := ID(1); id < numIDs; id++ {
+		r.Audit = append(r.Audit, idNames[id])
+	}
+	return r
+}
+
+// Kind says how VAST's answer to a request would have differed from
+// Kafka's.
+type Kind uint8
+
+const (
+	// Refused: VAST would have answered with an error.
+	Refused Kind = iota + 1
+	// Differs: VAST would have accepted the request but behaved
+	// differently, in a way the app may depend on.
+	Differs
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Refused:
+		return "refused"
+	case Differs:
+		return "differs"
+	}
+	return ""
+}

@@ -1,0 +1,69 @@
+package rules
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestEveryRuleHasAnID: every field of Rules that switches a VAST behaviour
+// has an ID (and with it a mode, a source and an audit case), so that a new
+// rule cannot be added without one.
+func TestEveryRuleHasAnID(t *testing.T) {
+	notRules := map[string]bool{"CooperativeAssignors": true, "OffsetsRetention": true, "Audit": true}
+	typ := reflect.TypeOf(Rules{})
+	n := 0
+	for i := range typ.NumField() {
+		name := typ.Field(i).Name
+		if notRules[name] {
+			continue
+		}
+		n++
+		id, ok := Lookup(name)
+		if !ok {
+			t.Errorf("field %s has no rules.ID", name)
+			continue
+		}
+		if id.String() != name || id.Source() == "" {
+			t.Errorf("rule %s: name %q, source %q", name, id.String(), id.Source())
+		}
+	}
+	if n != len(IDs()) {
+		t.Errorf("%d rule fields, %d IDs", n, len(IDs()))
+	}
+}
+
+func TestModes(t *testing.T) {
+	vast, kafka, audit := VAST(), Kafka(), AuditAll()
+	for _, id := range IDs() {
+		want := Enforce
+		if id == StaleEndOffset {
+			want = Off // off by default even in the VAST profile
+		}
+		if got := vast.Mode(id); got != want {
+			t.Errorf("VAST %s: %v", id, got)
+		}
+		if got := kafka.Mode(id); got != Off {
+			t.Errorf("Kafka %s: %v", id, got)
+		}
+		if got := audit.Mode(id); got != Audit {
+			t.Errorf("AuditAll %s: %v", id, got)
+		}
+	}
+	r := Kafka()
+	r.SetMode(MaxGroups, Audit)
+	if r.MaxGroups != 256 || r.Mode(MaxGroups) != Audit {
+		t.Errorf("SetMode audit: MaxGroups %d, mode %v", r.MaxGroups, r.Mode(MaxGroups))
+	}
+	r.MaxGroups = 10
+	r.SetMode(MaxGroups, Enforce)
+	if r.MaxGroups != 10 || r.Mode(MaxGroups) != Enforce || r.Audit != nil {
+		t.Errorf("SetMode enforce keeps a limit already set: %d %v %v", r.MaxGroups, r.Mode(MaxGroups), r.Audit)
+	}
+	r.SetMode(MaxGroups, Off)
+	if r.MaxGroups != 0 || r.Mode(MaxGroups) != Off {
+		t.Errorf("SetMode off: %d %v", r.MaxGroups, r.Mode(MaxGroups))
+	}
+	if _, ok := ForProfile("audit"); !ok {
+		t.Error("no audit profile")
+	}
+}
