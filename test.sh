@@ -9,6 +9,35 @@
 # are there (both required when CI is set).
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# What this machine lacks, said before the run and again after it: go test
+# does not print the tests that skip for want of a tool. With CI set they
+# fail instead (.ci/run installs everything).
+skipped=()
+skip() {
+  skipped+=("$1")
+  echo "skipping $1" >&2
+}
+py_missing=$(/usr/bin/python3 - <<'PY' 2>/dev/null || echo python3
+import importlib.util
+need = {"pytest": "python3-pytest", "pip": "python3-pip", "setuptools": "python3-setuptools",
+        "confluent_kafka": "python3-confluent-kafka", "kafka": "python3-kafka"}
+print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
+PY
+)
+if [ -z "${CI:-}" ]; then
+  [ -x /usr/bin/chromium ] || skip "the live page test (control): it needs /usr/bin/chromium (apt-get install -y chromium)"
+  if [ -n "$py_missing" ]; then
+    skip "python/ and examples/pytest, and the interop tests that need what is missing: /usr/bin/python3 lacks $py_missing (apt-get install -y $py_missing)"
+  fi
+  if ! command -v node >/dev/null || [ ! -f interop/kafkajs/node_modules/kafkajs/package.json ]; then
+    skip "the kafkajs matrix (interop): it needs node and kafkajs (cd interop/kafkajs && npm ci)"
+  fi
+  if ! command -v node >/dev/null || [ ! -f js/node_modules/kafkajs/package.json ]; then
+    skip "js/: it needs node on PATH and kafkajs (cd js && npm ci)"
+  fi
+fi
+
 go vet ./...
 go test -race -count=1 ./...
 # Every fuzz target briefly, found by name so that a new one runs too: this
@@ -25,11 +54,6 @@ done
 go test -run '^$' -bench . -benchtime 1x ./...
 go run ./cmd/vastbench -n 2000 -rounds 1 -quick
 if [ -d interop ]; then
-  # The kafkajs tests skip (fail when CI is set) without node and kafkajs;
-  # go test does not print skips, so say it here.
-  if ! command -v node >/dev/null || [ ! -f interop/kafkajs/node_modules/kafkajs/package.json ]; then
-    echo "skipping the kafkajs matrix: it needs node and kafkajs (cd interop/kafkajs && npm ci)" >&2
-  fi
   (cd interop && go vet ./... && go test -race -count=1 ./...)
 fi
 # The launcher packages run the binary built here.
@@ -42,13 +66,6 @@ go build -o "$tmp/vastfake" ./cmd/vastfake
 # confluent-kafka and kafka-python. pip installs it into a temporary
 # directory, offline, so that pytest loads the plugin through its pytest11
 # entry point as it does for users.
-py_missing=$(/usr/bin/python3 - <<'PY' 2>/dev/null || echo python3
-import importlib.util
-need = {"pytest": "python3-pytest", "pip": "python3-pip", "setuptools": "python3-setuptools",
-        "confluent_kafka": "python3-confluent-kafka", "kafka": "python3-kafka"}
-print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
-PY
-)
 if [ -z "$py_missing" ]; then
   /usr/bin/python3 -m pip install -q --no-index --no-build-isolation --no-deps --root-user-action=ignore \
     --target "$tmp/site" ./python
@@ -58,8 +75,6 @@ if [ -z "$py_missing" ]; then
 elif [ -n "${CI:-}" ]; then
   echo "python/ needs Debian packages for /usr/bin/python3: apt-get install -y $py_missing" >&2
   exit 1
-else
-  echo "skipping python/ and examples/pytest: /usr/bin/python3 lacks $py_missing (apt-get install -y $py_missing)" >&2
 fi
 
 # The JavaScript package (js/, with the README's first JavaScript test)
@@ -69,6 +84,9 @@ if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; th
 elif [ -n "${CI:-}" ]; then
   echo "js/ needs node and its devDependencies: cd js && npm ci" >&2
   exit 1
-else
-  echo "skipping js/: it needs node on PATH and kafkajs (cd js && npm ci)" >&2
+fi
+
+if [ ${#skipped[@]} -gt 0 ]; then
+  echo "passed, but skipped:" >&2
+  printf '  %s\n' "${skipped[@]}" >&2
 fi

@@ -443,10 +443,20 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fault: "+err.Error())
 		return
 	}
+	if body.DropAnswer && len(body.Err) > 0 {
+		writeError(w, http.StatusBadRequest, `fault: give "err" or "dropAnswer", not both: a dropped answer carries no error`)
+		return
+	}
 	var code int16
 	if len(body.Err) > 0 {
 		if code, err = errCode(rawString(body.Err)); err != nil {
 			writeError(w, http.StatusBadRequest, "fault: "+err.Error())
+			return
+		}
+		if code == 0 {
+			// The faulted part of the request is not handled, so success
+			// would tell a producer that records it never stored were.
+			writeError(w, http.StatusBadRequest, `fault: "err" 0 is success; name a Kafka error`)
 			return
 		}
 	}

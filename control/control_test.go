@@ -251,6 +251,13 @@ func TestFaults(t *testing.T) {
 	// A fault that drops the answer after the request is handled: the
 	// producer (no idempotence under VAST) sends the record again.
 	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults", map[string]any{"api": "Produce"}, nil), "no err and no dropAnswer")
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "err": "NOT_LEADER_FOR_PARTITION", "dropAnswer": true}, nil),
+		"a dropped answer carries no error: the broker would not send the one the answer echoes")
+	for _, zero := range []any{0, "0"} {
+		assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/faults", map[string]any{"api": "Produce", "err": zero}, nil),
+			"err %v is success: the producer would be told its records were stored when they were not", zero)
+	}
 	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
 		map[string]any{"api": "Produce", "dropAnswer": true, "count": 1, "topic": "audit"}, &f))
 	assert.Equal(t, true, f["dropAnswer"])

@@ -150,8 +150,8 @@ export interface Compaction {
 export interface Fault {
   /** "Produce", or the API key. */
   api: string | number
-  /** "NOT_LEADER_FOR_PARTITION", or the error code. */
-  err: string | number
+  /** "NOT_LEADER_FOR_PARTITION", or the error code; not needed with dropAnswer. */
+  err?: string | number
   /** 0: until cleared. */
   count?: number
   topic?: string
@@ -160,6 +160,8 @@ export interface Fault {
   /** Some partitions of topic. */
   partitions?: number[]
   group?: string
+  /** Handle the request, then close the connection instead of answering. */
+  dropAnswer?: boolean
 }
 export interface WaitOptions { timeoutMs?: number }
 

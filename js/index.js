@@ -417,11 +417,15 @@ class Client {
    * POST /faults: answer requests of api ("Produce" or its key) with the
    * Kafka error err ("NOT_LEADER_FOR_PARTITION" or its code), count times
    * (0: until cleared), for a topic (every partition unless partition or
-   * partitions are given), a group, or every request. Returns the fault as
-   * the broker understood it.
+   * partitions are given), a group, or every request. With dropAnswer (and
+   * no err) the broker handles the request, then closes the connection
+   * instead of answering. Returns the fault as the broker understood it.
    */
-  injectFault ({ api, err, count = 0, topic, partition, partitions, group }) {
-    const body = { api, err, count }
+  async injectFault ({ api, err, count = 0, topic, partition, partitions, group, dropAnswer = false }) {
+    if (err === undefined && !dropAnswer) throw new TypeError('injectFault: give err, or dropAnswer: true')
+    const body = { api, count }
+    if (err !== undefined) body.err = err
+    if (dropAnswer) body.dropAnswer = true
     if (topic !== undefined) body.topic = topic
     if (partition !== undefined) body.partition = partition
     if (partitions !== undefined) body.partitions = partitions

@@ -64,6 +64,19 @@ test('starts, answers and stops cleanly', async () => {
   await assert.rejects(b.topics(), /the broker was stopped/)
 })
 
+test('faults name partitions and can drop the answer', async () => {
+  const b = await startBroker({ binary: bin, topics: ['orders:3'] })
+  try {
+    const f = await b.injectFault({ api: 'Produce', topic: 'orders', partitions: [1, 2], count: 1, dropAnswer: true })
+    assert.strictEqual(f.dropAnswer, true)
+    assert.strictEqual(f.err, '')
+    assert.deepStrictEqual(f.partitions, [1, 2])
+    await assert.rejects(b.injectFault({ api: 'Produce' }), TypeError)
+  } finally {
+    await b.stop()
+  }
+})
+
 test('the control plane token is sent', async () => {
   const b = await startBroker({ binary: bin, args: ['-user', 'app:secret'] })
   try {

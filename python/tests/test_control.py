@@ -72,6 +72,10 @@ def test_every_endpoint(vastfake):
     assert vastfake.stale_end_offset(0) == "0s"
     assert vastfake.inject_fault("Fetch", "NOT_LEADER_FOR_PARTITION", topic="ledger", partition=0)["partitions"] == [0]
     assert vastfake.inject_fault("Fetch", 6, topic="ledger", partitions=[0, 1])["partitions"] == [0, 1]
+    dropped = vastfake.inject_fault("Produce", topic="ledger", partitions=[1], count=1, drop_answer=True)
+    assert dropped["dropAnswer"] is True and dropped["err"] == "" and dropped["partitions"] == [1]
+    with pytest.raises(ValueError, match="drop_answer"):
+        vastfake.inject_fault("Produce")
     with pytest.raises(ControlPlaneError, match="400 fault: unknown Kafka API"):
         vastfake.inject_fault("NoSuchAPI", "NOT_LEADER_FOR_PARTITION")
     vastfake.clear_faults()

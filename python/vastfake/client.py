@@ -259,15 +259,24 @@ class Client:
         """DELETE /requests: empty the request log."""
         self._call("DELETE", "requests")
 
-    def inject_fault(self, api: Union[str, int], err: Union[str, int], count: int = 0, topic: Optional[str] = None,
-                     partition: Optional[int] = None, partitions: Optional[List[int]] = None,
-                     group: Optional[str] = None) -> Dict[str, Any]:
+    def inject_fault(self, api: Union[str, int], err: Union[str, int, None] = None, count: int = 0,
+                     topic: Optional[str] = None, partition: Optional[int] = None,
+                     partitions: Optional[List[int]] = None, group: Optional[str] = None,
+                     drop_answer: bool = False) -> Dict[str, Any]:
         """POST /faults: answer requests of api ("Produce", or its key) with
         the Kafka error err ("NOT_LEADER_FOR_PARTITION", or its code), count
         times (0: until cleared), for topic (every partition unless a
         partition or partitions are given) or group, or every request of
-        the API. Returns the fault as the broker understood it."""
-        body: Dict[str, Any] = {"api": api, "err": err, "count": count}
+        the API. With drop_answer (and no err) the broker handles the
+        request, then closes the connection instead of answering. Returns
+        the fault as the broker understood it."""
+        if err is None and not drop_answer:
+            raise ValueError("inject_fault: give err, or drop_answer=True")
+        body: Dict[str, Any] = {"api": api, "count": count}
+        if err is not None:
+            body["err"] = err
+        if drop_answer:
+            body["dropAnswer"] = True
         for k, v in (("topic", topic), ("partition", partition), ("partitions", partitions), ("group", group)):
             if v is not None:
                 body[k] = list(v) if k == "partitions" else v
