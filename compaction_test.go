@@ -5,6 +5,7 @@ package vastfake_test
 // keyless records a compacted topic refuses.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -166,20 +167,43 @@ func TestCompaction(t *testing.T) {
 }
 
 func TestCompactionOfCompressedBatches(t *testing.T) {
-	for _, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+	for id, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+		want := int16(id + 1) // the attributes' codec id
 		k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("c", 1, "cleanup.policy", "compact"))
 		p := k.Client(kgo.ProducerBatchCompression(codec), kgo.DefaultProduceTopic("c"))
 		for _, batch := range [][]string{{"a=1", "b=1", "a=2"}, {"b=2", "c=1"}, {"a=3"}} {
 			var recs []*kgo.Record
 			for _, kv := range batch {
 				key, v, _ := strings.Cut(kv, "=")
-				recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
+				recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(strings.Repeat(v, 500))}) // compressible: kgo compresses only what shrinks
 			}
 			require.NoError(t, p.ProduceSync(ctxT(t), recs...).FirstErr())
 		}
+		require.Equal(t, []int16{want, want, want}, storedCodecs(t, k), "kgo compressed every batch")
 		k.Compact("c")
-		assert.Equal(t, map[int64]string{2: "2", 3: "2", 4: "1", 5: "3"}, readPartition(t, k, "c"))
+		got := readPartition(t, k, "c")
+		for o, v := range got {
+			got[o] = strings.TrimRight(v, v[:1]) + v[:1]
+		}
+		assert.Equal(t, map[int64]string{2: "2", 3: "2", 4: "1", 5: "3"}, got)
+		// One fetch answers from the compacted batches' new buffer; the
+		// rebuilt batch (a=2 alone) is the first.
+		assert.Equal(t, []int16{want, want}, storedCodecs(t, k), "the rebuilt first batch keeps codec %d, as Kafka's cleaner does", want)
 	}
+}
+
+// storedCodecs returns the compression codec of each batch that one
+// fetch from offset 0 of partition 0 of topic c returns.
+func storedCodecs(t *testing.T, k *fixtures.Kafka) []int16 {
+	raw, _ := fetchRaw(t, k.Client(), "c")
+	var stored []int16
+	for len(raw) >= 61 {
+		n := 12 + int(binary.BigEndian.Uint32(raw[8:]))
+		require.LessOrEqual(t, n, len(raw))
+		stored = append(stored, int16(binary.BigEndian.Uint16(raw[21:]))&0x07)
+		raw = raw[n:]
+	}
+	return stored
 }
 
 func TestTombstonesGoAfterDeleteRetention(t *testing.T) {

@@ -76,9 +76,10 @@ var errLogChanged = errors.New("the log changed during compaction")
 // and a tombstone goes once its delete horizon has passed. Records without
 // a key are dropped, as Kafka's cleaner drops them. Offsets keep their
 // values, so gaps appear; a batch keeps its base offset and last offset
-// delta (so its last offset), producer fields and timestamp type, and is
-// re-encoded uncompressed with its first timestamp, max timestamp, record
-// count and CRC recomputed, as Kafka's cleaner rebuilds a batch. A batch
+// delta (so its last offset), producer fields, timestamp type and
+// compression codec, and is re-encoded with its first timestamp, max
+// timestamp, record count and CRC recomputed, as Kafka's cleaner rebuilds
+// a batch (so a compressed batch never comes back many times its size). A batch
 // that loses nothing is kept byte for byte (also a compressed one); one
 // that loses everything goes; control batches stay.
 //
@@ -493,10 +494,11 @@ func readFields(rec []byte) (recordFields, bool) {
 // rebuildBatch encodes, with kmsg, the batch b keeping only the records
 // keep (length-prefixed, in order), as Kafka's cleaner rebuilds a batch:
 // the same base offset, last offset delta, producer fields, leader epoch
-// and timestamp type; no compression; the first kept record's timestamp as
-// the first timestamp (record timestamp deltas rebased on it); the kept
-// records' max timestamp (the batch's own for LogAppendTime); the kept
-// record count; a new length and CRC. It returns the batch and its max
+// and timestamp type; the same compression codec, the record section
+// compressed again; the first kept record's timestamp as the first
+// timestamp (record timestamp deltas rebased on it); the kept records' max
+// timestamp (the batch's own for LogAppendTime); the kept record count; a
+// new length and CRC (over the section as stored). It returns the batch and its max
 // timestamp.
 func rebuildBatch(b Batch, keep [][]byte) ([]byte, int64, error) {
 	recs := make([]kmsg.Record, len(keep))
@@ -512,7 +514,7 @@ func rebuildBatch(b Batch, keep [][]byte) ([]byte, int64, error) {
 	rb.FirstOffset = b.BaseOffset()
 	rb.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(b[offLeaderEpoch:]))
 	rb.Magic = 2
-	rb.Attributes = b.Attributes() &^ compressionMask
+	rb.Attributes = b.Attributes()
 	rb.LastOffsetDelta = b.LastOffsetDelta()
 	rb.FirstTimestamp = first + recs[0].TimestampDelta64
 	rb.MaxTimestamp = maxTS
@@ -530,6 +532,13 @@ func rebuildBatch(b Batch, keep [][]byte) ([]byte, int64, error) {
 		r.Length = 0
 		r.Length = int32(len(r.AppendTo(nil)) - 1) // a zero Length encodes as one byte
 		rb.Records = r.AppendTo(rb.Records)
+	}
+	if codec := b.Compression(); codec != 0 {
+		compressed, err := compress(nil, rb.Records, codec)
+		if err != nil {
+			return nil, 0, err
+		}
+		rb.Records = compressed
 	}
 	out := rb.AppendTo(make([]byte, 0, BatchHeaderSize+len(rb.Records)))
 	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))

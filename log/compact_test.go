@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -217,7 +218,7 @@ func TestCompactTombstonesGoAfterTheDeleteHorizon(t *testing.T) {
 	assert.Equal(t, map[int64]string{1: "b1", 3: "c1"}, values(readAll(t, p)))
 }
 
-func TestCompactDecompressesCompressedBatches(t *testing.T) {
+func TestCompactKeepsTheCodecOfCompressedBatches(t *testing.T) {
 	for codec, compress := range compressors {
 		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
 			p := NewPartition()
@@ -227,22 +228,65 @@ func TestCompactDecompressesCompressedBatches(t *testing.T) {
 			res, err := p.Compact(CompactOptions{Now: t0})
 			require.NoError(t, err)
 			assert.Equal(t, int64(1), res.RecordsRemoved)
-			var codecs []int8
-			p.Batches(0, func(b Batch) bool { codecs = append(codecs, b.Compression()); return true })
-			assert.Equal(t, []int8{0, int8(codec), int8(codec)}, codecs, "only the rebuilt batch is re-encoded, uncompressed")
-			var recs []Record
-			p.Batches(0, func(b Batch) bool {
-				if b.Compression() == 0 {
-					r, err := b.Records()
-					require.NoError(t, err)
-					recs = append(recs, r...)
-				}
-				return true
-			})
+			var batches []Batch
+			p.Batches(0, func(b Batch) bool { batches = append(batches, b); return true })
+			require.Len(t, batches, 3)
+			for _, b := range batches {
+				assert.Equal(t, int8(codec), b.Compression(), "compaction keeps the codec, as Kafka's cleaner does")
+			}
+			rebuilt := batches[0]
+			require.Equal(t, crc32.Checksum(rebuilt[offAttributes:], crc32c), binary.BigEndian.Uint32(rebuilt[offCRC:]), "the CRC covers the section as stored")
+			recs := decompressedRecords(t, rebuilt) // under the decoder's limits: strict snappy, zstd window
 			require.Len(t, recs, 2)
 			assert.Equal(t, []int64{1, 2}, []int64{recs[0].Offset, recs[1].Offset})
 			assert.Equal(t, []string{"b1", "a2"}, []string{string(recs[0].Value), string(recs[1].Value)})
 			assert.Equal(t, int64(1001), recs[1].Timestamp)
+		})
+	}
+}
+
+// decompressedRecords returns the records of a compressed batch, read
+// from a copy of it holding its section decompressed.
+func decompressedRecords(tb testing.TB, b Batch) []Record {
+	tb.Helper()
+	var section bytes.Buffer
+	require.NoError(tb, b.decompress(&section))
+	plain := append(append([]byte(nil), b[:BatchHeaderSize]...), section.Bytes()...)
+	plain[offAttributes+1] &^= compressionMask
+	recs, err := Batch(plain).Records()
+	require.NoError(tb, err)
+	return recs
+}
+
+// TestCompactStoresACompressibleBatchCompressed: a batch that unpacks to
+// many times its size, most of it one key written again and again, stays
+// near its compressed size after compaction drops records from it, rather
+// than coming back at its decompressed size.
+func TestCompactStoresACompressibleBatchCompressed(t *testing.T) {
+	value := bytes.Repeat([]byte("v"), 16<<10)
+	var recs []kv
+	for i := range 256 {
+		recs = append(recs, kv{Key: []byte(fmt.Sprint("k", i)), Value: value, TS: 1000})
+	}
+	for range 256 {
+		recs = append(recs, kv{Key: []byte("same"), Value: value, TS: 1000})
+	}
+	for codec, compress := range compressors {
+		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
+			p := NewPartition()
+			raw := keyed(codec, compress, t, recs...)
+			appendRaw(t, p, raw, AppendOptions{})
+			appendRaw(t, p, keyed(codec, compress, t, rec("tail", "t", 1001)), AppendOptions{})
+			res, err := p.Compact(CompactOptions{Now: t0})
+			require.NoError(t, err)
+			require.Equal(t, int64(255), res.RecordsRemoved, "every \"same\" but the newest goes")
+			var first Batch
+			p.Batches(0, func(b Batch) bool { first = b; return false })
+			decompressed := 257 * len(value)
+			t.Logf("codec %d: %d bytes before, %d after, %d records' values", codec, len(raw), len(first), decompressed)
+			assert.Less(t, len(first), 2*len(raw)+1024, "stays near the compressed size")
+			assert.Less(t, len(first), decompressed/8, "far from the decompressed size")
+			assert.Len(t, decompressedRecords(t, first), 257)
 		})
 	}
 }

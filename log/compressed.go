@@ -4,7 +4,7 @@ package log
 // decompress, field by field, and the bytes of keys, values and headers are
 // skipped rather than kept, so memory is the decoder's window and one read
 // buffer whatever the size of a record or of the batch. Batches are stored
-// and served as received, never re-encoded.
+// and served as received; only compaction re-encodes one, in its own codec.
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -669,3 +670,90 @@ func (b Batch) decompress(buf *bytes.Buffer) error {
 	_, _ = buf.ReadFrom(&c)
 	return c.failed()
 }
+
+// compress appends src, a record section, compressed with codec to dst:
+// for compaction, which keeps a rebuilt batch's codec as Kafka's cleaner
+// does. Each codec writes what Kafka's Java producer writes and every
+// client reads: gzip; snappy in snappy-java's xerial framing with 32 KiB
+// blocks (so copies stay within MaxSnappyWindow); an LZ4 frame of 64 KiB
+// blocks; a zstd frame with a window of at most MaxZstdWindow. All of it
+// decompresses again under decompress's limits.
+func compress(dst, src []byte, codec int8) ([]byte, error) {
+	w := bytes.NewBuffer(dst)
+	switch codec {
+	case codecGzip:
+		zw := gzipWriterPool.Get().(*gzip.Writer)
+		zw.Reset(w)
+		_, err := zw.Write(src)
+		if err == nil {
+			err = zw.Close()
+		}
+		zw.Reset(io.Discard)
+		gzipWriterPool.Put(zw)
+		return w.Bytes(), err
+	case codecSnappy:
+		return appendXerial(dst, src), nil
+	case codecLZ4:
+		lw := lz4WriterPool.Get().(*lz4.Writer)
+		lw.Reset(w)
+		_, err := lw.Write(src)
+		if err == nil {
+			err = lw.Close()
+		}
+		lw.Reset(io.Discard)
+		lz4WriterPool.Put(lw)
+		return w.Bytes(), err
+	case codecZstd:
+		return zstdEncoder().EncodeAll(src, dst), nil
+	default:
+		return nil, fmt.Errorf("%w: unknown compression codec %d", ErrDecompress, codec)
+	}
+}
+
+// xerialBlockSize is the block snappy-java's stream writes, and so Kafka's
+// Java producer.
+const xerialBlockSize = 32 << 10
+
+// appendXerial appends src to dst as snappy-java frames it: the magic, the
+// version and compatible version (both 1), then per block of up to
+// xerialBlockSize its big-endian length and one raw snappy block.
+func appendXerial(dst, src []byte) []byte {
+	dst = append(dst, xerialMagic...)
+	dst = binary.BigEndian.AppendUint32(dst, 1)
+	dst = binary.BigEndian.AppendUint32(dst, 1)
+	for len(src) > 0 {
+		chunk := src[:min(len(src), xerialBlockSize)]
+		src = src[len(chunk):]
+		at := len(dst)
+		dst = append(dst, 0, 0, 0, 0)
+		need := snappy.MaxEncodedLen(len(chunk))
+		dst = slices.Grow(dst, need)
+		block := snappy.Encode(dst[len(dst):len(dst)+need], chunk)
+		binary.BigEndian.PutUint32(dst[at:], uint32(len(block)))
+		dst = dst[:len(dst)+len(block)]
+	}
+	return dst
+}
+
+// Encoders for compaction, pooled and reset onto nothing before they go
+// back, so that no pool keeps a batch's bytes. None runs goroutines, so a
+// dropped one needs no Close.
+var (
+	gzipWriterPool = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+	lz4WriterPool  = sync.Pool{New: func() any {
+		w := lz4.NewWriter(io.Discard)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ConcurrencyOption(1)); err != nil {
+			panic(err) // the options are constants
+		}
+		return w
+	}}
+	// zstdEncoder is shared: EncodeAll may be called concurrently and
+	// keeps no state between calls.
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(MaxZstdWindow))
+		if err != nil {
+			panic(err) // the options are constants
+		}
+		return e
+	})
+)
