@@ -2,6 +2,8 @@ package control_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -65,6 +67,17 @@ func TestAuditEndpoint(t *testing.T) {
 	assert.Equal(t, "kgo", f.ClientSoftware)
 	assert.Equal(t, int64(1), f.Count)
 	assert.Contains(t, f.Advice, "kgo.NoCompression()")
+
+	// The answer is streamed, byte for byte what encoding the whole
+	// report writes.
+	resp, err := http.Get(base + "/audit")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	whole, err := json.MarshalIndent(k.Broker().AuditReport(), "", "  ")
+	require.NoError(t, err)
+	assert.Equal(t, string(whole)+"\n", string(body))
 
 	var reqs []map[string]any
 	require.Equal(t, http.StatusOK, call(t, "GET", base+"/requests?api=Produce", nil, &reqs))
