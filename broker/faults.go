@@ -6,6 +6,7 @@ package broker
 // mechanism serves every API.
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"sync"
@@ -64,17 +65,38 @@ type faultState struct {
 // rearm records whether any fault or latency is left. Call with mu held.
 func (s *faultState) rearm() { s.armed.Store(len(s.faults) > 0 || len(s.latency) > 0) }
 
+// MaxFaults and MaxFaultPartitions bound what faults can make the broker
+// hold: at most MaxFaults faults at once, each naming at most
+// MaxFaultPartitions partitions (VAST's partition limit per topic).
+const (
+	MaxFaults          = 1000
+	MaxFaultPartitions = 20_000
+)
+
+// ErrTooManyFaults is InjectFault's answer past MaxFaults faults or
+// MaxFaultPartitions partitions.
+var ErrTooManyFaults = errors.New("vastfake: too many faults (at most 1000 at once, each naming at most 20000 partitions); clear some first")
+
 // InjectFault adds a fault. Faults are tried in the order added; a request
-// matches at most one.
-func (b *Broker) InjectFault(f Fault) {
+// matches at most one. It returns ErrTooManyFaults, adding nothing, when the
+// broker already holds MaxFaults faults or f names more than
+// MaxFaultPartitions partitions.
+func (b *Broker) InjectFault(f Fault) error {
 	if f.Topic == "" {
 		f.Partitions = nil
+	}
+	if len(f.Partitions) > MaxFaultPartitions {
+		return ErrTooManyFaults
 	}
 	f.Partitions = slices.Clone(f.Partitions)
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
+	if len(b.faults.faults) >= MaxFaults {
+		return ErrTooManyFaults
+	}
 	b.faults.faults = append(b.faults.faults, &f)
 	b.faults.rearm()
+	return nil
 }
 
 // ClearFaults removes every fault and every added latency.

@@ -491,7 +491,10 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 	if f.Topic == "" {
 		f.Partitions = nil
 	}
-	s.b.InjectFault(f)
+	if err := s.b.InjectFault(f); err != nil {
+		writeError(w, http.StatusConflict, "fault: "+err.Error())
+		return
+	}
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
 		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group, "dropAnswer": f.DropAnswer,

@@ -490,3 +490,25 @@ func TestSkipAndCompact(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/prices/partitions/0/skip?n=0", nil, &e))
 	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/prices/partitions/0/skip", nil, &e))
 }
+
+// TestFaultsAreBounded: the broker holds at most broker.MaxFaults faults,
+// each naming at most broker.MaxFaultPartitions partitions; past either the
+// control plane answers 409 and the broker keeps nothing more.
+func TestFaultsAreBounded(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("orders", 1))
+	url := serve(t, k)
+	many := make([]int32, broker.MaxFaultPartitions+1)
+	var e errorBody
+	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "topic": "orders", "partitions": many}, &e))
+	assert.Contains(t, e.Error, "too many faults")
+	for range broker.MaxFaults {
+		require.NoError(t, k.Broker().InjectFault(broker.Fault{API: kmsg.Metadata, Err: kerr.PolicyViolation.Code, Topic: "none"}))
+	}
+	assert.ErrorIs(t, k.Broker().InjectFault(broker.Fault{API: kmsg.Metadata, Err: kerr.PolicyViolation.Code}), broker.ErrTooManyFaults)
+	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "err": "POLICY_VIOLATION"}, &e))
+	k.ClearFaults()
+	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
+		map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "count": 1}, nil), "clearing makes room")
+}
