@@ -302,17 +302,7 @@ func BenchmarkFetchRequest(b *testing.B) {
 	for range 90 {
 		roundTrip(produce)
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = 0, 50<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "bench"
-	for p := int32(0); p < 3; p++ {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 40_000, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
+	req := fetchRequest("bench", 3, 40_000, 1<<20)
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
 	n := roundTrip(frame)
 	require.Greater(b, n, 3<<20-3*120_000, "each partition answers close to its 1 MiB")
@@ -351,21 +341,30 @@ func emptyFetchFrame(topic string, partitions int32) []byte {
 	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, emptyFetchRequest(topic, partitions), 1)
 }
 
-// emptyFetchRequest is the Fetch an idle consumer sends in the VAST
-// profile: every partition of an empty topic from offset 0, so the answer
-// carries no records.
-func emptyFetchRequest(topic string, partitions int32) *kmsg.FetchRequest {
+// fetchRequest is a v12 Fetch of partitions 0 to partitions-1 of topic from
+// offset, at most partitionMax bytes each and 50 MiB in all, answered at
+// once; callers change what their workload needs.
+func fetchRequest(topic string, partitions int32, offset int64, partitionMax int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 5000, 1, 50<<20, -1
+	req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = 0, 50<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
 	for p := int32(0); p < partitions; p++ {
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, partitionMax
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// emptyFetchRequest is the Fetch an idle consumer sends in the VAST
+// profile: every partition of an empty topic from offset 0, so the answer
+// carries no records.
+func emptyFetchRequest(topic string, partitions int32) *kmsg.FetchRequest {
+	req := fetchRequest(topic, partitions, 0, 1<<20)
+	req.MaxWaitMillis, req.MinBytes = 5000, 1
 	return req
 }
 
@@ -446,17 +445,7 @@ func BenchmarkAuditCost(b *testing.B) {
 		req.Topics = append(req.Topics, rt)
 		return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
 	}
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.SetVersion(12)
-	fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = 0, 50<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "bench"
-	for p := int32(0); p < 3; p++ {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 40_000, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	fetch.Topics = append(fetch.Topics, rt)
+	fetch := fetchRequest("bench", 3, 40_000, 1<<20)
 	for _, w := range []struct {
 		name    string
 		frame   []byte
@@ -544,17 +533,7 @@ func BenchmarkRoundTripsDuringCompaction(b *testing.B) {
 			b.Cleanup(func() { br.Close() })
 			roundTrip := dialBench(b, br)
 			produce := produceFrame("bench", 10)
-			fetch := kmsg.NewPtrFetchRequest()
-			fetch.SetVersion(12)
-			fetch.MaxBytes, fetch.SessionEpoch = 50<<20, -1
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = "bench"
-			for p := int32(0); p < 3; p++ {
-				rp := kmsg.NewFetchRequestTopicPartition()
-				rp.Partition, rp.PartitionMaxBytes = p, 64<<10
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			fetch.Topics = append(fetch.Topics, rt)
+			fetch := fetchRequest("bench", 3, 0, 64<<10)
 			fetchFrame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 2)
 
 			stop, done := make(chan struct{}), make(chan struct{})
@@ -682,17 +661,8 @@ func BenchmarkRoundTripDuringBombs(b *testing.B) {
 			}
 			roundTrip := dialBench(b, br)
 			produce := produceFrame("bench", 1)
-			fetch := kmsg.NewPtrFetchRequest()
-			fetch.SetVersion(12)
-			fetch.MaxBytes, fetch.SessionEpoch = 1<<20, -1
-			ft := kmsg.NewFetchRequestTopic()
-			ft.Topic = "bench"
-			for p := int32(0); p < 3; p++ {
-				fp := kmsg.NewFetchRequestTopicPartition()
-				fp.Partition, fp.PartitionMaxBytes = p, 1<<10
-				ft.Partitions = append(ft.Partitions, fp)
-			}
-			fetch.Topics = append(fetch.Topics, ft)
+			fetch := fetchRequest("bench", 3, 0, 1<<10)
+			fetch.MaxBytes = 1 << 20
 			fetchFrame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetch, 2)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
