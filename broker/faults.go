@@ -6,7 +6,7 @@ package broker
 // mechanism serves every API.
 
 import (
-	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
@@ -67,15 +67,16 @@ func (s *faultState) rearm() { s.armed.Store(len(s.faults) > 0 || len(s.latency)
 
 // MaxFaults and MaxFaultPartitions bound what faults can make the broker
 // hold: at most MaxFaults faults at once, each naming at most
-// MaxFaultPartitions partitions (VAST's partition limit per topic).
+// MaxFaultPartitions partitions. They are vastfake's own guards, far above
+// what a test injects.
 const (
 	MaxFaults          = 1000
-	MaxFaultPartitions = 20_000
+	MaxFaultPartitions = 10_000
 )
 
 // ErrTooManyFaults is InjectFault's answer past MaxFaults faults or
 // MaxFaultPartitions partitions.
-var ErrTooManyFaults = errors.New("vastfake: too many faults (at most 1000 at once, each naming at most 20000 partitions); clear some first")
+var ErrTooManyFaults = fmt.Errorf("vastfake: too many faults (at most %d at once, each naming at most %d partitions); clear some first", MaxFaults, MaxFaultPartitions)
 
 // InjectFault adds a fault. Faults are tried in the order added; a request
 // matches at most one. It returns ErrTooManyFaults, adding nothing, when the
