@@ -545,25 +545,3 @@ func rebuildBatch(b Batch, keep [][]byte) ([]byte, int64, error) {
 	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
 	return out, rb.MaxTimestamp, nil
 }
-
-// NullKeyIndexes returns the indexes, in the batch, of the records that
-// have no key, decompressing a compressed batch: what Kafka's validator
-// lists as record errors when a compacted topic refuses keyless records.
-// It reads a batch Validate accepted; other batches may get ErrCorrupt.
-func (b Batch) NullKeyIndexes() ([]int32, error) {
-	var c compactor
-	defer c.release()
-	section, err := c.section(b)
-	if err != nil {
-		return nil, err
-	}
-	var out []int32
-	i := int32(0)
-	err = eachRawRecord(section, b.NumRecords(), func(_ []byte, f recordFields) {
-		if f.key == nil {
-			out = append(out, i)
-		}
-		i++
-	})
-	return out, err
-}
