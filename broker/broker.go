@@ -96,6 +96,10 @@ type Broker struct {
 	// requests waiting for a token.
 	decompress        chan struct{}
 	decompressWaiting atomic.Int32
+
+	// buffers is the free list of request frame and answer buffers
+	// shared by the broker's connections.
+	buffers bufferPool
 }
 
 type config struct {

@@ -1,19 +1,28 @@
 package broker
 
-// Request frame buffers, shared by every connection through a pool of
-// power-of-two size classes. A connection takes a buffer when a frame
-// starts and gives it back when the request has been answered, so idle
-// connections hold none, and a producer's connection reuses pages another
-// request already touched instead of growing fresh ones.
+// Request frame and answer buffers, shared by every connection of a broker
+// through a free list of power-of-two size classes. A connection takes a
+// buffer when a frame starts and gives it back when the request has been
+// answered; a large answer (a fetch) is encoded into one and given back
+// once written. Idle connections hold none, and a producer's or consumer's
+// new connection reuses pages another request already touched instead of
+// growing fresh ones.
+//
+// The free list is not a sync.Pool: a garbage collection empties a
+// sync.Pool, and a broker storing records collects often while its log
+// grows, so every collection would cost the next requests fresh buffers
+// (page faults, copies) and leave the old ones as garbage that the process
+// keeps resident until the runtime returns it. The list keeps at most
+// maxFreeBuffers bytes instead.
 
 import (
 	"math/bits"
 	"sync"
 )
 
-// Frame buffer size classes: powers of two from minFrameBuffer to
-// maxPooledFrameBuffer. A frame larger than the largest class gets a
-// buffer of its own that is left to the garbage collector.
+// Buffer size classes: powers of two from minFrameBuffer to
+// maxPooledFrameBuffer. A buffer larger than the largest class is its own
+// allocation, left to the garbage collector.
 const (
 	minFrameBuffer       = 4 << 10
 	maxPooledFrameBuffer = 16 << 20
@@ -24,13 +33,22 @@ const (
 	maxFrameClass = 24 // log2(maxPooledFrameBuffer)
 )
 
-// framePools holds free buffers of each class; sync.Pool lets the garbage
-// collector take them back when they go unused.
-var framePools [maxFrameClass - minFrameClass + 1]sync.Pool
+// maxFreeBuffers bounds the bytes of free buffers a broker keeps for
+// reuse; a buffer given back beyond it is left to the garbage collector.
+// 32 MiB holds the frames of eight producers sending 3 MiB requests.
+const maxFreeBuffers = 32 << 20
 
-// frameBuf is a pooled buffer; the pointer is what the pool holds, so that
-// putting a buffer back allocates nothing.
+// frameBuf is a buffer from the free list; the pointer is what the list
+// holds, so that giving a buffer back allocates nothing.
 type frameBuf struct{ b []byte }
+
+// bufferPool is a broker's free list of buffers. The zero value is empty
+// and ready.
+type bufferPool struct {
+	mu    sync.Mutex
+	free  [maxFrameClass - minFrameClass + 1][]*frameBuf
+	bytes int // bytes of the buffers in free
+}
 
 // frameClass returns the class index of the smallest class holding n
 // bytes, or -1 when n is larger than every class.
@@ -42,26 +60,47 @@ func frameClass(n int) int {
 	return c - minFrameClass
 }
 
-// getFrameBuf returns a buffer with room for at least n bytes: the
-// smallest class that holds n (less than 2n bytes), or exactly n above the
-// largest class.
-func getFrameBuf(n int) *frameBuf {
+// get returns a buffer with room for at least n bytes: the smallest class
+// that holds n (less than 2n bytes), or exactly n above the largest class.
+func (p *bufferPool) get(n int) *frameBuf {
 	c := frameClass(n)
 	if c < 0 {
 		return &frameBuf{b: make([]byte, n)}
 	}
-	if fb, ok := framePools[c].Get().(*frameBuf); ok {
+	p.mu.Lock()
+	if list := p.free[c]; len(list) > 0 {
+		fb := list[len(list)-1]
+		list[len(list)-1] = nil
+		p.free[c] = list[:len(list)-1]
+		p.bytes -= len(fb.b)
+		p.mu.Unlock()
 		return fb
 	}
+	p.mu.Unlock()
 	return &frameBuf{b: make([]byte, 1<<(c+minFrameClass))}
 }
 
-// putFrameBuf gives fb back to its class. Nothing may use its bytes
+// put gives fb back for reuse, or to the garbage collector when it is not
+// of a class size or the free list is full. Nothing may use its bytes
 // afterwards.
-func putFrameBuf(fb *frameBuf) {
+func (p *bufferPool) put(fb *frameBuf) {
 	n := cap(fb.b)
-	if c := frameClass(n); c >= 0 && n == 1<<(c+minFrameClass) {
-		fb.b = fb.b[:n]
-		framePools[c].Put(fb)
+	c := frameClass(n)
+	if c < 0 || n != 1<<(c+minFrameClass) {
+		return
 	}
+	fb.b = fb.b[:n]
+	p.mu.Lock()
+	if p.bytes+n <= maxFreeBuffers {
+		p.free[c] = append(p.free[c], fb)
+		p.bytes += n
+	}
+	p.mu.Unlock()
+}
+
+// freeBytes returns the bytes of the buffers kept for reuse.
+func (p *bufferPool) freeBytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes
 }

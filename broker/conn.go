@@ -37,9 +37,10 @@ type clientConn struct {
 	cancel context.CancelFunc
 	remote string
 
-	frame     *frameBuf // the current request's frame, from the shared pool
-	lastFrame int       // the size of the last whole frame read
-	out       []byte    // the answer buffer, reused across requests
+	frame      *frameBuf // the current request's frame, from the broker's free list
+	lastFrame  int       // the size of the last whole frame read
+	out        []byte    // the answer buffer for small answers, reused across requests
+	lastAnswer int       // the size of the last answer written
 
 	clientID string // the last request's client id; only serve's goroutine touches it
 	// software and softwareVersion are what ApiVersions v3+ said the
@@ -464,22 +465,37 @@ func (c *clientConn) noteClientID(hdr []byte) {
 
 // write encodes resp with kmsg behind its response header and flushes it.
 func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) error {
-	if need := responseSizeHint(resp); cap(c.out) < need {
-		c.out = make([]byte, 0, need) // one allocation instead of repeated growth
+	out := c.out[:0]
+	var fb *frameBuf
+	// A large answer (records, or as large as this connection's last) is
+	// encoded into a buffer of the free list, given back once written, so
+	// that an idle consumer's connection holds none.
+	need := responseSizeHint(resp)
+	if c.lastAnswer > maxKeptAnswer {
+		need = max(need, c.lastAnswer)
 	}
-	out := append(c.out[:0], 0, 0, 0, 0)
+	if cap(out) < need {
+		fb = c.b.buffers.get(need)
+		out = fb.b[:0]
+	}
+	out = append(out, 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))
 	if flexHeader {
 		out = append(out, 0) // no tagged fields
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	if cap(out) <= maxKeptBuffer {
+	c.lastAnswer = len(out)
+	err := c.send(out) // one whole frame per write: no buffering to gain from
+	switch {
+	case fb != nil:
+		c.b.buffers.put(fb)
+	case cap(out) <= maxKeptAnswer:
 		c.out = out
-	} else {
+	default:
 		c.out = nil
 	}
-	return c.send(out) // one whole frame per write: no buffering to gain from
+	return err
 }
 
 // sendChunk is how much of an answer send writes under one deadline.
@@ -509,10 +525,10 @@ func (c *clientConn) send(frame []byte) error {
 	return nil
 }
 
-// maxKeptBuffer bounds the answer buffer a connection keeps for its next
-// answer; fetch answers are often megabytes, and regrowing a buffer for
-// each costs more than the copy.
-const maxKeptBuffer = 16 << 20
+// maxKeptAnswer bounds the answer buffer a connection keeps for its next
+// answer. Answers that carry records (fetches) are encoded into buffers of
+// the broker's shared free list instead.
+const maxKeptAnswer = 64 << 10
 
 // responseSizeHint estimates the encoded size of a response that carries
 // records, so the buffer is allocated once; 0 for other responses.
@@ -598,7 +614,7 @@ func (c *clientConn) readSize() (int32, error) {
 }
 
 // readFrame reads a frame body of size bytes into a buffer from the shared
-// pool, which the connection holds until releaseFrame (after the request is
+// free list, which the connection holds until releaseFrame (after the request is
 // answered). The buffer holds at most twice the bytes the connection has
 // sent (and at least minFrameBuffer): it starts at the larger of what is
 // already buffered and the connection's previous frame, and doubles only
@@ -608,13 +624,13 @@ func (c *clientConn) readSize() (int32, error) {
 // io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
-	fb := getFrameBuf(min(size, max(minFrameBuffer, c.r.Buffered(), c.lastFrame)))
+	fb := c.b.buffers.get(min(size, max(minFrameBuffer, c.r.Buffered(), c.lastFrame)))
 	buf := fb.b[:0]
 	for {
 		n, err := io.ReadFull(c.r, buf[len(buf):min(size, cap(buf))])
 		buf = buf[:len(buf)+n]
 		if err != nil {
-			putFrameBuf(fb)
+			c.b.buffers.put(fb)
 			if errors.Is(err, io.EOF) && len(buf) > 0 {
 				err = io.ErrUnexpectedEOF
 			}
@@ -624,21 +640,21 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 			break
 		}
 		// Full: the next buffer is at most twice what has arrived.
-		next := getFrameBuf(min(size, 2*len(buf)))
+		next := c.b.buffers.get(min(size, 2*len(buf)))
 		buf = append(next.b[:0], buf...)
-		putFrameBuf(fb)
+		c.b.buffers.put(fb)
 		fb = next
 	}
 	c.frame, c.lastFrame = fb, size
 	return buf, nil
 }
 
-// releaseFrame gives the connection's frame buffer back to the pool. The
+// releaseFrame gives the connection's frame buffer back to the free list. The
 // request it held must be done with: whatever a handler keeps of a request
 // (group metadata, assignments, stored batches) it copies.
 func (c *clientConn) releaseFrame() {
 	if c.frame != nil {
-		putFrameBuf(c.frame)
+		c.b.buffers.put(c.frame)
 		c.frame = nil
 	}
 }

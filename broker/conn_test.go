@@ -348,3 +348,63 @@ func TestNegativeTimeoutsRefused(t *testing.T) {
 		assert.ErrorContains(t, err, "want 0 (none) or more")
 	}
 }
+
+// TestLargeAnswersLeaveNoBufferOnTheConnection: a fetch answer is encoded
+// into a buffer of the broker's free list and given back once written, so
+// a consumer's connection keeps at most maxKeptAnswer bytes between
+// answers and the next large answer, on any connection, reuses the buffer.
+func TestLargeAnswersLeaveNoBufferOnTheConnection(t *testing.T) {
+	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: make([]byte, 900<<10)}).FirstErr())
+	cl.Close()
+
+	server, client := net.Pipe()
+	defer client.Close()
+	c := newClientConn(b, server)
+	done := make(chan struct{})
+	go func() { defer close(done); c.serve() }()
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t")).AppendRequest(nil, fetchRequest("t", 1, 0, 1<<20), 1)
+	answers := 0
+	for range 2 {
+		go client.Write(frame)
+		var size [4]byte
+		_, err = io.ReadFull(client, size[:])
+		require.NoError(t, err)
+		answers = int(binary.BigEndian.Uint32(size[:]))
+		_, err = io.ReadFull(client, make([]byte, answers))
+		require.NoError(t, err)
+	}
+	client.Close()
+	<-done
+	require.Greater(t, answers, 900<<10, "the fetch answer carries the record")
+	assert.LessOrEqual(t, cap(c.out), maxKeptAnswer, "answer buffer the connection kept")
+	assert.GreaterOrEqual(t, b.buffers.freeBytes(), answers, "the answer's buffer went back to the free list")
+}
+
+// TestFreeBuffersAreBounded: the free list keeps buffers of its size
+// classes, hands them out again, and never holds more than maxFreeBuffers
+// bytes however many are given back.
+func TestFreeBuffersAreBounded(t *testing.T) {
+	var p bufferPool
+	first := p.get(3 << 20)
+	assert.Equal(t, 4<<20, len(first.b), "a 3 MiB request gets the 4 MiB class")
+	p.put(first)
+	assert.Same(t, first, p.get(3<<20), "a buffer given back is handed out again")
+	p.put(&frameBuf{b: make([]byte, 5000)}) // not a class size
+	assert.Zero(t, p.freeBytes())
+	for range 4 * maxFreeBuffers / (4 << 20) {
+		p.put(p.get(4 << 20))
+		p.put(&frameBuf{b: make([]byte, 4<<20)})
+	}
+	assert.Equal(t, maxFreeBuffers, p.freeBytes())
+	large := p.get(maxPooledFrameBuffer + 1)
+	assert.Len(t, large.b, maxPooledFrameBuffer+1, "above the largest class a buffer is its own size")
+	p.put(large)
+	assert.Equal(t, maxFreeBuffers, p.freeBytes())
+}

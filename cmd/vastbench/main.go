@@ -289,6 +289,7 @@ func processRows(n int) []row {
 		{label: "new group → first record, ms (median of 5)", key: "first_ms"},
 		{label: "one-record produce round trip, µs (median of 100)", key: "rtt_us"},
 		{label: fmt.Sprintf("broker RSS growth ÷ value bytes stored (%d records)", 6*n), key: "rss_per_byte"},
+		{label: "broker RSS growth ÷ record batch bytes sent (the payload as stored)", key: "rss_per_batch_byte"},
 		{label: "broker RSS at start, MiB", key: "rss_start_mib"},
 		{label: "process start → accepting, ms", key: "ready_ms"},
 		{label: "SIGTERM → exit, ms", key: "close_ms"},

@@ -125,6 +125,7 @@ func session(name, bin string, n, memN int) (map[string]float64, error) {
 		return nil, err
 	}
 	stored := 0
+	var sent bench.BatchBytes
 	per100k := func(d time.Duration, records int) float64 { return ms(d) * 100_000 / float64(records) }
 	// phase runs fn and records its rate and the broker's and this
 	// process's CPU time under prefix.
@@ -142,7 +143,7 @@ func session(name, bin string, n, memN int) (map[string]float64, error) {
 	}
 	produce := func(records int) func() error {
 		return func() error {
-			cl, err := bench.Client(p.Addr)
+			cl, err := bench.Client(p.Addr, kgo.WithHooks(&sent))
 			if err != nil {
 				return err
 			}
@@ -166,7 +167,7 @@ func session(name, bin string, n, memN int) (map[string]float64, error) {
 		firsts = append(firsts, ms(d))
 	}
 	res["first_ms"] = median(firsts)
-	rtt, err := produceRoundTrip(ctx, p.Addr)
+	rtt, err := produceRoundTrip(ctx, p.Addr, &sent)
 	if err != nil {
 		return nil, fmt.Errorf("round trip: %w", err)
 	}
@@ -179,6 +180,7 @@ func session(name, bin string, n, memN int) (map[string]float64, error) {
 	}
 	end := usage(p)
 	res["rss_per_byte"] = float64(end.RSS-base.RSS) / float64(stored*bench.ValueSize)
+	res["rss_per_batch_byte"] = float64(end.RSS-base.RSS) / float64(sent.Load())
 	res["rss_start_mib"] = float64(base.RSS) / (1 << 20)
 	stopped = true
 	res["close_ms"] = ms(p.Stop())
@@ -190,9 +192,9 @@ const roundTrips = 100
 
 // produceRoundTrip returns the median round trip of a one-record
 // synchronous produce, in microseconds, on a new client after five
-// untimed ones.
-func produceRoundTrip(ctx context.Context, addr string) (float64, error) {
-	cl, err := bench.Client(addr)
+// untimed ones. sent counts the batches.
+func produceRoundTrip(ctx context.Context, addr string, sent *bench.BatchBytes) (float64, error) {
+	cl, err := bench.Client(addr, kgo.WithHooks(sent))
 	if err != nil {
 		return 0, err
 	}

@@ -58,6 +58,23 @@ func Client(addr string, opts ...kgo.Opt) (*kgo.Client, error) {
 	}, opts...)...)
 }
 
+// BatchBytes counts the bytes of the record batches acknowledged to the
+// producers of the clients it is hooked into (kgo.WithHooks): what the
+// client sent to be stored, batch headers included.
+type BatchBytes struct{ n atomic.Int64 }
+
+// recordBatchHeader is the size of a v2 record batch's header, which
+// kgo's batch metrics leave out.
+const recordBatchHeader = 61
+
+// OnProduceBatchWritten implements kgo.HookProduceBatchWritten.
+func (b *BatchBytes) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+	b.n.Add(int64(m.CompressedBytes + recordBatchHeader))
+}
+
+// Load returns the bytes counted so far.
+func (b *BatchBytes) Load() int64 { return b.n.Load() }
+
 // CreateTopic creates a topic through kadm.
 func CreateTopic(ctx context.Context, cl *kgo.Client, name string, partitions int32) error {
 	_, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, name)
