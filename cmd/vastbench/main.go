@@ -101,7 +101,7 @@ func main() {
 	if want("session") || want("idle") || want("scale") {
 		fmt.Println("Brokers in processes of their own (the vastfake binary; kfake; a do-nothing floor broker); the client in another process")
 		fmt.Println()
-		r.table(procs, processRows(*n))
+		r.table(procs, processRows(*n, *memN))
 	}
 	var inproc []row
 	for _, w := range inProcessWorkloads() {
@@ -277,7 +277,7 @@ type row struct {
 	higher           bool
 }
 
-func processRows(n int) []row {
+func processRows(n, memN int) []row {
 	per := "ms per 100k records"
 	return []row{
 		{label: "produce, records/s", key: "produce_rate", higher: true},
@@ -288,8 +288,9 @@ func processRows(n int) []row {
 		{label: "client CPU consuming, " + per, key: "consume_client_cpu"},
 		{label: "new group → first record, ms (median of 5)", key: "first_ms"},
 		{label: "one-record produce round trip, µs (median of 100)", key: "rtt_us"},
-		{label: fmt.Sprintf("broker RSS growth ÷ value bytes stored (%d records)", 6*n), key: "rss_per_byte"},
+		{label: fmt.Sprintf("broker RSS growth ÷ value bytes stored (%d records)", n+memN), key: "rss_per_byte"},
 		{label: "broker RSS growth ÷ record batch bytes sent (the payload as stored)", key: "rss_per_batch_byte"},
+		{label: fmt.Sprintf("… over the last %d records alone (what a stored byte costs once buffers exist)", memN), key: "rss_marginal_per_batch_byte"},
 		{label: "broker RSS at start, MiB", key: "rss_start_mib"},
 		{label: "process start → accepting, ms", key: "ready_ms"},
 		{label: "SIGTERM → exit, ms", key: "close_ms"},

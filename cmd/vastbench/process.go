@@ -96,8 +96,9 @@ func serve(name string) error {
 // 3-partition topic, produce n records with a new producer client, read
 // them with a new group consumer, time a new group's first record and a
 // one-record produce's round trip, then produce memN more records with a
-// new producer and take the broker's resident-set growth per value byte
-// stored since the topic was created. Broker CPU is per 100,000 records.
+// new producer and take the broker's resident-set growth since the topic
+// was created, per value byte and per record batch byte sent, and over the
+// memN records alone. Broker CPU is per 100,000 records.
 func session(name, bin string, n, memN int) (map[string]float64, error) {
 	p, err := startProcess(name, bin)
 	if err != nil {
@@ -173,6 +174,7 @@ func session(name, bin string, n, memN int) (map[string]float64, error) {
 	}
 	res["rtt_us"] = rtt
 	stored += roundTrips + 5
+	before, sentBefore := usage(p), sent.Load()
 	if memN > 0 {
 		if err := produce(memN)(); err != nil {
 			return nil, fmt.Errorf("memory: %w", err)
@@ -181,6 +183,11 @@ func session(name, bin string, n, memN int) (map[string]float64, error) {
 	end := usage(p)
 	res["rss_per_byte"] = float64(end.RSS-base.RSS) / float64(stored*bench.ValueSize)
 	res["rss_per_batch_byte"] = float64(end.RSS-base.RSS) / float64(sent.Load())
+	if memN > 0 {
+		// What each stored byte costs once the broker's buffers exist: the
+		// growth over the last memN records alone.
+		res["rss_marginal_per_batch_byte"] = float64(end.RSS-before.RSS) / float64(sent.Load()-sentBefore)
+	}
 	res["rss_start_mib"] = float64(base.RSS) / (1 << 20)
 	stopped = true
 	res["close_ms"] = ms(p.Stop())
