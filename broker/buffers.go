@@ -77,7 +77,7 @@ func (p *bufferPool) get(n int) *frameBuf {
 		return fb
 	}
 	p.mu.Unlock()
-	return &frameBuf{b: make([]byte, 1<<(c+minFrameClass))}
+	return &frameBuf{b: newBuffer(1 << (c + minFrameClass))}
 }
 
 // put gives fb back for reuse, or to the garbage collector when it is not
