@@ -51,6 +51,20 @@ var idNames = [numIDs]string{
 	VASTTopicConfigsOnly: "VASTTopicConfigsOnly", NoOffsetsTopic: "NoOffsetsTopic",
 }
 
+// idFields are the rules' field indexes in Rules, looked up once: Modes
+// runs for every broker New, and FieldByName searches by name.
+var idFields = func() (f [numIDs]int) {
+	t := reflect.TypeFor[Rules]()
+	for id := ID(1); id < numIDs; id++ {
+		sf, ok := t.FieldByName(idNames[id])
+		if !ok {
+			panic("rules: no field " + idNames[id])
+		}
+		f[id] = sf.Index[0]
+	}
+	return f
+}()
+
 // Sources of the rules, as findings quote them.
 const (
 	sourceConsume = "VAST's Consume events page"
@@ -143,7 +157,7 @@ func (r *Rules) Modes() Modes {
 	var m Modes
 	v := reflect.ValueOf(r).Elem()
 	for id := ID(1); id < numIDs; id++ {
-		if v.FieldByName(idNames[id]).IsZero() {
+		if v.Field(idFields[id]).IsZero() {
 			continue
 		}
 		m[id] = Enforce
@@ -164,7 +178,7 @@ func (r *Rules) Mode(id ID) Mode {
 // VAST value when it holds its Kafka one (a limit already set keeps its
 // value), Off gives it its Kafka value.
 func (r *Rules) SetMode(id ID, mode Mode) {
-	f := reflect.ValueOf(r).Elem().FieldByName(id.String())
+	f := reflect.ValueOf(r).Elem().Field(idFields[id])
 	r.Audit = slices.DeleteFunc(r.Audit, func(s string) bool { return s == id.String() })
 	if len(r.Audit) == 0 {
 		r.Audit = nil
@@ -178,7 +192,7 @@ func (r *Rules) SetMode(id ID, mode Mode) {
 	}
 	if f.IsZero() {
 		vast := auditValues()
-		f.Set(reflect.ValueOf(&vast).Elem().FieldByName(id.String()))
+		f.Set(reflect.ValueOf(&vast).Elem().Field(idFields[id]))
 	}
 }
 
