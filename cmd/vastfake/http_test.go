@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ import (
 // (soft and hard limit), until its standard input closes.
 func runChild() int {
 	if n, err := strconv.ParseUint(os.Getenv("VASTFAKE_TEST_NOFILE"), 10, 64); err == nil {
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+		if err := limitFiles(n); err != nil {
 			fmt.Fprintln(os.Stderr, "setrlimit:", err)
 			return 2
 		}

@@ -157,13 +157,3 @@ func statCPU(pid int) (time.Duration, error) {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
-
-// SelfCPU is this process's own CPU time (user and system), not its
-// children's.
-func SelfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
