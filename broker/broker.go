@@ -740,7 +740,10 @@ func (b *Broker) expireProducers() {
 
 // notifyData wakes fetches waiting for new records: delayed fetches in the
 // Kafka profile, paced empty fetches in the VAST profile. Call it after the
-// records are published; with no fetch waiting it costs one atomic load.
+// records are published, and after anything else that can change a waiting
+// fetch's answer (a topic deleted); with no fetch waiting it costs one
+// atomic load. A woken fetch reads again and answers if it finds records or
+// an error.
 // A fetch counts itself in fetchWaiters before it reads the log, so either
 // that read sees the records or this call sees the waiter.
 func (b *Broker) notifyData() {

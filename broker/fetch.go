@@ -75,7 +75,7 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	for {
 		woken := b.dataWaiter()
 		// Re-check after taking the waiter so an append in between is seen.
-		if resp, bytes = b.fetchOnce(r, req, denied); bytes > 0 {
+		if resp, bytes = b.fetchOnce(r, req, denied); bytes > 0 || fetchHasError(resp) {
 			return resp
 		}
 		select {

@@ -142,3 +142,32 @@ func TestNegativeEmptyFetchDelayRefused(t *testing.T) {
 	_, err := New(WithEmptyFetchDelay(-time.Second))
 	require.ErrorContains(t, err, "empty fetch delay")
 }
+
+// TestWaitingFetchEndsWhenItsTopicIsDeleted: a fetch held for records (paced
+// in the VAST profile, delayed in the kafka profile) is answered at once
+// when its topic is deleted, UNKNOWN_TOPIC_OR_PARTITION by name or
+// UNKNOWN_TOPIC_ID by ID (kgo fetches by ID where the broker has IDs), as
+// Kafka completes a delayed fetch whose partition goes away, instead of
+// waiting out its MaxWait for records that can no longer come.
+func TestWaitingFetchEndsWhenItsTopicIsDeleted(t *testing.T) {
+	for profile, want := range map[string]*kerr.Error{"vast": kerr.UnknownTopicOrPartition, "kafka": kerr.UnknownTopicID} {
+		t.Run(profile, func(t *testing.T) {
+			b, err := New(WithProfile(profile), WithTopics(TopicSpec{Name: "p", Partitions: 2}), WithEmptyFetchDelay(time.Hour))
+			require.NoError(t, err)
+			defer b.Close()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RequestRetries(0))
+			require.NoError(t, err)
+			defer cl.Close()
+			req := fetchReq(time.Hour, 0, 1)
+			req.Topics[0].TopicID = b.data.get("p").id
+			done := fetchAsync(context.Background(), cl, req)
+			waitPaced(t, b, 1)
+			b.deleteTopic(b.data.get("p"))
+			r := waitResult(t, done)
+			require.NoError(t, r.err)
+			for _, p := range r.resp.Topics[0].Partitions {
+				assert.Equal(t, want.Code, p.ErrorCode, "partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+		})
+	}
+}

@@ -305,6 +305,7 @@ func (b *Broker) deleteTopic(t *topic) {
 		b.producers.DropPartition(p)
 	}
 	b.appendMu.Unlock()
+	b.notifyData() // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()
