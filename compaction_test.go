@@ -193,16 +193,26 @@ func TestCompactionOfCompressedBatches(t *testing.T) {
 			require.Len(t, errs, len(batch))
 			mu.Unlock()
 		}
-		require.Equal(t, []int16{want, want, want}, storedCodecs(t, k), "kgo compressed every batch")
+		// kgo may still split a group into two batches; what matters is
+		// that each is compressed.
+		before := storedCodecs(t, k)
+		require.GreaterOrEqual(t, len(before), 3)
+		for _, c := range before {
+			require.Equal(t, want, c, "kgo compressed every batch: %v", before)
+		}
 		k.Compact("c")
 		got := readPartition(t, k, "c")
 		for o, v := range got {
 			got[o] = strings.TrimRight(v, v[:1]) + v[:1]
 		}
 		assert.Equal(t, map[int64]string{2: "2", 3: "2", 4: "1", 5: "3"}, got)
-		// One fetch answers from the compacted batches' new buffer; the
-		// rebuilt batch (a=2 alone) is the first.
-		assert.Equal(t, []int16{want, want}, storedCodecs(t, k), "the rebuilt first batch keeps codec %d, as Kafka's cleaner does", want)
+		// One fetch answers from the compacted batches' new buffer, the
+		// rebuilt batch (a=2 alone) first.
+		after := storedCodecs(t, k)
+		assert.NotEmpty(t, after)
+		for _, c := range after {
+			assert.Equal(t, want, c, "the rebuilt batches keep codec %d, as Kafka's cleaner does: %v", want, after)
+		}
 	}
 }
 
