@@ -91,9 +91,9 @@ type Broker struct {
 	audit  auditLog
 	authz  authorizer
 
-	// decompress holds a token for each compressed batch being validated;
-	// its capacity is WithDecompressions. decompressWaiting counts the
-	// requests waiting for a token.
+	// decompress holds a token for each compressed batch being validated
+	// or compacted; its capacity is WithDecompressions. decompressWaiting
+	// counts the requests and compactions waiting for a token.
 	decompress        chan struct{}
 	decompressWaiting atomic.Int32
 
@@ -344,9 +344,11 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 // codec's window (8 MiB: log.MaxZstdWindow, log.MaxSnappyWindow; lz4
 // blocks are at most 4 MiB) and a 64 KiB read buffer, so n bounds both the
 // memory and the cores that decompression takes, whatever clients send.
-// The default is DefaultDecompressions(); values below 1 mean 1. Kafka has
-// no such bound: its request handler threads (num.io.threads) bound
-// everything at once.
+// A compaction takes a turn for each compressed batch it decompresses, and
+// holds that batch's records (at most log.MaxDecompressedBytes) while it has
+// the turn. The default is DefaultDecompressions(); values below 1 mean 1.
+// Kafka has no such bound: its request handler threads (num.io.threads) and
+// its one log cleaner thread bound everything at once.
 func WithDecompressions(n int) Option { return func(c *config) { c.decompressions = max(n, 1) } }
 
 // DefaultDecompressions is half of GOMAXPROCS, at least 1: compression

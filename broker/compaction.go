@@ -90,6 +90,7 @@ func (b *Broker) Compact(topic string) ([]PartitionCompaction, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotCompacted, topic)
 	}
 	opts := cfg.compactOptions(b.clock.Now())
+	opts.Turn = b.compactionTurn
 	opts.MinDirtyRatio = 0
 	out := make([]PartitionCompaction, 0, len(t.partitions))
 	for i, p := range t.partitions {
@@ -113,6 +114,7 @@ func (b *Broker) compactDirty() {
 			continue
 		}
 		opts := cfg.compactOptions(now)
+		opts.Turn = b.compactionTurn
 		for i, p := range t.partitions {
 			if _, err := p.Compact(opts); err != nil {
 				b.log.Error("compaction failed", "topic", t.name, "partition", i, "err", err)
@@ -151,4 +153,19 @@ func (b *Broker) SkipOffsets(topic string, partition int32, n int64) error {
 		return fmt.Errorf("skip %d offsets of %s-%d: %w", n, topic, partition, err)
 	}
 	return nil
+}
+
+// compactionTurn waits for one of the broker's decompression turns
+// (WithDecompressions) for a compaction about to decompress a batch, and
+// returns the function that gives it back: compactions and compressed
+// produces share the bound on decompressions at once.
+func (b *Broker) compactionTurn() func() {
+	select {
+	case b.decompress <- struct{}{}:
+	default:
+		b.decompressWaiting.Add(1)
+		b.decompress <- struct{}{}
+		b.decompressWaiting.Add(-1)
+	}
+	return func() { <-b.decompress }
 }

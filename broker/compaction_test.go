@@ -1,11 +1,15 @@
 package broker
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vastfake/vastfake/log"
 )
 
@@ -41,4 +45,53 @@ func TestOffsetGapOptionBounds(t *testing.T) {
 		_, err := New(WithOffsetGaps(g))
 		assert.Error(t, err, "%+v", g)
 	}
+}
+
+// TestCompactionWaitsForADecompressionTurn: compacting a compressed batch
+// takes one of the broker's decompression turns (WithDecompressions), so
+// compactions started at once, on demand or by the timer, decompress no
+// more batches together than produce validation may.
+func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
+	b, err := New(WithProfile("kafka"), WithDecompressions(1), WithTopics(TopicSpec{
+		Name: "state", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"},
+	}))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ProducerBatchCompression(kgo.GzipCompression()),
+		kgo.DisableIdempotentWrite())
+	require.NoError(t, err)
+	defer cl.Close()
+	for _, v := range []string{"1", "2", "3"} { // three batches: the last is the active tail
+		value := []byte(strings.Repeat(v, 1000)) // kgo sends a batch too small to gain uncompressed
+		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: "state", Key: []byte("k"), Value: value}).FirstErr())
+	}
+	b.data.get("state").partitions[0].Batches(0, func(batch log.Batch) bool {
+		require.Equal(t, int8(1), batch.Compression(), "stored gzip")
+		return true
+	})
+
+	b.decompress <- struct{}{} // every turn taken
+	done := make(chan error, 1)
+	go func() {
+		res, err := b.Compact("state")
+		if err == nil && res[0].RecordsRemoved != 1 {
+			err = fmt.Errorf("compaction removed %d records, not 1", res[0].RecordsRemoved)
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return b.decompressWaiting.Load() == 1 }, 30*time.Second, time.Millisecond,
+		"the compaction waits for a turn")
+	select {
+	case err := <-done:
+		t.Fatalf("the compaction ended without a turn: %v", err)
+	default:
+	}
+	<-b.decompress
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the compaction did not end once a turn was free")
+	}
+	assert.Empty(t, b.decompress, "the compaction gave its turns back")
 }

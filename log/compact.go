@@ -45,6 +45,12 @@ type CompactOptions struct {
 	// tombstone's delete horizon has passed. On-demand compaction leaves
 	// it 0.
 	MinDirtyRatio float64
+	// Turn, when set, is called before a compressed batch is decompressed
+	// and blocks until the compaction may go on; the compaction calls the
+	// function it returns once it is done with that batch's records. A
+	// broker passes its decompression turns, so that compactions count
+	// among the decompressions it runs at once.
+	Turn func() (done func())
 }
 
 // CompactResult says what a compaction did.
@@ -143,7 +149,8 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 	if opts.MinDirtyRatio > 0 && !snap.dirtyEnough(end, opts.MinDirtyRatio, now) {
 		return res, nil
 	}
-	c := compactor{now: now, deleteRetention: opts.DeleteRetention.Milliseconds(), logStart: snap.logStart, dirtyFrom: snap.cleanedTo}
+	c := compactor{now: now, deleteRetention: opts.DeleteRetention.Milliseconds(), logStart: snap.logStart, dirtyFrom: snap.cleanedTo,
+		turn: opts.Turn}
 	defer c.release()
 	dirty := sort.Search(end, func(i int) bool { return snap.entries[i].last >= snap.cleanedTo })
 	indexed, err := c.index(snap.entries[dirty:end])
@@ -221,20 +228,37 @@ type compactor struct {
 	latest    map[keyHash]int64
 	dirtyFrom int64
 	buf       *bytes.Buffer // a decompressed record section
+	turn      func() func() // CompactOptions.Turn
+	endTurn   func()        // ends the turn the section in buf holds, or nil
 }
 
 func (c *compactor) release() {
+	c.finishSection()
 	if c.buf != nil && c.buf.Cap() <= poolMax {
 		c.buf.Reset()
 		bufPool.Put(c.buf)
 	}
 }
 
+// finishSection ends the decompression turn of the last section, if any.
+func (c *compactor) finishSection() {
+	if c.endTurn != nil {
+		c.endTurn()
+		c.endTurn = nil
+	}
+}
+
 // section returns the record section of a stored batch, decompressed into
 // c's buffer when the batch is compressed; it is valid until the next call.
+// A compressed batch's section holds a decompression turn (see
+// CompactOptions.Turn) until that call or release.
 func (c *compactor) section(b Batch) ([]byte, error) {
+	c.finishSection()
 	if b.Compression() == 0 {
 		return b[BatchHeaderSize:], nil
+	}
+	if c.turn != nil {
+		c.endTurn = c.turn()
 	}
 	if c.buf == nil {
 		c.buf = bufPool.Get().(*bytes.Buffer)
@@ -272,6 +296,7 @@ func (c *compactor) index(entries []entry) (int, error) {
 			return 0, err
 		}
 	}
+	c.finishSection()
 	return len(entries), nil
 }
 
@@ -349,6 +374,7 @@ func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) (
 		out = append(out, kept{e: e, batch: rebuilt})
 		size += len(rebuilt)
 	}
+	c.finishSection() // nothing kept aliases the last section
 	if !changed {
 		return nil, false, nil
 	}

@@ -245,6 +245,29 @@ func TestCompactKeepsTheCodecOfCompressedBatches(t *testing.T) {
 	}
 }
 
+// TestCompactionTakesATurnPerCompressedBatch: a compaction asks for a
+// decompression turn before it decompresses each compressed batch, holds
+// one at a time, and gives every one back.
+func TestCompactionTakesATurnPerCompressedBatch(t *testing.T) {
+	p := NewPartition()
+	appendRaw(t, p, keyed(1, compressors[1], t, rec("a", "a1", 1000), rec("b", "b1", 1000)), AppendOptions{})
+	appendRaw(t, p, keyed(0, nil, t, rec("a", "a2", 1001)), AppendOptions{})
+	appendRaw(t, p, keyed(1, compressors[1], t, rec("b", "b2", 1002)), AppendOptions{})
+	appendRaw(t, p, keyed(1, compressors[1], t, rec("z", "z1", 1003)), AppendOptions{}) // the active tail
+	turns, held, mostHeld := 0, 0, 0
+	res, err := p.Compact(CompactOptions{Now: t0, Turn: func() func() {
+		turns++
+		held++
+		mostHeld = max(mostHeld, held)
+		return func() { held-- }
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), res.RecordsRemoved)
+	assert.Equal(t, 4, turns, "the two compressed batches before the tail, once to index them and once to rewrite them")
+	assert.Equal(t, 1, mostHeld, "turns held at once")
+	assert.Zero(t, held, "turns not given back")
+}
+
 // decompressedRecords returns the records of a compressed batch, read
 // from a copy of it holding its section decompressed.
 func decompressedRecords(tb testing.TB, b Batch) []Record {
