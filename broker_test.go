@@ -514,6 +514,29 @@ func TestRetention(t *testing.T) {
 	assert.Equal(t, "new", string(got[0].Value))
 }
 
+// TestRetentionCheckIntervalZeroIsNever: WithRetentionCheckInterval(0)
+// schedules no retention sweep, so a record past retention.ms stays until
+// the test deletes it, while the default sweep drops it.
+func TestRetentionCheckIntervalZeroIsNever(t *testing.T) {
+	for _, every := range []time.Duration{0, broker.DefaultRetentionCheckInterval} {
+		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+		b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithRetentionCheckInterval(every), broker.WithTopics(broker.TopicSpec{
+			Name: "ret", Partitions: 1, Configs: map[string]string{"retention.ms": "60000"},
+		}))
+		cl := newClient(t, b.Addr())
+		produceSync(t, cl, &kgo.Record{Topic: "ret", Value: []byte("old"), Timestamp: clk.Now()})
+		clk.Advance(time.Hour)
+		starts, err := kadm.NewClient(cl).ListStartOffsets(ctxT(t), "ret")
+		require.NoError(t, err)
+		start, _ := starts.Lookup("ret", 0)
+		if every == 0 {
+			assert.Equal(t, int64(0), start.Offset, "no sweep: the expired record stays")
+		} else {
+			assert.Equal(t, int64(1), start.Offset, "the sweep dropped the expired record")
+		}
+	}
+}
+
 func TestStaleEndOffset(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	r := rules.VAST()

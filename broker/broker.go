@@ -227,10 +227,15 @@ func WithOffsetMetadataMaxBytes(n int) Option {
 	return func(c *config) { c.maxOffsetMD = n }
 }
 
+// DefaultRetentionCheckInterval is how often retention runs unless
+// WithRetentionCheckInterval says otherwise.
+const DefaultRetentionCheckInterval = time.Second
+
 // WithRetentionCheckInterval sets how often, on the broker's clock, retention
 // runs over every partition (Kafka's log.retention.check.interval.ms). The
-// default is 1s; a test on a manual clock gets retention when it advances
-// the clock past the interval.
+// default is DefaultRetentionCheckInterval, 1s; 0 turns periodic retention
+// off (ApplyRetention still applies it). A test on a manual clock gets
+// retention when it advances the clock past the interval.
 func WithRetentionCheckInterval(d time.Duration) Option {
 	return func(c *config) { c.retentionEv = d }
 }
@@ -399,7 +404,7 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: time.Second, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
+	cfg := config{listen: "127.0.0.1:0", retentionEv: DefaultRetentionCheckInterval, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		emptyFetchDelay: DefaultEmptyFetchDelay,
 		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,

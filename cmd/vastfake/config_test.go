@@ -500,3 +500,15 @@ func TestOffsetMetadataMaxBytesFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionCheckIntervalFlag: -retention-check-interval defaults to the
+// broker's 1s, and 0 reaches the broker as "never", as
+// -compaction-interval 0 does, instead of falling back to the default.
+func TestRetentionCheckIntervalFlag(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.DefaultRetentionCheckInterval, cfg.RetentionCheckInterval)
+	cfg, err = parseConfig([]string{"-retention-check-interval", "0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.RetentionCheckInterval)
+}

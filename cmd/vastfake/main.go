@@ -121,10 +121,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithProducerIDExpiration(cfg.ProducerIDExpiration),
 		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay),
 	}
-	if cfg.RetentionCheckInterval > 0 {
-		opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval))
-	}
-	opts = append(opts, broker.WithCompactionInterval(cfg.CompactionInterval), broker.WithOffsetGaps(cfg.OffsetGaps...))
+	opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval), broker.WithCompactionInterval(cfg.CompactionInterval), broker.WithOffsetGaps(cfg.OffsetGaps...))
 	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),
 		broker.WithDefaultDeny(cfg.DefaultDeny), broker.WithView(cfg.View))
 	if cfg.TLSCert != "" {
