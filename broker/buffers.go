@@ -35,19 +35,26 @@ const (
 
 // maxFreeBuffers bounds the bytes of free buffers a broker keeps for
 // reuse; a buffer given back beyond it is left to the garbage collector.
-// 32 MiB holds the frames of eight producers sending 3 MiB requests.
+// 32 MiB holds the frames of five producers sending 3 MiB requests (4 MiB
+// buffers that take 6 MiB where they are aligned to huge pages).
 const maxFreeBuffers = 32 << 20
 
 // frameBuf is a buffer from the free list; the pointer is what the list
-// holds, so that giving a buffer back allocates nothing.
-type frameBuf struct{ b []byte }
+// holds, so that giving a buffer back allocates nothing. cost is the
+// memory it takes, which the free list counts: more than len(b) for a
+// buffer aligned to huge pages.
+type frameBuf struct {
+	b    []byte
+	cost int
+}
 
 // bufferPool is a broker's free list of buffers. The zero value is empty
 // and ready.
 type bufferPool struct {
 	mu    sync.Mutex
 	free  [maxFrameClass - minFrameClass + 1][]*frameBuf
-	bytes int // bytes of the buffers in free
+	bytes int // the cost of the buffers in free
+	made  int // how many class-size buffers get has allocated
 }
 
 // frameClass returns the class index of the smallest class holding n
@@ -65,19 +72,21 @@ func frameClass(n int) int {
 func (p *bufferPool) get(n int) *frameBuf {
 	c := frameClass(n)
 	if c < 0 {
-		return &frameBuf{b: make([]byte, n)}
+		return &frameBuf{b: make([]byte, n), cost: n}
 	}
 	p.mu.Lock()
 	if list := p.free[c]; len(list) > 0 {
 		fb := list[len(list)-1]
 		list[len(list)-1] = nil
 		p.free[c] = list[:len(list)-1]
-		p.bytes -= len(fb.b)
+		p.bytes -= fb.cost
 		p.mu.Unlock()
 		return fb
 	}
+	p.made++
 	p.mu.Unlock()
-	return &frameBuf{b: newBuffer(1 << (c + minFrameClass))}
+	b, cost := newBuffer(1 << (c + minFrameClass))
+	return &frameBuf{b: b, cost: cost}
 }
 
 // put gives fb back for reuse, or to the garbage collector when it is not
@@ -91,16 +100,24 @@ func (p *bufferPool) put(fb *frameBuf) {
 	}
 	fb.b = fb.b[:n]
 	p.mu.Lock()
-	if p.bytes+n <= maxFreeBuffers {
+	if p.bytes+fb.cost <= maxFreeBuffers {
 		p.free[c] = append(p.free[c], fb)
-		p.bytes += n
+		p.bytes += fb.cost
 	}
 	p.mu.Unlock()
 }
 
-// freeBytes returns the bytes of the buffers kept for reuse.
+// freeBytes returns the memory of the buffers kept for reuse.
 func (p *bufferPool) freeBytes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bytes
+}
+
+// allocated returns how many class-size buffers have been allocated, as
+// opposed to reused.
+func (p *bufferPool) allocated() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.made
 }

@@ -2,5 +2,6 @@
 
 package broker
 
-// newBuffer returns a zeroed buffer of size bytes for the free list.
-func newBuffer(size int) []byte { return make([]byte, size) }
+// newBuffer returns a zeroed buffer of size bytes for the free list and the
+// bytes of memory it takes.
+func newBuffer(size int) (buf []byte, cost int) { return make([]byte, size), size }

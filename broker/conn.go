@@ -469,7 +469,8 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	var fb *frameBuf
 	// A large answer (records, or as large as this connection's last) is
 	// encoded into a buffer of the free list, given back once written, so
-	// that an idle consumer's connection holds none.
+	// that an idle consumer's connection holds none. A first large answer
+	// of another kind grows c.out on the heap and is dropped below.
 	need := responseSizeHint(resp)
 	if c.lastAnswer > maxKeptAnswer {
 		need = max(need, c.lastAnswer)

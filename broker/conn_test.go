@@ -370,21 +370,27 @@ func TestLargeAnswersLeaveNoBufferOnTheConnection(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); c.serve() }()
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t")).AppendRequest(nil, fetchRequest("t", 1, 0, 1<<20), 1)
-	answers := 0
-	for range 2 {
+	fetch := func() int {
 		go client.Write(frame)
 		var size [4]byte
-		_, err = io.ReadFull(client, size[:])
+		_, err := io.ReadFull(client, size[:])
 		require.NoError(t, err)
-		answers = int(binary.BigEndian.Uint32(size[:]))
-		_, err = io.ReadFull(client, make([]byte, answers))
+		n := int(binary.BigEndian.Uint32(size[:]))
+		_, err = io.ReadFull(client, make([]byte, n))
 		require.NoError(t, err)
+		return n
 	}
+	answer := fetch()
+	require.Greater(t, answer, 900<<10, "the fetch answer carries the record")
+	// The second answer's buffer is taken after the first went back: the
+	// connection answers in order.
+	made := b.buffers.allocated()
+	fetch()
+	assert.Equal(t, made, b.buffers.allocated(), "the second answer reused the first's buffer")
 	client.Close()
 	<-done
-	require.Greater(t, answers, 900<<10, "the fetch answer carries the record")
 	assert.LessOrEqual(t, cap(c.out), maxKeptAnswer, "answer buffer the connection kept")
-	assert.GreaterOrEqual(t, b.buffers.freeBytes(), answers, "the answer's buffer went back to the free list")
+	assert.GreaterOrEqual(t, b.buffers.freeBytes(), answer, "the answer's buffer went back to the free list")
 }
 
 // TestFreeBuffersAreBounded: the free list keeps buffers of its size
@@ -394,15 +400,18 @@ func TestFreeBuffersAreBounded(t *testing.T) {
 	var p bufferPool
 	first := p.get(3 << 20)
 	assert.Equal(t, 4<<20, len(first.b), "a 3 MiB request gets the 4 MiB class")
+	assert.GreaterOrEqual(t, first.cost, 4<<20, "its cost counts its memory, alignment included")
 	p.put(first)
+	assert.Equal(t, first.cost, p.freeBytes())
 	assert.Same(t, first, p.get(3<<20), "a buffer given back is handed out again")
-	p.put(&frameBuf{b: make([]byte, 5000)}) // not a class size
 	assert.Zero(t, p.freeBytes())
-	for range 4 * maxFreeBuffers / (4 << 20) {
-		p.put(p.get(4 << 20))
-		p.put(&frameBuf{b: make([]byte, 4<<20)})
+	p.put(&frameBuf{b: make([]byte, 5000), cost: 5000}) // not a class size
+	assert.Zero(t, p.freeBytes())
+	for range 2 * maxFreeBuffers / (4 << 20) {
+		p.put(&frameBuf{b: make([]byte, 4<<20), cost: 4 << 20})
 	}
 	assert.Equal(t, maxFreeBuffers, p.freeBytes())
+	p.put(first)
 	large := p.get(maxPooledFrameBuffer + 1)
 	assert.Len(t, large.b, maxPooledFrameBuffer+1, "above the largest class a buffer is its own size")
 	p.put(large)
