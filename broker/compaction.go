@@ -116,7 +116,10 @@ func (b *Broker) compactDirty() {
 		opts := cfg.compactOptions(now)
 		opts.Turn = b.compactionTurn
 		for i, p := range t.partitions {
-			if _, err := p.Compact(opts); err != nil {
+			if b.ctx.Err() != nil {
+				return // Close waits for this pass: end it
+			}
+			if _, err := p.Compact(opts); err != nil && !errors.Is(err, errClosing) {
 				b.log.Error("compaction failed", "topic", t.name, "partition", i, "err", err)
 			}
 		}
@@ -155,17 +158,26 @@ func (b *Broker) SkipOffsets(topic string, partition int32, n int64) error {
 	return nil
 }
 
+// errClosing stops a compaction waiting for a turn when the broker closes.
+var errClosing = errors.New("vastfake: the broker is closing")
+
 // compactionTurn waits for one of the broker's decompression turns
 // (WithDecompressions) for a compaction about to decompress a batch, and
 // returns the function that gives it back: compactions and compressed
-// produces share the bound on decompressions at once.
-func (b *Broker) compactionTurn() func() {
+// produces share the bound on decompressions at once. It returns
+// errClosing if the broker closes first.
+func (b *Broker) compactionTurn() (func(), error) {
 	select {
 	case b.decompress <- struct{}{}:
+		return func() { <-b.decompress }, nil
 	default:
-		b.decompressWaiting.Add(1)
-		b.decompress <- struct{}{}
-		b.decompressWaiting.Add(-1)
 	}
-	return func() { <-b.decompress }
+	b.decompressWaiting.Add(1)
+	defer b.decompressWaiting.Add(-1)
+	select {
+	case b.decompress <- struct{}{}:
+		return func() { <-b.decompress }, nil
+	case <-b.ctx.Done():
+		return nil, errClosing
+	}
 }

@@ -47,16 +47,16 @@ func TestOffsetGapOptionBounds(t *testing.T) {
 	}
 }
 
-// TestCompactionWaitsForADecompressionTurn: compacting a compressed batch
-// takes one of the broker's decompression turns (WithDecompressions), so
-// compactions started at once, on demand or by the timer, decompress no
-// more batches together than produce validation may.
-func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
+// compressedCompactedBroker is a kafka-profile broker with one
+// decompression turn and a compacted topic "state" holding three gzip
+// batches of key k, so that compacting it decompresses two of them.
+func compressedCompactedBroker(t *testing.T) *Broker {
+	t.Helper()
 	b, err := New(WithProfile("kafka"), WithDecompressions(1), WithTopics(TopicSpec{
 		Name: "state", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"},
 	}))
 	require.NoError(t, err)
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ProducerBatchCompression(kgo.GzipCompression()),
 		kgo.DisableIdempotentWrite())
 	require.NoError(t, err)
@@ -69,7 +69,14 @@ func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
 		require.Equal(t, int8(1), batch.Compression(), "stored gzip")
 		return true
 	})
+	return b
+}
 
+// waitForTurn takes every decompression turn of b, starts a compaction of
+// "state" and returns once it waits for a turn; the channel delivers what
+// the compaction returns.
+func waitForTurn(t *testing.T, b *Broker) <-chan error {
+	t.Helper()
 	b.decompress <- struct{}{} // every turn taken
 	done := make(chan error, 1)
 	go func() {
@@ -86,6 +93,16 @@ func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
 		t.Fatalf("the compaction ended without a turn: %v", err)
 	default:
 	}
+	return done
+}
+
+// TestCompactionWaitsForADecompressionTurn: compacting a compressed batch
+// takes one of the broker's decompression turns (WithDecompressions), so
+// compactions started at once, on demand or by the timer, decompress no
+// more batches together than produce validation may.
+func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
+	b := compressedCompactedBroker(t)
+	done := waitForTurn(t, b)
 	<-b.decompress
 	select {
 	case err := <-done:
@@ -94,4 +111,19 @@ func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
 		t.Fatal("the compaction did not end once a turn was free")
 	}
 	assert.Empty(t, b.decompress, "the compaction gave its turns back")
+}
+
+// TestCloseEndsACompactionWaitingForATurn: a compaction waiting for a
+// decompression turn gives up when the broker closes, instead of keeping
+// its caller waiting, and changes nothing.
+func TestCloseEndsACompactionWaitingForATurn(t *testing.T) {
+	b := compressedCompactedBroker(t)
+	done := waitForTurn(t, b)
+	require.NoError(t, b.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, errClosing)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the compaction still waits after Close")
+	}
 }

@@ -46,11 +46,13 @@ type CompactOptions struct {
 	// it 0.
 	MinDirtyRatio float64
 	// Turn, when set, is called before a compressed batch is decompressed
-	// and blocks until the compaction may go on; the compaction calls the
-	// function it returns once it is done with that batch's records. A
-	// broker passes its decompression turns, so that compactions count
-	// among the decompressions it runs at once.
-	Turn func() (done func())
+	// and blocks until the compaction may go on; the compaction calls done
+	// once it is done with that batch's records, and lets a decompressed
+	// section over the pooled size go with the turn. An error stops the
+	// compaction, which returns it and leaves the log as it was. A broker
+	// passes its decompression turns, so that compactions count among the
+	// decompressions it runs at once.
+	Turn func() (done func(), err error)
 }
 
 // CompactResult says what a compaction did.
@@ -98,8 +100,8 @@ var errLogChanged = errors.New("the log changed during compaction")
 // compaction runs at a time per partition.
 //
 // It returns ErrDecompress or ErrTooLarge for a stored compressed batch
-// that does not decompress (which produce validation makes impossible),
-// leaving the log as it was.
+// that does not decompress (which produce validation makes impossible), or
+// the error opts.Turn returned, leaving the log as it was.
 func (p *Partition) Compact(opts CompactOptions) (CompactResult, error) {
 	p.compactMu.Lock()
 	defer p.compactMu.Unlock()
@@ -227,9 +229,9 @@ type compactor struct {
 	// does; the part before was cleaned already.
 	latest    map[keyHash]int64
 	dirtyFrom int64
-	buf       *bytes.Buffer // a decompressed record section
-	turn      func() func() // CompactOptions.Turn
-	endTurn   func()        // ends the turn the section in buf holds, or nil
+	buf       *bytes.Buffer          // a decompressed record section
+	turn      func() (func(), error) // CompactOptions.Turn
+	endTurn   func()                 // ends the turn the section in buf holds, or nil
 }
 
 func (c *compactor) release() {
@@ -240,9 +242,13 @@ func (c *compactor) release() {
 	}
 }
 
-// finishSection ends the decompression turn of the last section, if any.
+// finishSection ends the decompression turn of the last section, if any;
+// a section larger than the pool keeps goes with it.
 func (c *compactor) finishSection() {
 	if c.endTurn != nil {
+		if c.buf != nil && c.buf.Cap() > poolMax {
+			c.buf = nil
+		}
 		c.endTurn()
 		c.endTurn = nil
 	}
@@ -258,7 +264,11 @@ func (c *compactor) section(b Batch) ([]byte, error) {
 		return b[BatchHeaderSize:], nil
 	}
 	if c.turn != nil {
-		c.endTurn = c.turn()
+		done, err := c.turn()
+		if err != nil {
+			return nil, err
+		}
+		c.endTurn = done
 	}
 	if c.buf == nil {
 		c.buf = bufPool.Get().(*bytes.Buffer)

@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"runtime"
@@ -255,17 +256,25 @@ func TestCompactionTakesATurnPerCompressedBatch(t *testing.T) {
 	appendRaw(t, p, keyed(1, compressors[1], t, rec("b", "b2", 1002)), AppendOptions{})
 	appendRaw(t, p, keyed(1, compressors[1], t, rec("z", "z1", 1003)), AppendOptions{}) // the active tail
 	turns, held, mostHeld := 0, 0, 0
-	res, err := p.Compact(CompactOptions{Now: t0, Turn: func() func() {
+	res, err := p.Compact(CompactOptions{Now: t0, Turn: func() (func(), error) {
 		turns++
 		held++
 		mostHeld = max(mostHeld, held)
-		return func() { held-- }
+		return func() { held-- }, nil
 	}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), res.RecordsRemoved)
 	assert.Equal(t, 4, turns, "the two compressed batches before the tail, once to index them and once to rewrite them")
 	assert.Equal(t, 1, mostHeld, "turns held at once")
 	assert.Zero(t, held, "turns not given back")
+
+	// A turn that fails stops the compaction and changes nothing.
+	appendRaw(t, p, keyed(1, compressors[1], t, rec("z", "z2", 1004)), AppendOptions{})
+	before := p.Bytes()
+	stop := errors.New("closing")
+	_, err = p.Compact(CompactOptions{Now: t0, Turn: func() (func(), error) { return nil, stop }})
+	assert.ErrorIs(t, err, stop)
+	assert.Equal(t, before, p.Bytes(), "the log as it was")
 }
 
 // decompressedRecords returns the records of a compressed batch, read
