@@ -60,6 +60,7 @@ type Broker struct {
 	connsMu     sync.Mutex
 	conns       map[*clientConn]struct{}
 	stopSweep   func() bool
+	stopExpire  func() bool
 	stopCompact func() bool
 	sweepMu     sync.Mutex
 	data        *store
@@ -242,7 +243,7 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 
 // WithProducerIDExpiration sets Kafka's producer.id.expiration.ms: a
 // partition forgets an idempotent producer that has not appended to it for
-// d on the broker's clock, checked with retention (WithRetentionCheckInterval).
+// d on the broker's clock, checked every second of it.
 // A producer it forgot may continue at any sequence number, so a retry after
 // that long is not recognized. The default is DefaultProducerIDExpiration,
 // Kafka's 1 day; 0 never expires producers (MaxProducerStates still bounds
@@ -532,6 +533,7 @@ func New(opts ...Option) (*Broker, error) {
 		Audit:                  b.coordinatorFinding,
 	})
 	b.scheduleRetention()
+	b.scheduleProducerExpiry()
 	b.scheduleCompaction()
 	b.startAccepting(ln)
 	return b, nil
@@ -629,6 +631,10 @@ func (b *Broker) Close() error {
 			b.stopSweep()
 			b.stopSweep = nil
 		}
+		if b.stopExpire != nil {
+			b.stopExpire()
+			b.stopExpire = nil
+		}
 		if b.stopCompact != nil {
 			b.stopCompact()
 			b.stopCompact = nil
@@ -694,8 +700,28 @@ func (b *Broker) scheduleRetention() {
 	}
 	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
 		b.background(b.ApplyRetention)
-		b.background(b.expireProducers)
 		b.scheduleRetention()
+	})
+}
+
+// producerExpiryCheck is how often, on the broker's clock, producer state
+// older than producer.id.expiration.ms is dropped (Kafka's
+// producer.id.expiration.check.interval.ms, 10 minutes there: a second
+// here, so that a test advancing a manual clock past the expiration sees
+// it).
+const producerExpiryCheck = time.Second
+
+// scheduleProducerExpiry expires idle producers' state every
+// producerExpiryCheck on the broker's clock.
+func (b *Broker) scheduleProducerExpiry() {
+	b.sweepMu.Lock()
+	defer b.sweepMu.Unlock()
+	if b.ctx.Err() != nil {
+		return
+	}
+	b.stopExpire = b.clock.AfterFunc(producerExpiryCheck, func() {
+		b.background(b.expireProducers)
+		b.scheduleProducerExpiry()
 	})
 }
 
@@ -746,11 +772,10 @@ func (b *Broker) expireProducers() {
 }
 
 // notifyData wakes fetches waiting for new records: delayed fetches in the
-// Kafka profile, paced empty fetches in the VAST profile. Call it after the
-// records are published, and after anything else that can change a waiting
-// fetch's answer (a topic deleted); with no fetch waiting it costs one
-// atomic load. A woken fetch reads again and answers if it finds records or
-// an error.
+// Kafka profile, paced empty fetches in the VAST profile. Produce calls it
+// after the records are published, and topic deletion after the topic is
+// gone; with no fetch waiting it costs one atomic load. A woken fetch reads
+// again and answers if it finds records or an error.
 // A fetch counts itself in fetchWaiters before it reads the log, so either
 // that read sees the records or this call sees the waiter.
 func (b *Broker) notifyData() {

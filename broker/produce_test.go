@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/log"
 )
 
@@ -188,4 +189,23 @@ func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
 	sp := kmsg.NewProduceResponseTopicPartition()
 	b.appendPending([]pendingAppend{{resp: &sp, part: part, batch: parsed}}, time.Now())
 	assert.Equal(t, 0, producerStates(b), "no producer state for a deleted partition")
+}
+
+// TestProducerStateExpiresWithRetentionOff: idle producers' state expires
+// after producer.id.expiration.ms on the broker's clock on a timer of its
+// own, so turning periodic retention off does not keep it forever.
+func TestProducerStateExpiresWithRetentionOff(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	b, err := New(WithProfile("kafka"), WithClock(clk), WithRetentionCheckInterval(0), WithProducerIDExpiration(time.Minute),
+		WithTopics(TopicSpec{Name: "t", Partitions: 1}))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: "t", Value: []byte("v")}).FirstErr())
+	require.Equal(t, 1, producerStates(b))
+	clk.Advance(2 * time.Minute)
+	require.Eventually(t, func() bool { return producerStates(b) == 0 }, 30*time.Second, time.Millisecond,
+		"the idle producer's state expired")
 }

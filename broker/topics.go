@@ -305,7 +305,7 @@ func (b *Broker) deleteTopic(t *topic) {
 		b.producers.DropPartition(p)
 	}
 	b.appendMu.Unlock()
-	b.notifyData() // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION
+	b.notifyData() // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by ID)
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()
