@@ -176,8 +176,12 @@ func (r *Rules) Mode(id ID) Mode {
 
 // SetMode switches rule id to mode: Enforce and Audit give the rule its
 // VAST value when it holds its Kafka one (a limit already set keeps its
-// value), Off gives it its Kafka value.
+// value), Off gives it its Kafka value. An id that names no rule changes
+// nothing.
 func (r *Rules) SetMode(id ID, mode Mode) {
+	if id == 0 || id >= numIDs {
+		return
+	}
 	f := reflect.ValueOf(r).Elem().Field(idFields[id])
 	r.Audit = slices.DeleteFunc(r.Audit, func(s string) bool { return s == id.String() })
 	if len(r.Audit) == 0 {

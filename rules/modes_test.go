@@ -63,6 +63,14 @@ func TestModes(t *testing.T) {
 	if r.MaxGroups != 0 || r.Mode(MaxGroups) != Off {
 		t.Errorf("SetMode off: %d %v", r.MaxGroups, r.Mode(MaxGroups))
 	}
+	for _, id := range []ID{0, numIDs} {
+		before := VAST()
+		r := VAST()
+		r.SetMode(id, Off)
+		if !reflect.DeepEqual(r, before) {
+			t.Errorf("SetMode(%d) changed the rules: %+v", id, r)
+		}
+	}
 	if _, ok := ForProfile("audit"); !ok {
 		t.Error("no audit profile")
 	}
