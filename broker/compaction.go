@@ -161,23 +161,14 @@ func (b *Broker) SkipOffsets(topic string, partition int32, n int64) error {
 // errClosing stops a compaction waiting for a turn when the broker closes.
 var errClosing = errors.New("vastfake: the broker is closing")
 
-// compactionTurn waits for one of the broker's decompression turns
-// (WithDecompressions) for a compaction about to decompress a batch, and
+// compactionTurn takes one of the broker's decompression turns for a
+// compaction about to decompress a batch (see startDecompression), and
 // returns the function that gives it back: compactions and compressed
 // produces share the bound on decompressions at once. It returns
 // errClosing if the broker closes first.
 func (b *Broker) compactionTurn() (func(), error) {
-	select {
-	case b.decompress <- struct{}{}:
-		return func() { <-b.decompress }, nil
-	default:
-	}
-	b.decompressWaiting.Add(1)
-	defer b.decompressWaiting.Add(-1)
-	select {
-	case b.decompress <- struct{}{}:
-		return func() { <-b.decompress }, nil
-	case <-b.ctx.Done():
+	if !b.startDecompression(b.ctx.Done()) {
 		return nil, errClosing
 	}
+	return func() { <-b.decompress }, nil
 }

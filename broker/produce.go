@@ -286,7 +286,7 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		return nil, kerr.InvalidRecord.Code, "invalid sequence number " + strconv.Itoa(int(batch.BaseSequence())) + " in a record batch with producer id " + strconv.FormatInt(batch.ProducerID(), 10)
 	}
 	if batch.Compression() != 0 {
-		if !b.startDecompression(r) {
+		if !b.startDecompression(r.ctx.Done()) {
 			return nil, kerr.RequestTimedOut.Code, "the connection closed while waiting to decompress"
 		}
 		defer func() { <-b.decompress }()
@@ -329,8 +329,9 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 
 // startDecompression waits for one of the broker's decompression turns
 // (WithDecompressions), which the caller gives back by receiving from
-// b.decompress. It returns false if the connection closes first.
-func (b *Broker) startDecompression(r *request) bool {
+// b.decompress: a produce waits until its connection ends, a compaction
+// until the broker closes. It returns false if done is closed first.
+func (b *Broker) startDecompression(done <-chan struct{}) bool {
 	select {
 	case b.decompress <- struct{}{}:
 		return true
@@ -341,7 +342,7 @@ func (b *Broker) startDecompression(r *request) bool {
 	select {
 	case b.decompress <- struct{}{}:
 		return true
-	case <-r.ctx.Done():
+	case <-done:
 		return false
 	}
 }
