@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/vastfake/vastfake/internal/pages"
 )
 
 // ErrOffsetOutOfRange is returned for a read below the log start offset or
@@ -26,12 +28,13 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 // Batches of a quarter of maxChunk or more are stored alone, in memory of
 // their size.
 //
-// Batches of minPrefault bytes or more have their pages mapped in one system
-// call before they are copied in, where the platform allows it.
+// Where the platform allows it, the pages of new memory a batch is about to
+// fill are mapped in one system call before it is copied in, once they are
+// minPrefault bytes or more (a page fault each costs several times more).
 const (
 	minChunk    = 4 << 10
 	maxChunk    = 4 << 20
-	minPrefault = 64 << 10
+	minPrefault = 8 << 10
 )
 
 // entry indexes one stored batch.
@@ -64,12 +67,12 @@ type Partition struct {
 	released bool
 	dead     [][]byte
 
-	entries    []entry
-	chunk      []byte // the chunk being filled; len is its used size
-	chunkFresh bool   // chunk is new memory, not one a Memory gave back
-	logStart   int64
-	hwm        int64
-	bytes      int64 // stored batch bytes still in the log
+	entries  []entry
+	chunk    []byte // the chunk being filled; len is its used size
+	mapped   int    // chunk[:mapped] is in memory: written, prefaulted or reused from a Memory
+	logStart int64
+	hwm      int64
+	bytes    int64 // stored batch bytes still in the log
 
 	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
 	maxTS       int64
@@ -297,7 +300,7 @@ func (p *Partition) Stage(b Batch) Staged {
 		// A large batch gets memory of its own size: packed into shared
 		// chunks it could leave most of a chunk empty.
 		chunk := make([]byte, n)
-		prefault(chunk)
+		pages.Populate(chunk)
 		copy(chunk, b)
 		return Staged{chunk: chunk, n: int32(n)}
 	}
@@ -310,19 +313,23 @@ func (p *Partition) Stage(b Batch) Staged {
 		// Chunks are powers of two, so that a Memory can reuse them.
 		size := min(max(2*cap(p.chunk), minChunk, 1<<bits.Len(uint(n-1))), maxChunk)
 		if chunk := p.mem.get(size); chunk != nil {
-			p.chunk, p.chunkFresh = chunk[:0], false
+			p.chunk, p.mapped = chunk[:0], size
 		} else {
-			p.chunk, p.chunkFresh = make([]byte, 0, size), true
+			p.chunk, p.mapped = make([]byte, 0, size), 0
 		}
 	}
-	fresh := p.chunkFresh
 	pos := len(p.chunk)
 	p.chunk = p.chunk[:pos+n]
 	chunk := p.chunk[:cap(p.chunk)]
+	var unmapped []byte // new memory this batch is the first to write
+	if p.mapped < pos+n {
+		unmapped = chunk[p.mapped : pos+n]
+		p.mapped = pos + n
+	}
 	p.pins.Add(1)
 	p.mu.Unlock()
-	if fresh {
-		prefault(chunk[pos : pos+n])
+	if len(unmapped) >= minPrefault {
+		pages.Populate(unmapped)
 	}
 	copy(chunk[pos:pos+n], b)
 	p.unpin()
