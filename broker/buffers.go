@@ -18,6 +18,8 @@ package broker
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/vastfake/vastfake/internal/pages"
 )
 
 // Buffer size classes: powers of two from minFrameBuffer to
@@ -42,10 +44,12 @@ const maxFreeBuffers = 32 << 20
 // frameBuf is a buffer from the free list; the pointer is what the list
 // holds, so that giving a buffer back allocates nothing. cost is the
 // memory it takes, which the free list counts: more than len(b) for a
-// buffer aligned to huge pages.
+// buffer aligned to huge pages. released is set while its pages are given
+// back to the kernel (putReleased).
 type frameBuf struct {
-	b    []byte
-	cost int
+	b        []byte
+	cost     int
+	released bool
 }
 
 // bufferPool is a broker's free list of buffers. The zero value is empty
@@ -67,26 +71,69 @@ func frameClass(n int) int {
 	return c - minFrameClass
 }
 
-// get returns a buffer with room for at least n bytes: the smallest class
-// that holds n (less than 2n bytes), or exactly n above the largest class.
+// get returns a buffer with room for at least n bytes: the smallest free
+// one, or else a new one of the smallest class that holds n (less than 2n
+// bytes), or exactly n above the largest class.
 func (p *bufferPool) get(n int) *frameBuf {
 	c := frameClass(n)
 	if c < 0 {
 		return &frameBuf{b: make([]byte, n), cost: n}
 	}
-	p.mu.Lock()
-	if list := p.free[c]; len(list) > 0 {
-		fb := list[len(list)-1]
-		list[len(list)-1] = nil
-		p.free[c] = list[:len(list)-1]
-		p.bytes -= fb.cost
-		p.mu.Unlock()
+	if fb := p.getFree(n); fb != nil {
 		return fb
 	}
+	p.mu.Lock()
 	p.made++
 	p.mu.Unlock()
 	b, cost := newBuffer(1 << (c + minFrameClass))
+	pages.Populate(b[:n])
 	return &frameBuf{b: b, cost: cost}
+}
+
+// getFree returns a free buffer with room for n bytes, or nil when there
+// is none; it never allocates. Taking a buffer the broker already holds
+// costs no memory, so a frame may take one of its declared size before its
+// bytes arrive. It takes the smallest resident buffer that fits, else the
+// smallest one whose pages were released, and maps the first n bytes of
+// that back in: a larger buffer already in memory serves before another
+// is made resident.
+func (p *bufferPool) getFree(n int) *frameBuf {
+	c := frameClass(n)
+	if c < 0 {
+		return nil
+	}
+	p.mu.Lock()
+	pick, at := -1, -1 // class and index of the buffer to take
+	for k := c; k < len(p.free); k++ {
+		for i, fb := range p.free[k] {
+			if !fb.released {
+				pick, at = k, i
+				break
+			}
+			if pick < 0 {
+				pick, at = k, i
+			}
+		}
+		if pick >= 0 && !p.free[pick][at].released {
+			break
+		}
+	}
+	if pick < 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	list := p.free[pick]
+	fb := list[at]
+	last := len(list) - 1
+	list[at], list[last] = list[last], nil
+	p.free[pick] = list[:last]
+	p.bytes -= fb.cost
+	p.mu.Unlock()
+	if fb.released {
+		pages.Populate(fb.b[:n])
+		fb.released = false
+	}
+	return fb
 }
 
 // put gives fb back for reuse, or to the garbage collector when it is not
@@ -106,6 +153,23 @@ func (p *bufferPool) put(fb *frameBuf) {
 	}
 	p.mu.Unlock()
 }
+
+// putReleased gives fb back for reuse like put, but first gives its pages
+// back to the kernel when it is minReleased bytes or more: a frame that
+// outgrew fb is unlikely to need a buffer of its size again soon, and a
+// free buffer that is not resident costs the machine nothing until it is
+// taken again (getFree maps it back in one system call).
+func (p *bufferPool) putReleased(fb *frameBuf) {
+	if len(fb.b) >= minReleased {
+		pages.Release(fb.b)
+		fb.released = true
+	}
+	p.put(fb)
+}
+
+// minReleased is the smallest buffer putReleased gives back to the kernel:
+// below it a page fault or two costs less than the system call.
+const minReleased = 64 << 10
 
 // freeBytes returns the memory of the buffers kept for reuse.
 func (p *bufferPool) freeBytes() int {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -62,4 +63,43 @@ func TestHugePageAdviceDoesNotPileUpMappings(t *testing.T) {
 	grown := mappings() - before
 	t.Logf("640 huge-page buffers made and dropped: %d more mappings", grown)
 	assert.Less(t, grown, 1000, "mappings added")
+}
+
+// TestReleasedBuffersLeaveResidentMemory: a buffer given back with
+// putReleased stops counting in the process's resident memory until it is
+// taken again, and a free resident buffer serves before a released one, so
+// that a producer's frames of varying sizes keep one buffer in memory.
+func TestReleasedBuffersLeaveResidentMemory(t *testing.T) {
+	resident := func() int64 {
+		b, err := os.ReadFile("/proc/self/statm")
+		require.NoError(t, err)
+		var size, pages int64
+		_, err = fmt.Sscan(string(b), &size, &pages)
+		require.NoError(t, err)
+		return pages * int64(os.Getpagesize())
+	}
+	var p bufferPool
+	big := p.get(maxPooledFrameBuffer)
+	for i := range big.b {
+		big.b[i] = 1
+	}
+	before := resident()
+	p.putReleased(big)
+	assert.Greater(t, before-resident(), int64(maxPooledFrameBuffer*3/4), "resident memory given back")
+	assert.Equal(t, big.cost, p.freeBytes(), "a released buffer stays on the free list")
+
+	got := p.getFree(1 << 20)
+	assert.True(t, got == big, "the released buffer is handed out again")
+	assert.False(t, got.released, "mapped back in as it is taken")
+	got.b[len(got.b)-1] = 2 // writable past what was asked for, too
+
+	mid := p.get(2 << 20) // a resident buffer of a smaller class
+	p.putReleased(big)
+	p.put(mid)
+	assert.True(t, p.getFree(1<<20) == mid, "the smallest resident buffer that fits serves first")
+	assert.True(t, p.getFree(1<<20) == big, "then a released one")
+
+	small := p.get(minReleased / 2)
+	p.putReleased(small)
+	assert.False(t, small.released, "buffers below minReleased keep their pages")
 }

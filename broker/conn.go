@@ -616,16 +616,27 @@ func (c *clientConn) readSize() (int32, error) {
 
 // readFrame reads a frame body of size bytes into a buffer from the shared
 // free list, which the connection holds until releaseFrame (after the request is
-// answered). The buffer holds at most twice the bytes the connection has
-// sent (and at least minFrameBuffer): it starts at the larger of what is
-// already buffered and the connection's previous frame, and doubles only
-// once full, so a client that sends only a huge length cannot make the
-// broker allocate it, while a producer sending frames of one size reads
-// each straight into a buffer of that size. It returns
-// io.ErrUnexpectedEOF for a frame cut short.
+// answered). A free buffer of the frame's size (of the previous frame's,
+// if that was larger) is taken at once: the broker holds it already, and a
+// producer whose requests vary in size keeps to one buffer. Otherwise the broker allocates at most twice the bytes
+// the connection has sent (and at least minFrameBuffer): the buffer starts
+// at the larger of what is already buffered and the connection's previous
+// frame, and doubles only once full, so a client that sends only a huge
+// length cannot make the broker allocate it, while a producer sending
+// frames of one size reads each straight into a buffer of that size. The
+// buffers a frame outgrows go back to the free list with their pages given
+// back to the kernel. It returns io.ErrUnexpectedEOF for a frame cut
+// short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
-	fb := c.b.buffers.get(min(size, max(minFrameBuffer, c.r.Buffered(), c.lastFrame)))
+	want := size
+	if size >= minReleased {
+		want = max(size, c.lastFrame) // the buffer the connection's frames used
+	}
+	fb := c.b.buffers.getFree(want)
+	if fb == nil {
+		fb = c.b.buffers.get(min(size, max(minFrameBuffer, c.r.Buffered(), c.lastFrame)))
+	}
 	buf := fb.b[:0]
 	for {
 		n, err := io.ReadFull(c.r, buf[len(buf):min(size, cap(buf))])
@@ -643,7 +654,7 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 		// Full: the next buffer is at most twice what has arrived.
 		next := c.b.buffers.get(min(size, 2*len(buf)))
 		buf = append(next.b[:0], buf...)
-		c.b.buffers.put(fb)
+		c.b.buffers.putReleased(fb)
 		fb = next
 	}
 	c.frame, c.lastFrame = fb, size

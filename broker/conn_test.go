@@ -417,3 +417,27 @@ func TestFreeBuffersAreBounded(t *testing.T) {
 	p.put(large)
 	assert.Equal(t, maxFreeBuffers, p.freeBytes())
 }
+
+// TestVaryingFramesKeepToOneBuffer: once a connection has read a large
+// frame, smaller frames that follow read into the same free buffer
+// instead of making (and keeping resident) one of each size class.
+func TestVaryingFramesKeepToOneBuffer(t *testing.T) {
+	sizes := []int{3 << 20, 1536 << 10, 700 << 10, 3 << 20, 100 << 10}
+	var data []byte
+	for _, n := range sizes {
+		data = append(data, make([]byte, n)...)
+	}
+	c := &clientConn{b: &Broker{}, r: bufio.NewReaderSize(bytes.NewReader(data), readBufferSize)}
+	var made int
+	for i, n := range sizes {
+		frame, err := c.readFrame(n)
+		require.NoError(t, err)
+		require.Len(t, frame, n)
+		assert.Equal(t, 4<<20, cap(c.frame.b), "frame %d of %d bytes reads into the 4 MiB buffer", i, n)
+		c.releaseFrame()
+		if i == 0 {
+			made = c.b.buffers.allocated()
+		}
+	}
+	assert.Equal(t, made, c.b.buffers.allocated(), "buffers made after the first frame")
+}
