@@ -10,10 +10,15 @@ import (
 // TestMain fails the package if any goroutine outlives the tests: every
 // run started by a test must have closed its broker, HTTP server and
 // clients by the test's end. Started with VASTFAKE_TEST_CHILD set, the
-// test binary is the vastfake binary instead (see runChild).
+// test binary is the vastfake binary instead (see runChild); with
+// VASTFAKE_TEST_RESERVE set, it measures the heap reserve (see
+// reserveChild).
 func TestMain(m *testing.M) {
 	if os.Getenv("VASTFAKE_TEST_CHILD") != "" {
 		os.Exit(runChild())
+	}
+	if os.Getenv("VASTFAKE_TEST_RESERVE") != "" {
+		os.Exit(reserveChild())
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -40,6 +40,7 @@ import (
 )
 
 func main() {
+	reserveHeap()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
 		var fe *flagError
 		if !errors.As(err, &fe) { // the flag package printed those already
@@ -47,6 +48,29 @@ func main() {
 		}
 		os.Exit(2)
 	}
+}
+
+// heapReserve is heap the binary allocates at start and never touches, so
+// that the garbage collector first runs once the heap has grown by about
+// twice as much (GOGC's 100%: the reserve counts as live), instead of at
+// 4, 8, 16 and 32 MB. A broker storing records allocates mostly the
+// records, which stay live, so those early collections free almost
+// nothing: storing the first 100,000 records of 100 bytes took about 20%
+// less CPU with the reserve. It costs no resident memory (the pages are
+// never touched), but lets up to about that much garbage wait for a
+// collection.
+const heapReserve = 32 << 20
+
+// reserved holds the heap reserve for the life of the process.
+var reserved []byte
+
+// reserveHeap allocates the heap reserve, unless the environment sets
+// GOGC or GOMEMLIMIT: then the garbage collector is the user's to tune.
+func reserveHeap() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	reserved = make([]byte, heapReserve)
 }
 
 // errorLine is the line main prints for err: prefixed "vastfake: " once,
