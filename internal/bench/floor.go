@@ -4,7 +4,15 @@ package bench
 // serve a franz-go producer and consumer group, so that a benchmark can
 // tell the client's cost from the broker's. It acknowledges produce
 // requests by counting their records without storing them, and answers
-// every fetch from one pre-encoded batch of 100-byte values.
+// fetches from pre-encoded batches of 100-byte values.
+//
+// What the client does is what it does against Kafka: the floor speaks
+// the protocol versions vastfake does where they change the client's round
+// trips (a member id first, as KIP-394 has every Kafka broker since 2.2
+// ask; OffsetFetch v9, after which franz-go looks the topic up), and a
+// fetch answer holds the rest of the produced batch at the fetch offset:
+// the least a Kafka broker can answer, since it cannot split a batch. Only
+// the broker's own work is left out.
 
 import (
 	"encoding/binary"
@@ -13,6 +21,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,12 +32,10 @@ import (
 	"github.com/vastfake/vastfake/broker"
 )
 
-// floorBatchRecords is how many records the floor's fetch answer carries
-// at most per partition, about 110 KB: a new consumer's first answer is
-// then no larger than vastfake's (whose young partitions are stored in
-// small chunks), so that the floor bounds its first-record time, while a
-// fetch still carries enough records that its own cost is small next to
-// the client's decoding of them.
+// floorBatchRecords is the most records one of the floor's pre-encoded
+// batches holds: a produced batch of more is answered as several of them
+// (the same records and about the same bytes), so that the floor encodes
+// few batches and keeps them small.
 const floorBatchRecords = 1000
 
 // floorEmptyFetchDelay paces empty fetch answers as vastfake's default
@@ -42,8 +49,8 @@ type Floor struct {
 	port int32
 
 	mu     sync.Mutex
-	topics map[string][]*atomic.Int64 // high watermark per partition
-	groups map[string]int32           // generation per group
+	topics map[string][]*floorPartition
+	groups map[string]int32 // generation per group
 	nextID atomic.Int64
 
 	batchMu sync.Mutex
@@ -63,7 +70,7 @@ func StartFloor() (*Floor, error) {
 	}
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	p, _ := strconv.Atoi(port)
-	f := &Floor{ln: ln, host: host, port: int32(p), topics: map[string][]*atomic.Int64{},
+	f := &Floor{ln: ln, host: host, port: int32(p), topics: map[string][]*floorPartition{},
 		groups: map[string]int32{}, batches: map[int32][]byte{}, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.accept()
@@ -194,7 +201,7 @@ var floorVersions = []struct{ key, min, max int16 }{
 	{int16(kmsg.ListOffsets), 1, 7},
 	{int16(kmsg.Metadata), 1, 12},
 	{int16(kmsg.OffsetCommit), 2, 8},
-	{int16(kmsg.OffsetFetch), 1, 7},
+	{int16(kmsg.OffsetFetch), 1, 9},
 	{int16(kmsg.FindCoordinator), 1, 3},
 	{int16(kmsg.JoinGroup), 2, 9},
 	{int16(kmsg.Heartbeat), 1, 4},
@@ -225,11 +232,11 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 			if _, ok := f.topics[rt.Topic]; ok {
 				st.ErrorCode = kerr.TopicAlreadyExists.Code
 			} else if !req.ValidateOnly {
-				hw := make([]*atomic.Int64, max(rt.NumPartitions, 1))
-				for i := range hw {
-					hw[i] = new(atomic.Int64)
+				ps := make([]*floorPartition, max(rt.NumPartitions, 1))
+				for i := range ps {
+					ps[i] = new(floorPartition)
 				}
-				f.topics[rt.Topic] = hw
+				f.topics[rt.Topic] = ps
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
@@ -247,10 +254,10 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewListOffsetsResponseTopicPartition()
 				sp.Partition, sp.LeaderEpoch, sp.Timestamp, sp.Offset = rp.Partition, 0, -1, 0
-				if hw := f.hw(rt.Topic, rp.Partition); hw == nil {
+				if p := f.partition(rt.Topic, rp.Partition); p == nil {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else if rp.Timestamp == -1 {
-					sp.Offset = hw.Load()
+					sp.Offset = p.highWatermark()
 				}
 				st.Partitions = append(st.Partitions, sp)
 			}
@@ -262,11 +269,16 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 		resp.NodeID, resp.Host, resp.Port = 0, f.host, f.port
 		return resp
 	case *kmsg.JoinGroupRequest:
-		// Every group has one member: the joiner leads it alone.
+		// Every group has one member: the joiner leads it alone, once it
+		// has asked for a member id as Kafka has it do (KIP-394).
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		member := req.MemberID
 		if member == "" {
 			member = "m-" + strconv.FormatInt(f.nextID.Add(1), 10)
+			if req.Version >= 4 {
+				resp.ErrorCode, resp.MemberID, resp.Generation = kerr.MemberIDRequired.Code, member, -1
+				return resp
+			}
 		}
 		f.mu.Lock()
 		f.groups[req.Group]++
@@ -301,6 +313,7 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 		}
 		return resp
 	case *kmsg.OffsetFetchRequest:
+		// Nothing is ever committed: every partition has no offset.
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetFetchResponseTopic()
@@ -311,6 +324,21 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)
+		}
+		for _, rg := range req.Groups { // v8 and later
+			sg := kmsg.NewOffsetFetchResponseGroup()
+			sg.Group = rg.Group
+			for _, rt := range rg.Topics {
+				st := kmsg.NewOffsetFetchResponseGroupTopic()
+				st.Topic = rt.Topic
+				for _, p := range rt.Partitions {
+					sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					sp.Partition, sp.Offset, sp.LeaderEpoch = p, -1, -1
+					st.Partitions = append(st.Partitions, sp)
+				}
+				sg.Topics = append(sg.Topics, st)
+			}
+			resp.Groups = append(resp.Groups, sg)
 		}
 		return resp
 	case *kmsg.OffsetCommitRequest:
@@ -330,15 +358,62 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 	return kreq.ResponseKind() // not advertised; answered with zero values
 }
 
-// hw is a partition's high watermark counter, or nil for an unknown one.
-func (f *Floor) hw(topic string, partition int32) *atomic.Int64 {
+// floorPartition is what the floor keeps of a partition: where each
+// batch it acknowledged ends, so that a fetch answers records in batches
+// of the sizes the producers sent. No record is kept.
+type floorPartition struct {
+	mu   sync.Mutex
+	ends []int64 // the offset after each acknowledged batch, ascending
+}
+
+// highWatermark returns the offset after the last acknowledged record.
+func (p *floorPartition) highWatermark() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ends) == 0 {
+		return 0
+	}
+	return p.ends[len(p.ends)-1]
+}
+
+// add acknowledges batches of counts records and returns the first one's
+// base offset.
+func (p *floorPartition) add(counts []int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	base := int64(0)
+	if len(p.ends) > 0 {
+		base = p.ends[len(p.ends)-1]
+	}
+	end := base
+	for _, n := range counts {
+		end += n
+		p.ends = append(p.ends, end)
+	}
+	return base
+}
+
+// batchEnd returns the end of the acknowledged batch holding offset, or
+// offset itself when none does.
+func (p *floorPartition) batchEnd(offset int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := sort.Search(len(p.ends), func(i int) bool { return p.ends[i] > offset })
+	if i == len(p.ends) || offset < 0 {
+		return offset
+	}
+	return p.ends[i]
+}
+
+// partition returns a partition of the floor, or nil for an unknown one.
+func (f *Floor) partition(topic string, partition int32) *floorPartition {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	hw := f.topics[topic]
-	if partition < 0 || int(partition) >= len(hw) {
+	ps := f.topics[topic]
+	if partition < 0 || int(partition) >= len(ps) {
 		return nil
 	}
-	return hw[partition]
+	return ps[partition]
 }
 
 func (f *Floor) metadata(req *kmsg.MetadataRequest) kmsg.Response {
@@ -363,11 +438,11 @@ func (f *Floor) metadata(req *kmsg.MetadataRequest) kmsg.Response {
 	for _, name := range names {
 		st := kmsg.NewMetadataResponseTopic()
 		st.Topic = kmsg.StringPtr(name)
-		hw, ok := f.topics[name]
+		ps, ok := f.topics[name]
 		if !ok {
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		}
-		for p := range hw {
+		for p := range ps {
 			sp := kmsg.NewMetadataResponseTopicPartition()
 			sp.Partition, sp.Leader, sp.Replicas, sp.ISR = int32(p), 0, []int32{0}, []int32{0}
 			st.Partitions = append(st.Partitions, sp)
@@ -377,8 +452,8 @@ func (f *Floor) metadata(req *kmsg.MetadataRequest) kmsg.Response {
 	return resp
 }
 
-// produce acknowledges every batch by adding its record count to the
-// partition's high watermark; nothing is stored.
+// produce acknowledges every batch by noting its record count; nothing is
+// stored.
 func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	for _, rt := range req.Topics {
@@ -387,22 +462,22 @@ func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition, sp.LogAppendTime = rp.Partition, -1
-			hw := f.hw(rt.Topic, rp.Partition)
-			if hw == nil {
+			p := f.partition(rt.Topic, rp.Partition)
+			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			var n int64
+			var counts []int64
 			for b := rp.Records; len(b) >= 61; {
 				size := 12 + int(binary.BigEndian.Uint32(b[8:]))
-				n += int64(binary.BigEndian.Uint32(b[57:]))
+				counts = append(counts, int64(binary.BigEndian.Uint32(b[57:])))
 				if size > len(b) {
 					break
 				}
 				b = b[size:]
 			}
-			sp.BaseOffset = hw.Add(n) - n
+			sp.BaseOffset = p.add(counts)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -413,10 +488,10 @@ func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
 	return resp
 }
 
-// fetch answers each partition below its high watermark with the
-// pre-encoded batch, re-based to the fetch offset and cut to the records
-// the partition holds; an answer with no records waits
-// floorEmptyFetchDelay (or MaxWait, if shorter) first.
+// fetch answers each partition below its high watermark with the records
+// from the fetch offset to the end of the acknowledged batch holding it, as
+// pre-encoded batches re-based to their offsets; an answer with no records
+// waits floorEmptyFetchDelay (or MaxWait, if shorter) first.
 func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	used, total := 0, 0
@@ -427,23 +502,28 @@ func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition, sp.PreferredReadReplica = rp.Partition, -1
 			sp.RecordBatches = []byte{}
-			hw := f.hw(rt.Topic, rp.Partition)
-			if hw == nil {
+			p := f.partition(rt.Topic, rp.Partition)
+			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			end := hw.Load()
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
-			if n := min(end-rp.FetchOffset, floorBatchRecords); n > 0 {
-				batch := f.batch(int32(n))
-				if used == len(fc.scratch) {
-					fc.scratch = append(fc.scratch, nil)
-				}
-				out := append(fc.scratch[used][:0], batch...)
-				fc.scratch[used] = out
+			hw := p.highWatermark()
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, 0
+			if used == len(fc.scratch) {
+				fc.scratch = append(fc.scratch, nil)
+			}
+			out := fc.scratch[used][:0]
+			for offset, end := rp.FetchOffset, p.batchEnd(rp.FetchOffset); offset < end; {
+				n := min(end-offset, floorBatchRecords)
+				start := len(out)
+				out = append(out, f.batch(int32(n))...)
+				binary.BigEndian.PutUint64(out[start:], uint64(offset))
+				offset += n
+			}
+			fc.scratch[used] = out
+			if len(out) > 0 {
 				used++
-				binary.BigEndian.PutUint64(out, uint64(rp.FetchOffset))
 				sp.RecordBatches = out
 				total += len(out)
 			}
@@ -457,14 +537,28 @@ func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 	return resp
 }
 
-// batch returns the pre-encoded batch of n records, base offset 0,
-// encoding it the first time it is asked for.
+// batch returns the pre-encoded batch of n records, base offset 0, making
+// it the first time it is asked for: up to floorBatchRecords by cutting the
+// batch of floorBatchRecords short, so that answering batches of many
+// sizes costs the floor little.
 func (f *Floor) batch(n int32) []byte {
 	f.batchMu.Lock()
 	defer f.batchMu.Unlock()
 	if b, ok := f.batches[n]; ok {
 		return b
 	}
+	var out []byte
+	if full, ok := f.batches[floorBatchRecords]; ok && n < floorBatchRecords {
+		out = cutBatch(full, n)
+	} else {
+		out = encodeBatch(n)
+	}
+	f.batches[n] = out
+	return out
+}
+
+// encodeBatch encodes a batch of n records of ValueSize-byte values.
+func encodeBatch(n int32) []byte {
 	rb := kmsg.NewRecordBatch()
 	rb.Magic = 2
 	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, rb.PartitionLeaderEpoch = -1, -1, -1, 0
@@ -480,7 +574,27 @@ func (f *Floor) batch(n int32) []byte {
 	}
 	out := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
-	f.batches[n] = out
-	return out
+	return withCRC(out)
+}
+
+// cutBatch returns a copy of the encoded batch b holding only its first n
+// records (all records of b carry the same timestamp).
+func cutBatch(b []byte, n int32) []byte {
+	const recordsStart = 61
+	end := recordsStart
+	for range n {
+		length, k := binary.Varint(b[end:])
+		end += k + int(length)
+	}
+	out := append([]byte(nil), b[:end]...)
+	binary.BigEndian.PutUint32(out[8:], uint32(end-12))
+	binary.BigEndian.PutUint32(out[23:], uint32(n-1)) // last offset delta
+	binary.BigEndian.PutUint32(out[57:], uint32(n))   // records
+	return withCRC(out)
+}
+
+// withCRC sets the batch's CRC-32C and returns it.
+func withCRC(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"hash/crc32"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestFloorServesProducerAndGroup runs the benchmark's own workloads
@@ -25,4 +29,93 @@ func TestFloorServesProducerAndGroup(t *testing.T) {
 	require.NoError(t, ConsumeGroup(ctx, f.Addr(), "g", "t", 20_000))
 	_, err = FirstRecord(ctx, f.Addr(), "first", "t")
 	require.NoError(t, err)
+}
+
+// TestFloorAnswersWholeProducedBatches: a fetch gets the records of the
+// produced batch holding its offset, to that batch's end, even past the
+// partition's byte limit: the least a Kafka broker can answer, since it
+// cannot split a batch.
+func TestFloorAnswersWholeProducedBatches(t *testing.T) {
+	f, err := StartFloor()
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := Client(f.Addr())
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, CreateTopic(ctx, cl, "t", 1))
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks, produce.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "t"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = append(append([]byte{}, f.batch(2500)...), f.batch(10)...) // two batches: 2,500 and 10 records
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	_, err = produce.RequestWith(ctx, cl)
+	require.NoError(t, err)
+
+	fetched := func(offset int64, maxBytes int32) (first int64, records int) {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.MaxBytes, req.MinBytes = 50<<20, 1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "t"
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.FetchOffset, fp.PartitionMaxBytes = offset, maxBytes
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		first = -1
+		for b := resp.Topics[0].Partitions[0].RecordBatches; len(b) > 0; {
+			var rb kmsg.RecordBatch
+			require.NoError(t, rb.ReadFrom(b))
+			require.Equal(t, rb.CRC, int32(crc32.Checksum(b[21:12+rb.Length], crc32.MakeTable(crc32.Castagnoli))), "batch at %d: CRC", rb.FirstOffset)
+			if first < 0 {
+				first = rb.FirstOffset
+			}
+			records += int(rb.NumRecords)
+			b = b[12+int(rb.Length):]
+		}
+		return first, records
+	}
+	first, n := fetched(0, 1)
+	assert.Equal(t, int64(0), first)
+	assert.Equal(t, 2500, n, "the whole first batch, past a 1-byte limit")
+	first, n = fetched(1200, 1)
+	assert.Equal(t, int64(1200), first)
+	assert.Equal(t, 1300, n, "the rest of the batch holding the offset")
+	first, n = fetched(2500, 1<<20)
+	assert.Equal(t, int64(2500), first)
+	assert.Equal(t, 10, n, "the next batch")
+	_, n = fetched(2510, 1<<20)
+	assert.Zero(t, n, "nothing at the high watermark")
+}
+
+// TestFloorAsksForAMemberID: a JoinGroup without a member id gets
+// MEMBER_ID_REQUIRED and one to join with, as from Kafka (KIP-394).
+func TestFloorAsksForAMemberID(t *testing.T) {
+	f, err := StartFloor()
+	require.NoError(t, err)
+	defer f.Close()
+	cl, err := Client(f.Addr())
+	require.NoError(t, err)
+	defer cl.Close()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 30000, 30000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	join.Protocols = append(join.Protocols, p)
+	resp, err := join.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	assert.Equal(t, kerr.MemberIDRequired.Code, resp.ErrorCode)
+	require.NotEmpty(t, resp.MemberID)
+	join.MemberID = resp.MemberID
+	resp, err = join.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	assert.Zero(t, resp.ErrorCode)
+	assert.Equal(t, join.MemberID, resp.LeaderID)
 }
