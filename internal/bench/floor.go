@@ -9,10 +9,10 @@ package bench
 // What the client does is what it does against Kafka: the floor speaks
 // the protocol versions vastfake does where they change the client's round
 // trips (a member id first, as KIP-394 has every Kafka broker since 2.2
-// ask; OffsetFetch v9, after which franz-go looks the topic up), and a
-// fetch answer holds the rest of the produced batch at the fetch offset:
-// the least a Kafka broker can answer, since it cannot split a batch. Only
-// the broker's own work is left out.
+// ask; OffsetFetch v9, after which franz-go looks the topic up), and its
+// fetch answers are shaped as Kafka's: whole batches of the records the
+// producers' batches held (a broker cannot split one), as many as fit the
+// partition's byte limit. Only the broker's own work is left out.
 
 import (
 	"encoding/binary"
@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"net"
 	"sort"
 	"strconv"
@@ -33,10 +34,13 @@ import (
 )
 
 // floorBatchRecords is the most records one of the floor's pre-encoded
-// batches holds: a produced batch of more is answered as several of them
-// (the same records and about the same bytes), so that the floor encodes
-// few batches and keeps them small.
-const floorBatchRecords = 1000
+// batches holds. The floor keeps one batch of each power of two up to it
+// and answers a produced batch of n records with the ones n's binary digits
+// name (1,000 records as 512, 256, 128, 64, 32 and 8): the same records and
+// nearly the same bytes, from ten pre-encoded batches.
+const floorBatchRecords = 1 << floorBatchBits
+
+const floorBatchBits = 9
 
 // floorEmptyFetchDelay paces empty fetch answers as vastfake's default
 // empty fetch delay does, so that the idle cost of the two compares.
@@ -53,8 +57,11 @@ type Floor struct {
 	groups map[string]int32 // generation per group
 	nextID atomic.Int64
 
+	freeMu sync.Mutex
+	free   [][]byte // buffers kept for reuse (take, give)
+
 	batchMu sync.Mutex
-	batches map[int32][]byte // pre-encoded batch by record count, base offset 0
+	batches [floorBatchBits + 1][]byte // pre-encoded batches of 1, 2, 4 … floorBatchRecords records
 
 	wg     sync.WaitGroup
 	connMu sync.Mutex
@@ -71,7 +78,7 @@ func StartFloor() (*Floor, error) {
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	p, _ := strconv.Atoi(port)
 	f := &Floor{ln: ln, host: host, port: int32(p), topics: map[string][]*floorPartition{},
-		groups: map[string]int32{}, batches: map[int32][]byte{}, conns: map[net.Conn]struct{}{}}
+		groups: map[string]int32{}, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.accept()
 	return f, nil
@@ -119,11 +126,46 @@ func (f *Floor) accept() {
 	}
 }
 
-// floorConn is one connection's reusable buffers.
+// floorConn is what one connection's request borrowed from the floor's
+// free buffers, given back once it is answered.
 type floorConn struct {
-	in, out []byte
-	scratch [][]byte // fetch answers' batches, re-based per partition
+	borrowed [][]byte
 }
+
+// take returns an empty buffer with room for n bytes: the smallest free
+// one the floor has used before that is large enough (its pages are in
+// memory), else a new one of the next power of two, which later requests
+// of about the same size can reuse.
+func (f *Floor) take(n int) []byte {
+	f.freeMu.Lock()
+	defer f.freeMu.Unlock()
+	best := -1
+	for i, b := range f.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(f.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]byte, 0, 1<<bits.Len(uint(n)))
+	}
+	b := f.free[best]
+	f.free[best] = f.free[len(f.free)-1]
+	f.free = f.free[:len(f.free)-1]
+	return b[:0]
+}
+
+// give keeps b for reuse, up to floorFreeBuffers buffers.
+func (f *Floor) give(b []byte) {
+	f.freeMu.Lock()
+	defer f.freeMu.Unlock()
+	if len(f.free) < floorFreeBuffers {
+		f.free = append(f.free, b)
+	}
+}
+
+// floorFreeBuffers is how many buffers the floor keeps for reuse: a
+// request frame, an answer and its batches for a few connections at once.
+const floorFreeBuffers = 16
 
 func (f *Floor) serve(c net.Conn) {
 	fc := &floorConn{}
@@ -136,14 +178,17 @@ func (f *Floor) serve(c net.Conn) {
 		if n < 8 || n > 100<<20 {
 			return
 		}
-		if cap(fc.in) < n {
-			fc.in = make([]byte, n)
-		}
-		frame := fc.in[:n]
+		frame := f.take(n)[:n]
 		if _, err := io.ReadFull(c, frame); err != nil {
 			return
 		}
-		if err := f.handle(c, fc, frame); err != nil {
+		err := f.handle(c, fc, frame)
+		f.give(frame)
+		for _, b := range fc.borrowed {
+			f.give(b)
+		}
+		fc.borrowed = fc.borrowed[:0]
+		if err != nil {
 			return
 		}
 	}
@@ -181,15 +226,19 @@ func (f *Floor) handle(c net.Conn, fc *floorConn, frame []byte) error {
 		return nil // acks=0
 	}
 	resp.SetVersion(version)
-	out := append(fc.out[:0], 0, 0, 0, 0)
+	size := 1 << 10
+	for _, b := range fc.borrowed {
+		size += len(b) // a fetch's batches
+	}
+	out := append(f.take(size), 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, corr)
 	if resp.IsFlexible() && key != int16(kmsg.ApiVersions) {
 		out = append(out, 0)
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	fc.out = out
 	_, err := c.Write(out)
+	fc.borrowed = append(fc.borrowed, out)
 	return err
 }
 
@@ -489,12 +538,19 @@ func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
 }
 
 // fetch answers each partition below its high watermark with the records
-// from the fetch offset to the end of the acknowledged batch holding it, as
-// pre-encoded batches re-based to their offsets; an answer with no records
-// waits floorEmptyFetchDelay (or MaxWait, if shorter) first.
+// of the acknowledged batches from the fetch offset on, as many batches as
+// fit the partition's byte limit and at least one, as Kafka does; each is
+// answered with pre-encoded batches re-based to its offsets. An answer with
+// no records waits floorEmptyFetchDelay (or MaxWait, if shorter) first.
 func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	used, total := 0, 0
+	// First what each partition answers, then its batches, in one buffer.
+	type answer struct {
+		topic, partition int // indexes in resp.Topics and its Partitions
+		from, to         int64
+	}
+	var answers []answer
+	total := 0
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic = rt.Topic
@@ -510,26 +566,31 @@ func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 			}
 			hw := p.highWatermark()
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, 0
-			if used == len(fc.scratch) {
-				fc.scratch = append(fc.scratch, nil)
-			}
-			out := fc.scratch[used][:0]
-			for offset, end := rp.FetchOffset, p.batchEnd(rp.FetchOffset); offset < end; {
-				n := min(end-offset, floorBatchRecords)
-				start := len(out)
-				out = append(out, f.batch(int32(n))...)
-				binary.BigEndian.PutUint64(out[start:], uint64(offset))
-				offset += n
-			}
-			fc.scratch[used] = out
-			if len(out) > 0 {
-				used++
-				sp.RecordBatches = out
-				total += len(out)
+			offset, size := rp.FetchOffset, 0
+			for offset < hw {
+				end := p.batchEnd(offset)
+				n := f.batchesSize(end - offset)
+				if size > 0 && size+n > int(rp.PartitionMaxBytes) {
+					break
+				}
+				offset, size = end, size+n
 			}
 			st.Partitions = append(st.Partitions, sp)
+			if size > 0 {
+				answers = append(answers, answer{len(resp.Topics), len(st.Partitions) - 1, rp.FetchOffset, offset})
+				total += size
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if total > 0 {
+		out := f.take(total)
+		for _, a := range answers {
+			start := len(out)
+			out = f.appendBatches(out, a.from, a.to-a.from)
+			resp.Topics[a.topic].Partitions[a.partition].RecordBatches = out[start:len(out):len(out)]
+		}
+		fc.borrowed = append(fc.borrowed, out)
 	}
 	if total == 0 && req.MaxWaitMillis > 0 {
 		time.Sleep(min(floorEmptyFetchDelay, time.Duration(req.MaxWaitMillis)*time.Millisecond))
@@ -537,24 +598,40 @@ func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 	return resp
 }
 
-// batch returns the pre-encoded batch of n records, base offset 0, making
-// it the first time it is asked for: up to floorBatchRecords by cutting the
-// batch of floorBatchRecords short, so that answering batches of many
-// sizes costs the floor little.
-func (f *Floor) batch(n int32) []byte {
+// appendBatches appends batches holding the n records from offset on and
+// returns out.
+func (f *Floor) appendBatches(out []byte, offset, n int64) []byte {
+	for n > 0 {
+		k := min(int64(floorBatchRecords), int64(1)<<(bits.Len64(uint64(n))-1))
+		start := len(out)
+		out = append(out, f.batch(k)...)
+		binary.BigEndian.PutUint64(out[start:], uint64(offset))
+		offset, n = offset+k, n-k
+	}
+	return out
+}
+
+// batchesSize returns the bytes appendBatches appends for n records.
+func (f *Floor) batchesSize(n int64) int {
+	size := 0
+	for n > 0 {
+		k := min(int64(floorBatchRecords), int64(1)<<(bits.Len64(uint64(n))-1))
+		size += len(f.batch(k))
+		n -= k
+	}
+	return size
+}
+
+// batch returns the pre-encoded batch of n records (a power of two up to
+// floorBatchRecords), base offset 0, encoding it the first time.
+func (f *Floor) batch(n int64) []byte {
+	i := bits.Len64(uint64(n)) - 1
 	f.batchMu.Lock()
 	defer f.batchMu.Unlock()
-	if b, ok := f.batches[n]; ok {
-		return b
+	if f.batches[i] == nil {
+		f.batches[i] = encodeBatch(int32(n))
 	}
-	var out []byte
-	if full, ok := f.batches[floorBatchRecords]; ok && n < floorBatchRecords {
-		out = cutBatch(full, n)
-	} else {
-		out = encodeBatch(n)
-	}
-	f.batches[n] = out
-	return out
+	return f.batches[i]
 }
 
 // encodeBatch encodes a batch of n records of ValueSize-byte values.
@@ -574,27 +651,6 @@ func encodeBatch(n int32) []byte {
 	}
 	out := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	return withCRC(out)
-}
-
-// cutBatch returns a copy of the encoded batch b holding only its first n
-// records (all records of b carry the same timestamp).
-func cutBatch(b []byte, n int32) []byte {
-	const recordsStart = 61
-	end := recordsStart
-	for range n {
-		length, k := binary.Varint(b[end:])
-		end += k + int(length)
-	}
-	out := append([]byte(nil), b[:end]...)
-	binary.BigEndian.PutUint32(out[8:], uint32(end-12))
-	binary.BigEndian.PutUint32(out[23:], uint32(n-1)) // last offset delta
-	binary.BigEndian.PutUint32(out[57:], uint32(n))   // records
-	return withCRC(out)
-}
-
-// withCRC sets the batch's CRC-32C and returns it.
-func withCRC(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
 }

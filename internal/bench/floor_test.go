@@ -33,8 +33,8 @@ func TestFloorServesProducerAndGroup(t *testing.T) {
 
 // TestFloorAnswersWholeProducedBatches: a fetch gets the records of the
 // produced batch holding its offset, to that batch's end, even past the
-// partition's byte limit: the least a Kafka broker can answer, since it
-// cannot split a batch.
+// partition's byte limit, as any Kafka broker must answer (it cannot split
+// a batch); more whole batches follow while they fit the limit.
 func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 	f, err := StartFloor()
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 	pt := kmsg.NewProduceRequestTopic()
 	pt.Topic = "t"
 	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = append(append([]byte{}, f.batch(2500)...), f.batch(10)...) // two batches: 2,500 and 10 records
+	pp.Records = append(encodeBatch(2500), encodeBatch(10)...) // two batches: 2,500 and 10 records
 	pt.Partitions = append(pt.Partitions, pp)
 	produce.Topics = append(produce.Topics, pt)
 	_, err = produce.RequestWith(ctx, cl)
@@ -88,9 +88,11 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 	first, n = fetched(1200, 1)
 	assert.Equal(t, int64(1200), first)
 	assert.Equal(t, 1300, n, "the rest of the batch holding the offset")
-	first, n = fetched(2500, 1<<20)
+	first, n = fetched(2500, 1)
 	assert.Equal(t, int64(2500), first)
 	assert.Equal(t, 10, n, "the next batch")
+	_, n = fetched(0, 1<<20)
+	assert.Equal(t, 2510, n, "both batches within 1 MiB")
 	_, n = fetched(2510, 1<<20)
 	assert.Zero(t, n, "nothing at the high watermark")
 }
