@@ -11,9 +11,10 @@
 // kfake and the floor in a `vastbench -serve` child), the client in a
 // fresh vastbench child, and beside each rate stand the broker process's
 // own CPU time (user and system, from /proc) and resident-set growth.
-// The floor acknowledges produce without storing and answers every fetch
-// from one pre-encoded batch (internal/bench/floor.go): what no broker can
-// beat with this client. The second table runs the broker inside the
+// The floor acknowledges produce without storing and answers fetches with
+// pre-encoded batches shaped as the produced ones, speaking the protocol as
+// Kafka does (internal/bench/floor.go): what no broker can beat with this
+// client. The second table runs the broker inside the
 // client's process, as a Go test embeds vastfake.
 //
 // Every workload runs for several rounds, each running every broker once,
