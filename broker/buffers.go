@@ -71,15 +71,19 @@ func frameClass(n int) int {
 	return c - minFrameClass
 }
 
-// get returns a buffer with room for at least n bytes: the smallest free
-// one, or else a new one of the smallest class that holds n (less than 2n
-// bytes), or exactly n above the largest class.
+// get returns a buffer with room for at least n bytes, its first n bytes
+// mapped in: a free one (getFree), or else a new one of the smallest class
+// that holds n (less than 2n bytes), or exactly n above the largest class.
 func (p *bufferPool) get(n int) *frameBuf {
 	c := frameClass(n)
 	if c < 0 {
 		return &frameBuf{b: make([]byte, n), cost: n}
 	}
 	if fb := p.getFree(n); fb != nil {
+		if fb.released {
+			pages.Populate(fb.b[:n])
+			fb.released = false
+		}
 		return fb
 	}
 	p.mu.Lock()
@@ -91,12 +95,13 @@ func (p *bufferPool) get(n int) *frameBuf {
 }
 
 // getFree returns a free buffer with room for n bytes, or nil when there
-// is none; it never allocates. Taking a buffer the broker already holds
-// costs no memory, so a frame may take one of its declared size before its
-// bytes arrive. It takes the smallest resident buffer that fits, else the
-// smallest one whose pages were released, and maps the first n bytes of
-// that back in: a larger buffer already in memory serves before another
-// is made resident.
+// is none; it never allocates nor maps pages in. It takes the smallest
+// resident buffer that fits, else the smallest one whose pages were
+// released (its released flag still set): a larger buffer already in
+// memory serves before another is made resident, so a small answer may hold
+// a large buffer while it is written. Taking a resident buffer costs no new
+// memory, and a released one's pages come back only as they are written,
+// so a frame may take one of its declared size before its bytes arrive.
 func (p *bufferPool) getFree(n int) *frameBuf {
 	c := frameClass(n)
 	if c < 0 {
@@ -129,10 +134,6 @@ func (p *bufferPool) getFree(n int) *frameBuf {
 	p.free[pick] = list[:last]
 	p.bytes -= fb.cost
 	p.mu.Unlock()
-	if fb.released {
-		pages.Populate(fb.b[:n])
-		fb.released = false
-	}
 	return fb
 }
 

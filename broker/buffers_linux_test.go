@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"testing"
@@ -65,32 +67,34 @@ func TestHugePageAdviceDoesNotPileUpMappings(t *testing.T) {
 	assert.Less(t, grown, 1000, "mappings added")
 }
 
+// residentBytes returns this process's resident memory, from /proc.
+func residentBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	require.NoError(t, err)
+	var size, pages int64
+	_, err = fmt.Sscan(string(b), &size, &pages)
+	require.NoError(t, err)
+	return pages * int64(os.Getpagesize())
+}
+
 // TestReleasedBuffersLeaveResidentMemory: a buffer given back with
 // putReleased stops counting in the process's resident memory until it is
 // taken again, and a free resident buffer serves before a released one, so
 // that a producer's frames of varying sizes keep one buffer in memory.
 func TestReleasedBuffersLeaveResidentMemory(t *testing.T) {
-	resident := func() int64 {
-		b, err := os.ReadFile("/proc/self/statm")
-		require.NoError(t, err)
-		var size, pages int64
-		_, err = fmt.Sscan(string(b), &size, &pages)
-		require.NoError(t, err)
-		return pages * int64(os.Getpagesize())
-	}
 	var p bufferPool
 	big := p.get(maxPooledFrameBuffer)
 	for i := range big.b {
 		big.b[i] = 1
 	}
-	before := resident()
+	before := residentBytes(t)
 	p.putReleased(big)
-	assert.Greater(t, before-resident(), int64(maxPooledFrameBuffer*3/4), "resident memory given back")
+	assert.Greater(t, before-residentBytes(t), int64(maxPooledFrameBuffer*3/4), "resident memory given back")
 	assert.Equal(t, big.cost, p.freeBytes(), "a released buffer stays on the free list")
 
-	got := p.getFree(1 << 20)
+	got := p.get(1 << 20)
 	assert.True(t, got == big, "the released buffer is handed out again")
-	assert.False(t, got.released, "mapped back in as it is taken")
+	assert.False(t, got.released, "get maps back in what it hands out")
 	got.b[len(got.b)-1] = 2 // writable past what was asked for, too
 
 	mid := p.get(2 << 20) // a resident buffer of a smaller class
@@ -102,4 +106,24 @@ func TestReleasedBuffersLeaveResidentMemory(t *testing.T) {
 	small := p.get(minReleased / 2)
 	p.putReleased(small)
 	assert.False(t, small.released, "buffers below minReleased keep their pages")
+}
+
+// TestDeclaredSizeDoesNotMapReleasedBuffers: a frame whose header declares
+// a size a released free buffer fits may take that buffer, but its pages
+// come back only as the frame's bytes arrive: a header and a trickle cannot
+// make the free list resident again.
+func TestDeclaredSizeDoesNotMapReleasedBuffers(t *testing.T) {
+	b := &Broker{}
+	big := b.buffers.get(maxPooledFrameBuffer)
+	for i := range big.b {
+		big.b[i] = 1
+	}
+	b.buffers.putReleased(big)
+	before := residentBytes(t)
+	src := &trickle{left: 1000}
+	c := &clientConn{b: b, r: bufio.NewReaderSize(src, 16)}
+	_, err := c.readFrame(maxPooledFrameBuffer)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Less(t, residentBytes(t)-before, int64(maxPooledFrameBuffer/4), "resident memory a 1000-byte trickle brought back")
+	assert.True(t, b.buffers.getFree(1) == big && big.released, "the buffer went back still released")
 }

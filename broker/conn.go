@@ -617,7 +617,8 @@ func (c *clientConn) readSize() (int32, error) {
 // readFrame reads a frame body of size bytes into a buffer from the shared
 // free list, which the connection holds until releaseFrame (after the request is
 // answered). A free buffer of the frame's size (of the previous frame's,
-// if that was larger) is taken at once: the broker holds it already, and a
+// if that was larger) is taken at once: the broker holds it already (a
+// released one's pages come back only as the frame's bytes arrive), and a
 // producer whose requests vary in size keeps to one buffer. Otherwise the broker allocates at most twice the bytes
 // the connection has sent (and at least minFrameBuffer): the buffer starts
 // at the larger of what is already buffered and the connection's previous
@@ -657,6 +658,7 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 		c.b.buffers.putReleased(fb)
 		fb = next
 	}
+	fb.released = false // its pages are in memory now, written by the frame
 	c.frame, c.lastFrame = fb, size
 	return buf, nil
 }
