@@ -146,7 +146,7 @@ func (f *Floor) take(n int) []byte {
 		}
 	}
 	if best < 0 {
-		return make([]byte, 0, 1<<bits.Len(uint(n)))
+		return make([]byte, 0, 1<<bits.Len(uint(max(n, 1)-1)))
 	}
 	b := f.free[best]
 	f.free[best] = f.free[len(f.free)-1]
@@ -324,7 +324,7 @@ func (f *Floor) answer(fc *floorConn, kreq kmsg.Request) kmsg.Response {
 		member := req.MemberID
 		if member == "" {
 			member = "m-" + strconv.FormatInt(f.nextID.Add(1), 10)
-			if req.Version >= 4 {
+			if req.Version >= 4 && req.InstanceID == nil { // static members join at once
 				resp.ErrorCode, resp.MemberID, resp.Generation = kerr.MemberIDRequired.Code, member, -1
 				return resp
 			}
@@ -520,7 +520,9 @@ func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
 			var counts []int64
 			for b := rp.Records; len(b) >= 61; {
 				size := 12 + int(binary.BigEndian.Uint32(b[8:]))
-				counts = append(counts, int64(binary.BigEndian.Uint32(b[57:])))
+				// No more records than bytes: a bad count cannot make the
+				// floor build a huge answer.
+				counts = append(counts, min(int64(binary.BigEndian.Uint32(b[57:])), int64(size)))
 				if size > len(b) {
 					break
 				}
@@ -539,9 +541,13 @@ func (f *Floor) produce(req *kmsg.ProduceRequest) kmsg.Response {
 
 // fetch answers each partition below its high watermark with the records
 // of the acknowledged batches from the fetch offset on, as many batches as
-// fit the partition's byte limit and at least one, as Kafka does; each is
-// answered with pre-encoded batches re-based to its offsets. An answer with
-// no records waits floorEmptyFetchDelay (or MaxWait, if shorter) first.
+// fit the partition's byte limit and at least one, and stops adding
+// partitions once the answer holds MaxBytes, as Kafka does; each batch is
+// answered with pre-encoded batches re-based to its offsets (a fetch inside
+// a batch gets the rest of it, where Kafka sends the whole batch for the
+// client to skip the records before the offset). An offset outside the log
+// gets OFFSET_OUT_OF_RANGE. An answer with no records waits
+// floorEmptyFetchDelay (or MaxWait, if shorter) first.
 func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	// First what each partition answers, then its batches, in one buffer.
@@ -566,8 +572,13 @@ func (f *Floor) fetch(fc *floorConn, req *kmsg.FetchRequest) kmsg.Response {
 			}
 			hw := p.highWatermark()
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, 0
+			if rp.FetchOffset < 0 || rp.FetchOffset > hw {
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			offset, size := rp.FetchOffset, 0
-			for offset < hw {
+			for offset < hw && (total == 0 || total+size < int(req.MaxBytes)) {
 				end := p.batchEnd(offset)
 				n := f.batchesSize(end - offset)
 				if size > 0 && size+n > int(rp.PartitionMaxBytes) {

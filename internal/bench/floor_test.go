@@ -57,7 +57,7 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 	_, err = produce.RequestWith(ctx, cl)
 	require.NoError(t, err)
 
-	fetched := func(offset int64, maxBytes int32) (first int64, records int) {
+	fetched := func(offset int64, maxBytes int32) (first int64, records int, code int16) {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(12)
 		req.MaxBytes, req.MinBytes = 50<<20, 1
@@ -69,7 +69,7 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 		req.Topics = append(req.Topics, ft)
 		resp, err := req.RequestWith(ctx, cl)
 		require.NoError(t, err)
-		first = -1
+		first, code = -1, resp.Topics[0].Partitions[0].ErrorCode
 		for b := resp.Topics[0].Partitions[0].RecordBatches; len(b) > 0; {
 			var rb kmsg.RecordBatch
 			require.NoError(t, rb.ReadFrom(b))
@@ -80,25 +80,30 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 			records += int(rb.NumRecords)
 			b = b[12+int(rb.Length):]
 		}
-		return first, records
+		return first, records, code
 	}
-	first, n := fetched(0, 1)
+	first, n, _ := fetched(0, 1)
 	assert.Equal(t, int64(0), first)
 	assert.Equal(t, 2500, n, "the whole first batch, past a 1-byte limit")
-	first, n = fetched(1200, 1)
+	first, n, _ = fetched(1200, 1)
 	assert.Equal(t, int64(1200), first)
 	assert.Equal(t, 1300, n, "the rest of the batch holding the offset")
-	first, n = fetched(2500, 1)
+	first, n, _ = fetched(2500, 1)
 	assert.Equal(t, int64(2500), first)
 	assert.Equal(t, 10, n, "the next batch")
-	_, n = fetched(0, 1<<20)
+	_, n, _ = fetched(0, 1<<20)
 	assert.Equal(t, 2510, n, "both batches within 1 MiB")
-	_, n = fetched(2510, 1<<20)
+	_, n, _ = fetched(2510, 1<<20)
 	assert.Zero(t, n, "nothing at the high watermark")
+	for _, offset := range []int64{-1, -2, 2511} {
+		_, _, code := fetched(offset, 1<<20)
+		assert.Equal(t, kerr.OffsetOutOfRange.Code, code, "offset %d", offset)
+	}
 }
 
 // TestFloorAsksForAMemberID: a JoinGroup without a member id gets
-// MEMBER_ID_REQUIRED and one to join with, as from Kafka (KIP-394).
+// MEMBER_ID_REQUIRED and one to join with, as from Kafka (KIP-394), unless
+// it is a static member's.
 func TestFloorAsksForAMemberID(t *testing.T) {
 	f, err := StartFloor()
 	require.NoError(t, err)
@@ -120,4 +125,10 @@ func TestFloorAsksForAMemberID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, resp.ErrorCode)
 	assert.Equal(t, join.MemberID, resp.LeaderID)
+
+	join.MemberID, join.InstanceID = "", kmsg.StringPtr("static-1")
+	resp, err = join.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	assert.Zero(t, resp.ErrorCode, "a static member joins at once, as in Kafka")
+	assert.NotEmpty(t, resp.MemberID)
 }
