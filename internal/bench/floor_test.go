@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,18 +17,11 @@ import (
 // against the floor: a producer is acknowledged, a group consumer reads as
 // many records back, and a new group gets its first record.
 func TestFloorServesProducerAndGroup(t *testing.T) {
-	f, err := StartFloor()
-	require.NoError(t, err)
-	defer f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := Client(f.Addr())
-	require.NoError(t, err)
-	defer cl.Close()
+	f, cl, ctx := startFloor(t)
 	require.NoError(t, CreateTopic(ctx, cl, "t", 3))
 	require.NoError(t, Produce(ctx, cl, "t", 20_000))
 	require.NoError(t, ConsumeGroup(ctx, f.Addr(), "g", "t", 20_000))
-	_, err = FirstRecord(ctx, f.Addr(), "first", "t")
+	_, err := FirstRecord(ctx, f.Addr(), "first", "t")
 	require.NoError(t, err)
 }
 
@@ -36,14 +30,7 @@ func TestFloorServesProducerAndGroup(t *testing.T) {
 // partition's byte limit, as any Kafka broker must answer (it cannot split
 // a batch); more whole batches follow while they fit the limit.
 func TestFloorAnswersWholeProducedBatches(t *testing.T) {
-	f, err := StartFloor()
-	require.NoError(t, err)
-	defer f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := Client(f.Addr())
-	require.NoError(t, err)
-	defer cl.Close()
+	_, cl, ctx := startFloor(t)
 	require.NoError(t, CreateTopic(ctx, cl, "t", 1))
 
 	produce := kmsg.NewPtrProduceRequest()
@@ -54,7 +41,7 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 	pp.Records = append(encodeBatch(2500), encodeBatch(10)...) // two batches: 2,500 and 10 records
 	pt.Partitions = append(pt.Partitions, pp)
 	produce.Topics = append(produce.Topics, pt)
-	_, err = produce.RequestWith(ctx, cl)
+	_, err := produce.RequestWith(ctx, cl)
 	require.NoError(t, err)
 
 	fetched := func(offset int64, maxBytes int32) (first int64, records int, code int16) {
@@ -105,12 +92,7 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 // MEMBER_ID_REQUIRED and one to join with, as from Kafka (KIP-394), unless
 // it is a static member's.
 func TestFloorAsksForAMemberID(t *testing.T) {
-	f, err := StartFloor()
-	require.NoError(t, err)
-	defer f.Close()
-	cl, err := Client(f.Addr())
-	require.NoError(t, err)
-	defer cl.Close()
+	_, cl, _ := startFloor(t)
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 30000, 30000
 	p := kmsg.NewJoinGroupRequestProtocol()
@@ -131,4 +113,18 @@ func TestFloorAsksForAMemberID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, resp.ErrorCode, "a static member joins at once, as in Kafka")
 	assert.NotEmpty(t, resp.MemberID)
+}
+
+// startFloor starts a floor and a client of it for the test, closed when
+// it ends, with a context that ends within a minute.
+func startFloor(t *testing.T) (*Floor, *kgo.Client, context.Context) {
+	f, err := StartFloor()
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+	cl, err := Client(f.Addr())
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return f, cl, ctx
 }
