@@ -159,7 +159,8 @@ func (p *bufferPool) put(fb *frameBuf) {
 // back to the kernel when it is minReleased bytes or more: a frame that
 // outgrew fb is unlikely to need a buffer of its size again soon, and a
 // free buffer that is not resident costs the machine nothing until it is
-// taken again (getFree maps it back in one system call).
+// taken again (get maps back what it hands out in one system call; a
+// frame's pages come back as its bytes arrive).
 func (p *bufferPool) putReleased(fb *frameBuf) {
 	if len(fb.b) >= minReleased {
 		pages.Release(fb.b)

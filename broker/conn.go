@@ -619,15 +619,15 @@ func (c *clientConn) readSize() (int32, error) {
 // answered). A free buffer of the frame's size (of the previous frame's,
 // if that was larger) is taken at once: the broker holds it already (a
 // released one's pages come back only as the frame's bytes arrive), and a
-// producer whose requests vary in size keeps to one buffer. Otherwise the broker allocates at most twice the bytes
-// the connection has sent (and at least minFrameBuffer): the buffer starts
-// at the larger of what is already buffered and the connection's previous
-// frame, and doubles only once full, so a client that sends only a huge
-// length cannot make the broker allocate it, while a producer sending
-// frames of one size reads each straight into a buffer of that size. The
-// buffers a frame outgrows go back to the free list with their pages given
-// back to the kernel. It returns io.ErrUnexpectedEOF for a frame cut
-// short.
+// producer whose requests vary in size keeps to one buffer. Otherwise the
+// broker allocates at most twice the bytes the connection has sent (and at
+// least minFrameBuffer): the buffer starts at the larger of what is already
+// buffered and the connection's previous frame, and doubles only once
+// full, so a client that sends only a huge length cannot make the broker
+// allocate it, while a producer sending frames of one size reads each
+// straight into a buffer of that size. The buffers a frame outgrows go
+// back to the free list with their pages given back to the kernel. It
+// returns io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
 	want := size
