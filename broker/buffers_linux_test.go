@@ -3,7 +3,6 @@ package broker
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vastfake/vastfake/internal/pages"
 )
 
 // TestLargeBuffersAreHugePageAligned: free-list buffers of a huge page or
@@ -67,14 +67,11 @@ func TestHugePageAdviceDoesNotPileUpMappings(t *testing.T) {
 	assert.Less(t, grown, 1000, "mappings added")
 }
 
-// residentBytes returns this process's resident memory, from /proc.
+// residentBytes returns this process's resident memory.
 func residentBytes(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/statm")
+	n, err := pages.Resident(os.Getpid())
 	require.NoError(t, err)
-	var size, pages int64
-	_, err = fmt.Sscan(string(b), &size, &pages)
-	require.NoError(t, err)
-	return pages * int64(os.Getpagesize())
+	return n
 }
 
 // TestReleasedBuffersLeaveResidentMemory: a buffer given back with

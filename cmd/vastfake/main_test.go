@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vastfake/vastfake/internal/pages"
 )
 
 func TestRunPrintsAddressAndServes(t *testing.T) {
@@ -132,29 +133,16 @@ func TestHeapReserveDefersCollectionsWithoutResidentMemory(t *testing.T) {
 // heap as main does and prints the heap goal and how much its resident
 // memory grew, in bytes.
 func reserveChild() int {
-	before, err := residentBytes()
+	before, err := pages.Resident(os.Getpid())
 	if err != nil {
 		fmt.Println("no /proc/self/statm")
 		return 0
 	}
 	reserveHeap()
 	runtime.GC()
-	after, _ := residentBytes()
+	after, _ := pages.Resident(os.Getpid())
 	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(goal)
 	fmt.Println(goal[0].Value.Uint64(), after-before)
 	return 0
-}
-
-// residentBytes returns this process's resident memory, from /proc.
-func residentBytes() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, err
-	}
-	var size, resident int64
-	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
-		return 0, err
-	}
-	return resident * int64(os.Getpagesize()), nil
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vastfake/vastfake/internal/pages"
 )
 
 // Process is a broker running in a child process.
@@ -99,16 +101,10 @@ func (p *Process) Usage() (Usage, error) { return ProcUsage(p.cmd.Process.Pid) }
 // user+system time from /proc/pid/stat in clock ticks of 10ms.
 func ProcUsage(pid int) (Usage, error) {
 	var u Usage
-	statm, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
-	if err != nil {
+	var err error
+	if u.RSS, err = pages.Resident(pid); err != nil {
 		return u, err
 	}
-	f := strings.Fields(string(statm))
-	if len(f) < 2 {
-		return u, errors.New("short statm")
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	u.RSS = pages * int64(os.Getpagesize())
 	u.CPU, err = schedCPU(pid)
 	if err != nil {
 		u.CPU, err = statCPU(pid)

@@ -8,3 +8,29 @@
 // rely on either way), and both do nothing where the platform offers no
 // such call.
 package pages
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Resident returns the resident memory of process pid in bytes, from
+// /proc/pid/statm. It fails where there is no /proc.
+func Resident(pid int) (int64, error) {
+	statm, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(statm))
+	if len(f) < 2 {
+		return 0, errors.New("short statm")
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return pages * int64(os.Getpagesize()), nil
+}
