@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/vastfake/vastfake/internal/pages"
+	"github.com/vastfake/vastfake/log"
 )
 
 // Buffer size classes: powers of two from minFrameBuffer to
@@ -50,6 +51,11 @@ type frameBuf struct {
 	b        []byte
 	cost     int
 	released bool
+	// kept is set on a buffer for produce frames whose batches the log may
+	// keep (bufferPool.own); it is lent to the log by loan, and never goes
+	// back to the free list.
+	kept bool
+	loan *log.Loan
 }
 
 // bufferPool is a broker's free list of buffers. The zero value is empty
@@ -59,6 +65,13 @@ type bufferPool struct {
 	free  [maxFrameClass - minFrameClass + 1][]*frameBuf
 	bytes int // the cost of the buffers in free
 	made  int // how many class-size buffers get has allocated
+	owned int // how many buffers own has handed out
+
+	// kept holds buffers of produce frames the log gave back (own), up to
+	// log.MaxFreeBytes of them, as the log bounds its own free chunks;
+	// keptBytes is their size.
+	kept      []*frameBuf
+	keptBytes int
 }
 
 // frameClass returns the class index of the smallest class holding n
@@ -89,7 +102,7 @@ func (p *bufferPool) get(n int) *frameBuf {
 	p.mu.Lock()
 	p.made++
 	p.mu.Unlock()
-	b, cost := newBuffer(1 << (c + minFrameClass))
+	b, cost := pages.Make(1 << (c + minFrameClass))
 	pages.Populate(b[:n])
 	return &frameBuf{b: b, cost: cost}
 }
@@ -137,11 +150,63 @@ func (p *bufferPool) getFree(n int) *frameBuf {
 	return fb
 }
 
+// own returns a buffer of n bytes for a produce frame whose batches the log
+// may keep (clientConn.readKeptFrame), with a loan to lend it to the log
+// (log.Partition.StageInPlace). Once the connection and every batch stored
+// in it have let go of the loan (the batches when their topic is deleted or
+// the broker reset), the buffer goes back to the pool for the next such
+// frame, which reuses its pages rather than mapping fresh ones. A buffer
+// given back is reused for a frame it holds with at most an eighth to
+// spare, so that little memory is wasted while a frame is stored; else the
+// buffer is a new one of exactly n bytes, huge-page aligned where it can be
+// (pages.Make). put and putReleased never take a kept buffer.
+func (p *bufferPool) own(n int) *frameBuf {
+	p.mu.Lock()
+	p.owned++
+	var fb *frameBuf
+	best := -1
+	for i, k := range p.kept {
+		if c := cap(k.b); c >= n && c-n <= n/8 && (best < 0 || c < cap(p.kept[best].b)) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		fb = p.kept[best]
+		last := len(p.kept) - 1
+		p.kept[best], p.kept[last] = p.kept[last], nil
+		p.kept = p.kept[:last]
+		p.keptBytes -= cap(fb.b)
+	}
+	p.mu.Unlock()
+	if fb == nil {
+		b, cost := pages.Make(n)
+		pages.Populate(b)
+		fb = &frameBuf{b: b, cost: cost, kept: true}
+	}
+	fb.b = fb.b[:n]
+	fb.loan = log.NewLoan(func() { p.giveBackKept(fb) })
+	return fb
+}
+
+// giveBackKept keeps a buffer whose loan ended for reuse by own, within
+// log.MaxFreeBytes; beyond it the buffer is left to the garbage collector.
+func (p *bufferPool) giveBackKept(fb *frameBuf) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.keptBytes+cap(fb.b) <= log.MaxFreeBytes {
+		p.kept = append(p.kept, fb)
+		p.keptBytes += cap(fb.b)
+	}
+}
+
 // put gives fb back for reuse, or to the garbage collector when it is not
 // of a class size or the free list is full. Nothing may use its bytes
 // afterwards.
 func (p *bufferPool) put(fb *frameBuf) {
 	n := cap(fb.b)
+	if fb.kept {
+		return
+	}
 	c := frameClass(n)
 	if c < 0 || n != 1<<(c+minFrameClass) {
 		return
@@ -162,7 +227,7 @@ func (p *bufferPool) put(fb *frameBuf) {
 // taken again (get maps back what it hands out in one system call; a
 // frame's pages come back as its bytes arrive).
 func (p *bufferPool) putReleased(fb *frameBuf) {
-	if len(fb.b) >= minReleased {
+	if len(fb.b) >= minReleased && !fb.kept {
 		pages.Release(fb.b)
 		fb.released = true
 	}
@@ -178,6 +243,20 @@ func (p *bufferPool) freeBytes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bytes
+}
+
+// keptFreeBytes returns the bytes of the kept buffers held for reuse.
+func (p *bufferPool) keptFreeBytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keptBytes
+}
+
+// ownedFrames returns how many buffers own has handed out.
+func (p *bufferPool) ownedFrames() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.owned
 }
 
 // allocated returns how many class-size buffers have been allocated, as

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,8 +38,9 @@ type clientConn struct {
 	cancel context.CancelFunc
 	remote string
 
-	frame      *frameBuf // the current request's frame, from the broker's free list
+	frame      *frameBuf // the current request's frame, from the broker's free list or its own (keptFrame)
 	lastFrame  int       // the size of the last whole frame read
+	keepFrames bool      // the last produce request was mostly batches the log could keep in place
 	out        []byte    // the answer buffer for small answers, reused across requests
 	lastAnswer int       // the size of the last answer written
 
@@ -630,6 +632,11 @@ func (c *clientConn) readSize() (int32, error) {
 // returns io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
+	if c.keepFrames && size >= minKeptFrame && size <= 2*c.lastFrame {
+		if key, err := c.r.Peek(2); err == nil && binary.BigEndian.Uint16(key) == uint16(kmsg.Produce) {
+			return c.readKeptFrame(size)
+		}
+	}
 	want := size
 	if size >= minReleased {
 		want = max(size, c.lastFrame) // the buffer the connection's frames used
@@ -663,12 +670,80 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 	return buf, nil
 }
 
+// minKeptFrame is the smallest produce frame read into memory of its own
+// (readKeptFrame); smaller ones are copied from the free list's buffers.
+const minKeptFrame = 256 << 10
+
+// readKeptFrame reads a produce frame of size bytes into memory of its own,
+// which the log may keep (log.Partition.StageInPlace) instead of copying
+// its large batches: see keptBatch. readFrame takes this path only on a
+// connection whose last produce request was mostly such batches, and only
+// for a frame at most twice the connection's previous one, so that what it
+// allocates before the bytes arrive is bounded as the free list's ladder
+// bounds it. The memory is huge-page aligned where it can be (pages.Make):
+// writing fresh memory is most of what storing a batch costs, and a huge
+// page faults once for 512 small ones.
+func (c *clientConn) readKeptFrame(size int) ([]byte, error) {
+	fb := c.b.buffers.own(size)
+	n, err := io.ReadFull(c.r, fb.b)
+	if err != nil {
+		fb.loan.Done()
+		if errors.Is(err, io.EOF) && n > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	c.frame, c.lastFrame = fb, size
+	return fb.b, nil
+}
+
+// loanFor returns the loan under which a batch of the current request may be
+// staged in place (log.Partition.StageInPlace), or nil when it is to be
+// copied: a batch is kept in place when it is minKeptBatch bytes or more and
+// lies in a frame read into memory of its own (readKeptFrame).
+func (c *clientConn) loanFor(batch []byte) *log.Loan {
+	if c.frame == nil || !c.frame.kept || len(batch) < minKeptBatch {
+		return nil
+	}
+	f := c.frame.b
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(f)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(batch)))
+	if at < start || at+uintptr(len(batch)) > start+uintptr(len(f)) {
+		return nil
+	}
+	return c.frame.loan
+}
+
+// minKeptBatch is the smallest batch the log keeps in its request's frame;
+// smaller ones are copied into the log's chunks, so that a frame of many
+// small batches is not kept whole for a few of them.
+const minKeptBatch = 64 << 10
+
+// noteProduce records that large bytes of the current produce request are
+// accepted batches of minKeptBatch or more. When they are more than half of
+// its frame, the connection's next large produce frames are read into memory
+// of their own (readKeptFrame), and it reports whether this request's such
+// batches may stay in its frame (loanFor): a frame is kept only for batches
+// that fill most of it, so that what else it holds (headers, small or
+// refused batches, which are copied or dropped) costs at most as much memory
+// as the batches kept.
+func (c *clientConn) noteProduce(large int) bool {
+	c.keepFrames = 2*large > c.lastFrame
+	return c.keepFrames
+}
+
 // releaseFrame gives the connection's frame buffer back to the free list. The
 // request it held must be done with: whatever a handler keeps of a request
-// (group metadata, assignments, stored batches) it copies.
+// (group metadata, assignments) it copies. A frame read into memory of its
+// own (readKeptFrame) is instead let go of: batches staged in it hold it
+// until the log gives them back.
 func (c *clientConn) releaseFrame() {
 	if c.frame != nil {
-		c.b.buffers.put(c.frame)
+		if c.frame.kept {
+			c.frame.loan.Done()
+		} else {
+			c.b.buffers.put(c.frame)
+		}
 		c.frame = nil
 	}
 }

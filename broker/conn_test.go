@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -440,4 +441,39 @@ func TestVaryingFramesKeepToOneBuffer(t *testing.T) {
 		}
 	}
 	assert.Equal(t, made, c.b.buffers.allocated(), "buffers made after the first frame")
+}
+
+// TestKeptFramesNeverGoBackToTheFreeList: a produce frame read into memory
+// of its own, which the log may keep, never goes to the free list, even
+// when its size is a buffer class's; once let go of, it serves the next
+// such frame, and frames of other requests still come from the free list.
+func TestKeptFramesNeverGoBackToTheFreeList(t *testing.T) {
+	const size = 4 << 20
+	produce := make([]byte, size) // api key 0: Produce
+	fetch := make([]byte, size)
+	binary.BigEndian.PutUint16(fetch, uint16(kmsg.Fetch))
+	var data []byte
+	for _, f := range [][]byte{produce, produce, fetch} {
+		data = append(data, f...)
+	}
+	c := &clientConn{b: &Broker{}, r: bufio.NewReaderSize(bytes.NewReader(data), readBufferSize)}
+	c.keepFrames, c.lastFrame = true, size
+	first, err := c.readFrame(size)
+	require.NoError(t, err)
+	assert.True(t, c.frame.kept, "a produce frame on a connection that keeps them")
+	c.releaseFrame() // nothing stored in it: the loan ends here
+	assert.Zero(t, c.b.buffers.freeBytes(), "the kept frame is not on the free list")
+
+	second, err := c.readFrame(size)
+	require.NoError(t, err)
+	assert.True(t, c.frame.kept)
+	assert.Equal(t, unsafe.SliceData(first), unsafe.SliceData(second), "the next produce frame reuses it")
+	assert.Equal(t, 2, c.b.buffers.ownedFrames())
+	c.releaseFrame()
+
+	_, err = c.readFrame(size)
+	require.NoError(t, err)
+	assert.False(t, c.frame.kept, "another request's frame")
+	c.releaseFrame()
+	assert.Positive(t, c.b.buffers.freeBytes(), "its buffer went back")
 }

@@ -24,6 +24,16 @@ type pendingAppend struct {
 	gap      log.Gap
 	staged   log.Staged
 	isStaged bool
+	loan     *log.Loan // set when the batch is staged in its request's frame (clientConn.loanFor)
+}
+
+// stage stages the batch into its partition: in place when the request's
+// frame may be kept, else copied.
+func (p *pendingAppend) stage() log.Staged {
+	if p.loan != nil {
+		return p.part.StageInPlace(p.batch, p.loan)
+	}
+	return p.part.Stage(p.batch)
 }
 
 // handleProduce answers Produce v3-v13.
@@ -69,6 +79,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := b.clock.Now()
 	var pending []pendingAppend
+	large := 0 // bytes of accepted batches the log could keep in place
 
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return produceError(req, resp, kerr.InvalidRequiredAcks.Code, "")
@@ -126,6 +137,14 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				continue
 			}
 			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg, gap: b.cfg.gaps[name]})
+			if len(batch) >= minKeptBatch {
+				large += len(batch)
+			}
+		}
+	}
+	if r.conn.noteProduce(large) {
+		for i := range pending {
+			pending[i].loan = r.conn.loanFor(pending[i].batch)
 		}
 	}
 
@@ -177,7 +196,7 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 			idempotent = true
 			continue
 		}
-		pending[i].staged, pending[i].isStaged = pending[i].part.Stage(pending[i].batch), true
+		pending[i].staged, pending[i].isStaged = pending[i].stage(), true
 	}
 	if idempotent {
 		b.stageIdempotent(pending)
@@ -193,7 +212,7 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 				continue
 			}
 			if !p.isStaged { // the producer's state moved since stageIdempotent looked
-				p.staged = p.part.Stage(p.batch)
+				p.staged = p.stage()
 			}
 		}
 		p.resp.BaseOffset, p.resp.LogStartOffset = p.part.Publish(p.staged, log.AppendOptions{Now: now, LogAppendTime: p.cfg.logAppendTime, Gap: p.gap})
@@ -226,7 +245,7 @@ func (b *Broker) stageIdempotent(pending []pendingAppend) {
 	for i := range pending {
 		p := &pending[i]
 		if p.batch.ProducerID() >= 0 && p.isStaged {
-			p.staged = p.part.Stage(p.batch)
+			p.staged = p.stage()
 		}
 	}
 }

@@ -404,7 +404,7 @@ func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) (
 	prefix := int64(-1)
 	for i := range entriesOut {
 		e := &entriesOut[i]
-		e.chunk = buf
+		e.chunk, e.loan = buf, nil
 		if i == 0 || e.maxTS > prefix {
 			prefix = e.maxTS
 		}

@@ -41,6 +41,7 @@ const (
 type entry struct {
 	chunk      []byte // the whole chunk the batch lives in
 	pos, n     int32  // the batch is chunk[pos:pos+n]
+	loan       *Loan  // set when chunk is memory lent to the log (StageInPlace) rather than a chunk of its own
 	base       int64
 	last       int64
 	maxTS      int64 // the batch's own max timestamp
@@ -66,6 +67,7 @@ type Partition struct {
 	pins     atomic.Int64
 	released bool
 	dead     [][]byte
+	loans    []*Loan // the loans of the batches stored in place at Release, one per batch
 
 	entries  []entry
 	chunk    []byte // the chunk being filled; len is its used size
@@ -189,12 +191,16 @@ func (p *Partition) unpin() {
 	}
 }
 
-// recycle gives the released partition's chunks to its Memory.
+// recycle gives the released partition's chunks to its Memory, and lets go
+// of the loans of its batches stored in place.
 func (p *Partition) recycle() {
 	if p.mem != nil {
 		p.mem.put(p.dead)
 	}
-	p.dead = nil
+	for _, l := range p.loans {
+		l.Done()
+	}
+	p.dead, p.loans = nil, nil
 }
 
 // Release empties a partition that is no longer part of any topic (deleted
@@ -222,7 +228,11 @@ func (p *Partition) Release() {
 			}
 		}
 		for i := range p.entries {
-			add(p.entries[i].chunk)
+			if l := p.entries[i].loan; l != nil {
+				p.loans = append(p.loans, l)
+			} else {
+				add(p.entries[i].chunk)
+			}
 		}
 		add(p.chunk)
 	}
@@ -287,6 +297,47 @@ func (p *Partition) SkipOffsets(n int64) error {
 type Staged struct {
 	chunk  []byte // the whole chunk the batch was copied into
 	pos, n int32  // the batch is chunk[pos:pos+n]
+	loan   *Loan  // set when chunk is the batch itself, in memory lent (StageInPlace)
+}
+
+// StageInPlace stages a parsed batch without copying it: the log keeps b's
+// memory, part of what loan lends it, as it is for as long as the batch is
+// stored. Nothing may write b afterwards. The broker stages a producer's
+// large batches so, in the memory their request was read into: that saves
+// the copy and, more than that, writing the batch into memory the process
+// has not touched yet.
+func (p *Partition) StageInPlace(b Batch, loan *Loan) Staged {
+	return Staged{chunk: b[:len(b):len(b)], n: int32(len(b)), loan: loan}
+}
+
+// A Loan is memory a caller lends the log for batches staged in place
+// (StageInPlace). Each batch published in it holds the loan, as does the
+// caller until it calls Done; once all have let go, the loan calls the
+// function it was made with, and the caller may reuse the memory. A batch
+// lets go when its partition is released (Partition.Release, once no read
+// uses the partition's memory), as a chunk goes back to its Memory then. A
+// batch the log drops otherwise (retention, DeleteRecords, compaction)
+// never lets go, since a reader may still alias it: the memory is then left
+// to the garbage collector. A partition without a Memory never lets go
+// either.
+type Loan struct {
+	holds    atomic.Int64
+	giveBack func()
+}
+
+// NewLoan returns a loan held by its caller, which calls giveBack once the
+// caller and every batch stored in it have let go.
+func NewLoan(giveBack func()) *Loan {
+	l := &Loan{giveBack: giveBack}
+	l.holds.Store(1)
+	return l
+}
+
+// Done lets go of the loan: the caller's hold, or a released batch's.
+func (l *Loan) Done() {
+	if l.holds.Add(-1) == 0 {
+		l.giveBack()
+	}
 }
 
 // Stage copies a parsed batch into the partition's memory, where Publish
@@ -366,6 +417,7 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 		chunk:      s.chunk,
 		pos:        s.pos,
 		n:          s.n,
+		loan:       s.loan,
 		base:       base,
 		last:       stored.LastOffset(),
 		maxTS:      stored.MaxTimestamp(),
@@ -374,6 +426,9 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 	e.prefixMax = e.maxTS
 	if k := len(p.entries); k > 0 && p.entries[k-1].prefixMax > e.prefixMax {
 		e.prefixMax = p.entries[k-1].prefixMax
+	}
+	if e.loan != nil {
+		e.loan.holds.Add(1)
 	}
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1

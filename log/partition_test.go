@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -1110,4 +1111,71 @@ func TestConcurrentReleaseNeverShowsReusedMemory(t *testing.T) {
 	}
 	wg.Wait()
 	assert.LessOrEqual(t, m.FreeBytes(), MaxFreeBytes)
+}
+
+// inPlaceBatch returns a frame holding a batch of size bytes at offset 100,
+// the batch parsed in place.
+func inPlaceBatch(t *testing.T, size int) ([]byte, Batch) {
+	value := strings.Repeat("k", 1000)
+	raw := batch(t, []int64{1}, value)
+	raw = batch(t, []int64{1}, value+strings.Repeat("k", size-len(raw)))
+	require.Len(t, raw, size)
+	frame := make([]byte, 3*size)
+	copy(frame[100:], raw)
+	b, err := ParseBatch(frame[100 : 100+size])
+	require.NoError(t, err)
+	return frame, b
+}
+
+// TestInPlaceBatchesGoBackOnlyThroughTheirLoan: a batch staged in place is
+// read from the memory it was lent in, never goes to a Memory even when it
+// is exactly a chunk size (the rest of the memory may hold other
+// partitions' batches), and its loan is given back only once its lender,
+// its released partition and every read of it have let go.
+func TestInPlaceBatchesGoBackOnlyThroughTheirLoan(t *testing.T) {
+	const size = 8 << 10 // a chunk class
+	frame, b := inPlaceBatch(t, size)
+	m := new(Memory)
+	p := m.NewPartition()
+	given := 0
+	loan := NewLoan(func() { given++ })
+	appendRaw(t, p, batch(t, []int64{1}, "copied"), AppendOptions{})
+	p.Publish(p.StageInPlace(b, loan), AppendOptions{Now: t0})
+	loan.Done()
+	res, err := p.Read(1, 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, unsafe.SliceData(frame[100:]), unsafe.SliceData(res.Records), "read from the lent memory itself")
+	want := bytes.Clone(frame)
+
+	p.Release()
+	assert.Zero(t, given, "a read still uses the batch")
+	assert.Zero(t, m.FreeBytes(), "nor are chunks free")
+	res.Release()
+	assert.Equal(t, 1, given, "given back once the read is done")
+	assert.Equal(t, minChunk, m.FreeBytes(), "only the copied batch's chunk went to the Memory")
+	q := m.NewPartition()
+	for range 100 {
+		appendRaw(t, q, batch(t, []int64{1}, strings.Repeat("x", 2000)), AppendOptions{})
+	}
+	assert.Equal(t, want, frame, "the lent memory is untouched")
+}
+
+// TestInPlaceBatchesDroppedEarlyKeepTheirLoan: a batch in place that leaves
+// the log before its partition is released (records deleted, retention)
+// never gives its loan back, since a reader may still alias it; nor does
+// one in a partition without a Memory.
+func TestInPlaceBatchesDroppedEarlyKeepTheirLoan(t *testing.T) {
+	_, b := inPlaceBatch(t, 8<<10)
+	given := 0
+	loan := NewLoan(func() { given++ })
+	p := new(Memory).NewPartition()
+	p.Publish(p.StageInPlace(b, loan), AppendOptions{Now: t0})
+	_, err := p.DeleteBefore(1)
+	require.NoError(t, err)
+	q := NewPartition()
+	q.Publish(q.StageInPlace(b, loan), AppendOptions{Now: t0})
+	loan.Done()
+	p.Release()
+	q.Release()
+	assert.Zero(t, given)
 }

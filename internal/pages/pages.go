@@ -1,11 +1,12 @@
 // Package pages maps in and gives back the memory under byte slices, where
 // the platform lets a process ask: the broker's frame buffers and the log's
 // chunks use it to pay for fresh memory in one system call instead of one
-// page fault per page, and to return memory they no longer need.
+// page fault per page, and to return memory they no longer need; and Make
+// allocates large slices that the kernel can back with huge pages.
 //
-// Both calls are advice: neither changes what a slice holds for the
-// program (Release leaves zeros, which readers of released memory must not
-// rely on either way), and both do nothing where the platform offers no
+// Populate and Release are advice: neither changes what a slice holds for
+// the program (Release leaves zeros, which readers of released memory must
+// not rely on either way), and both do nothing where the platform offers no
 // such call.
 package pages
 
@@ -34,3 +35,7 @@ func Resident(pid int) (int64, error) {
 	}
 	return pages * int64(os.Getpagesize()), nil
 }
+
+// HugePage is the size of a transparent huge page on the platforms Go runs
+// Linux on; Make aligns slices of this size or more to it.
+const HugePage = 2 << 20

@@ -1,15 +1,20 @@
 package pages
 
 import (
+	"bytes"
+	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
 
-// Linux's madvise advice: MADV_DONTNEED, and MADV_POPULATE_WRITE (5.14 and
-// later).
+// Linux's madvise advice: MADV_DONTNEED, MADV_POPULATE_WRITE (5.14 and
+// later), and the transparent huge page requests.
 const (
 	madvDontneed      = 4
+	madvHugepage      = 14
+	madvNohugepage    = 15
 	madvPopulateWrite = 23
 )
 
@@ -44,6 +49,55 @@ func Release(b []byte) {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start, end := (p+pageSize-1)&^(pageSize-1), (p+uintptr(len(b)))&^(pageSize-1)
 	if end > start {
-		syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvDontneed)
+		madvise(start, end-start, madvDontneed)
 	}
+}
+
+// thpMode is the kernel's transparent huge page setting: "always",
+// "madvise" or "never" (also when it cannot be read).
+var thpMode = func() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return "never"
+	}
+	for _, mode := range []string{"always", "madvise"} {
+		if bytes.Contains(b, []byte("["+mode+"]")) {
+			return mode
+		}
+	}
+	return "never"
+}()
+
+// Make returns a zeroed slice of size bytes and the bytes of heap it takes.
+// One of HugePage or more is aligned to a huge page, so that the kernel can
+// back it with huge pages: filling fresh memory costs a page fault per 4 KiB
+// page, which on a virtual machine is most of what storing records or
+// reading a producer's large frames costs (a 2 MiB page faults once). Only
+// whole huge pages inside the slice are asked for, so a slice that ends
+// part way into one takes no memory past its end. The alignment takes
+// HugePage more of the heap, never written. Where huge pages are given
+// only on request ("madvise"), the slice asks for them while it lives and
+// gives the request up once the garbage collector frees it, so that memory
+// the runtime reuses for other objects is not collapsed into huge pages.
+func Make(size int) (buf []byte, cost int) {
+	if size < HugePage || thpMode == "never" {
+		return make([]byte, size), size
+	}
+	alloc := make([]byte, size+HugePage)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(alloc)))
+	aligned := (start + HugePage - 1) &^ (HugePage - 1)
+	off := int(aligned - start)
+	buf = alloc[off : off+size : off+size]
+	if thpMode == "madvise" {
+		madvise(aligned, uintptr(size), madvHugepage)
+		runtime.AddCleanup(unsafe.SliceData(alloc), func(r [2]uintptr) { madvise(r[0], r[1], madvNohugepage) },
+			[2]uintptr{aligned, uintptr(size)})
+	}
+	return buf, len(alloc)
+}
+
+// madvise gives the kernel advice about [addr, addr+n); advice it refuses
+// changes nothing, so errors are ignored.
+func madvise(addr, n, advice uintptr) {
+	syscall.Syscall(syscall.SYS_MADVISE, addr, n, advice)
 }
