@@ -52,9 +52,10 @@ type frameBuf struct {
 	cost     int
 	released bool
 	// kept is set on a buffer for produce frames whose batches the log may
-	// keep (bufferPool.own); it is lent to the log by loan, and never goes
-	// back to the free list.
+	// keep (bufferPool.own); it is lent to the log by loan, lent is set once
+	// a batch is staged in it, and it never goes back to the free list.
 	kept bool
+	lent bool
 	loan *log.Loan
 }
 
@@ -159,14 +160,19 @@ func (p *bufferPool) getFree(n int) *frameBuf {
 // given back is reused for a frame it holds with at most an eighth to
 // spare, so that little memory is wasted while a frame is stored; else the
 // buffer is a new one of exactly n bytes, huge-page aligned where it can be
-// (pages.Make). put and putReleased never take a kept buffer.
+// (pages.Make). A resident buffer serves before one whose pages were
+// released (a frame that stored nothing, see clientConn.releaseFrame), which
+// is mapped back in. put and putReleased never take a kept buffer.
 func (p *bufferPool) own(n int) *frameBuf {
 	p.mu.Lock()
 	p.owned++
 	var fb *frameBuf
 	best := -1
 	for i, k := range p.kept {
-		if c := cap(k.b); c >= n && c-n <= n/8 && (best < 0 || c < cap(p.kept[best].b)) {
+		if c := cap(k.b); c < n || c-n > n/8 {
+			continue
+		}
+		if best < 0 || servesBefore(k, p.kept[best]) {
 			best = i
 		}
 	}
@@ -183,9 +189,22 @@ func (p *bufferPool) own(n int) *frameBuf {
 		pages.Populate(b)
 		fb = &frameBuf{b: b, cost: cost, kept: true}
 	}
-	fb.b = fb.b[:n]
+	if fb.released {
+		pages.Populate(fb.b[:n])
+		fb.released = false
+	}
+	fb.b, fb.lent = fb.b[:n], false
 	fb.loan = log.NewLoan(func() { p.giveBackKept(fb) })
 	return fb
+}
+
+// servesBefore reports whether kept buffer a is taken before b: a resident
+// one before a released one, then the smaller.
+func servesBefore(a, b *frameBuf) bool {
+	if a.released != b.released {
+		return !a.released
+	}
+	return cap(a.b) < cap(b.b)
 }
 
 // giveBackKept keeps a buffer whose loan ended for reuse by own, within
@@ -194,6 +213,7 @@ func (p *bufferPool) giveBackKept(fb *frameBuf) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.keptBytes+cap(fb.b) <= log.MaxFreeBytes {
+		fb.b = fb.b[:cap(fb.b)]
 		p.kept = append(p.kept, fb)
 		p.keptBytes += cap(fb.b)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/internal/pages"
 	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -670,10 +671,6 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 	return buf, nil
 }
 
-// minKeptFrame is the smallest produce frame read into memory of its own
-// (readKeptFrame); smaller ones are copied from the free list's buffers.
-const minKeptFrame = 256 << 10
-
 // readKeptFrame reads a produce frame of size bytes into memory of its own,
 // which the log may keep (log.Partition.StageInPlace) instead of copying
 // its large batches: see keptBatch. readFrame takes this path only on a
@@ -711,22 +708,27 @@ func (c *clientConn) loanFor(batch []byte) *log.Loan {
 	if at < start || at+uintptr(len(batch)) > start+uintptr(len(f)) {
 		return nil
 	}
+	c.frame.lent = true
 	return c.frame.loan
 }
 
-// minKeptBatch is the smallest batch the log keeps in its request's frame;
-// smaller ones are copied into the log's chunks, so that a frame of many
-// small batches is not kept whole for a few of them.
-const minKeptBatch = 64 << 10
+// minKeptBatch is the smallest batch kept in its request's frame: smaller
+// ones are copied into the log's chunks, so that a frame of many small
+// batches is not kept whole for a few of them. minKeptFrame is the smallest
+// produce frame read into memory of its own.
+const (
+	minKeptBatch = 64 << 10
+	minKeptFrame = 256 << 10
+)
 
 // noteProduce records that large bytes of the current produce request are
-// accepted batches of minKeptBatch or more. When they are more than half of
-// its frame, the connection's next large produce frames are read into memory
-// of their own (readKeptFrame), and it reports whether this request's such
-// batches may stay in its frame (loanFor): a frame is kept only for batches
-// that fill most of it, so that what else it holds (headers, small or
-// refused batches, which are copied or dropped) costs at most as much memory
-// as the batches kept.
+// accepted batches of minKeptBatch bytes or more. When they are more than
+// half of its frame, the connection's next large produce frames are read
+// into memory of their own (readKeptFrame), and it reports whether this
+// request's such batches may stay in its frame (loanFor): a frame is kept
+// only for batches that fill most of it, so that what else it holds
+// (headers, small or refused batches, which are copied or dropped) costs at
+// most as much memory as the batches kept.
 func (c *clientConn) noteProduce(large int) bool {
 	c.keepFrames = 2*large > c.lastFrame
 	return c.keepFrames
@@ -736,11 +738,16 @@ func (c *clientConn) noteProduce(large int) bool {
 // request it held must be done with: whatever a handler keeps of a request
 // (group metadata, assignments) it copies. A frame read into memory of its
 // own (readKeptFrame) is instead let go of: batches staged in it hold it
-// until the log gives them back.
+// until the log gives them back; one that stored no batch goes back at once,
+// its pages released, as it may not serve a frame again soon.
 func (c *clientConn) releaseFrame() {
 	if c.frame != nil {
-		if c.frame.kept {
-			c.frame.loan.Done()
+		if fb := c.frame; fb.kept {
+			if !fb.lent {
+				pages.Release(fb.b)
+				fb.released = true
+			}
+			fb.loan.Done()
 		} else {
 			c.b.buffers.put(c.frame)
 		}

@@ -474,7 +474,9 @@ func (r *ReadResult) Release() {
 // Read returns the stored batches from the one holding offset onward, up to
 // maxBytes, without copying them. Like Kafka it always returns at least one
 // whole batch when there is one, even if it is larger than maxBytes. It
-// stops early at a chunk boundary so that the result is one slice; callers
+// stops early where the memory the batches are in ends, so that the result
+// is one slice: at the end of a chunk, and after a batch stored in place
+// (StageInPlace), as Kafka's reads stop at the end of a log segment; callers
 // fetch again for the rest. An offset below the log start or above the high
 // watermark returns ErrOffsetOutOfRange.
 func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
