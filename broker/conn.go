@@ -633,7 +633,7 @@ func (c *clientConn) readSize() (int32, error) {
 // returns io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
-	if c.keepFrames && size >= minKeptFrame && size <= 2*c.lastFrame {
+	if c.keepFrames && size >= minKeptFrame && size <= maxKeptGrowth*c.lastFrame {
 		if key, err := c.r.Peek(2); err == nil && binary.BigEndian.Uint16(key) == uint16(kmsg.Produce) {
 			return c.readKeptFrame(size)
 		}
@@ -673,13 +673,13 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 
 // readKeptFrame reads a produce frame of size bytes into memory of its own,
 // which the log may keep (log.Partition.StageInPlace) instead of copying
-// its large batches: see keptBatch. readFrame takes this path only on a
+// its large batches: see loanFor. readFrame takes this path only on a
 // connection whose last produce request was mostly such batches, and only
-// for a frame at most twice the connection's previous one, so that what it
-// allocates before the bytes arrive is bounded as the free list's ladder
-// bounds it. The memory is huge-page aligned where it can be (pages.Make):
-// writing fresh memory is most of what storing a batch costs, and a huge
-// page faults once for 512 small ones.
+// for a frame at most maxKeptGrowth times the connection's previous one, so
+// that what it allocates (and maps in) before the bytes arrive is bounded by
+// what the connection has sent. The memory is huge-page aligned where it can
+// be (pages.Make): writing fresh memory is most of what storing a batch
+// costs, and a huge page faults once for 512 small ones.
 func (c *clientConn) readKeptFrame(size int) ([]byte, error) {
 	fb := c.b.buffers.own(size)
 	n, err := io.ReadFull(c.r, fb.b)
@@ -721,6 +721,12 @@ const (
 	minKeptFrame = 256 << 10
 )
 
+// maxKeptGrowth bounds a frame read into memory of its own by the
+// connection's previous frame: a producer's requests grow as its batches
+// fill (kgo's first three requests in a row: 1.1, 2.4 and 3.0 MB), more
+// than the free list's ladder lets a buffer grow at once (twice).
+const maxKeptGrowth = 4
+
 // noteProduce records that large bytes of the current produce request are
 // accepted batches of minKeptBatch bytes or more. When they are more than
 // half of its frame, the connection's next large produce frames are read
@@ -739,7 +745,10 @@ func (c *clientConn) noteProduce(large int) bool {
 // (group metadata, assignments) it copies. A frame read into memory of its
 // own (readKeptFrame) is instead let go of: batches staged in it hold it
 // until the log gives them back; one that stored no batch goes back at once,
-// its pages released, as it may not serve a frame again soon.
+// its pages released, as it may not serve a frame again soon. So does a
+// free-list buffer of a huge page or more on a connection that reads its
+// large produce frames into memory of their own: the connection will not
+// need it for them again.
 func (c *clientConn) releaseFrame() {
 	if c.frame != nil {
 		if fb := c.frame; fb.kept {
@@ -748,6 +757,8 @@ func (c *clientConn) releaseFrame() {
 				fb.released = true
 			}
 			fb.loan.Done()
+		} else if c.keepFrames && cap(c.frame.b) >= pages.HugePage {
+			c.b.buffers.putReleased(c.frame)
 		} else {
 			c.b.buffers.put(c.frame)
 		}
