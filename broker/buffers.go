@@ -52,10 +52,9 @@ type frameBuf struct {
 	cost     int
 	released bool
 	// kept is set on a buffer for produce frames whose batches the log may
-	// keep (bufferPool.own); it is lent to the log by loan, lent is set once
-	// a batch is staged in it, and it never goes back to the free list.
+	// keep (bufferPool.own); it is lent to the log by loan, and never goes
+	// back to the free list.
 	kept bool
-	lent bool
 	loan *log.Loan
 }
 
@@ -161,8 +160,10 @@ func (p *bufferPool) getFree(n int) *frameBuf {
 // spare, so that little memory is wasted while a frame is stored; else the
 // buffer is a new one of exactly n bytes, huge-page aligned where it can be
 // (pages.Make). A resident buffer serves before one whose pages were
-// released (a frame that stored nothing, see clientConn.releaseFrame), which
-// is mapped back in. put and putReleased never take a kept buffer.
+// released (a frame that stored nothing, see clientConn.releaseFrame); a
+// new or released one is marked released, and clientConn.readKeptFrame maps
+// its pages in as the frame's bytes arrive. put and putReleased never take a
+// kept buffer.
 func (p *bufferPool) own(n int) *frameBuf {
 	p.mu.Lock()
 	p.owned++
@@ -186,14 +187,9 @@ func (p *bufferPool) own(n int) *frameBuf {
 	p.mu.Unlock()
 	if fb == nil {
 		b, cost := pages.Make(n)
-		pages.Populate(b)
-		fb = &frameBuf{b: b, cost: cost, kept: true}
+		fb = &frameBuf{b: b, cost: cost, kept: true, released: true} // not mapped in yet
 	}
-	if fb.released {
-		pages.Populate(fb.b[:n])
-		fb.released = false
-	}
-	fb.b, fb.lent = fb.b[:n], false
+	fb.b = fb.b[:n]
 	fb.loan = log.NewLoan(func() { p.giveBackKept(fb) })
 	return fb
 }

@@ -68,3 +68,19 @@ func TestDeclaredSizeDoesNotMapReleasedBuffers(t *testing.T) {
 	assert.Less(t, residentBytes(t)-before, int64(maxPooledFrameBuffer/4), "resident memory a 1000-byte trickle brought back")
 	assert.True(t, b.buffers.getFree(1) == big && big.released, "the buffer went back still released")
 }
+
+// TestKeptFrameMemoryFollowsArrivingBytes: a produce frame read into memory
+// of its own may be allocated at its declared size (up to maxKeptGrowth
+// times the connection's previous frame), but its pages are mapped in only
+// a step ahead of its bytes, and given back if the frame is cut short.
+func TestKeptFrameMemoryFollowsArrivingBytes(t *testing.T) {
+	b := &Broker{}
+	c := &clientConn{b: b, r: bufio.NewReaderSize(&trickle{left: 1000}, 16)} // zeros: api key 0, Produce
+	c.keepFrames, c.lastFrame = true, 16<<20
+	before := residentBytes(t)
+	_, err := c.readFrame(64 << 20)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, 1, b.buffers.ownedFrames(), "read into memory of its own")
+	assert.Less(t, residentBytes(t)-before, int64(8<<20), "resident memory a 1000-byte trickle brought in")
+	assert.Equal(t, 64<<20, b.buffers.keptFreeBytes(), "the buffer went back for reuse")
+}

@@ -39,7 +39,7 @@ type clientConn struct {
 	cancel context.CancelFunc
 	remote string
 
-	frame      *frameBuf // the current request's frame, from the broker's free list or its own (keptFrame)
+	frame      *frameBuf // the current request's frame, from the broker's free list or its own (readKeptFrame)
 	lastFrame  int       // the size of the last whole frame read
 	keepFrames bool      // the last produce request was mostly batches the log could keep in place
 	out        []byte    // the answer buffer for small answers, reused across requests
@@ -629,8 +629,9 @@ func (c *clientConn) readSize() (int32, error) {
 // full, so a client that sends only a huge length cannot make the broker
 // allocate it, while a producer sending frames of one size reads each
 // straight into a buffer of that size. The buffers a frame outgrows go
-// back to the free list with their pages given back to the kernel. It
-// returns io.ErrUnexpectedEOF for a frame cut short.
+// back to the free list with their pages given back to the kernel. A
+// producer's large frames may instead be read into memory of their own
+// (readKeptFrame). It returns io.ErrUnexpectedEOF for a frame cut short.
 func (c *clientConn) readFrame(size int) ([]byte, error) {
 	c.releaseFrame()
 	if c.keepFrames && size >= minKeptFrame && size <= maxKeptGrowth*c.lastFrame {
@@ -676,23 +677,39 @@ func (c *clientConn) readFrame(size int) ([]byte, error) {
 // its large batches: see loanFor. readFrame takes this path only on a
 // connection whose last produce request was mostly such batches, and only
 // for a frame at most maxKeptGrowth times the connection's previous one, so
-// that what it allocates (and maps in) before the bytes arrive is bounded by
-// what the connection has sent. The memory is huge-page aligned where it can
-// be (pages.Make): writing fresh memory is most of what storing a batch
-// costs, and a huge page faults once for 512 small ones.
+// that what it allocates before the bytes arrive is bounded by what the
+// connection has sent; pages are mapped in keptFrameStep ahead of the
+// bytes, so resident memory follows them, and given back if the frame is
+// cut short. The memory is huge-page aligned where it can be (pages.Make):
+// writing fresh memory is most of what storing a batch costs, and a huge
+// page faults once for 512 small ones.
 func (c *clientConn) readKeptFrame(size int) ([]byte, error) {
 	fb := c.b.buffers.own(size)
-	n, err := io.ReadFull(c.r, fb.b)
-	if err != nil {
-		fb.loan.Done()
-		if errors.Is(err, io.EOF) && n > 0 {
-			err = io.ErrUnexpectedEOF
+	for at := 0; at < size; {
+		part := fb.b[at:min(size, at+keptFrameStep)]
+		if fb.released {
+			pages.Populate(part) // what arrives next, in one call
 		}
-		return nil, err
+		n, err := io.ReadFull(c.r, part)
+		at += n
+		if err != nil {
+			pages.Release(fb.b[:at])
+			fb.released = true
+			fb.loan.Done()
+			if errors.Is(err, io.EOF) && at > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
+	fb.released = false
 	c.frame, c.lastFrame = fb, size
 	return fb.b, nil
 }
+
+// keptFrameStep is how much of a frame read into memory of its own is
+// mapped in ahead of its bytes: its resident memory follows what arrives.
+const keptFrameStep = 1 << 20
 
 // loanFor returns the loan under which a batch of the current request may be
 // staged in place (log.Partition.StageInPlace), or nil when it is to be
@@ -708,7 +725,6 @@ func (c *clientConn) loanFor(batch []byte) *log.Loan {
 	if at < start || at+uintptr(len(batch)) > start+uintptr(len(f)) {
 		return nil
 	}
-	c.frame.lent = true
 	return c.frame.loan
 }
 
@@ -752,7 +768,7 @@ func (c *clientConn) noteProduce(large int) bool {
 func (c *clientConn) releaseFrame() {
 	if c.frame != nil {
 		if fb := c.frame; fb.kept {
-			if !fb.lent {
+			if !fb.loan.Stored() {
 				pages.Release(fb.b)
 				fb.released = true
 			}

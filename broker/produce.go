@@ -79,7 +79,8 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := b.clock.Now()
 	var pending []pendingAppend
-	large := 0 // bytes of accepted batches the log could keep in place
+	large := 0                // bytes of accepted batches the log could keep in place
+	r.conn.keepFrames = false // until noteProduce finds this request mostly such batches
 
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return produceError(req, resp, kerr.InvalidRequiredAcks.Code, "")

@@ -12,9 +12,10 @@ import "github.com/vastfake/vastfake/coordinator"
 // and open connections stay. Clients still running see their topics
 // disappear (UNKNOWN_TOPIC_OR_PARTITION) and their groups forget them
 // (UNKNOWN_MEMBER_ID), as after deleting them by hand. The topics' log
-// memory is kept (up to log.MaxFreeBytes) for the topics made after, so a
-// test suite that resets one broker between tests does not map fresh
-// memory for every test.
+// memory is kept for the topics made after, so a test suite that resets
+// one broker between tests does not map fresh memory for every test: the
+// log's chunks (up to log.MaxFreeBytes) and the produce frames its batches
+// were kept in (up to as much again, see bufferPool.own).
 func (b *Broker) Reset() {
 	for _, t := range b.data.all() {
 		b.deleteTopic(t)

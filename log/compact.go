@@ -432,6 +432,9 @@ func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed boo
 	if !changed {
 		return nil
 	}
+	for i := range p.entries[:end] {
+		p.forgetLocked(&p.entries[i]) // every kept batch was copied into out
+	}
 	entries := append(out, p.entries[end:]...)
 	prefix := int64(-1)
 	if len(out) > 0 {

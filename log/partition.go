@@ -69,6 +69,13 @@ type Partition struct {
 	dead     [][]byte
 	loans    []*Loan // the loans of the batches stored in place at Release, one per batch
 
+	// dropped holds batches stored in place that left the log (retention,
+	// DeleteRecords, compaction) while reads were in flight; their pages
+	// are given back once none is (forgetLocked). hasDropped is set while
+	// it is not empty, for unpin to check without the lock.
+	dropped    []Batch
+	hasDropped atomic.Bool
+
 	entries  []entry
 	chunk    []byte // the chunk being filled; len is its used size
 	mapped   int    // chunk[:mapped] is in memory: written, prefaulted or reused from a Memory
@@ -184,11 +191,51 @@ func (m *Memory) put(chunks [][]byte) {
 const releasedPin = 1 << 40
 
 // unpin ends a read or copy that used chunk memory outside the lock; the
-// last one after Release gives the chunks back.
+// last one after Release gives the chunks back, and the last one of any
+// gives back the pages of batches stored in place that left the log.
 func (p *Partition) unpin() {
-	if p.pins.Add(-1) == releasedPin {
+	switch p.pins.Add(-1) {
+	case releasedPin:
 		p.recycle()
+	case 0:
+		if p.hasDropped.Load() {
+			p.mu.Lock()
+			if p.pins.Load() == 0 { // else a later unpin does it
+				p.releaseDroppedLocked()
+			}
+			p.mu.Unlock()
+		}
 	}
+}
+
+// forgetLocked is called, with p.mu held, for each batch that leaves the
+// log otherwise than by Release. A batch stored in place keeps its loan, so
+// its memory is never reused while its frame lives for the frame's other
+// batches, but its own whole pages are given back to the kernel: at once
+// when no read or copy uses the partition's memory, else once the last one
+// ends (a read that started after the batch left cannot see it). Chunks are
+// left to the garbage collector as before, and so is all memory of a
+// partition without a Memory, whose reads are not counted.
+func (p *Partition) forgetLocked(e *entry) {
+	if e.loan == nil || p.mem == nil {
+		return
+	}
+	p.dropped = append(p.dropped, e.raw())
+	p.hasDropped.Store(true)
+	if p.pins.Load() == 0 {
+		p.releaseDroppedLocked()
+	}
+}
+
+// releaseDroppedLocked gives back the pages of the dropped batches; no read
+// may be using them.
+func (p *Partition) releaseDroppedLocked() {
+	for _, b := range p.dropped {
+		pages.Release(b)
+	}
+	clear(p.dropped)
+	p.dropped = p.dropped[:0]
+	p.hasDropped.Store(false)
 }
 
 // recycle gives the released partition's chunks to its Memory, and lets go
@@ -200,6 +247,9 @@ func (p *Partition) recycle() {
 	for _, l := range p.loans {
 		l.Done()
 	}
+	p.mu.Lock()
+	p.releaseDroppedLocked()
+	p.mu.Unlock()
 	p.dead, p.loans = nil, nil
 }
 
@@ -333,6 +383,11 @@ func NewLoan(giveBack func()) *Loan {
 	return l
 }
 
+// Stored reports whether a batch stored in place holds the loan. Once the
+// caller's request is done it turns false only when every such batch has
+// let go, so memory it reports unused is used by nothing the log serves.
+func (l *Loan) Stored() bool { return l.holds.Load() > 1 }
+
 // Done lets go of the loan: the caller's hold, or a released batch's.
 func (l *Loan) Done() {
 	if l.holds.Add(-1) == 0 {
@@ -427,8 +482,8 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 	if k := len(p.entries); k > 0 && p.entries[k-1].prefixMax > e.prefixMax {
 		e.prefixMax = p.entries[k-1].prefixMax
 	}
-	if e.loan != nil {
-		e.loan.holds.Add(1)
+	if e.loan != nil && e.loan.holds.Add(1) == 1 {
+		panic("log: a batch published under a loan already given back")
 	}
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1
@@ -666,6 +721,7 @@ func (p *Partition) dropBelowStartLocked() {
 	n := 0
 	for n < len(p.entries) && p.entries[n].last < p.logStart {
 		p.bytes -= int64(p.entries[n].n)
+		p.forgetLocked(&p.entries[n])
 		n++
 	}
 	if n == 0 {

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -1178,4 +1179,45 @@ func TestInPlaceBatchesDroppedEarlyKeepTheirLoan(t *testing.T) {
 	p.Release()
 	q.Release()
 	assert.Zero(t, given)
+}
+
+// TestDroppedInPlaceBatchesGiveBackTheirPages: a batch stored in place that
+// leaves the log while another batch keeps its frame alive (records
+// deleted here; retention and compaction alike) gives its own pages back
+// to the kernel, once no read that may still see it is in flight; the
+// frame's other batch is untouched.
+func TestDroppedInPlaceBatchesGiveBackTheirPages(t *testing.T) {
+	raw := batch(t, []int64{1}, strings.Repeat("d", 64<<10))
+	size := len(raw)
+	frame := make([]byte, 2*size+100)
+	copy(frame[50:], raw)
+	copy(frame[50+size:], raw)
+	b1, err := ParseBatch(frame[50 : 50+size])
+	require.NoError(t, err)
+	b2, err := ParseBatch(frame[50+size : 50+2*size])
+	require.NoError(t, err)
+	m := new(Memory)
+	p, q := m.NewPartition(), m.NewPartition()
+	loan := NewLoan(func() { t.Error("the loan was given back") })
+	p.Publish(p.StageInPlace(b1, loan), AppendOptions{Now: t0})
+	q.Publish(q.StageInPlace(b2, loan), AppendOptions{Now: t0})
+	loan.Done()
+	kept := bytes.Clone(b2)
+
+	res, err := p.Read(0, 1<<30)
+	require.NoError(t, err)
+	want := bytes.Clone(res.Records)
+	_, err = p.DeleteBefore(1)
+	require.NoError(t, err)
+	assert.Equal(t, want, res.Records, "a read in flight still sees the batch")
+	res.Release()
+	if runtime.GOOS == "linux" {
+		page := os.Getpagesize()
+		inside := frame[(50+page-1)/page*page : (50+size)/page*page]
+		assert.Equal(t, make([]byte, len(inside)), inside, "the dropped batch's whole pages were given back")
+	}
+	got, err := q.Read(0, 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, kept, got.Records, "the frame's other batch")
+	got.Release()
 }

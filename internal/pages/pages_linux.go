@@ -72,28 +72,40 @@ var thpMode = func() string {
 // One of HugePage or more is aligned to a huge page, so that the kernel can
 // back it with huge pages: filling fresh memory costs a page fault per 4 KiB
 // page, which on a virtual machine is most of what storing records or
-// reading a producer's large frames costs (a 2 MiB page faults once). Only
-// whole huge pages inside the slice are asked for, so a slice that ends
-// part way into one takes no memory past its end. The alignment takes
-// HugePage more of the heap, never written. Where huge pages are given
-// only on request ("madvise"), the slice asks for them while it lives and
-// gives the request up once the garbage collector frees it, so that memory
-// the runtime reuses for other objects is not collapsed into huge pages.
+// reading a producer's large frames costs (a 2 MiB page faults once). The
+// alignment takes HugePage more of the heap, which the garbage collector
+// counts; its pages are given back to the kernel, so it takes no resident
+// memory. Where huge pages are given only on request ("madvise"), the slice
+// asks for those entirely inside it, so one that ends part way into a huge
+// page takes no memory past its end, and gives the request up once the
+// garbage collector frees it, so that memory the runtime reuses for other
+// objects is not collapsed into huge pages.
 func Make(size int) (buf []byte, cost int) {
+	buf, alloc := makeAligned(size)
+	return buf, len(alloc)
+}
+
+// makeAligned is Make, also returning the whole allocation buf is part of.
+func makeAligned(size int) (buf, alloc []byte) {
 	if size < HugePage || thpMode == "never" {
-		return make([]byte, size), size
+		buf = make([]byte, size)
+		return buf, buf
 	}
-	alloc := make([]byte, size+HugePage)
+	alloc = make([]byte, size+HugePage)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(alloc)))
 	aligned := (start + HugePage - 1) &^ (HugePage - 1)
 	off := int(aligned - start)
 	buf = alloc[off : off+size : off+size]
+	// The alignment's pages are never used; where the heap reused memory
+	// for alloc, zeroing it made them resident.
+	Release(alloc[:off])
+	Release(alloc[off+size:])
 	if thpMode == "madvise" {
 		madvise(aligned, uintptr(size), madvHugepage)
 		runtime.AddCleanup(unsafe.SliceData(alloc), func(r [2]uintptr) { madvise(r[0], r[1], madvNohugepage) },
 			[2]uintptr{aligned, uintptr(size)})
 	}
-	return buf, len(alloc)
+	return buf, alloc
 }
 
 // madvise gives the kernel advice about [addr, addr+n); advice it refuses

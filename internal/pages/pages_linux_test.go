@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -60,4 +61,47 @@ func TestHugePageAdviceDoesNotPileUpMappings(t *testing.T) {
 	grown := mappings() - before
 	t.Logf("640 huge-page slices made and dropped: %d more mappings", grown)
 	assert.Less(t, grown, 1000, "mappings added")
+}
+
+// TestMakeLeavesItsAlignmentUnmapped: the heap around a huge-page aligned
+// slice is never used, and takes no resident memory even where the heap
+// reuses (and so zeroes) memory that was written before.
+func TestMakeLeavesItsAlignmentUnmapped(t *testing.T) {
+	if thpMode == "never" {
+		t.Skip("transparent huge pages are off on this machine")
+	}
+	dirty := make([][]byte, 32)
+	for i := range dirty {
+		dirty[i] = make([]byte, 4<<20)
+		for j := range dirty[i] {
+			dirty[i][j] = 1
+		}
+	}
+	dirty = nil
+	runtime.GC()
+	runtime.GC()
+	for range 16 {
+		buf, alloc := makeAligned(3 << 20)
+		off := int(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - uintptr(unsafe.Pointer(unsafe.SliceData(alloc))))
+		assert.Zero(t, residentPages(t, alloc[:off]), "pages before the slice")
+		assert.Zero(t, residentPages(t, alloc[off+len(buf):]), "pages after it")
+	}
+}
+
+// residentPages counts the whole pages inside b that are resident
+// (mincore).
+func residentPages(t *testing.T, b []byte) int {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start, end := (p+pageSize-1)&^(pageSize-1), (p+uintptr(len(b)))&^(pageSize-1)
+	if end <= start {
+		return 0
+	}
+	vec := make([]byte, (end-start)/pageSize)
+	_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, start, end-start, uintptr(unsafe.Pointer(&vec[0])))
+	require.Zero(t, errno)
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
