@@ -180,8 +180,9 @@ func mergeProduce(req *kmsg.ProduceRequest, version int16) *kmsg.ProduceRequest 
 	return &merged
 }
 
-// appendPending appends a request's accepted batches. They are copied into
-// their partitions first, with no broker-wide lock, so that producers to
+// appendPending appends a request's accepted batches. They are staged into
+// their partitions first (copied, or kept in their request's frame: see
+// pendingAppend.stage), with no broker-wide lock, so that producers to
 // different partitions copy in parallel; then all are published under
 // appendMu, so that readers see all of one Produce request or none of it.
 // A batch from an idempotent producer is checked against the producer's
