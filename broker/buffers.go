@@ -51,12 +51,15 @@ type frameBuf struct {
 	b        []byte
 	cost     int
 	released bool
-	// kept is set on a buffer for produce frames whose batches the log may
-	// keep (bufferPool.own); it is lent to the log by loan, and never goes
-	// back to the free list.
-	kept bool
+	// loan is set on a buffer for produce frames whose batches the log may
+	// keep (bufferPool.own): it lends the buffer to the log, and such a
+	// buffer never goes back to the free list.
 	loan *log.Loan
 }
+
+// kept reports whether fb is a buffer for produce frames the log may keep
+// (bufferPool.own) rather than one of the free list's.
+func (fb *frameBuf) kept() bool { return fb.loan != nil }
 
 // bufferPool is a broker's free list of buffers. The zero value is empty
 // and ready.
@@ -187,7 +190,7 @@ func (p *bufferPool) own(n int) *frameBuf {
 	p.mu.Unlock()
 	if fb == nil {
 		b, cost := pages.Make(n)
-		fb = &frameBuf{b: b, cost: cost, kept: true, released: true} // not mapped in yet
+		fb = &frameBuf{b: b, cost: cost, released: true} // not mapped in yet; own sets its loan below
 	}
 	fb.b = fb.b[:n]
 	fb.loan = log.NewLoan(func() { p.giveBackKept(fb) })
@@ -220,7 +223,7 @@ func (p *bufferPool) giveBackKept(fb *frameBuf) {
 // afterwards.
 func (p *bufferPool) put(fb *frameBuf) {
 	n := cap(fb.b)
-	if fb.kept {
+	if fb.kept() {
 		return
 	}
 	c := frameClass(n)
@@ -243,7 +246,7 @@ func (p *bufferPool) put(fb *frameBuf) {
 // taken again (get maps back what it hands out in one system call; a
 // frame's pages come back as its bytes arrive).
 func (p *bufferPool) putReleased(fb *frameBuf) {
-	if len(fb.b) >= minReleased && !fb.kept {
+	if len(fb.b) >= minReleased && !fb.kept() {
 		pages.Release(fb.b)
 		fb.released = true
 	}

@@ -716,7 +716,7 @@ const keptFrameStep = 1 << 20
 // copied: a batch is kept in place when it is minKeptBatch bytes or more and
 // lies in a frame read into memory of its own (readKeptFrame).
 func (c *clientConn) loanFor(batch []byte) *log.Loan {
-	if c.frame == nil || !c.frame.kept || len(batch) < minKeptBatch {
+	if c.frame == nil || !c.frame.kept() || len(batch) < minKeptBatch {
 		return nil
 	}
 	f := c.frame.b
@@ -767,7 +767,7 @@ func (c *clientConn) noteProduce(large int) bool {
 // need it for them again.
 func (c *clientConn) releaseFrame() {
 	if c.frame != nil {
-		if fb := c.frame; fb.kept {
+		if fb := c.frame; fb.kept() {
 			if !fb.loan.Stored() {
 				pages.Release(fb.b)
 				fb.released = true

@@ -461,20 +461,20 @@ func TestKeptFramesNeverGoBackToTheFreeList(t *testing.T) {
 	c.keepFrames, c.lastFrame = true, size
 	first, err := c.readFrame(size)
 	require.NoError(t, err)
-	assert.True(t, c.frame.kept, "a produce frame on a connection that keeps them")
+	assert.True(t, c.frame.kept(), "a produce frame on a connection that keeps them")
 	c.releaseFrame() // nothing stored in it: the loan ends here
 	assert.Zero(t, c.b.buffers.freeBytes(), "the kept frame is not on the free list")
 
 	second, err := c.readFrame(size)
 	require.NoError(t, err)
-	assert.True(t, c.frame.kept)
+	assert.True(t, c.frame.kept())
 	assert.Equal(t, unsafe.SliceData(first), unsafe.SliceData(second), "the next produce frame reuses it")
 	assert.Equal(t, 2, c.b.buffers.ownedFrames())
 	c.releaseFrame()
 
 	_, err = c.readFrame(size)
 	require.NoError(t, err)
-	assert.False(t, c.frame.kept, "another request's frame")
+	assert.False(t, c.frame.kept(), "another request's frame")
 	fb := c.frame
 	c.releaseFrame()
 	assert.True(t, c.b.buffers.getFree(1) == fb && fb.released, "its buffer went back released")

@@ -46,11 +46,16 @@ func Populate(b []byte) {
 // touched. Only bytes of b are released, never a page that b shares with
 // other memory. Nothing may be in b that is still needed.
 func Release(b []byte) {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	start, end := (p+pageSize-1)&^(pageSize-1), (p+uintptr(len(b)))&^(pageSize-1)
-	if end > start {
+	if start, end := wholePages(b); end > start {
 		madvise(start, end-start, madvDontneed)
 	}
+}
+
+// wholePages returns the range of the whole pages inside b, empty (end <=
+// start) when there are none.
+func wholePages(b []byte) (start, end uintptr) {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return (p + pageSize - 1) &^ (pageSize - 1), (p + uintptr(len(b))) &^ (pageSize - 1)
 }
 
 // thpMode is the kernel's transparent huge page setting: "always",

@@ -91,8 +91,7 @@ func TestMakeLeavesItsAlignmentUnmapped(t *testing.T) {
 // residentPages counts the whole pages inside b that are resident
 // (mincore).
 func residentPages(t *testing.T, b []byte) int {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	start, end := (p+pageSize-1)&^(pageSize-1), (p+uintptr(len(b)))&^(pageSize-1)
+	start, end := wholePages(b)
 	if end <= start {
 		return 0
 	}
