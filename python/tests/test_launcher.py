@@ -161,29 +161,75 @@ def test_unstarted_and_stopped_brokers_say_so(vastfake_bin):
         b.topics()
 
 
+# A test process that starts a broker and sleeps. It first sets the signal
+# state it is tested in, whatever it inherited: SIGINT, SIGTERM and SIGHUP
+# as a Python started from an interactive shell has them (nohup, a shell's
+# background job or a CI runner may have left SIGINT or SIGHUP ignored, and
+# a launcher rightly leaves an ignored signal alone), except those named in
+# argv[2:], which it ignores. It echoes each line of its stdin.
 INTERRUPTED = textwrap.dedent("""
-    import sys, time
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    for name in sys.argv[2:]:
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     import vastfake
     b = vastfake.Broker(binary=sys.argv[1]).start()
     print(b.bootstrap, flush=True)
-    time.sleep(120)
+    for line in sys.stdin:  # echoes each line, until stdin closes
+        print(line.strip(), flush=True)
 """)
+
+
+def start_test_process(vastfake_bin, *ignored):
+    """Start INTERRUPTED, ignoring the signals named in ignored; return
+    the process and its broker's bootstrap address."""
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR.parent), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, vastfake_bin, *ignored], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True, env=env)
+    bootstrap = proc.stdout.readline().strip()
+    if not bootstrap:
+        proc.kill()
+        proc.wait()
+        pytest.fail("the test process did not start its broker: %s" % proc.stderr.read())
+    return proc, bootstrap
+
+
+def end(proc):
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        f.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
 def test_broker_dies_with_an_interrupted_test_process(vastfake_bin, sig):
-    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR.parent), PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, vastfake_bin], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    proc, bootstrap = start_test_process(vastfake_bin)
     try:
-        bootstrap = proc.stdout.readline().strip()
-        assert bootstrap, proc.stderr.read()
         proc.send_signal(sig)
         proc.wait(timeout=30)
         assert refused(bootstrap), "the broker outlived the test process killed by %s" % sig.name
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        end(proc)
+
+
+def test_an_ignored_sighup_stays_ignored(vastfake_bin):
+    # Under nohup the test process ignores SIGHUP: the launcher installs no
+    # handler that would stop its broker, so both carry on; SIGTERM still
+    # stops them.
+    proc, bootstrap = start_test_process(vastfake_bin, "SIGHUP")
+    try:
+        proc.send_signal(signal.SIGHUP)
+        # A handler would run before the process reads the next line.
+        proc.stdin.write("after SIGHUP\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "after SIGHUP\n", "the test process died of an ignored SIGHUP"
+        host, port = bootstrap.rsplit(":", 1)
+        socket.create_connection((host, int(port)), timeout=10).close()  # its broker still listens
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert refused(bootstrap)
+    finally:
+        end(proc)
