@@ -32,9 +32,11 @@ def run_pytest(project, vastfake_bin, *args):
     env = {k: v for k, v in os.environ.items() if k not in ("VASTFAKE_BIN", "VASTFAKE_SRC", "VASTFAKE_ARGS")}
     env["PATH"] = str(bindir) + os.pathsep + env.get("PATH", "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # The package as this test imported it, by an absolute path: a relative
+    # PYTHONPATH would not reach it from the project.
+    env["PYTHONPATH"] = PACKAGE_PARENT + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA"]
     if not installed():
-        env["PYTHONPATH"] = PACKAGE_PARENT + os.pathsep + env.get("PYTHONPATH", "")
         cmd += ["-p", "vastfake.pytest_plugin"]
     return subprocess.run(cmd + list(args), cwd=project, env=env, capture_output=True, text=True, timeout=120)
 
@@ -89,3 +91,99 @@ def test_plugin_in_a_project(tmp_path, vastfake_bin):
     # The failure's report lists the refusal behind it.
     section = out.split("vastfake refusals", 1)[1]
     assert "Produce v" in section and "MESSAGE_TOO_LARGE" in section and "by VAST rule MaxMessageBytes" in section, out
+
+
+AUDIT_TEST = '''
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def produce_compressed(bootstrap):
+    """Produce one gzip batch: VAST refuses compression, audit records it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("orders", num_partitions=1, replication_factor=1)])["orders"].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "compression.type": "gzip"})
+    p.produce("orders", value=b"o" * 1000)  # compressible: librdkafka sends small batches as they are
+    assert p.flush(30) == 0
+
+
+def test_1_finds_compression(vastfake):
+    produce_compressed(vastfake.bootstrap)
+    assert [f.rule for f in vastfake.findings()] == ["NoCompression"]
+    vastfake.assert_no_refusals()  # audit records instead of refusing
+
+
+def test_2_clean_test_has_no_findings(vastfake):
+    vastfake.assert_no_findings()  # test_1's finding is gone
+
+
+def test_3_failure_names_the_findings(vastfake):
+    produce_compressed(vastfake.bootstrap)
+    vastfake.assert_no_findings()
+
+
+def test_4_failure_says_the_audit_found_nothing(vastfake):
+    assert False, "the app failed"
+'''
+
+
+def test_audit_findings_are_per_test(tmp_path, vastfake_bin):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_audit.py").write_text(AUDIT_TEST)
+    run = run_pytest(project, vastfake_bin, "--vastfake-profile", "audit")
+    out = run.stdout + run.stderr
+    assert "2 failed, 2 passed" in out, out
+    assert "PASSED test_audit.py::test_1_finds_compression" in out
+    assert "PASSED test_audit.py::test_2_clean_test_has_no_findings" in out
+    # The failure names what the audit found during that test.
+    report = out.split("_ test_3_failure_names_the_findings _", 1)[1].split("_ test_4_", 1)[0]
+    section = report.split("vastfake audit findings", 1)[1]
+    assert "NoCompression [" in section and "1 time" in section, report
+    # A failing test with nothing found says so rather than only that
+    # nothing was refused.
+    report = out.split("_ test_4_failure_says_the_audit_found_nothing _", 1)[1]
+    assert "the audit found nothing" in report.split("vastfake audit findings", 1)[1], report
+
+
+def test_profile_help_lists_audit(tmp_path, vastfake_bin):
+    project = tmp_path / "project"
+    project.mkdir()
+    run = run_pytest(project, vastfake_bin, "--help")
+    assert run.returncode == 0, run.stdout + run.stderr
+    help_text = " ".join(run.stdout.split("--vastfake-profile", 1)[1].split("--vastfake-rule", 1)[0].split())
+    assert "vast (default" in help_text and "kafka" in help_text and "audit" in help_text, help_text
+
+
+def test_dash_p_on_an_installed_plugin(tmp_path, vastfake_bin):
+    """-p vastfake.pytest_plugin where the package is installed, and where
+    pip install ./python left an egg-info in the checkout: the plugin loads
+    once, not "Plugin already registered"."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE_PARENT + "/vastfake", site / "vastfake")
+    egg = site / "vastfake.egg-info"  # what setuptools writes next to the package
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vastfake\nVersion: 0.1.0\n")
+    (egg / "entry_points.txt").write_text(entry_points_txt())
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_one.py").write_text("def test_one(vastfake):\n    assert vastfake.topics() == []\n")
+    bindir = project / "bin"
+    bindir.mkdir()
+    shutil.copy(vastfake_bin, bindir / "vastfake")
+    env = {k: v for k, v in os.environ.items() if k not in ("VASTFAKE_BIN", "VASTFAKE_SRC", "VASTFAKE_ARGS")}
+    env.update(PATH=str(bindir) + os.pathsep + env.get("PATH", ""), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
+    for extra in ([], ["-p", "vastfake.pytest_plugin"]):
+        run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *extra], cwd=project,
+                             env=env, capture_output=True, text=True, timeout=120)
+        out = run.stdout + run.stderr
+        assert run.returncode == 0 and "1 passed" in out, out
+
+
+def entry_points_txt():
+    """The pytest11 entry points of python/pyproject.toml, as setuptools
+    writes them to entry_points.txt."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    section = text.split("[project.entry-points.pytest11]", 1)[1].split("\n[", 1)[0]
+    lines = [ln.replace('"', "") for ln in section.strip().splitlines() if ln and not ln.startswith("#")]
+    return "[pytest11]\n" + "\n".join(lines) + "\n"

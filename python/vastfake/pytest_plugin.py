@@ -1,12 +1,16 @@
 """The vastfake pytest plugin: installed with the package (the ``pytest11``
-entry point), or loaded from a checkout with ``-p vastfake.pytest_plugin``.
+entry point, named ``vastfake.pytest_plugin`` like this module, so that
+``-p vastfake.pytest_plugin`` on top of it loads it once), or loaded from a
+checkout with ``-p vastfake.pytest_plugin``.
 
 Fixtures:
 
 - ``vastfake``: the session's broker, reset for this test: no topics, no
-  groups, no faults or latency, an empty request log. When the test fails,
-  its report gets a "vastfake refusals" section listing every request a
-  VAST rule refused during the test.
+  groups, no faults or latency, an empty request log (so no refusals) and
+  no audit findings. When the test fails, its report gets a "vastfake
+  refusals" section listing every request a VAST rule refused during the
+  test and, when the broker audits rules or found something, a "vastfake
+  audit findings" section listing what the audit found during the test.
 - ``vastfake_broker``: the session's broker as it is (no reset), started
   once per session with the options below.
 - ``kafka_bootstrap``: the session broker's bootstrap address, "host:port".
@@ -16,7 +20,9 @@ Fixtures:
 Options, on the command line or in the ini file (pytest.ini, tox.ini,
 setup.cfg or pyproject.toml's [tool.pytest.ini_options]):
 
-- ``--vastfake-profile`` / ``vastfake_profile``: vast (default) or kafka.
+- ``--vastfake-profile`` / ``vastfake_profile``: vast (the default: VAST's
+  rules refuse), kafka (no VAST rule) or audit (VAST's rules record
+  findings instead of refusing).
 - ``--vastfake-rule`` (repeatable) / ``vastfake_rules`` (one per line):
   rule overrides such as MaxGroups=10.
 - ``--vastfake-args`` / ``vastfake_args``: more flags for the binary, e.g.
@@ -37,17 +43,23 @@ from typing import Callable, Iterator, List
 import pytest
 
 from .broker import Broker
-from .errors import VastfakeError
+from .errors import ControlPlaneError, VastfakeError
+
+
+#: The binary's profiles (-profile).
+PROFILES = ("vast", "kafka", "audit")
 
 
 def pytest_addoption(parser: "pytest.Parser") -> None:
     group = parser.getgroup("vastfake", "vastfake, the in-memory VAST Event Broker")
-    group.addoption("--vastfake-profile", default=None, help="vast (default) or kafka")
+    group.addoption("--vastfake-profile", default=None, choices=PROFILES,
+                    help="vast (default: VAST's rules refuse), kafka (no VAST rule) or audit (VAST's rules "
+                         "record findings instead of refusing)")
     group.addoption("--vastfake-rule", action="append", default=[], metavar="NAME=VALUE",
                     help="override a VAST rule, e.g. MaxGroups=10; repeatable")
     group.addoption("--vastfake-args", default=None, help="more flags for the vastfake binary")
     group.addoption("--vastfake-bin", default=None, help="the vastfake binary to run")
-    parser.addini("vastfake_profile", "vastfake profile: vast or kafka", default="")
+    parser.addini("vastfake_profile", "vastfake profile: vast, kafka or audit", default="")
     parser.addini("vastfake_rules", "vastfake rule overrides, NAME=VALUE, one per line", type="linelist", default=[])
     parser.addini("vastfake_args", "more flags for the vastfake binary", type="args", default=[])
     parser.addini("vastfake_bin", "the vastfake binary to run", default="")
@@ -93,6 +105,11 @@ def vastfake(vastfake_broker: Broker, request: "pytest.FixtureRequest") -> Itera
     b.reset()
     b.stale_end_offset(b._initial_stale_end_offset)
     b.clear_requests()
+    try:
+        b.clear_findings()
+    except ControlPlaneError as e:
+        if e.status != 404:  # a binary without DELETE /audit has no findings either
+            raise
     request.node._vastfake_broker = b
     yield b
 
@@ -112,6 +129,15 @@ def vastfake_factory() -> Iterator[Callable[..., Broker]]:
         b.stop()
 
 
+def _audited(broker: Broker) -> bool:
+    """Whether the broker audits some rule: GET /live.json has "audit"
+    then."""
+    try:
+        return "audit" in (broker.live() or {})
+    except VastfakeError:
+        return False
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: "pytest.Item", call):
     outcome = yield
@@ -125,3 +151,15 @@ def pytest_runtest_makereport(item: "pytest.Item", call):
     except VastfakeError as e:
         text = "could not read the request log: %s" % e
     report.sections.append(("vastfake refusals", text))
+    try:
+        findings, dropped = broker._audit()
+    except VastfakeError as e:
+        report.sections.append(("vastfake audit findings", "could not read the audit findings: %s" % e))
+        return
+    if findings or dropped:
+        text = "\n".join(str(f) for f in findings)
+        if dropped:
+            text += "\n(and %d more the broker did not keep)" % dropped
+        report.sections.append(("vastfake audit findings", text.strip("\n")))
+    elif _audited(broker):
+        report.sections.append(("vastfake audit findings", "the audit found nothing"))
