@@ -237,6 +237,13 @@ export class Broker extends Client {
 }
 
 export function startBroker (options?: StartOptions): Promise<Broker>
+/**
+ * The vastfake binary: VASTFAKE_BIN, else vastfake on PATH, else one built
+ * with go build from VASTFAKE_SRC or the vastfake checkout the working
+ * directory or the package is in, said on stderr and cached on disk
+ * (VASTFAKE_CACHE_DIR, else the user's cache directory) until the sources
+ * change.
+ */
 export function findBinary (options?: { buildTimeoutMs?: number }): string
 export function goDuration (d: Duration): string
 

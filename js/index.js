@@ -13,7 +13,8 @@
 //
 // The binary is options.binary, else VASTFAKE_BIN, else vastfake on PATH,
 // else one built with `go build` when the working directory (or this
-// package) is inside a vastfake checkout (or VASTFAKE_SRC names one).
+// package) is inside a vastfake checkout (or VASTFAKE_SRC names one); the
+// build says so on stderr and is cached on disk for later processes.
 // Every call has a timeout and every wait a deadline: nothing hangs.
 
 'use strict'
@@ -27,9 +28,16 @@ const path = require('node:path')
 const readline = require('node:readline')
 
 const MODULE_LINE = 'module github.com/vastfake/vastfake'
-const INSTALL_HINT = 'install it with `go install github.com/vastfake/vastfake/cmd/vastfake@latest` (then it is ' +
-  '$(go env GOPATH)/bin/vastfake; put that on PATH), or set VASTFAKE_BIN to its path, or set VASTFAKE_SRC to a ' +
-  'vastfake checkout with go on PATH'
+const INSTALL_HINT = 'build it in a clone of the vastfake repository with `go install ./cmd/vastfake` (then it is ' +
+  '$(go env GOPATH)/bin/vastfake; put that on PATH) or `go build -o /some/dir/vastfake ./cmd/vastfake` and set ' +
+  'VASTFAKE_BIN to it, or set VASTFAKE_SRC to the clone (with go on PATH) to have it built and cached; ' +
+  '`go install github.com/vastfake/vastfake/cmd/vastfake@latest` works once the module is published'
+// What to run in a checkout to replace a binary older than this package.
+const UPDATE_HINT = 'rebuild it from an up-to-date vastfake clone: go install ./cmd/vastfake (or, once the module ' +
+  'is published, go install github.com/vastfake/vastfake/cmd/vastfake@latest)'
+// How many built binaries the cache keeps (one per state of a source tree),
+// the most recently used first.
+const CACHE_KEEP = 5
 // How many of the broker's first and last stderr lines an error quotes: the
 // first say why it would not start, the last what it did before it died.
 const STDERR_HEAD_LINES = 5
@@ -104,6 +112,129 @@ function which (name) {
 const built = new Map() // checkout -> binary built from it by this process
 
 /**
+ * The directory built binaries are cached in: VASTFAKE_CACHE_DIR, else
+ * vastfake in the user's cache directory (XDG_CACHE_HOME or ~/.cache,
+ * ~/Library/Caches on macOS, LOCALAPPDATA on Windows).
+ */
+function cacheDir () {
+  if (process.env.VASTFAKE_CACHE_DIR) return path.resolve(process.env.VASTFAKE_CACHE_DIR)
+  let base
+  if (process.platform === 'win32') base = process.env.LOCALAPPDATA
+  else if (process.platform === 'darwin') base = path.join(os.homedir(), 'Library', 'Caches')
+  else base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache')
+  return path.join(base || os.tmpdir(), 'vastfake')
+}
+
+// buildFiles lists, sorted, the files of the checkout at root that go build
+// ./cmd/vastfake can read: go.mod, go.sum and every file but tests in a
+// directory with Go code (embedded files sit next to it), skipping what the
+// go command skips (testdata, names starting with . or _) and nested modules.
+function buildFiles (root) {
+  const files = []
+  const walk = rel => {
+    let entries
+    try {
+      entries = fs.readdirSync(path.join(root, rel), { withFileTypes: true })
+    } catch {
+      return
+    }
+    const names = entries.filter(e => e.isFile()).map(e => e.name)
+    if (rel === '') files.push(...names.filter(n => n === 'go.mod' || n === 'go.sum'))
+    if (names.some(n => n.endsWith('.go') && !n.endsWith('_test.go'))) {
+      for (const n of names) {
+        if (!n.endsWith('_test.go') && !(rel === '' && (n === 'go.mod' || n === 'go.sum'))) files.push(rel ? rel + '/' + n : n)
+      }
+    }
+    for (const e of entries) {
+      if (!e.isDirectory() || /^[._]/.test(e.name) || e.name === 'testdata' || e.name === 'node_modules') continue
+      const sub = rel ? rel + '/' + e.name : e.name
+      if (!fs.existsSync(path.join(root, sub, 'go.mod'))) walk(sub)
+    }
+  }
+  walk('')
+  return files.sort()
+}
+
+// sourceKey names the binary go would build from the checkout at src: a
+// hash of the go version, the environment that changes what it builds, and
+// the path, size and contents of every file buildFiles lists. The Python
+// package computes the same key, so both share the cache.
+function sourceKey (src, go) {
+  const h = crypto.createHash('sha256')
+  const v = spawnSync(go, ['version'], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'ignore'] })
+  h.update((v.stdout || '').trim() + '\0')
+  for (const name of ['GOOS', 'GOARCH', 'GOFLAGS', 'CGO_ENABLED', 'GOEXPERIMENT']) h.update((process.env[name] || '') + '\0')
+  for (const rel of buildFiles(src)) {
+    const data = fs.readFileSync(path.join(src, ...rel.split('/')))
+    h.update(`${rel}\0${data.length}\0`)
+    h.update(data)
+  }
+  return h.digest('hex').slice(0, 20)
+}
+
+// pruneCache removes all but the CACHE_KEEP most recently used binaries,
+// never keep, and the temporary files of builds that died over an hour ago.
+function pruneCache (dir, keep) {
+  let names
+  try {
+    names = fs.readdirSync(dir)
+  } catch {
+    return
+  }
+  const bins = []
+  for (const name of names) {
+    try {
+      const file = path.join(dir, name)
+      const st = fs.statSync(file)
+      if (name.startsWith('.vastfake-') && Date.now() - st.mtimeMs > 3600_000) fs.rmSync(file, { force: true })
+      else if (name.startsWith('vastfake-') && file !== keep) bins.push({ file, mtime: st.mtimeMs })
+    } catch {}
+  }
+  bins.sort((a, b) => b.mtime - a.mtime)
+  for (const { file } of bins.slice(CACHE_KEEP - 1)) {
+    try {
+      fs.rmSync(file, { force: true })
+    } catch {}
+  }
+}
+
+// buildBinary builds ./cmd/vastfake in src into the cache, or returns the
+// cached build of the same sources. Concurrent builders (node --test runs
+// each file in a process of its own) each build to a file of their own and
+// rename it into place, so a reader sees no binary or a whole one.
+function buildBinary (src, go, buildTimeoutMs) {
+  const exe = process.platform === 'win32' ? '.exe' : ''
+  const key = sourceKey(src, go)
+  let dir = cacheDir()
+  try {
+    fs.mkdirSync(dir, { recursive: true })
+  } catch {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vastfake-')) // no cache: a directory for this process
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+  }
+  const out = path.join(dir, `vastfake-${key}${exe}`)
+  if (executable(out)) {
+    try {
+      const now = new Date()
+      fs.utimesSync(out, now, now) // used: the last to go when the cache is pruned
+    } catch {}
+    return out
+  }
+  const tmp = path.join(dir, `.vastfake-${key}-${process.pid}-${crypto.randomBytes(4).toString('hex')}${exe}`)
+  process.stderr.write(`vastfake: building the broker from ${src} (go build ./cmd/vastfake); it is cached in ${dir} ` +
+    'until the sources change\n')
+  const run = spawnSync(go, ['build', '-o', tmp, './cmd/vastfake'], { cwd: src, encoding: 'utf8', timeout: buildTimeoutMs, stdio: ['ignore', 'pipe', 'pipe'] })
+  if (run.error || run.status !== 0) {
+    fs.rmSync(tmp, { force: true })
+    if (run.error) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src}: ${run.error.message}`)
+    throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src} failed:\n${run.stderr.slice(-4000)}`)
+  }
+  fs.renameSync(tmp, out)
+  pruneCache(dir, out)
+  return out
+}
+
+/**
  * The path of a vastfake binary: VASTFAKE_BIN; else vastfake on PATH; else
  * one built with `go build` from VASTFAKE_SRC or from the vastfake checkout
  * the working directory or this package is in. Throws BinaryNotFoundError
@@ -133,12 +264,7 @@ function findBinary ({ buildTimeoutMs = 300_000 } = {}) {
   const go = which('go')
   if (!go) throw new BinaryNotFoundError(`no vastfake binary: ${src} is a vastfake checkout but go is not on PATH to build it; ${INSTALL_HINT}`)
   if (built.has(src) && executable(built.get(src))) return built.get(src)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vastfake-'))
-  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
-  const out = path.join(dir, process.platform === 'win32' ? 'vastfake.exe' : 'vastfake')
-  const run = spawnSync(go, ['build', '-o', out, './cmd/vastfake'], { cwd: src, encoding: 'utf8', timeout: buildTimeoutMs, stdio: ['ignore', 'pipe', 'pipe'] })
-  if (run.error) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src}: ${run.error.message}`)
-  if (run.status !== 0) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src} failed:\n${run.stderr.slice(-4000)}`)
+  const out = buildBinary(src, go, buildTimeoutMs)
   built.set(src, out)
   return out
 }
@@ -287,7 +413,7 @@ class Client {
       const msg = (json && json.error) || res.text.trim()
       if (res.status === 404 && msg === 'Not Found') {
         throw new ControlPlaneError(`${what}: 404, this vastfake binary has no such endpoint; it is older than the ` +
-          'vastfake package (update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest)', { status: 404, error: msg })
+          `vastfake package (${UPDATE_HINT})`, { status: 404, error: msg })
       }
       const hint = explain && explain[res.status]
       throw new ControlPlaneError(`${what}: ${res.status} ${msg}${hint ? '; ' + hint : ''}`, { status: res.status, error: msg })
@@ -808,7 +934,7 @@ async function startBroker (options = {}) {
       }
       let hint = ''
       if (tail.includes('flag provided but not defined: -exit-on-stdin-close')) {
-        hint = `\nthis vastfake binary (${binary}) is older than the vastfake package; update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest`
+        hint = `\nthis vastfake binary (${binary}) is older than the vastfake package; ${UPDATE_HINT}`
       }
       throw new StartError(`vastfake exited with ${exitText(child.exitCode, child.signalCode)} before it listened; stderr:\n${tail}${hint}`, props)
     }

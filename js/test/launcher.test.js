@@ -96,17 +96,41 @@ test('a missing binary says how to get one', async (t) => {
   const run = spawnSync(process.execPath, ['-e', code], { cwd: dir, env: { PATH: path.join(dir, 'empty') }, encoding: 'utf8', timeout: 60_000 })
   assert.strictEqual(run.status, 0, run.stderr)
   assert.match(run.stdout, /^BinaryNotFoundError: no vastfake binary/)
-  assert.match(run.stdout, /go install github\.com\/vastfake\/vastfake\/cmd\/vastfake@latest/)
+  // A way that works from a clone today, and the published one for later.
+  assert.match(run.stdout, /in a clone of the vastfake repository with `go install \.\/cmd\/vastfake`/)
+  assert.match(run.stdout, /VASTFAKE_BIN/)
+  assert.match(run.stdout, /`go install github\.com\/vastfake\/vastfake\/cmd\/vastfake@latest` works once the module is published/)
 })
 
-test('inside a checkout, with go on PATH, the binary is built', { skip: !findGo() && 'needs go on PATH' }, () => {
-  const env = { ...process.env, PATH: path.dirname(findGo()) }
+test('inside a checkout, with go on PATH, the binary is built once, said and cached on disk', { skip: !findGo() && 'needs go on PATH' }, async (t) => {
+  // Each process is a test file under node --test. Two build at once into
+  // an empty cache; a third finds their binary and builds nothing.
+  const cache = tmpdir(t)
+  const env = { ...process.env, PATH: path.dirname(findGo()), VASTFAKE_CACHE_DIR: cache }
   delete env.VASTFAKE_BIN
   delete env.VASTFAKE_SRC
-  const code = "const b = require('vastfake').findBinary(); console.log(b); require('fs').accessSync(b, require('fs').constants.X_OK)"
-  const run = spawnSync(process.execPath, ['-e', code], { cwd: path.join(__dirname, '..'), env, encoding: 'utf8', timeout: 300_000 })
-  assert.strictEqual(run.status, 0, run.stderr)
-  assert.match(run.stdout, /vastfake-.*\/vastfake\n$/)
+  const code = "const b = require('vastfake').findBinary(); require('fs').accessSync(b, require('fs').constants.X_OK); console.log(b)"
+  const find = () => new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', code], { cwd: path.join(__dirname, '..'), env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', d => { stdout += d })
+    child.stderr.on('data', d => { stderr += d })
+    child.once('error', reject)
+    child.once('close', status => resolve({ status, stdout, stderr }))
+  })
+  const runs = await Promise.all([find(), find()])
+  for (const run of runs) {
+    assert.strictEqual(run.status, 0, run.stderr)
+    assert.match(run.stderr, /^vastfake: building the broker from .* \(go build \.\/cmd\/vastfake\); it is cached in /)
+    assert.strictEqual(path.dirname(run.stdout.trim()), cache)
+  }
+  assert.strictEqual(runs[0].stdout, runs[1].stdout)
+  const again = await find()
+  assert.strictEqual(again.status, 0, again.stderr)
+  assert.strictEqual(again.stdout, runs[0].stdout)
+  assert.strictEqual(again.stderr, '') // no build, no notice
+  assert.deepStrictEqual(fs.readdirSync(cache), [path.basename(runs[0].stdout.trim())]) // no temporary file left
 })
 
 function findGo () {
@@ -172,6 +196,9 @@ test('a dead broker fails the next call', async () => {
   }
 })
 
+// Node sets every signal to its default at start (and libuv again in the
+// children it spawns), so the test process below reacts to each signal
+// whatever the runner inherited (nohup, a shell's background job).
 for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGKILL']) {
   test(`the broker dies with a test process killed by ${sig}`, async () => {
     const code = `require('vastfake').startBroker({ binary: ${JSON.stringify(bin)} })
