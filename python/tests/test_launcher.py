@@ -73,8 +73,11 @@ def test_missing_binary_says_how_to_get_one(tmp_path):
                          timeout=60)
     assert run.returncode == 0, run.stderr
     assert "no vastfake binary" in run.stdout
-    assert "go install github.com/vastfake/vastfake/cmd/vastfake@latest" in run.stdout
+    # A way that works from a clone today, and the published one for later.
+    assert "in a clone of the vastfake repository with `go install ./cmd/vastfake`" in run.stdout
     assert "VASTFAKE_BIN" in run.stdout
+    assert "`go install github.com/vastfake/vastfake/cmd/vastfake@latest` works once the module is published" \
+        in run.stdout
 
 
 def test_vastfake_bin_that_is_not_a_file(tmp_path, monkeypatch):
@@ -84,18 +87,35 @@ def test_vastfake_bin_that_is_not_a_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs go on PATH")
-def test_builds_the_binary_inside_a_checkout(tmp_path, monkeypatch):
+def test_builds_the_binary_inside_a_checkout_once(tmp_path):
     # No VASTFAKE_BIN and no vastfake on PATH, but go is and the package
-    # sits in the vastfake checkout: the launcher builds the binary.
-    monkeypatch.delenv("VASTFAKE_BIN", raising=False)
-    monkeypatch.delenv("VASTFAKE_SRC", raising=False)
-    monkeypatch.setenv("PATH", os.path.dirname(shutil.which("go")))
-    if vastfake.broker._checkout(PACKAGE_DIR) is None and vastfake.broker._checkout(pathlib.Path.cwd()) is None:
+    # sits in the vastfake checkout: the launcher builds the binary, says
+    # so, and caches it on disk. Two processes build at once into an empty
+    # cache; a third finds their binary and builds nothing.
+    src = vastfake.broker._checkout(PACKAGE_DIR) or vastfake.broker._checkout(pathlib.Path.cwd())
+    if src is None:
         pytest.skip("the package and the working directory are outside a vastfake checkout")
-    monkeypatch.setattr(vastfake.broker, "_built", {})
-    path = vastfake.find_binary()
-    assert os.access(path, os.X_OK)
-    with Broker(binary=path) as b:
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k not in ("VASTFAKE_BIN", "VASTFAKE_SRC")}
+    env.update(PATH=os.path.dirname(shutil.which("go")), VASTFAKE_CACHE_DIR=str(cache),
+               PYTHONPATH=str(PACKAGE_DIR.parent), PYTHONDONTWRITEBYTECODE="1")
+    code = "import os, vastfake; b = vastfake.find_binary(); assert os.access(b, os.X_OK); print(b)"
+
+    def start():
+        return subprocess.Popen([sys.executable, "-c", code], cwd=src, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    runs = [p.communicate(timeout=300) + (p.returncode,) for p in [start(), start()]]
+    for out, err, code_ in runs:
+        assert code_ == 0, err
+        assert err.startswith("vastfake: building the broker from %s (go build ./cmd/vastfake); it is cached in "
+                              % src), err
+        assert pathlib.Path(out.strip()).parent == cache
+    assert runs[0][0] == runs[1][0]
+    out, err = start().communicate(timeout=300)
+    assert (out, err) == (runs[0][0], "")  # no build, no notice
+    assert os.listdir(cache) == [os.path.basename(out.strip())]  # no temporary file left
+    with Broker(binary=out.strip()) as b:
         assert b.health().status == "ok"
 
 

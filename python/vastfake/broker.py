@@ -7,13 +7,15 @@
 
 The binary is VASTFAKE_BIN when set, else ``vastfake`` on PATH, else one
 built with ``go build`` when the current directory (or this package) is
-inside a vastfake checkout (or VASTFAKE_SRC names one).
+inside a vastfake checkout (or VASTFAKE_SRC names one); the build says so on
+stderr and is cached on disk for later processes.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
+import hashlib
 import os
 import pathlib
 import queue
@@ -22,6 +24,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -34,9 +37,17 @@ from .errors import BinaryNotFoundError, BrokerDiedError, PortInUseError, StartE
 __all__ = ["Broker", "find_binary"]
 
 MODULE_LINE = "module github.com/vastfake/vastfake"
-INSTALL_HINT = ("install it with `go install github.com/vastfake/vastfake/cmd/vastfake@latest` (then it is on PATH "
-                "as $(go env GOPATH)/bin/vastfake), or set VASTFAKE_BIN to its path, or set VASTFAKE_SRC to a "
-                "vastfake checkout with go on PATH")
+INSTALL_HINT = ("build it in a clone of the vastfake repository with `go install ./cmd/vastfake` (then it is "
+                "$(go env GOPATH)/bin/vastfake; put that on PATH) or `go build -o /some/dir/vastfake ./cmd/vastfake` "
+                "and set VASTFAKE_BIN to it, or set VASTFAKE_SRC to the clone (with go on PATH) to have it built and "
+                "cached; `go install github.com/vastfake/vastfake/cmd/vastfake@latest` works once the module is "
+                "published")
+#: What to run to replace a binary older than this package.
+UPDATE_HINT = ("rebuild it from an up-to-date vastfake clone: go install ./cmd/vastfake (or, once the module is "
+               "published, go install github.com/vastfake/vastfake/cmd/vastfake@latest)")
+#: How many built binaries the cache keeps (one per state of a source
+#: tree), the most recently used first.
+CACHE_KEEP = 5
 
 #: How many of the broker's first and last stderr lines an error quotes:
 #: the first say why it would not start (before the usage a flag error
@@ -91,17 +102,138 @@ def find_binary(build_timeout: float = 300.0) -> str:
         key = str(src)
         if key in _built and os.path.isfile(_built[key]):
             return _built[key]
-        out = os.path.join(tempfile.mkdtemp(prefix="vastfake-"), "vastfake")
-        atexit.register(shutil.rmtree, os.path.dirname(out), True)
-        try:
-            run = subprocess.run([go, "build", "-o", out, "./cmd/vastfake"], cwd=src, stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, timeout=build_timeout)
-        except subprocess.TimeoutExpired:
-            raise BinaryNotFoundError("go build ./cmd/vastfake in %s took over %gs" % (src, build_timeout)) from None
-        if run.returncode != 0:
-            raise BinaryNotFoundError("go build ./cmd/vastfake in %s failed:\n%s" % (src, run.stderr[-4000:]))
+        out = _build(src, go, build_timeout)
         _built[key] = out
         return out
+
+
+def cache_dir() -> pathlib.Path:
+    """The directory built binaries are cached in: VASTFAKE_CACHE_DIR, else
+    vastfake in the user's cache directory (XDG_CACHE_HOME or ~/.cache,
+    ~/Library/Caches on macOS, LOCALAPPDATA on Windows)."""
+    if os.environ.get("VASTFAKE_CACHE_DIR"):
+        return pathlib.Path(os.environ["VASTFAKE_CACHE_DIR"]).resolve()
+    base: Optional[str]
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+    elif sys.platform == "darwin":
+        base = os.path.join(os.path.expanduser("~"), "Library", "Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base or tempfile.gettempdir()) / "vastfake"
+
+
+def _build_files(root: pathlib.Path) -> List[str]:
+    """The files, sorted, of the checkout at root that go build
+    ./cmd/vastfake can read: go.mod, go.sum and every file but tests in a
+    directory with Go code (embedded files sit next to it), skipping what
+    the go command skips (testdata, names starting with . or _) and nested
+    modules."""
+    files: List[str] = []
+
+    def walk(rel: str) -> None:
+        try:
+            entries = list(os.scandir(os.path.join(root, rel)))
+        except OSError:
+            return
+        names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+        if rel == "":
+            files.extend(n for n in names if n in ("go.mod", "go.sum"))
+        if any(n.endswith(".go") and not n.endswith("_test.go") for n in names):
+            files.extend(rel + "/" + n if rel else n for n in names
+                         if not n.endswith("_test.go") and not (rel == "" and n in ("go.mod", "go.sum")))
+        for e in entries:
+            if not e.is_dir(follow_symlinks=False) or e.name[:1] in (".", "_") or e.name in ("testdata", "node_modules"):
+                continue
+            sub = rel + "/" + e.name if rel else e.name
+            if not os.path.exists(os.path.join(root, sub, "go.mod")):
+                walk(sub)
+
+    walk("")
+    return sorted(files)
+
+
+def _source_key(src: pathlib.Path, go: str) -> str:
+    """The name of the binary go would build from the checkout at src: a
+    hash of the go version, the environment that changes what it builds,
+    and the path, size and contents of every file _build_files lists. The
+    JavaScript package computes the same key, so both share the cache."""
+    h = hashlib.sha256()
+    try:
+        version = subprocess.run([go, "version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    h.update(version.strip().encode() + b"\0")
+    for name in ("GOOS", "GOARCH", "GOFLAGS", "CGO_ENABLED", "GOEXPERIMENT"):
+        h.update(os.environ.get(name, "").encode() + b"\0")
+    for rel in _build_files(src):
+        data = (src / rel).read_bytes()
+        h.update(("%s\0%d\0" % (rel, len(data))).encode())
+        h.update(data)
+    return h.hexdigest()[:20]
+
+
+def _prune_cache(d: pathlib.Path, keep: pathlib.Path) -> None:
+    """Remove all but the CACHE_KEEP most recently used binaries, never
+    keep, and the temporary files of builds that died over an hour ago."""
+    bins = []
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return
+    for e in entries:
+        try:
+            mtime = e.stat().st_mtime
+            if e.name.startswith(".vastfake-") and time.time() - mtime > 3600:
+                os.remove(e.path)
+            elif e.name.startswith("vastfake-") and e.path != str(keep):
+                bins.append((mtime, e.path))
+        except OSError:
+            pass
+    for _, path in sorted(bins, reverse=True)[CACHE_KEEP - 1:]:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _build(src: pathlib.Path, go: str, build_timeout: float) -> str:
+    """Build ./cmd/vastfake in src into the cache, or return the cached
+    build of the same sources. Concurrent builders (pytest-xdist workers,
+    parallel jobs) each build to a file of their own and rename it into
+    place, so a reader sees no binary or a whole one."""
+    exe = ".exe" if sys.platform == "win32" else ""
+    key = _source_key(src, go)
+    d = cache_dir()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        d = pathlib.Path(tempfile.mkdtemp(prefix="vastfake-"))  # no cache: a directory for this process
+        atexit.register(shutil.rmtree, str(d), True)
+    out = d / ("vastfake-%s%s" % (key, exe))
+    if out.is_file() and os.access(out, os.X_OK):
+        try:
+            os.utime(out)  # used: the last to go when the cache is pruned
+        except OSError:
+            pass
+        return str(out)
+    tmp = d / (".vastfake-%s-%d-%s%s" % (key, os.getpid(), secrets.token_hex(4), exe))
+    sys.stderr.write("vastfake: building the broker from %s (go build ./cmd/vastfake); it is cached in %s until the "
+                     "sources change\n" % (src, d))
+    sys.stderr.flush()
+    try:
+        run = subprocess.run([go, "build", "-o", str(tmp), "./cmd/vastfake"], cwd=src, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=build_timeout)
+    except subprocess.TimeoutExpired:
+        tmp.unlink(missing_ok=True)
+        raise BinaryNotFoundError("go build ./cmd/vastfake in %s took over %gs" % (src, build_timeout)) from None
+    if run.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise BinaryNotFoundError("go build ./cmd/vastfake in %s failed:\n%s" % (src, run.stderr[-4000:]))
+    os.replace(tmp, out)
+    _prune_cache(d, out)
+    return str(out)
 
 
 # Brokers still running, stopped at interpreter exit and on SIGTERM/SIGHUP.
@@ -258,8 +390,7 @@ class Broker(Client):
                                      % (self.listen, self.http, tail), tail, code)
             hint = ""
             if "flag provided but not defined: -exit-on-stdin-close" in tail:
-                hint = ("\nthis vastfake binary (%s) is older than the vastfake package; update it: "
-                        "go install github.com/vastfake/vastfake/cmd/vastfake@latest" % self.binary)
+                hint = "\nthis vastfake binary (%s) is older than the vastfake package; %s" % (self.binary, UPDATE_HINT)
             raise StartError("vastfake exited with %s before it listened; stderr:\n%s%s"
                              % (_exit_text(code), tail, hint), tail, code)
         if not line.startswith(prefix):

@@ -99,7 +99,8 @@ class Client:
                 # ServeMux's own 404: no such endpoint, not a missing topic or group.
                 raise ControlPlaneError(
                     "%s: 404, this vastfake binary has no such endpoint; it is older than the vastfake package "
-                    "(update it: go install github.com/vastfake/vastfake/cmd/vastfake@latest)" % what,
+                    "(rebuild it from an up-to-date vastfake clone: go install ./cmd/vastfake, or, once the module "
+                    "is published, go install github.com/vastfake/vastfake/cmd/vastfake@latest)" % what,
                     status=404, error=msg) from None
             hint = (explain or {}).get(e.code)
             raise ControlPlaneError("%s: %d %s%s" % (what, e.code, msg or e.reason, "; " + hint if hint else ""),

@@ -42,7 +42,7 @@ from typing import Callable, Iterator, List
 
 import pytest
 
-from .broker import Broker
+from .broker import Broker, find_binary
 from .errors import ControlPlaneError, VastfakeError
 
 
@@ -81,7 +81,16 @@ def broker_options(config: "pytest.Config") -> dict:
 @pytest.fixture(scope="session")
 def vastfake_broker(pytestconfig: "pytest.Config") -> Iterator[Broker]:
     """The session's vastfake broker, started once, as it is."""
-    broker = Broker(**broker_options(pytestconfig))
+    options = broker_options(pytestconfig)
+    if options["binary"] is None:
+        # A build from a checkout takes seconds: let its notice through.
+        capman = pytestconfig.pluginmanager.getplugin("capturemanager")
+        if capman is None:
+            options["binary"] = find_binary()
+        else:
+            with capman.global_and_fixture_disabled():
+                options["binary"] = find_binary()
+    broker = Broker(**options)
     broker.start()
     try:
         yield broker
