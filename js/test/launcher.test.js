@@ -133,6 +133,28 @@ test('inside a checkout, with go on PATH, the binary is built once, said and cac
   assert.deepStrictEqual(fs.readdirSync(cache), [path.basename(runs[0].stdout.trim())]) // no temporary file left
 })
 
+test('the build cache keeps the most recently used', { skip: !findGo() && 'needs go on PATH' }, (t) => {
+  // Its bound: the binary just built and the 4 most recently used others;
+  // temporary files of builds that died over an hour ago go too, those of
+  // builds under way stay.
+  const cache = tmpdir(t)
+  const now = Date.now() / 1000
+  const file = (name, age) => {
+    fs.writeFileSync(path.join(cache, name), '')
+    fs.utimesSync(path.join(cache, name), now - age, now - age)
+  }
+  for (let i = 0; i < 7; i++) file(`vastfake-old${i}`, 100 * (i + 1)) // old0 is the most recent
+  file('.vastfake-dead-1-x', 7200)
+  file('.vastfake-building-2-y', 0)
+  const env = { ...process.env, PATH: path.dirname(findGo()), VASTFAKE_CACHE_DIR: cache }
+  delete env.VASTFAKE_BIN
+  delete env.VASTFAKE_SRC
+  const run = spawnSync(process.execPath, ['-e', "console.log(require('vastfake').findBinary())"], { cwd: path.join(__dirname, '..'), env, encoding: 'utf8', timeout: 300_000 })
+  assert.strictEqual(run.status, 0, run.stderr)
+  assert.deepStrictEqual(fs.readdirSync(cache).sort(), ['.vastfake-building-2-y', path.basename(run.stdout.trim()),
+    'vastfake-old0', 'vastfake-old1', 'vastfake-old2', 'vastfake-old3'].sort())
+})
+
 function findGo () {
   for (const dir of (process.env.PATH || '').split(path.delimiter)) {
     if (dir && fs.existsSync(path.join(dir, 'go'))) return path.join(dir, 'go')

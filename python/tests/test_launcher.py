@@ -253,3 +253,24 @@ def test_an_ignored_sighup_stays_ignored(vastfake_bin):
         assert refused(bootstrap)
     finally:
         end(proc)
+
+
+def test_build_cache_keeps_the_most_recently_used(tmp_path):
+    # The cache's bound: the binary just built or used and the 4 most
+    # recently used others; temporary files of builds that died over an
+    # hour ago go too, those of builds under way stay.
+    now = time.time()
+    for i in range(7):
+        f = tmp_path / ("vastfake-old%d" % i)
+        f.write_text("")
+        os.utime(f, (now - 100 * (i + 1), now - 100 * (i + 1)))  # old0 is the most recent
+    dead, building = tmp_path / ".vastfake-dead-1-x", tmp_path / ".vastfake-building-2-y"
+    dead.write_text("")
+    os.utime(dead, (now - 7200, now - 7200))
+    building.write_text("")
+    keep = tmp_path / "vastfake-new"
+    keep.write_text("")
+    os.utime(keep, (now - 10000, now - 10000))  # kept however old: it is the one in use
+    vastfake.broker._prune_cache(tmp_path, keep)
+    assert sorted(os.listdir(tmp_path)) == sorted([".vastfake-building-2-y", "vastfake-new", "vastfake-old0",
+                                                   "vastfake-old1", "vastfake-old2", "vastfake-old3"])
