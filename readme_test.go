@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
 	"github.com/vastfake/vastfake/internal/readme"
 )
@@ -216,6 +217,27 @@ func TestDocsNameRealTests(t *testing.T) {
 		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
 			_, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1]))
 			assert.NoError(t, err, "%s links to %s", doc, m[1])
+		}
+	}
+}
+
+// TestReadmeNamesEveryVASTTopicConfig keeps README's rows about
+// VASTTopicConfigsOnly (the troubleshooting fix and the rules table) naming
+// every topic config the VAST profile accepts, from the broker's own list.
+func TestReadmeNamesEveryVASTTopicConfig(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	var rows []string
+	for _, line := range strings.Split(string(data), "\n") {
+		_, after, ok := strings.Cut(line, "| `VASTTopicConfigsOnly` | ")
+		if ok && strings.Contains(after, "retention.ms") {
+			rows = append(rows, after)
+		}
+	}
+	require.Len(t, rows, 2, "the troubleshooting row and the rules table row")
+	for _, row := range rows {
+		for _, k := range broker.VASTTopicConfigs() {
+			assert.Contains(t, row, "`"+k+"`", row)
 		}
 	}
 }

@@ -340,7 +340,7 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.MaxPartitionsPerTopic: {"": "VAST allows at most 20,000 partitions per topic"},
 	rules.MaxPartitionsPerView:  {"": "VAST allows at most 200,000 partitions per view"},
 	rules.VASTTopicConfigsOnly: {
-		"": "VAST accepts only the topic configs retention.ms, message.timestamp.type, message.timestamp.before.max.ms and message.timestamp.after.max.ms: drop the others",
+		"": "VAST accepts only the topic configs " + vastTopicConfigList() + ": drop the others",
 	},
 	rules.NoOffsetsTopic: {
 		"": "VAST has no __consumer_offsets topic: read committed offsets with OffsetFetch (the consumer's committed(), Admin listConsumerGroupOffsets) instead",

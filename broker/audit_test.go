@@ -95,3 +95,20 @@ func TestAdviceForEveryRule(t *testing.T) {
 	assert.Equal(t, familyKafkaJS, clientFamily("", "kafkajs"))
 	assert.Equal(t, familyJava, clientFamily("", "consumer-billing-1"))
 }
+
+// TestTopicConfigTextsNameEveryVASTConfig: the VASTTopicConfigsOnly advice
+// and refusal message name every topic config the VAST profile accepts,
+// since both are built from the one list that decides it.
+func TestTopicConfigTextsNameEveryVASTConfig(t *testing.T) {
+	b, err := New(WithProfile("vast"))
+	require.NoError(t, err)
+	defer b.Close()
+	_, code, msg := b.parseTopicConfigs(nil, "t", map[string]string{"segment.bytes": "1048576"})
+	require.NotZero(t, code)
+	keys := VASTTopicConfigs()
+	require.Contains(t, keys, "cleanup.policy")
+	for _, k := range keys {
+		assert.Contains(t, advice(rules.VASTTopicConfigsOnly, rules.Refused, ""), k)
+		assert.Contains(t, msg, k)
+	}
+}

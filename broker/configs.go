@@ -69,12 +69,28 @@ var kafkaTopicConfigDefaults = map[string]string{
 	"unclean.leader.election.enable":          "false",
 }
 
+// vastTopicConfigDefaults are the topic configs VAST accepts, with their
+// defaults: the one list that VASTTopicConfigsOnly, its refusal message, its
+// audit advice and VASTTopicConfigs read.
 var vastTopicConfigDefaults = map[string]string{
 	cfgRetentionMs:   strconv.FormatInt(defaultRetention.Milliseconds(), 10),
 	cfgCleanupPolicy: "delete",
 	cfgTimestampType: timestampCreate,
 	cfgBeforeMaxMs:   unlimitedMillisSt,
 	cfgAfterMaxMs:    unlimitedMillisSt,
+}
+
+// VASTTopicConfigs returns, sorted, the topic configs the VAST profile
+// accepts (rule VASTTopicConfigsOnly): CreateTopics, AlterConfigs and
+// IncrementalAlterConfigs refuse any other key with INVALID_CONFIG.
+func VASTTopicConfigs() []string {
+	return slices.Sorted(maps.Keys(vastTopicConfigDefaults))
+}
+
+// vastTopicConfigList is VASTTopicConfigs as prose: "a, b and c".
+func vastTopicConfigList() string {
+	keys := VASTTopicConfigs()
+	return strings.Join(keys[:len(keys)-1], ", ") + " and " + keys[len(keys)-1]
 }
 
 // topicConfigTypes are the Kafka types of the topic configs that are not
@@ -169,7 +185,7 @@ func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]stri
 	for k, v := range set {
 		_, vastKey := vastTopicConfigDefaults[k]
 		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", func() string { return "topic config " + strconv.Quote(k) }) {
-			return c, kerr.InvalidConfig.Code, "VAST supports only retention.ms, message.timestamp.type, message.timestamp.before.max.ms, message.timestamp.after.max.ms and cleanup.policy; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
+			return c, kerr.InvalidConfig.Code, "VAST supports only " + vastTopicConfigList() + "; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
 		}
 		if _, ok := b.defaultFor(k); !ok {
 			return c, kerr.InvalidConfig.Code, "unknown topic config " + strconv.Quote(k)
