@@ -363,18 +363,58 @@ func advice(id rules.ID, kind rules.Kind, family string) string {
 }
 
 // AuditReport is what the control plane's GET /audit and the binary's
-// JSON report hold: the findings, and how many distinct ones were not kept.
+// JSON report hold: which rules were audited and which enforced, the
+// findings, how many distinct ones were not kept, and the requests enforced
+// rules refused. A report with no findings is an all-clear only for the
+// rules in Audited: Refusals says what the enforced ones refused.
 type AuditReport struct {
+	// Audited and Enforced name the rules (fields of rules.Rules) in each
+	// mode; a rule in neither is off.
+	Audited  []string  `json:"audited"`
+	Enforced []string  `json:"enforced"`
 	Findings []Finding `json:"findings"`
 	Dropped  int64     `json:"dropped,omitempty"`
+	// Refusals counts, per enforced rule, the refused requests the
+	// request log still holds (Broker.Refusals), with the latest one's
+	// message.
+	Refusals []RuleRefusals `json:"refusals"`
 }
 
-// AuditReport returns the findings, sorted as SortFindings does, for a
-// report.
+// RuleRefusals is how many requests one enforced rule refused, as the
+// request log still holds them, and the message of the latest.
+type RuleRefusals struct {
+	Rule    string `json:"rule"`
+	Count   int    `json:"count"`
+	Message string `json:"message"`
+}
+
+// AuditReport returns the report: the rules' modes, the findings sorted as
+// SortFindings does, and the refusals counted by rule, most first.
 func (b *Broker) AuditReport() AuditReport {
 	fs := b.Findings()
 	SortFindings(fs)
-	return AuditReport{Findings: fs, Dropped: b.FindingsDropped()}
+	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{}}
+	for _, id := range rules.IDs() {
+		switch b.modes.Of(id) {
+		case rules.Audit:
+			rep.Audited = append(rep.Audited, id.String())
+		case rules.Enforce:
+			rep.Enforced = append(rep.Enforced, id.String())
+		}
+	}
+	byRule := map[string]int{}
+	for _, r := range b.Refusals() {
+		i, ok := byRule[r.Rule]
+		if !ok {
+			i = len(rep.Refusals)
+			byRule[r.Rule] = i
+			rep.Refusals = append(rep.Refusals, RuleRefusals{Rule: r.Rule})
+		}
+		rep.Refusals[i].Count++
+		rep.Refusals[i].Message = r.Message
+	}
+	slices.SortStableFunc(rep.Refusals, func(a, b RuleRefusals) int { return cmp.Compare(b.Count, a.Count) })
+	return rep
 }
 
 // Client describes the client of a finding: its software and version when
@@ -412,6 +452,28 @@ func (a AuditReport) Markdown() string {
 		}
 	}
 	sb.WriteString("# VAST compatibility report\n\n")
+	if len(a.Audited) == 0 {
+		sb.WriteString("No rule was audited (start the broker with -profile audit to audit them all), so this report has no findings: it is not an all-clear.\n")
+	} else {
+		fmt.Fprintf(&sb, "Audited rules: %s.\n", strings.Join(a.Audited, ", "))
+	}
+	if len(a.Enforced) > 0 {
+		fmt.Fprintf(&sb, "Enforced rules (they refuse rather than report): %s.\n", strings.Join(a.Enforced, ", "))
+	}
+	if len(a.Refusals) > 0 {
+		n := 0
+		for _, r := range a.Refusals {
+			n += r.Count
+		}
+		fmt.Fprintf(&sb, "\n%d requests were refused by enforced rules (as the request log holds them):\n\n| rule | requests | latest message |\n| --- | --- | --- |\n", n)
+		for _, r := range a.Refusals {
+			fmt.Fprintf(&sb, "| %s | %d | %s |\n", mdCell(r.Rule), r.Count, mdCell(r.Message))
+		}
+	}
+	if len(a.Audited) == 0 {
+		return sb.String()
+	}
+	sb.WriteString("\n")
 	if len(a.Findings) == 0 {
 		sb.WriteString("No findings: nothing the audited rules check would have been refused or answered differently by VAST.\n")
 		return sb.String()

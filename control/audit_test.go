@@ -52,12 +52,18 @@ func TestAuditEndpoint(t *testing.T) {
 	base := serve(t, k)
 	gzipProduce(t, k, "orders")
 
-	var raw map[string][]map[string]any
-	require.Equal(t, http.StatusOK, call(t, "GET", base+"/audit", nil, &raw))
-	require.Len(t, raw["findings"], 1)
-	for _, field := range []string{"rule", "kind", "source", "clientId", "clientSoftware", "clientVersion", "topic", "group", "count", "first", "last", "advice", "detail"} {
-		assert.Contains(t, raw["findings"][0], field)
+	var raw struct {
+		Audited, Enforced []string
+		Findings          []map[string]any
+		Refusals          []map[string]any
 	}
+	require.Equal(t, http.StatusOK, call(t, "GET", base+"/audit", nil, &raw))
+	require.Len(t, raw.Findings, 1)
+	for _, field := range []string{"rule", "kind", "source", "clientId", "clientSoftware", "clientVersion", "topic", "group", "count", "first", "last", "advice", "detail"} {
+		assert.Contains(t, raw.Findings[0], field)
+	}
+	assert.Contains(t, raw.Audited, "NoCompression", "the report names the rules it audited")
+	assert.NotNil(t, raw.Refusals, "refusals by enforced rules are listed, here none")
 	var report struct{ Findings []auditFinding }
 	require.Equal(t, http.StatusOK, call(t, "GET", base+"/audit", nil, &report))
 	f := report.Findings[0]

@@ -395,19 +395,22 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) {
 	s.writeLive(startStream(w))
 }
 
-// audit streams the findings as writeJSON would write b.AuditReport():
+// audit streams the report as writeJSON would write b.AuditReport():
 // the copy it walks shares the findings' strings, so an answer costs the
 // finding headers (10,000 at most) and one encoded finding at a time.
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	rep := s.b.AuditReport()
 	st := startStream(w)
-	_ = st.raw("{\n  \"findings\": ") && st.array(1, func(add func(any) bool) {
+	_ = st.raw("{\n  \"audited\": ") && st.value(rep.Audited, "  ") &&
+		st.raw(",\n  \"enforced\": ") && st.value(rep.Enforced, "  ") &&
+		st.raw(",\n  \"findings\": ") && st.array(1, func(add func(any) bool) {
 		for i := range rep.Findings {
 			if !add(&rep.Findings[i]) {
 				return
 			}
 		}
-	}) && (rep.Dropped == 0 || st.raw(",\n  \"dropped\": ") && st.value(rep.Dropped, "  ")) && st.raw("\n}")
+	}) && (rep.Dropped == 0 || st.raw(",\n  \"dropped\": ") && st.value(rep.Dropped, "  ")) &&
+		st.raw(",\n  \"refusals\": ") && st.value(rep.Refusals, "  ") && st.raw("\n}")
 	st.end()
 }
 

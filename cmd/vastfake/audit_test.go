@@ -171,3 +171,63 @@ func TestAuditReportFileNames(t *testing.T) {
 		assert.Equal(t, name, entries[0].Name())
 	}
 }
+
+// TestAuditReportIsNoFalseAllClear: -audit-report with the VAST profile,
+// where rules refuse rather than audit, writes a report that says no rule
+// was audited and lists what the enforced rules refused, in Markdown and
+// JSON, never "No findings".
+func TestAuditReportIsNoFalseAllClear(t *testing.T) {
+	dir := t.TempDir()
+	out, w := io.Pipe()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"-listen", "127.0.0.1:0", "-topic", "orders:1",
+			"-audit-report", filepath.Join(dir, "report"), "-log-level", "error"}, w, io.Discard, stop)
+		w.Close()
+	}()
+	rd := bufio.NewReader(out)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	addr := strings.TrimSpace(strings.TrimPrefix(line, "listening on "))
+
+	// A gzip batch: the VAST profile refuses compression.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	require.NoError(t, err)
+	require.Error(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(strings.Repeat("order,", 200))}).FirstErr())
+	cl.Close()
+
+	close(stop)
+	_, err = io.ReadAll(rd)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(md), "No findings")
+	assert.Contains(t, string(md), "No rule was audited")
+	assert.Contains(t, string(md), "| NoCompression | ")
+	var report broker.AuditReport
+	js, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &report))
+	assert.Empty(t, report.Audited)
+	assert.Contains(t, report.Enforced, "NoCompression")
+	require.NotEmpty(t, report.Refusals)
+	assert.Equal(t, "NoCompression", report.Refusals[0].Rule)
+	assert.Positive(t, report.Refusals[0].Count)
+}
+
+// TestAuditReportDirectoryCheckedAtStart: a report path in a directory
+// that does not exist stops the binary at start, before it serves.
+func TestAuditReportDirectoryCheckedAtStart(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "report")
+	stop := make(chan struct{})
+	var stdout strings.Builder
+	err := run([]string{"-listen", "127.0.0.1:0", "-profile", "audit", "-audit-report", missing}, &stdout, io.Discard, stop)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not exist")
+	assert.NotContains(t, stdout.String(), "listening on", "the broker never served")
+}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -418,6 +419,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-offset-metadata-max-bytes %d: want 0 to %d", *offsetMD, math.MaxInt32)
 	}
 	cfg.OffsetMetadataMaxBytes = *offsetMD
+	if cfg.AuditReport != "" {
+		// Checked at start: at exit the report could only be lost.
+		if fi, err := os.Stat(filepath.Dir(cfg.AuditReport)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("-audit-report %s: directory %s does not exist", cfg.AuditReport, filepath.Dir(cfg.AuditReport))
+		}
+	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}
