@@ -139,9 +139,7 @@ func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, 
 		if r.conn != nil {
 			k.software, k.swVers = r.conn.software, r.conn.softwareVersion
 		}
-		if r.finding == "" {
-			r.finding = id.String()
-		}
+		r.finding, r.findings = addRule(r.finding, r.findings, id.String())
 	}
 	b.audit.record(k, detail, b.clock.Now())
 }

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -131,9 +133,14 @@ type request struct {
 	version  int16
 	clientID string
 	kreq     kmsg.Request
-	rule     string // the VAST rule that refused (part of) the request
+	rule     string // the VAST rule that refused (part of) the request first
 	finding  string // the audited VAST rule of the first finding the request caused
-	why      string // what the refusal told the client, when its answer has no message field
+	// rules and findings list every rule that refused part of the
+	// request, and every audited rule it broke, when there is more than
+	// one; nil otherwise, so that a request breaking one rule allocates
+	// nothing.
+	rules, findings []string
+	why             string // what the refusal told the client, when its answer has no message field
 
 	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
 	denied     string // why a policy (or failed authentication) denied (part of) the request
@@ -168,9 +175,21 @@ func (r *request) deny(why string) {
 
 // refuse records that a VAST rule refused this request, for the request log.
 func (r *request) refuse(rule string) {
-	if r.rule == "" {
-		r.rule = rule
+	r.rule, r.rules = addRule(r.rule, r.rules, rule)
+}
+
+// addRule adds rule to a request's first rule and list of all, and
+// returns them: the list is made only when a second rule comes.
+func addRule(first string, all []string, rule string) (string, []string) {
+	switch {
+	case first == "":
+		return rule, nil
+	case first == rule || slices.Contains(all, rule):
+		return first, all
+	case all == nil:
+		return first, []string{first, rule}
 	}
+	return first, append(all, rule)
 }
 
 // refuseBecause is refuse with the reason, for answers that carry no error
@@ -178,8 +197,9 @@ func (r *request) refuse(rule string) {
 // log line show it instead.
 func (r *request) refuseBecause(rule, why string) {
 	if r.rule == "" {
-		r.rule, r.why = rule, why
+		r.why = why
 	}
+	r.rule, r.rules = addRule(r.rule, r.rules, rule)
 }
 
 // protocolError is a malformed request: serve logs it and closes the
@@ -351,7 +371,7 @@ func (c *clientConn) handleOne() error {
 	}
 	rec := RequestRecord{
 		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
-		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Fault: fault != nil,
+		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Rules: strings.Join(req.rules, ","), Findings: strings.Join(req.findings, ","), Fault: fault != nil,
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	}
 	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {

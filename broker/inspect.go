@@ -252,6 +252,11 @@ type RequestRecord struct {
 	// answered as Kafka answers it, and Findings says how VAST's answer
 	// would have differed.
 	Finding string
+	// Rules and Findings list every rule that refused part of the
+	// request, and every audited rule it broke, comma-separated, first
+	// one first, when there was more than one; empty when there was one
+	// or none (Rule and Finding name it).
+	Rules, Findings string
 	// Fault is set when an injected fault answered the request.
 	Fault bool
 	// User is the SASL user the connection authenticated as, or empty

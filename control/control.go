@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -382,7 +383,7 @@ func (s *server) requests(w http.ResponseWriter, r *http.Request) {
 	}
 	rule := q.Get("rule")
 	keep := func(rec *broker.RequestRecord) bool {
-		return (rule == "" || strings.EqualFold(rec.Rule, rule)) && (api == nil || rec.API == *api)
+		return (rule == "" || slices.ContainsFunc(all(rec.Rule, rec.Rules), func(r string) bool { return strings.EqualFold(r, rule) })) && (api == nil || rec.API == *api)
 	}
 	st := startStream(w)
 	st.array(0, func(add func(any) bool) {

@@ -512,3 +512,37 @@ func TestFaultsAreBounded(t *testing.T) {
 	require.Equal(t, http.StatusCreated, call(t, "POST", url+"/faults",
 		map[string]any{"api": "Produce", "err": "POLICY_VIOLATION", "count": 1}, nil), "clearing makes room")
 }
+
+// TestRequestsListEveryRule: a request that two VAST rules refuse in part
+// (one CreateTopics with a topic over the partition limit and one with a
+// config VAST does not take) lists both rules in GET /requests, and the
+// rule filter finds it by either.
+func TestRequestsListEveryRule(t *testing.T) {
+	k := fixtures.Start(t)
+	url := serve(t, k)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 5000
+	many := kmsg.NewCreateTopicsRequestTopic()
+	many.Topic, many.NumPartitions, many.ReplicationFactor = "many", 20_001, 1
+	configured := kmsg.NewCreateTopicsRequestTopic()
+	configured.Topic, configured.NumPartitions, configured.ReplicationFactor = "configured", 1, 1
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "segment.bytes", kmsg.StringPtr("1048576")
+	configured.Configs = append(configured.Configs, cfg)
+	req.Topics = append(req.Topics, many, configured)
+	_, err := req.RequestWith(ctx, k.Client())
+	require.NoError(t, err)
+
+	var reqs []struct {
+		Rule  string   `json:"rule"`
+		Rules []string `json:"rules"`
+	}
+	for _, rule := range []string{"MaxPartitionsPerTopic", "VASTTopicConfigsOnly"} {
+		require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=CreateTopics&rule="+rule, nil, &reqs))
+		require.Len(t, reqs, 1, rule)
+		assert.ElementsMatch(t, []string{"MaxPartitionsPerTopic", "VASTTopicConfigsOnly"}, reqs[0].Rules)
+		assert.Contains(t, reqs[0].Rules, reqs[0].Rule, "rule is the first of rules")
+	}
+}

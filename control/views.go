@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -261,7 +262,11 @@ type requestView struct {
 	// Finding names the audited VAST rule of the finding the request
 	// caused (GET /audit lists them).
 	Finding string `json:"finding,omitempty"`
-	Fault   bool   `json:"fault,omitempty"`
+	// Rules and Findings list every rule the request broke: Rule (and
+	// Finding) is the first of them.
+	Rules    []string `json:"rules,omitempty"`
+	Findings []string `json:"findings,omitempty"`
+	Fault    bool     `json:"fault,omitempty"`
 	// User is the SASL user of the connection, if any.
 	User string `json:"user,omitempty"`
 	// Denied says why an identity policy or authentication refused it.
@@ -276,8 +281,20 @@ type requestView struct {
 
 func newRequestView(r broker.RequestRecord) requestView {
 	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID,
-		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Finding: r.Finding, Fault: r.Fault,
+		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Finding: r.Finding, Rules: all(r.Rule, r.Rules), Findings: all(r.Finding, r.Findings), Fault: r.Fault,
 		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
+}
+
+// all is every rule of a request record: rules when there were several,
+// else first alone, or none.
+func all(first, rules string) []string {
+	switch {
+	case rules != "":
+		return strings.Split(rules, ",")
+	case first != "":
+		return []string{first}
+	}
+	return nil
 }
 
 // liveRebalances is how many of the latest rebalances the page shows.
