@@ -104,6 +104,7 @@ func TestLivePageAudit(t *testing.T) {
 	dom := string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", serve(t, k)+"/"))
 	assert.Contains(t, dom, "VAST compatibility")
 	assert.Contains(t, dom, `data-rule="NoCompression"`)
+	assert.Contains(t, dom, `<span id="findings-count">1 finding</span>`, "the panel counts its findings")
 	assert.Contains(t, dom, "kgo.ProducerBatchCompression(kgo.NoCompression())")
 	assert.NotContains(t, dom, `id="audit" hidden`)
 
