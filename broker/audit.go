@@ -487,7 +487,7 @@ func (a AuditReport) Markdown() string {
 			subject = "group " + f.Group
 		}
 		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(subject),
-			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+f.Source+")"))
+			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+rules.MarkdownSource(f.Source)+")"))
 	}
 	return sb.String()
 }

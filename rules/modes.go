@@ -3,6 +3,7 @@ package rules
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -71,6 +72,21 @@ const (
 	sourceKB      = "VAST's Kafka protocol support page"
 	sourceAPI     = "VAST's management API (topic fields)"
 )
+
+// sourceLinks are the public addresses of the sources that have one a
+// reader can open; MarkdownSource links them.
+var sourceLinks = []struct{ name, url string }{
+	{sourceKB, "https://kb.vastdata.com/documentation/docs/kafka-protocol-support"},
+}
+
+// MarkdownSource returns a Source text as Markdown, each source with a
+// public address linked to it.
+func MarkdownSource(source string) string {
+	for _, l := range sourceLinks {
+		source = strings.ReplaceAll(source, l.name, "["+l.name+"]("+l.url+")")
+	}
+	return source
+}
 
 var idSources = [numIDs]string{
 	ClassicGroupsOnly: sourceConsume, EagerAssignorsOnly: sourceConsume + "; " + sourceKB,

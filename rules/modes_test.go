@@ -3,6 +3,8 @@ package rules
 import (
 	"reflect"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestEveryRuleHasAnID: every field of Rules that switches a VAST behaviour
@@ -74,4 +76,12 @@ func TestModes(t *testing.T) {
 	if _, ok := ForProfile("audit"); !ok {
 		t.Error("no audit profile")
 	}
+}
+
+// TestMarkdownSourceLinks: the Kafka protocol support page, which every
+// rule from it cites, is linked in Markdown reports.
+func TestMarkdownSourceLinks(t *testing.T) {
+	md := MarkdownSource(NoCompression.Source())
+	assert.Contains(t, md, "[VAST's Kafka protocol support page](https://kb.vastdata.com/documentation/docs/kafka-protocol-support)")
+	assert.Contains(t, md, "VAST's Consume events page")
 }
