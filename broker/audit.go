@@ -137,7 +137,10 @@ func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, 
 	if r != nil {
 		k.clientID = clip(r.clientID)
 		if r.conn != nil {
-			k.software, k.swVers = r.conn.software, r.conn.softwareVersion
+			k.software, k.swVers = r.conn.softwareLabel()
+			if k.software == "" {
+				k.software, k.swVers = b.clientSoftware.lookup(r.clientID)
+			}
 		}
 		r.finding, r.findings = addRule(r.finding, r.findings, id.String())
 	}
@@ -204,6 +207,58 @@ func SortFindings(fs []Finding) {
 	})
 }
 
+// maxClientSoftware bounds clientSoftware: past it, the oldest half is
+// forgotten. A client id is clipped, so the memory stays under a few MB.
+const maxClientSoftware = 4096
+
+// clientSoftwareMemory remembers, per client id, the software a connection
+// named or was recognised as, so that a connection of the same client that
+// gives no sign of itself (kafka-python and older sarama open their
+// connections to a partition's leader straight with Produce) is named in
+// findings too. The zero value is ready to use.
+type clientSoftwareMemory struct {
+	mu sync.Mutex
+	m  map[string]rememberedSoftware
+	n  uint64 // remember calls, for age
+}
+
+type rememberedSoftware struct {
+	software, version string
+	at                uint64
+}
+
+// remember notes that clientID runs software at version.
+func (m *clientSoftwareMemory) remember(clientID, software, version string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = make(map[string]rememberedSoftware)
+	}
+	if len(m.m) >= maxClientSoftware {
+		var ages []uint64
+		for _, r := range m.m {
+			ages = append(ages, r.at)
+		}
+		slices.Sort(ages)
+		cut := ages[len(ages)/2]
+		for id, r := range m.m {
+			if r.at < cut {
+				delete(m.m, id)
+			}
+		}
+	}
+	m.n++
+	m.m[clip(clientID)] = rememberedSoftware{software, version, m.n}
+}
+
+// lookup returns the software remembered for clientID, or "".
+func (m *clientSoftwareMemory) lookup(clientID string) (software, version string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.m[clip(clientID)]
+	return r.software, r.version
+}
+
 // Client families advice is written for.
 const (
 	familyLibrdkafka = "librdkafka"
@@ -212,6 +267,7 @@ const (
 	familyKafkaGo    = "kafka-go"
 	familyKafkaJS    = "kafkajs"
 	familyJava       = "java"
+	familyKafkaPy    = "kafka-python"
 )
 
 // clientFamily names the client library from what ApiVersions said, or
@@ -225,6 +281,8 @@ func clientFamily(software, clientID string) string {
 		return familyFranz
 	case strings.Contains(s, "sarama"):
 		return familySarama
+	case strings.Contains(s, "kafka-python"):
+		return familyKafkaPy
 	case strings.Contains(s, "kafka-go"), strings.Contains(s, "segmentio"):
 		return familyKafkaGo
 	case strings.Contains(s, "kafkajs"):
@@ -261,6 +319,7 @@ var adviceTable = map[rules.ID]adviceFor{
 		familyKafkaGo:    "leave Writer.Compression unset",
 		familyKafkaJS:    "send with compression: CompressionTypes.None (the default)",
 		familyJava:       "set compression.type=none",
+		familyKafkaPy:    "leave compression_type unset (None, the default)",
 	},
 	rules.NoIdempotence: {
 		"":               "turn idempotence and transactions off (enable.idempotence=false, no transactional.id)",
@@ -269,6 +328,7 @@ var adviceTable = map[rules.ID]adviceFor{
 		familySarama:     "set config.Producer.Idempotent = false and no Producer.Transaction.ID",
 		familyKafkaJS:    "create the producer without idempotent: true or a transactionalId",
 		familyJava:       "set enable.idempotence=false (true by default since Kafka 3.0) and no transactional.id",
+		familyKafkaPy:    "leave enable_idempotence off (the default) and set no transactional_id",
 	},
 	rules.EagerAssignorsOnly: {
 		"":               "offer an eager assignor (range or roundrobin); VAST refuses a member that offers only cooperative-sticky",

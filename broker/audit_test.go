@@ -112,3 +112,62 @@ func TestTopicConfigTextsNameEveryVASTConfig(t *testing.T) {
 		assert.Contains(t, msg, k)
 	}
 }
+
+// TestFingerprint: connections whose ApiVersions does not name the client
+// are recognised by the versions they ask for, as measured with kafkajs
+// 2.2.4, kafka-python 2.0.2 and kafka-go 0.4.51, and the advice then names
+// that client's own setting whatever its client id.
+func TestFingerprint(t *testing.T) {
+	type step struct{ key, version int16 }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  string
+	}{
+		{"kafkajs", []step{{18, 2}, {3, 6}, {0, 7}}, "kafkajs"},
+		{"kafka-python", []step{{18, 0}, {3, 0}, {3, 1}, {0, 7}}, "kafka-python"},
+		{"kafka-go metadata", []step{{18, 0}, {3, 8}}, "kafka-go"},
+		{"kafka-go produce connection", []step{{18, 0}, {18, 0}, {0, 8}}, "kafka-go"},
+		{"kafka-python, a later connection", []step{{3, 1}, {0, 7}}, "kafka-python"},
+		{"sarama before its Version 2.4", []step{{3, 7}, {0, 7}}, "sarama"},
+		{"named in ApiVersions v3", []step{{18, 3}, {3, 12}}, ""},
+		{"opens with Produce", []step{{0, 7}, {0, 7}}, ""},
+		{"opens with Produce, then Metadata v1", []step{{0, 7}, {3, 1}}, "kafka-python"},
+	} {
+		c := &clientConn{}
+		for _, s := range tc.steps {
+			if c.software == "" && c.inferred == "" {
+				c.fingerprint(s.key, s.version)
+			}
+		}
+		assert.Equal(t, tc.want, c.inferred, tc.name)
+		if tc.want != "" {
+			sw, _ := c.softwareLabel()
+			assert.Equal(t, tc.want, clientFamily(sw, "my-app"), tc.name)
+		}
+	}
+	// The Java client names itself in ApiVersions v3+.
+	assert.Equal(t, familyJava, clientFamily("apache-kafka-java", "my-app"))
+	assert.Equal(t, "set compression.type=none", advice(rules.NoCompression, rules.Refused, familyJava))
+	assert.Contains(t, advice(rules.NoCompression, rules.Refused, familyKafkaJS), "CompressionTypes.None")
+	assert.Contains(t, advice(rules.NoCompression, rules.Refused, familyKafkaPy), "compression_type")
+	assert.Contains(t, advice(rules.NoCompression, rules.Refused, familyKafkaGo), "Writer.Compression")
+	assert.Contains(t, advice(rules.NoCompression, rules.Refused, familySarama), "sarama.CompressionNone")
+}
+
+// TestClientSoftwareMemory: a connection that shows nothing of itself is
+// named from its client id's other connections, and the memory is bounded.
+func TestClientSoftwareMemory(t *testing.T) {
+	var m clientSoftwareMemory
+	m.remember("orders-app", "kafka-python (recognised by its requests)", "")
+	sw, _ := m.lookup("orders-app")
+	assert.Equal(t, "kafka-python (recognised by its requests)", sw)
+	sw, _ = m.lookup("other")
+	assert.Empty(t, sw)
+	for i := range 3 * maxClientSoftware {
+		m.remember(strconv.Itoa(i), "kgo", "1")
+	}
+	assert.LessOrEqual(t, len(m.m), maxClientSoftware)
+	sw, _ = m.lookup(strconv.Itoa(3*maxClientSoftware - 1))
+	assert.Equal(t, "kgo", sw, "the newest is kept")
+}

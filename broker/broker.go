@@ -90,7 +90,10 @@ type Broker struct {
 	faults faultState
 	reqLog requestLog
 	audit  auditLog
-	authz  authorizer
+	// clientSoftware names the software of connections that do not
+	// show it, from their client id's other connections.
+	clientSoftware clientSoftwareMemory
+	authz          authorizer
 
 	// decompress holds a token for each compressed batch being validated
 	// or compacted; its capacity is WithDecompressions. decompressWaiting

@@ -52,7 +52,16 @@ type clientConn struct {
 	// client is ("librdkafka", "2.0.2"), clipped; only serve's goroutine
 	// touches them.
 	software, softwareVersion string
-	fetchRun                  logRun // the request log record of this connection's run of empty fetches
+	// inferred is the client software recognised by the versions the
+	// connection asks for, when ApiVersions did not name it (see
+	// fingerprint); opening is 1 + the version of the ApiVersions the
+	// connection opened with, -1 when it opened with another request, 0
+	// before its first request; remembered is set once the broker's
+	// clientSoftware knows this connection's client id.
+	inferred   string
+	opening    int16
+	remembered bool
+	fetchRun   logRun // the request log record of this connection's run of empty fetches
 
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
@@ -202,6 +211,62 @@ func (r *request) refuseBecause(rule, why string) {
 	r.rule, r.rules = addRule(r.rule, r.rules, rule)
 }
 
+// fingerprint recognises, from the versions a connection asks for, the
+// clients that do not name themselves in ApiVersions v3+, so that audit
+// advice speaks their configuration whatever client id the app set:
+//   - kafkajs 2.x opens with ApiVersions v2;
+//   - kafka-python 2.0 and kafka-go open with ApiVersions v0; then
+//     kafka-python asks for Metadata v0-v1 or Produce up to v7, kafka-go for
+//     Metadata or Produce v8 and above;
+//   - older sarama releases set below Version 2.4 (and any sarama with
+//     ApiVersionsRequest off) sends no ApiVersions and opens with Metadata
+//     v2 or above; kafka-python's connections after the first send no
+//     ApiVersions either, and open with Metadata v0-v1.
+//
+// A connection that opens with Produce is not told apart here: the broker's
+// clientSoftware names it from its client id's other connections. kgo,
+// librdkafka (and the clients built on it), sarama otherwise, and the Java
+// client send ApiVersions v3+ and name themselves.
+func (c *clientConn) fingerprint(key, version int16) {
+	if c.opening == 0 {
+		c.opening = -1
+		if key == int16(kmsg.ApiVersions) {
+			c.opening = version + 1
+		}
+	}
+	metadata, produce := key == int16(kmsg.Metadata), key == int16(kmsg.Produce)
+	switch c.opening {
+	case 3:
+		c.inferred = "kafkajs"
+	case 1:
+		switch {
+		case metadata && version <= 1, produce && version <= 7:
+			c.inferred = "kafka-python"
+		case metadata && version >= 8, produce && version >= 8:
+			c.inferred = "kafka-go"
+		}
+	case -1:
+		switch {
+		case metadata && version <= 1:
+			c.inferred = "kafka-python"
+		case metadata:
+			c.inferred = "sarama"
+		}
+	}
+}
+
+// softwareLabel names the connection's client software for findings: what
+// ApiVersions said, else what fingerprint recognised, else "".
+func (c *clientConn) softwareLabel() (software, version string) {
+	switch {
+	case c.software != "":
+		return c.software, c.softwareVersion
+	case c.inferred != "":
+		return c.inferred + " (recognised by its requests)", ""
+	}
+	return "", ""
+}
+
 // protocolError is a malformed request: serve logs it and closes the
 // connection.
 type protocolError struct{ msg string }
@@ -326,6 +391,9 @@ func (c *clientConn) handleOne() error {
 		}
 		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
 	}
+	if c.software == "" && c.inferred == "" {
+		c.fingerprint(key, version)
+	}
 	kreq := kmsg.RequestForKey(key)
 	kreq.SetVersion(version)
 	body, id, err := parseRequestHeader(frame[8:], kreq.IsFlexible())
@@ -365,6 +433,12 @@ func (c *clientConn) handleOne() error {
 		resp = c.b.applyFault(fault, a, req)
 	} else {
 		resp = a.handle(c.b, req)
+	}
+	if !c.remembered {
+		if sw, v := c.softwareLabel(); sw != "" {
+			c.remembered = true
+			c.b.clientSoftware.remember(clientID, sw, v)
+		}
 	}
 	if fault != nil && fault.DropAnswer && req.closeAfter == "" {
 		req.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(key) + " was dropped"

@@ -29,6 +29,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
@@ -297,6 +298,7 @@ func TestAuditKafkaJS(t *testing.T) {
 	// kafkajs's defaults are VAST's: no idempotence, no compression, the
 	// eager RoundRobinAssigner, minBytes 1.
 	assert.Equal(t, []string{}, auditFindings(t, b))
+
 }
 
 // TestAuditBinaryPythonApp runs the vastfake binary with -profile audit and
@@ -337,4 +339,93 @@ func TestAuditBinaryPythonApp(t *testing.T) {
 	require.Len(t, report.Findings, 1)
 	assert.Equal(t, "billing-py", report.Findings[0].Group)
 	assert.Equal(t, "billing-py", report.Findings[0].ClientID)
+}
+
+// saramaProduce produces the orders with sarama at version v, gzip, and
+// the client id "orders-app". Below 2.4 it sends no ApiVersions, as sarama
+// before 1.40 did at any version below 2.4 (its default was 2.1).
+func saramaProduce(t *testing.T, addr string, v sarama.KafkaVersion, value func(int) []byte) {
+	cfg := sarama.NewConfig()
+	cfg.ClientID, cfg.Version = "orders-app", v
+	cfg.ApiVersionsRequest = v.IsAtLeast(sarama.V2_4_0_0)
+	cfg.Producer.Return.Successes, cfg.Producer.Compression = true, sarama.CompressionGZIP
+	p, err := sarama.NewSyncProducer([]string{addr}, cfg)
+	require.NoError(t, err)
+	defer p.Close()
+	for i := range auditOrders {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "orders", Key: sarama.StringEncoder(key(i)), Value: sarama.ByteEncoder(value(i))})
+		require.NoError(t, err)
+	}
+}
+
+// TestAuditRecognisesClients runs each client this machine has with its own
+// client id ("orders-app") and a compressed producer: whether the client names
+// itself in ApiVersions (kgo, librdkafka, sarama) or is recognised by the
+// versions it asks for (kafkajs, kafka-python, kafka-go), the finding names
+// the client and its advice speaks the client's own setting. The Java client
+// names itself "apache-kafka-java" the same way; it is not run here (no
+// Maven repository), broker's TestFingerprint covers its advice.
+func TestAuditRecognisesClients(t *testing.T) {
+	const clientID = "orders-app"
+	compressible := func(i int) []byte { return []byte(strings.Repeat(value(i), 20)) }
+	for _, tc := range []struct {
+		client, software, advice string
+		produce                  func(t *testing.T, addr string)
+	}{
+		{"kgo", "kgo", "kgo.ProducerBatchCompression(kgo.NoCompression())", func(t *testing.T, addr string) {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID),
+				kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DisableIdempotentWrite())
+			require.NoError(t, err)
+			defer cl.Close()
+			for i := range auditOrders {
+				require.NoError(t, cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "orders", Key: []byte(key(i)), Value: compressible(i)}).FirstErr())
+			}
+		}},
+		{"confluent-kafka-go", "confluent-kafka-go", "compression.type=none", func(t *testing.T, addr string) {
+			p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": addr, "client.id": clientID, "compression.type": "gzip"})
+			for _, m := range ckProduce(t, p, ckKeyed("orders", 0, auditOrders)...) {
+				require.NoError(t, m.TopicPartition.Error)
+			}
+		}},
+		{"sarama", "sarama", "sarama.CompressionNone", func(t *testing.T, addr string) {
+			saramaProduce(t, addr, sarama.V3_6_0_0, compressible)
+		}},
+		{"sarama without ApiVersions", "sarama (recognised by its requests)", "sarama.CompressionNone", func(t *testing.T, addr string) {
+			saramaProduce(t, addr, sarama.V2_1_0_0, compressible)
+		}},
+		{"kafka-go", "kafka-go (recognised by its requests)", "Writer.Compression", func(t *testing.T, addr string) {
+			w := &kafkago.Writer{Addr: kafkago.TCP(addr), Topic: "orders", Compression: kafkago.Gzip, RequiredAcks: kafkago.RequireAll,
+				Transport: &kafkago.Transport{ClientID: clientID}}
+			defer w.Close()
+			var msgs []kafkago.Message
+			for i := range auditOrders {
+				msgs = append(msgs, kafkago.Message{Key: []byte(key(i)), Value: compressible(i)})
+			}
+			require.NoError(t, w.WriteMessages(ctxT(t), msgs...))
+		}},
+		{"kafkajs", "kafkajs (recognised by its requests)", "CompressionTypes.None", func(t *testing.T, addr string) {
+			runApp(t, addr, "kafkajs", needKafkaJS(t), "audit.js", "gzip")
+		}},
+		{"kafka-python", "kafka-python (recognised by its requests)", "compression_type", func(t *testing.T, addr string) {
+			if out, err := exec.Command(pythonWithConfluent, "-c", "import kafka").CombinedOutput(); err != nil {
+				msg := "needs " + pythonWithConfluent + " with kafka-python (apt-get install -y python3-kafka): " + strings.TrimSpace(string(out))
+				if os.Getenv("CI") != "" {
+					t.Fatal(msg)
+				}
+				t.Skip(msg)
+			}
+			runApp(t, addr, "audit", pythonWithConfluent, "kafka_python_app.py")
+		}},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			b := auditBroker(t)
+			tc.produce(t, b.Addr())
+			assert.Equal(t, []string{"NoCompression refused orders"}, auditFindings(t, b))
+			for _, f := range b.Findings() {
+				assert.Equal(t, tc.software, f.ClientSoftware)
+				assert.NotEqual(t, "produce uncompressed batches (compression.type=none)", f.Advice, "the general advice, not the client's")
+				assert.Contains(t, f.Advice, tc.advice)
+			}
+		})
+	}
 }
