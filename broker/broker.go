@@ -90,6 +90,9 @@ type Broker struct {
 	faults faultState
 	reqLog requestLog
 	audit  auditLog
+	// reclaimMu lets one connection at a time collect after a large
+	// request (reclaimLarge).
+	reclaimMu sync.Mutex
 	// clientSoftware names the software of connections that do not
 	// show it, from their client id's other connections.
 	clientSoftware clientSoftwareMemory

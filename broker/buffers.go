@@ -17,6 +17,7 @@ package broker
 
 import (
 	"math/bits"
+	"runtime/debug"
 	"sync"
 
 	"github.com/vastfake/vastfake/internal/pages"
@@ -228,15 +229,33 @@ func (p *bufferPool) put(fb *frameBuf) {
 	}
 	c := frameClass(n)
 	if c < 0 || n != 1<<(c+minFrameClass) {
+		dropFree(fb)
 		return
 	}
 	fb.b = fb.b[:n]
 	p.mu.Lock()
-	if p.bytes+fb.cost <= maxFreeBuffers {
+	kept := p.bytes+fb.cost <= maxFreeBuffers
+	if kept {
 		p.free[c] = append(p.free[c], fb)
 		p.bytes += fb.cost
 	}
 	p.mu.Unlock()
+	if !kept {
+		dropFree(fb)
+	}
+}
+
+// dropFree leaves fb, which the free list does not keep, to the garbage
+// collector, first giving its pages back to the kernel when it is
+// minReleased bytes or more: a buffer is garbage once its request is
+// answered (nothing a request leaves behind points into it, which is what
+// lets the free list reuse buffers), and the memory of a large refused
+// request must not stay resident until the next collection.
+func dropFree(fb *frameBuf) {
+	if cap(fb.b) >= minReleased && !fb.released {
+		pages.Release(fb.b[:cap(fb.b)])
+	}
+	fb.b = nil
 }
 
 // putReleased gives fb back for reuse like put, but first gives its pages
@@ -251,6 +270,28 @@ func (p *bufferPool) putReleased(fb *frameBuf) {
 		fb.released = true
 	}
 	p.put(fb)
+}
+
+// reclaimAfter is the smallest request after which the broker collects
+// its garbage and gives the memory back at once (Broker.reclaimLarge): the
+// largest free-list buffer. Produce requests are left out: their memory is
+// the batches they store, and their frames are handled on their own
+// (clientConn.readKeptFrame).
+const reclaimAfter = maxPooledFrameBuffer
+
+// reclaimLarge runs a garbage collection and gives the freed memory back to
+// the kernel, after a request of reclaimAfter bytes or more was answered:
+// its decoded copy (as large as the request again) and its frame must not
+// stay resident until the runtime gets round to them, nor add up across
+// requests before a collection. It blocks the calling connection, after
+// its answer was written, for one collection; while one runs, other
+// connections skip theirs, as it covers them or the next one does.
+func (b *Broker) reclaimLarge() {
+	if !b.reclaimMu.TryLock() {
+		return
+	}
+	defer b.reclaimMu.Unlock()
+	debug.FreeOSMemory()
 }
 
 // minReleased is the smallest buffer putReleased gives back to the kernel:

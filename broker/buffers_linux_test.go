@@ -3,11 +3,19 @@ package broker
 import (
 	"bufio"
 	"io"
+	"net"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/internal/pages"
 )
 
@@ -83,4 +91,81 @@ func TestKeptFrameMemoryFollowsArrivingBytes(t *testing.T) {
 	assert.Equal(t, 1, b.buffers.ownedFrames(), "read into memory of its own")
 	assert.Less(t, residentBytes(t)-before, int64(8<<20), "resident memory a 1000-byte trickle brought in")
 	assert.Equal(t, 64<<20, b.buffers.keptFreeBytes(), "the buffer went back for reuse")
+}
+
+// TestMemoryOfLargeRequestsGoesBack: ten OffsetCommit requests of 1,000
+// partitions with 64 KiB of metadata each (64 MiB, under the frame bound),
+// all refused with OFFSET_METADATA_TOO_LARGE, cost the broker at most about
+// twice one request while they are read and decoded (the frame and its
+// decoded copy, not a pile of both across requests), and leave little
+// resident once answered: the frame's pages go back and a collection runs
+// after each (reclaimLarge).
+func TestMemoryOfLargeRequestsGoesBack(t *testing.T) {
+	if raceDetector {
+		t.Skip("resident memory is measured without the race detector (test.sh runs TestMemory tests again without it)")
+	}
+	b, err := New(WithTopics(TopicSpec{Name: "big", Partitions: 1000}))
+	require.NoError(t, err)
+	defer b.Close()
+	meta := strings.Repeat("m", 64<<10)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.SetVersion(8)
+	req.Group, req.Generation = "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "big"
+	for p := range int32(1000) {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Metadata = p, &meta
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("big")).AppendRequest(nil, req, 1)
+	require.Greater(t, len(frame), 62<<20)
+	meta, req = "", nil
+
+	nc, err := net.Dial("tcp", b.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(2*time.Minute)))
+	runtime.GC()
+	debug.FreeOSMemory()
+	before := residentBytes(t)
+	// Peak resident memory from here on (writing 5 resets VmHWM).
+	require.NoError(t, os.WriteFile("/proc/self/clear_refs", []byte("5"), 0))
+	for i := range 10 {
+		_, err := nc.Write(frame)
+		require.NoError(t, err)
+		body := readFrame(t, nc)[5:] // correlation id, header tags
+		resp := kmsg.NewPtrOffsetCommitResponse()
+		resp.SetVersion(8)
+		require.NoError(t, resp.ReadFrom(body))
+		require.Len(t, resp.Topics, 1)
+		for _, p := range resp.Topics[0].Partitions {
+			require.Equal(t, kerr.OffsetMetadataTooLarge.Code, p.ErrorCode, "request %d, partition %d", i, p.Partition)
+		}
+	}
+	peak := peakResident(t) - before
+	assert.Less(t, peak, int64(len(frame))*5/2, "about twice the request while it is read and decoded")
+	var after int64
+	assert.Eventually(t, func() bool {
+		after = residentBytes(t) - before
+		return after < 16<<20
+	}, 30*time.Second, 10*time.Millisecond, "memory of the refused requests given back")
+	runtime.KeepAlive(frame)
+	t.Logf("request %d MiB: peak +%d MiB, after +%d MiB", len(frame)>>20, peak>>20, after>>20)
+}
+
+// peakResident returns this process's peak resident memory (VmHWM).
+func peakResident(t *testing.T) int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }

@@ -44,6 +44,7 @@ type clientConn struct {
 	frame      *frameBuf // the current request's frame, from the broker's free list or its own (readKeptFrame)
 	lastFrame  int       // the size of the last whole frame read
 	keepFrames bool      // the last produce request was mostly batches the log could keep in place
+	reclaim    bool      // the request just answered was large and stored nothing: serve collects its garbage
 	out        []byte    // the answer buffer for small answers, reused across requests
 	lastAnswer int       // the size of the last answer written
 
@@ -302,6 +303,10 @@ func (c *clientConn) serve() {
 	}
 	for {
 		err := c.handleOne()
+		if c.reclaim { // handleOne has returned: its request is garbage now
+			c.reclaim = false
+			c.b.reclaimLarge()
+		}
 		if err == nil {
 			continue
 		}
@@ -355,6 +360,7 @@ func (c *clientConn) handleOne() error {
 	key := int16(binary.BigEndian.Uint16(frame[0:]))
 	version := int16(binary.BigEndian.Uint16(frame[2:]))
 	corr := int32(binary.BigEndian.Uint32(frame[4:]))
+	c.reclaim = len(frame) >= reclaimAfter && key != int16(kmsg.Produce)
 
 	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
 		if key >= 0 && int(key) < len(c.b.hiddenBy) && c.b.hiddenBy[key] != "" {

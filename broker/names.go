@@ -14,6 +14,8 @@ package broker
 // test over the whole API table (TestRepeatedNamesAreAnsweredOnce) checks
 // that none is left out.
 
+import "slices"
+
 // smallRepeats is the length up to which repeats are looked for without a
 // map, so that the usual small requests do not allocate.
 const smallRepeats = 64
@@ -34,7 +36,9 @@ func hasRepeats[T any, K comparable](items []T, key func(*T) K) bool {
 		}
 		return false
 	}
-	seen := make(map[K]struct{}, len(items))
+	// Not sized by len(items) up front: a request of a million copies of a
+	// few names finds a repeat early, in a small map.
+	seen := make(map[K]struct{}, min(len(items), 4096))
 	for i := range items {
 		k := key(&items[i])
 		if _, ok := seen[k]; ok {
@@ -51,8 +55,10 @@ func firstOfEach[T any, K comparable](items []T, key func(*T) K) []T {
 	if !hasRepeats(items, key) {
 		return items
 	}
-	seen := make(map[K]struct{}, len(items))
-	out := make([]T, 0, len(items))
+	// Neither the map nor out is sized by len(items): their memory follows
+	// the distinct keys, not the copies a request repeats.
+	seen := make(map[K]struct{})
+	var out []T
 	for i := range items {
 		k := key(&items[i])
 		if _, ok := seen[k]; ok {
@@ -72,8 +78,8 @@ func lastOfEach[T any, K comparable](items []T, key func(*T) K) []T {
 	if !hasRepeats(items, key) {
 		return items
 	}
-	at := make(map[K]int, len(items))
-	out := make([]T, 0, len(items))
+	at := make(map[K]int) // sized by the distinct keys, as in firstOfEach
+	var out []T
 	for i := range items {
 		k := key(&items[i])
 		if j, ok := at[k]; ok {
@@ -104,6 +110,15 @@ func mergeTopics[T, P any, K comparable](topics []T, key func(*T) K, parts func(
 	}
 	if !repeats {
 		return topics
+	}
+	if !hasRepeats(topics, key) {
+		// Only partitions repeat: pick within each topic, without first
+		// copying every partition of the request.
+		out := slices.Clone(topics)
+		for i := range out {
+			*parts(&out[i]) = pick(*parts(&topics[i]), partKey)
+		}
+		return out
 	}
 	at := make(map[K]int, len(topics))
 	out := make([]T, 0, len(topics))

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
@@ -81,4 +82,26 @@ func FuzzMergeTopics(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRepeatsCostTheirDistinctKeys: merging a request that names a few
+// partitions a million times allocates for the few, not for the copies, so
+// a large request of repeats costs no second copy of itself.
+func TestRepeatsCostTheirDistinctKeys(t *testing.T) {
+	parts := make([]fuzzPart, 1_000_000)
+	for i := range parts {
+		parts[i] = fuzzPart{id: int32(i % 10), value: i}
+	}
+	topics := []fuzzTopicEntry{{name: "t", parts: parts}}
+	var out []fuzzTopicEntry
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out = mergeTopics(topics, func(e *fuzzTopicEntry) string { return e.name },
+		func(e *fuzzTopicEntry) *[]fuzzPart { return &e.parts },
+		func(p *fuzzPart) int32 { return p.id }, lastOfEach)
+	runtime.ReadMemStats(&after)
+	require.Len(t, out, 1)
+	require.Len(t, out[0].parts, 10)
+	require.Equal(t, fuzzPart{id: 3, value: 999_993}, out[0].parts[3], "the last copy")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10), "bytes allocated for 10 partitions named 100,000 times each")
 }
