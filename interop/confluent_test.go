@@ -8,12 +8,15 @@ package interop_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
 )
@@ -589,4 +592,63 @@ func ctxCK(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), ckTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestStaticMembersShareTheFirstGeneration runs the start of librdkafka's
+// static-membership test (0102) against the binary's kafka profile: two
+// consumers with group.instance.id and a regex subscription, the second
+// polled only between the first's polls. With Kafka's 3 s
+// group.initial.rebalance.delay.ms, which the kafka profile has, both join
+// the group's first generation: each is assigned once and nothing is
+// revoked. With no delay the first forms a generation alone and the
+// second's join starts a rebalance.
+func TestStaticMembersShareTheFirstGeneration(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "vastfake")
+	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
+	addr := walkthroughStartBinaryLines(t, bin, 1, "-listen", "127.0.0.1:0", "-profile", "kafka", "-topic", "static-orders:3")[0]
+
+	// member counts the rebalance events its consumer's rebalance callback
+	// saw, as 0102's does; Poll calls it.
+	type member struct {
+		c                 *kafka.Consumer
+		assigned, revoked int
+		partitions        int
+	}
+	members := make([]*member, 2)
+	for i := range members {
+		m := &member{c: ckConsumer(t, &kafka.ConfigMap{
+			"bootstrap.servers": addr, "group.id": "static-group", "group.instance.id": fmt.Sprintf("consumer%d", i+1),
+			"session.timeout.ms": 6000, "max.poll.interval.ms": 9000, "auto.offset.reset": "earliest",
+		})}
+		members[i] = m
+		require.NoError(t, m.c.SubscribeTopics([]string{"^static-.*"}, func(c *kafka.Consumer, ev kafka.Event) error {
+			switch e := ev.(type) {
+			case kafka.AssignedPartitions:
+				m.assigned++
+				m.partitions = len(e.Partitions)
+				return c.Assign(e.Partitions)
+			case kafka.RevokedPartitions:
+				m.revoked++
+				return c.Unassign()
+			}
+			return nil
+		}))
+	}
+	deadline := time.Now().Add(ckTimeout)
+	for (members[0].assigned == 0 || members[1].assigned == 0) && time.Now().Before(deadline) {
+		members[0].c.Poll(1000)
+		members[1].c.Poll(0)
+	}
+	require.True(t, members[0].assigned > 0 && members[1].assigned > 0, "both members assigned within %v", ckTimeout)
+	// A rebalance after the first generation would show as a revocation
+	// within a heartbeat or two.
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); {
+		members[0].c.Poll(500)
+		members[1].c.Poll(0)
+	}
+	for i, m := range members {
+		assert.Equal(t, 1, m.assigned, "consumer%d assignments", i+1)
+		assert.Equal(t, 0, m.revoked, "consumer%d revocations", i+1)
+	}
+	assert.Equal(t, 3, members[0].partitions+members[1].partitions, "every partition assigned")
 }

@@ -30,6 +30,10 @@ import (
 	"github.com/vastfake/vastfake/rules"
 )
 
+// kafkaInitialRebalanceDelay is Kafka's default group.initial.rebalance.delay.ms,
+// the binary's with -profile kafka.
+const kafkaInitialRebalanceDelay = 3 * time.Second
+
 // config is the binary's whole configuration once every source is merged.
 type config struct {
 	Listen                 string
@@ -299,7 +303,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	advertise := str("advertise", "", "host:port clients are told to connect to; default the listen address")
 	profile := str("profile", "vast", "rules to apply: vast (enforce every VAST rule), kafka (none) or audit (behave as Kafka and report what VAST would refuse or do differently)")
 	auditReport := str("audit-report", "", "at exit, write the findings of audited rules to FILE.md and FILE.json (or only FILE, when it ends in .md or .json)")
-	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0 (Kafka's is 3s)")
+	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0, and Kafka's 3s with -profile kafka")
 	minSession := dur("min-session-timeout", "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
@@ -455,6 +459,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("-%s %q: want a duration such as 3s", d.name, d.val)
 		}
 		*d.dst = v
+	}
+	if *rebal == "" && cfg.Profile == "kafka" {
+		// The kafka profile is a broker with Kafka's defaults, as other
+		// clients' test suites expect: librdkafka's static-membership test
+		// counts on both its consumers joining the group's first generation.
+		cfg.InitialRebalanceDelay = kafkaInitialRebalanceDelay
 	}
 	for _, spec := range ruleFlags.all() {
 		if err := setRule(&r, spec); err != nil {

@@ -512,3 +512,25 @@ func TestRetentionCheckIntervalFlag(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, cfg.RetentionCheckInterval)
 }
+
+// TestKafkaProfileWaitsForMembersAsKafkaDoes: the binary's kafka profile is
+// a broker with Kafka's group.initial.rebalance.delay.ms (3s), which other
+// clients' test suites count on (librdkafka's static-membership test joins
+// two consumers in one generation); the other profiles form a group at once,
+// and the flag sets it in any profile.
+func TestKafkaProfileWaitsForMembersAsKafkaDoes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{[]string{"-profile", "kafka"}, 3 * time.Second},
+		{[]string{"-profile", "kafka", "-initial-rebalance-delay", "0s"}, 0},
+		{[]string{"-profile", "vast"}, 0},
+		{[]string{"-profile", "audit"}, 0},
+		{[]string{"-initial-rebalance-delay", "1s"}, time.Second},
+	} {
+		cfg, err := parseConfig(c.args, io.Discard, io.Discard)
+		require.NoError(t, err, "%v", c.args)
+		assert.Equal(t, c.want, cfg.InitialRebalanceDelay, "%v", c.args)
+	}
+}
