@@ -196,7 +196,7 @@ func BenchmarkProduceHandlerIdempotentSmall(b *testing.B) {
 	const records = 10
 	br := idempotentBroker(b)
 	frame, setSequence := idempotentFrame(b, records)
-	c := newClientConn(br, &loopConn{frame: frame}) // reads frame as setSequence rewrites it
+	c := newClientConn(br, br.nodes[0], &loopConn{frame: frame}) // reads frame as setSequence rewrites it
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	seq := int32(0)
@@ -389,7 +389,7 @@ func BenchmarkEmptyFetchRequest(b *testing.B) {
 // an idle consumer's spin (decode, handler, request log, encode).
 func BenchmarkEmptyFetchHandler(b *testing.B) {
 	br := benchBroker(b, "bench")
-	c := newClientConn(br, &loopConn{frame: emptyFetchFrame("bench", 3)})
+	c := newClientConn(br, br.nodes[0], &loopConn{frame: emptyFetchFrame("bench", 3)})
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := c.handleOne(); err != nil {
@@ -464,12 +464,12 @@ func BenchmarkAuditCost(b *testing.B) {
 				require.NoError(b, err)
 				b.Cleanup(func() { br.Close() })
 				if w.prefill {
-					fill := newClientConn(br, &loopConn{frame: produceFrame("bench", 1000)})
+					fill := newClientConn(br, br.nodes[0], &loopConn{frame: produceFrame("bench", 1000)})
 					for range 90 {
 						require.NoError(b, fill.handleOne())
 					}
 				}
-				c := newClientConn(br, &loopConn{frame: w.frame})
+				c := newClientConn(br, br.nodes[0], &loopConn{frame: w.frame})
 				b.SetBytes(int64(len(w.frame)))
 				b.ReportAllocs()
 				start, cpuOK := processCPU()

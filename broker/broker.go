@@ -45,12 +45,9 @@ type Broker struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	lnMu        sync.Mutex // guards ln and acceptDone across Restart
-	ln          net.Listener
-	acceptDone  chan struct{}
-	addr        string
-	host        string // advertised host and port
-	port        int32
+	// nodes are the broker ids and their listeners (nodes.go); the first
+	// is the bootstrap address.
+	nodes       []*node
 	clusterID   string
 	coord       *coordinator.Coordinator
 	ctx         context.Context
@@ -112,6 +109,8 @@ type Broker struct {
 type config struct {
 	listen       string
 	advertise    string
+	advertiseAll []string
+	brokers      int
 	nodeID       int32
 	clusterID    string
 	rules        rules.Rules
@@ -411,7 +410,7 @@ var ErrClosed = errors.New("broker is closed")
 // once it accepts connections. It fails if the address cannot be bound, the
 // profile is unknown, or a seed topic is invalid.
 func New(opts ...Option) (*Broker, error) {
-	cfg := config{listen: "127.0.0.1:0", retentionEv: DefaultRetentionCheckInterval, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
+	cfg := config{listen: "127.0.0.1:0", brokers: 1, retentionEv: DefaultRetentionCheckInterval, partitions: DefaultPartitions, producerExp: DefaultProducerIDExpiration,
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		emptyFetchDelay: DefaultEmptyFetchDelay,
 		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
@@ -504,27 +503,9 @@ func New(opts ...Option) (*Broker, error) {
 			return nil, fmt.Errorf("vastfake: topic %q: %s", t.Name, errName(code))
 		}
 	}
-	ln, err := b.listen(cfg.listen)
-	if err != nil {
-		return nil, fmt.Errorf("vastfake: listen: %w", err)
+	if err := b.listenNodes(); err != nil {
+		return nil, err
 	}
-	b.ln = ln
-	b.addr = ln.Addr().String()
-	adv := cfg.advertise
-	if adv == "" {
-		adv = ln.Addr().String()
-	}
-	host, portStr, err := net.SplitHostPort(adv)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("vastfake: advertise %q: %w", adv, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		ln.Close()
-		return nil, fmt.Errorf("vastfake: advertise %q: bad port", adv)
-	}
-	b.host, b.port = host, int32(port)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.coord = coordinator.New(coordinator.Config{
 		Rules:                 cfg.rules,
@@ -541,52 +522,40 @@ func New(opts ...Option) (*Broker, error) {
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()
 	b.scheduleCompaction()
-	b.startAccepting(ln)
+	for _, n := range b.nodes {
+		b.startAccepting(n, n.ln)
+	}
 	return b, nil
 }
 
-// Addr returns the address the broker listens on, host:port.
-func (b *Broker) Addr() string { return b.addr }
+// Addr returns the address the broker listens on, host:port; with several
+// brokers (WithBrokers), the first one's, the bootstrap address.
+func (b *Broker) Addr() string { return b.nodes[0].addr }
 
-// startAccepting serves ln in a new goroutine. Call with lnMu held or
-// before the broker is shared.
-func (b *Broker) startAccepting(ln net.Listener) {
-	b.ln = ln
-	done := make(chan struct{})
-	b.acceptDone = done
-	b.wg.Add(1)
-	go func() {
-		defer close(done)
-		b.acceptLoop(ln)
-	}()
-}
-
-// Restart emulates a broker restart that keeps its data: the listener and
-// every connection close, then the broker listens again on the same
-// address. Topics, records, groups and committed offsets stay, so clients
-// reconnect and carry on. It returns an error if the address cannot be
-// bound again (another process took the port) or the broker is closed.
+// Restart emulates a broker restart that keeps its data: the listeners and
+// every connection close, then every broker id listens again on the same
+// address (one that is down stays down). Topics, records, groups and
+// committed offsets stay, so clients reconnect and carry on. It returns an
+// error if an address cannot be bound again (another process took the
+// port) or the broker is closed.
 func (b *Broker) Restart() error {
-	b.lnMu.Lock()
-	defer b.lnMu.Unlock()
-	if b.ctx.Err() != nil {
-		return ErrClosed
-	}
-	b.ln.Close()
-	<-b.acceptDone
-	b.DropConnections()
-	var ln net.Listener
-	var err error
-	for try := 0; try < 100; try++ {
-		if ln, err = b.listen(b.addr); err == nil {
-			break
+	for _, n := range b.nodes {
+		n.mu.Lock()
+		if b.ctx.Err() != nil {
+			n.mu.Unlock()
+			return ErrClosed
 		}
-		time.Sleep(10 * time.Millisecond) // the old socket may linger briefly
+		if n.down {
+			n.mu.Unlock()
+			continue
+		}
+		b.stopNode(n)
+		err := b.startNode(n)
+		n.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("vastfake: restart: %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("vastfake: restart: %w", err)
-	}
-	b.startAccepting(ln)
 	return nil
 }
 
@@ -605,10 +574,9 @@ func (b *Broker) listen(addr string) (net.Listener, error) {
 	return tls.NewListener(ln, b.cfg.tls), nil
 }
 
-// AdvertisedAddr returns the host:port that Metadata hands to clients.
-func (b *Broker) AdvertisedAddr() string {
-	return net.JoinHostPort(b.host, strconv.Itoa(int(b.port)))
-}
+// AdvertisedAddr returns the host:port that Metadata hands to clients for
+// the first broker id, the bootstrap address.
+func (b *Broker) AdvertisedAddr() string { return b.nodes[0].advertised() }
 
 // Rules returns the rules the broker applies; Audit names those it audits.
 func (b *Broker) Rules() rules.Rules { return b.rules }
@@ -623,9 +591,11 @@ func (b *Broker) Clock() clock.Clock { return b.clock }
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.cancel()
-		b.lnMu.Lock()
-		b.ln.Close()
-		b.lnMu.Unlock()
+		for _, n := range b.nodes {
+			n.mu.Lock()
+			n.ln.Close()
+			n.mu.Unlock()
+		}
 		b.connsMu.Lock()
 		for c := range b.conns {
 			c.nc.Close()
@@ -655,7 +625,7 @@ func (b *Broker) Close() error {
 // A failed accept (out of file descriptors, say) is retried after a pause
 // that doubles from 5 ms to 1 s while failures last, as net/http does, so
 // the broker serves again once descriptors free up.
-func (b *Broker) acceptLoop(ln net.Listener) {
+func (b *Broker) acceptLoop(n *node, ln net.Listener) {
 	defer b.wg.Done()
 	var pause time.Duration
 	for {
@@ -676,7 +646,7 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 			continue
 		}
 		pause = 0
-		c := newClientConn(b, nc)
+		c := newClientConn(b, n, nc)
 		b.connsMu.Lock()
 		if b.ctx.Err() != nil {
 			b.connsMu.Unlock()

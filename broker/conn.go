@@ -34,6 +34,7 @@ const maxFrameSize = 100 << 20
 // order.
 type clientConn struct {
 	b      *Broker
+	node   *node // the broker id whose listener accepted it
 	nc     net.Conn
 	rd     deadlineReader // what r reads from
 	r      *bufio.Reader
@@ -71,10 +72,11 @@ type clientConn struct {
 	rawSASLNext   bool   // after a v0 SaslHandshake: the next frame is a raw token
 }
 
-func newClientConn(b *Broker, nc net.Conn) *clientConn {
+func newClientConn(b *Broker, n *node, nc net.Conn) *clientConn {
 	ctx, cancel := context.WithCancel(b.ctx)
 	c := &clientConn{
 		b:      b,
+		node:   n,
 		nc:     nc,
 		rd:     deadlineReader{nc: nc, idle: b.cfg.idleTimeout, read: b.cfg.readTimeout},
 		ctx:    ctx,

@@ -99,7 +99,7 @@ func TestNoFrameBufferHeldBetweenRequests(t *testing.T) {
 	defer b.Close()
 	server, client := net.Pipe()
 	defer client.Close()
-	c := newClientConn(b, server)
+	c := newClientConn(b, b.nodes[0], server)
 	done := make(chan struct{})
 	go func() { defer close(done); c.serve() }()
 
@@ -202,7 +202,7 @@ func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 	server, client := net.Pipe()
 	defer server.Close()
 	defer client.Close()
-	c := newClientConn(b, server)
+	c := newClientConn(b, nil, server)
 	defer c.cancel()
 	assert.LessOrEqual(t, c.r.Size(), 4<<10, "read buffer before authentication")
 
@@ -367,7 +367,7 @@ func TestLargeAnswersLeaveNoBufferOnTheConnection(t *testing.T) {
 
 	server, client := net.Pipe()
 	defer client.Close()
-	c := newClientConn(b, server)
+	c := newClientConn(b, b.nodes[0], server)
 	done := make(chan struct{})
 	go func() { defer close(done); c.serve() }()
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t")).AppendRequest(nil, fetchRequest("t", 1, 0, 1<<20), 1)

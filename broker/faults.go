@@ -128,11 +128,17 @@ func (b *Broker) SetLatency(api kmsg.Key, d time.Duration) {
 
 // DropConnections closes every open client connection, as a network
 // failure would. Clients reconnect; the broker keeps its state.
-func (b *Broker) DropConnections() {
+func (b *Broker) DropConnections() { b.dropConnections(nil) }
+
+// dropConnections closes the connections broker node n accepted, or every
+// connection when n is nil.
+func (b *Broker) dropConnections(n *node) {
 	b.connsMu.Lock()
 	conns := make([]*clientConn, 0, len(b.conns))
 	for c := range b.conns {
-		conns = append(conns, c)
+		if n == nil || c.node == n {
+			conns = append(conns, c)
+		}
 	}
 	b.connsMu.Unlock()
 	// Closed outside the lock: accepting and ending connections need it.

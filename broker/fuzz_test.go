@@ -160,7 +160,7 @@ func goroutines() string {
 // serveFeed serves nc as a client connection of b, as the accept loop
 // would, and returns a channel closed when the connection is done.
 func serveFeed(b *Broker, nc net.Conn) <-chan struct{} {
-	c := newClientConn(b, nc)
+	c := newClientConn(b, b.nodes[0], nc)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -226,7 +226,7 @@ func checkHealthy(t *testing.T, b *Broker, mode uint8) {
 	if err := mdResp.ReadFrom(frames[1][5:]); err != nil { // correlation id, header tags
 		t.Fatalf("health: Metadata answer: %v", err)
 	}
-	if len(mdResp.Brokers) != 1 || mdResp.Brokers[0].Port != b.port || mdResp.Brokers[0].Host != b.host {
+	if len(mdResp.Brokers) != 1 || mdResp.Brokers[0].Port != b.nodes[0].port || mdResp.Brokers[0].Host != b.nodes[0].host {
 		t.Fatalf("health: Metadata brokers %+v, want this broker only", mdResp.Brokers)
 	}
 }

@@ -34,7 +34,8 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	}
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		c.Key, c.NodeID, c.Host, c.Port = key, b.cfg.nodeID, b.host, b.port
+		n := b.nodeByID(b.CoordinatorOf(key))
+		c.Key, c.NodeID, c.Host, c.Port = key, n.id, n.host, n.port
 		switch req.CoordinatorType {
 		case coordinatorGroup:
 			if key == "" {

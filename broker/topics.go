@@ -353,9 +353,11 @@ func (b *Broker) topicID(t *topic) [16]byte {
 func handleMetadata(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.nodeID, b.host, b.port
-	resp.Brokers = append(resp.Brokers, br)
+	for _, n := range b.nodes {
+		br := kmsg.NewMetadataResponseBroker()
+		br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = b.cfg.nodeID
 
@@ -434,10 +436,10 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 			p := &mt.Partitions[i]
 			*p = kmsg.NewMetadataResponseTopicPartition()
 			p.Partition = int32(i)
-			p.Leader = b.cfg.nodeID
+			p.Leader = b.LeaderOf(t.name, int32(i))
 			p.LeaderEpoch = 0
-			p.Replicas = []int32{b.cfg.nodeID}
-			p.ISR = []int32{b.cfg.nodeID}
+			p.Replicas = []int32{p.Leader}
+			p.ISR = []int32{p.Leader}
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}

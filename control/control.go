@@ -115,6 +115,9 @@ func (s *server) routes() []route {
 		{"POST /failover", s.do(b.Failover)},
 		{"POST /reset", s.do(b.Reset)},
 		{"POST /restart", s.restart},
+		{"GET /brokers", s.brokers},
+		{"POST /brokers/{id}/down", s.brokerDownUp(b.BrokerDown)},
+		{"POST /brokers/{id}/up", s.brokerDownUp(b.BrokerUp)},
 		{"POST /stale-end-offset", s.staleEndOffset},
 		{"POST /topics/{name}/compact", s.compact},
 		{"POST /topics/{name}/partitions/{p}/skip", s.skipOffsets},
@@ -526,6 +529,45 @@ func (s *server) restart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// brokerView is one broker id in GET /brokers.
+type brokerView struct {
+	ID   int32  `json:"id"`
+	Addr string `json:"addr"`
+	Down bool   `json:"down"`
+}
+
+// brokers lists the broker ids, their listen addresses and which are down.
+func (s *server) brokers(w http.ResponseWriter, r *http.Request) {
+	out := []brokerView{}
+	for _, id := range s.b.BrokerIDs() {
+		out = append(out, brokerView{ID: id, Addr: s.b.BrokerAddr(id), Down: s.b.BrokerIsDown(id)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"brokers": out})
+}
+
+// brokerDownUp runs BrokerDown or BrokerUp on the {id} of the path: 400 for
+// an id that is not a number, 404 for one the broker does not have, 409
+// when it is already down (or up).
+func (s *server) brokerDownUp(f func(int32) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("broker id %q: want a number", r.PathValue("id")))
+			return
+		}
+		switch err := f(int32(id)); {
+		case errors.Is(err, broker.ErrUnknownBroker):
+			writeError(w, http.StatusNotFound, err.Error())
+		case errors.Is(err, broker.ErrClosed):
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+		case err != nil:
+			writeError(w, http.StatusConflict, err.Error())
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "down": s.b.BrokerIsDown(int32(id))})
+		}
+	}
 }
 
 func (s *server) staleEndOffset(w http.ResponseWriter, r *http.Request) {

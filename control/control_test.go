@@ -546,3 +546,41 @@ func TestRequestsListEveryRule(t *testing.T) {
 		assert.Contains(t, reqs[0].Rules, reqs[0].Rule, "rule is the first of rules")
 	}
 }
+
+// TestBrokersDownAndUp: GET /brokers lists the broker ids, and a broker is
+// taken down and brought back by id; a bad id is 400, an unknown one 404,
+// a broker already down (or up) 409, each with a JSON error.
+func TestBrokersDownAndUp(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Brokers(3), fixtures.Profile("kafka"), fixtures.Topic("orders", 3))
+	url := serve(t, k)
+	type brokers struct {
+		Brokers []struct {
+			ID   int32  `json:"id"`
+			Addr string `json:"addr"`
+			Down bool   `json:"down"`
+		} `json:"brokers"`
+	}
+	var got brokers
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/brokers", nil, &got))
+	require.Len(t, got.Brokers, 3)
+	assert.Equal(t, k.Addr(), got.Brokers[0].Addr)
+	for i, br := range got.Brokers {
+		assert.Equal(t, int32(i), br.ID)
+		assert.False(t, br.Down)
+	}
+
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/brokers/2/down", nil, nil))
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/brokers", nil, &got))
+	assert.True(t, got.Brokers[2].Down)
+	assert.True(t, k.Broker().BrokerIsDown(2))
+	var e errorBody
+	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/brokers/2/down", nil, &e))
+	assert.Contains(t, e.Error, "already down")
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/brokers/9/down", nil, &e))
+	assert.Contains(t, e.Error, "no broker with that id")
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/brokers/two/up", nil, &e))
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/brokers/2/up", nil, nil))
+	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/brokers/2/up", nil, &e))
+	assert.Contains(t, e.Error, "is up")
+	k.Produce("orders", 2, "after up") // partition 2's leader, broker 2, serves again
+}

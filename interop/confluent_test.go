@@ -652,3 +652,65 @@ func TestStaticMembersShareTheFirstGeneration(t *testing.T) {
 	}
 	assert.Equal(t, 3, members[0].partitions+members[1].partitions, "every partition assigned")
 }
+
+// TestProduceThroughABrokerDown: with three brokers, a confluent-kafka-go
+// producer with acks=all carries on while one broker is down (its
+// partitions wait, the others are acknowledged) and after it is back; a
+// consumer group then reads every acknowledged record once.
+func TestProduceThroughABrokerDown(t *testing.T) {
+	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 6}))
+	down := b.BrokerIDs()[1]
+	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all", "partitioner": "murmur2_random",
+		"reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200})
+	const n = 300
+	for _, m := range ckProduce(t, p, ckKeyed("orders", 0, n/3)...) {
+		require.NoError(t, m.TopicPartition.Error)
+	}
+
+	require.NoError(t, b.BrokerDown(down))
+	reports := make(chan kafka.Event, n)
+	for _, m := range ckKeyed("orders", n/3, n-n/3) {
+		require.NoError(t, p.Produce(m, reports))
+	}
+	acked := map[int32]int{}
+	timeout := time.After(ckTimeout)
+	for others := 0; others == 0; {
+		select {
+		case ev := <-reports:
+			m := ev.(*kafka.Message)
+			require.NoError(t, m.TopicPartition.Error)
+			require.NotEqual(t, down, b.LeaderOf("orders", m.TopicPartition.Partition), "acknowledged while its leader is down")
+			acked[m.TopicPartition.Partition]++
+			others++
+		case <-timeout:
+			t.Fatalf("no record acknowledged within %v while broker %d was down", ckTimeout, down)
+		}
+	}
+	require.NoError(t, b.BrokerUp(down))
+	for count := 1; count < n-n/3; count++ {
+		select {
+		case ev := <-reports:
+			m := ev.(*kafka.Message)
+			require.NoError(t, m.TopicPartition.Error)
+			acked[m.TopicPartition.Partition]++
+		case <-timeout:
+			t.Fatalf("%d of %d delivery reports within %v", count, n-n/3, ckTimeout)
+		}
+	}
+	for part := range int32(6) {
+		if b.LeaderOf("orders", part) == down {
+			assert.Positive(t, acked[part], "partition %d, led by the broker that was down, acknowledged once it was back", part)
+		}
+	}
+
+	c := ckConsumer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "group.id": "billing", "auto.offset.reset": "earliest"})
+	require.NoError(t, c.Subscribe("orders", nil))
+	seen := map[string]int{}
+	for _, m := range ckPoll(t, c, n) {
+		seen[string(m.Key)]++
+	}
+	require.Len(t, seen, n)
+	for k, count := range seen {
+		assert.Equal(t, 1, count, "%s read once", k)
+	}
+}

@@ -43,6 +43,7 @@ type config struct {
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
 	NumPartitions          int32
+	Brokers                int
 	OffsetMetadataMaxBytes int
 	MinSessionTimeout      time.Duration
 	MaxSessionTimeout      time.Duration
@@ -300,7 +301,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	}
 	dur := func(name, help string) *string { return str(name, "", help+"; a Go duration such as 3s") }
 	listen := str("listen", "127.0.0.1:9092", "address to listen on; port 0 picks a free one")
-	advertise := str("advertise", "", "host:port clients are told to connect to; default the listen address")
+	advertise := str("advertise", "", "host:port clients are told to connect to, or with -brokers one per broker, comma-separated; default the listen addresses")
+	brokers := fs.Int("brokers", 1, "broker ids, each with its own listener, listed in Metadata: the first on -listen, the others on the ports after it (all picked by the system when its port is 0); 1 to 16 (env VASTFAKE_BROKERS)")
 	profile := str("profile", "vast", "rules to apply: vast (enforce every VAST rule), kafka (none) or audit (behave as Kafka and report what VAST would refuse or do differently)")
 	auditReport := str("audit-report", "", "at exit, write the findings of audited rules to FILE.md and FILE.json (or only FILE, when it ends in .md or .json)")
 	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0, and Kafka's 3s with -profile kafka")
@@ -419,6 +421,10 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-num-partitions %d: want 1 to %d", *numPartitions, math.MaxInt32)
 	}
 	cfg.NumPartitions = int32(*numPartitions)
+	if *brokers < 1 || *brokers > broker.MaxBrokers {
+		return nil, fmt.Errorf("-brokers %d: want 1 to %d", *brokers, broker.MaxBrokers)
+	}
+	cfg.Brokers = *brokers
 	if *offsetMD < 0 || *offsetMD > math.MaxInt32 {
 		return nil, fmt.Errorf("-offset-metadata-max-bytes %d: want 0 to %d", *offsetMD, math.MaxInt32)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -532,5 +533,31 @@ func TestKafkaProfileWaitsForMembersAsKafkaDoes(t *testing.T) {
 		cfg, err := parseConfig(c.args, io.Discard, io.Discard)
 		require.NoError(t, err, "%v", c.args)
 		assert.Equal(t, c.want, cfg.InitialRebalanceDelay, "%v", c.args)
+	}
+}
+
+// TestSeveralBrokersFromTheBinary: -brokers 3 serves three broker ids, all
+// in Metadata, the first on the address the binary prints; a count out of
+// range stops it at start.
+func TestSeveralBrokersFromTheBinary(t *testing.T) {
+	for _, bad := range []string{"0", "17", "x"} {
+		_, err := parseConfig([]string{"-brokers", bad}, io.Discard, io.Discard)
+		assert.Error(t, err, bad)
+	}
+	addr := startRun(t, io.Discard, 1, "-listen", "127.0.0.1:0", "-brokers", "3", "-topic", "orders:3")[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(ctx, "orders")
+	require.NoError(t, err)
+	require.Len(t, md.Brokers, 3)
+	assert.Equal(t, addr, net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))), "broker 0 is the printed address")
+	for p, pd := range md.Topics["orders"].Partitions {
+		assert.Equal(t, p, pd.Leader, "partition %d led by broker %d mod 3", p, p)
+	}
+	for i := range 3 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: int32(i), Value: []byte("x")}).FirstErr())
 	}
 }

@@ -123,6 +123,7 @@ var flagSamples = map[string][][2]string{
 	"max-session-timeout":       {{"max-session-timeout", "1m"}},
 	"stale-end-offset":          {{"stale-end-offset", "3s"}},
 	"num-partitions":            {{"num-partitions", "3"}},
+	"brokers":                   {{"brokers", "3"}},
 	"offset-metadata-max-bytes": {{"offset-metadata-max-bytes", "10"}},
 	"retention-check-interval":  {{"retention-check-interval", "2s"}},
 	"compaction-interval":       {{"compaction-interval", "2s"}},

@@ -131,7 +131,8 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	}
 	opts := []broker.Option{
 		broker.WithListen(cfg.Listen),
-		broker.WithAdvertise(cfg.Advertise),
+		broker.WithBrokers(cfg.Brokers),
+		advertiseOption(cfg.Advertise),
 		broker.WithRules(cfg.Rules),
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
@@ -188,7 +189,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	if generatedToken != "" {
 		fmt.Fprintf(stdout, "control plane token %s\n", generatedToken)
 	}
-	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "profile", cfg.Profile,
+	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "brokers", len(b.BrokerIDs()), "profile", cfg.Profile,
 		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock, "http", httpAddr,
 		"sasl_users", len(cfg.Users), "policies", len(cfg.Policies), "tls", cfg.TLSCert != "")
 
@@ -285,4 +286,13 @@ func writeReadyFile(path, addr string) error {
 		return fmt.Errorf("ready file: %w", err)
 	}
 	return nil
+}
+
+// advertiseOption is -advertise: one address, or one per broker separated
+// by commas.
+func advertiseOption(addrs string) broker.Option {
+	if strings.Contains(addrs, ",") {
+		return broker.WithAdvertiseBrokers(strings.Split(addrs, ",")...)
+	}
+	return broker.WithAdvertise(addrs)
 }
