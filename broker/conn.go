@@ -258,6 +258,14 @@ func (c *clientConn) fingerprint(key, version int16) {
 	}
 }
 
+// brokerID returns the id of the broker whose listener accepted c.
+func (c *clientConn) brokerID() int32 {
+	if c.node == nil {
+		return 0
+	}
+	return c.node.id
+}
+
 // softwareLabel names the connection's client software for findings: what
 // ApiVersions said, else what fingerprint recognised, else "".
 func (c *clientConn) softwareLabel() (software, version string) {
@@ -394,7 +402,7 @@ func (c *clientConn) handleOne() error {
 				c.noteSoftware(a.max, frame[8:])
 			}
 			c.fetchRun = logRun{}
-			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
+			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
 		}
 		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
@@ -452,7 +460,7 @@ func (c *clientConn) handleOne() error {
 		req.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(key) + " was dropped"
 	}
 	rec := RequestRecord{
-		Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: clientID,
+		Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: clientID,
 		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Rules: strings.Join(req.rules, ","), Findings: strings.Join(req.findings, ","), Fault: fault != nil,
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	}
@@ -517,7 +525,7 @@ func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	rule := c.b.hiddenBy[key]
 	c.noteClientID(hdr)
 	msg := kmsg.NameForKey(key) + " is hidden by rule " + rule + " (not in ApiVersions): closing the connection, as Kafka does for an API it does not serve"
-	rec := RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
+	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
 		Message: msg, Rule: rule, User: c.user, Closed: true}
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(rec)
@@ -535,7 +543,7 @@ func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
 	}
 	why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
 	c.fetchRun = logRun{}
-	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
+	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
 	return &closeError{reason: why}
 }
 

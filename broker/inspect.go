@@ -236,6 +236,9 @@ type RequestRecord struct {
 	API      kmsg.Key
 	Version  int16
 	ClientID string
+	// Broker is the id of the broker that served the request: the one
+	// whose address the connection came in on (WithBrokers).
+	Broker int32
 	// ErrorCode is the first non-zero error code in the answer, or 0.
 	ErrorCode int16
 	// Message is the explanation that came with the error: the first

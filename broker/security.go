@@ -478,7 +478,7 @@ func (c *clientConn) rawSASLAuthenticate() error {
 	if size < 0 || size > maxSASLFrameSize {
 		return protoErr("raw SASL token size %d out of range", size)
 	}
-	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID}
+	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID, Broker: c.brokerID()}
 	if size > maxSASLTokenSize { // refused unread
 		why := tokenTooLong(int(size))
 		rec.Time, rec.ErrorCode, rec.Denied, rec.Closed = c.b.clock.Now(), kerr.SaslAuthenticationFailed.Code, why, true

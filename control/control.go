@@ -385,8 +385,18 @@ func (s *server) requests(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	rule := q.Get("rule")
+	var brokerID *int32
+	if v := q.Get("broker"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "broker must be a broker id")
+			return
+		}
+		brokerID = new(int32(id))
+	}
 	keep := func(rec *broker.RequestRecord) bool {
-		return (rule == "" || slices.ContainsFunc(all(rec.Rule, rec.Rules), func(r string) bool { return strings.EqualFold(r, rule) })) && (api == nil || rec.API == *api)
+		return (rule == "" || slices.ContainsFunc(all(rec.Rule, rec.Rules), func(r string) bool { return strings.EqualFold(r, rule) })) &&
+			(api == nil || rec.API == *api) && (brokerID == nil || rec.Broker == *brokerID)
 	}
 	st := startStream(w)
 	st.array(0, func(add func(any) bool) {

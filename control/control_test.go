@@ -583,4 +583,15 @@ func TestBrokersDownAndUp(t *testing.T) {
 	assert.Equal(t, http.StatusConflict, call(t, "POST", url+"/brokers/2/up", nil, &e))
 	assert.Contains(t, e.Error, "is up")
 	k.Produce("orders", 2, "after up") // partition 2's leader, broker 2, serves again
+
+	// The request log says which broker served each request.
+	var reqs []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Produce&broker=2", nil, &reqs))
+	require.NotEmpty(t, reqs, "the produce to partition 2 went to its leader, broker 2")
+	for _, r := range reqs {
+		assert.Equal(t, float64(2), r["broker"])
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Produce&broker=1", nil, &reqs))
+	assert.Empty(t, reqs, "broker 1 leads no partition produced to")
+	assert.Equal(t, http.StatusBadRequest, call(t, "GET", url+"/requests?broker=x", nil, &e))
 }

@@ -254,6 +254,8 @@ type requestView struct {
 	API      string    `json:"api"`
 	Version  int16     `json:"version"`
 	ClientID string    `json:"clientId"`
+	// Broker is the id of the broker that served it (-brokers).
+	Broker int32 `json:"broker"`
 	// ErrorCode and Error are the first error of the answer, if any.
 	ErrorCode int16  `json:"errorCode"`
 	Error     string `json:"error,omitempty"`
@@ -280,7 +282,7 @@ type requestView struct {
 }
 
 func newRequestView(r broker.RequestRecord) requestView {
-	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID,
+	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID, Broker: r.Broker,
 		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Finding: r.Finding, Rules: all(r.Rule, r.Rules), Findings: all(r.Finding, r.Findings), Fault: r.Fault,
 		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
 }

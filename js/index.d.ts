@@ -16,6 +16,8 @@ export interface StartOptions {
   rules?: Record<string, string | number | boolean | string[]> | string[]
   /** The broker's clock moves only by advance(). */
   manualClock?: boolean
+  /** Broker ids, each on its own address (1 to 16, default 1); bootstrap is the first. */
+  brokers?: number
   /** More command-line flags, e.g. ["-log-level", "debug"]. */
   args?: string[]
   /** The Kafka listener's address; a free port on 127.0.0.1 by default. */
@@ -204,6 +206,11 @@ export class Client {
   dropConnections (): Promise<void>
   failover (): Promise<void>
   restart (): Promise<void>
+  brokers (): Promise<Array<{ id: number; addr: string; down: boolean }>>
+  /** The address refuses connections while the other brokers serve; ControlPlaneError 404 (no such broker) or 409 (down already). */
+  brokerDown (brokerId: number): Promise<void>
+  /** The broker serves again; ControlPlaneError 404 or 409 (it is up). */
+  brokerUp (brokerId: number): Promise<void>
   reset (): Promise<void>
   staleEndOffset (d: Duration): Promise<string>
   advance (d: Duration): Promise<Clock>

@@ -575,6 +575,16 @@ class Client {
   async failover () { await this._post('failover') }
   /** POST /restart: the listener and connections restart, data stays. */
   async restart () { await this._post('restart') }
+  /** GET /brokers: each broker id's id, addr and down. */
+  async brokers () { return (await this._get('brokers')).brokers }
+  /**
+   * POST /brokers/{id}/down: that address refuses connections and drops the
+   * ones it has while the other brokers serve. Rejects with ControlPlaneError
+   * (404 for no such broker, 409 if it is down already).
+   */
+  async brokerDown (brokerId) { await this._post(`brokers/${brokerId}/down`) }
+  /** POST /brokers/{id}/up: the broker serves again; ControlPlaneError 404 or 409 (it is up). */
+  async brokerUp (brokerId) { await this._post(`brokers/${brokerId}/up`) }
   /** POST /reset: delete every topic and group (rules, faults and the request log stay). */
   async reset () { await this._post('reset') }
   /** POST /stale-end-offset: ListOffsets(latest) trails writes by d; 0 turns it off. Returns it as set. */
@@ -859,7 +869,8 @@ class Broker extends Client {
 /**
  * Start a vastfake broker on free ports and resolve once it listens.
  * Options: profile ("vast" or "kafka"), topics (["orders:3"]), rules
- * ({MaxGroups: 10} or ["MaxGroups=10"]), manualClock, args (more flags),
+ * ({MaxGroups: 10} or ["MaxGroups=10"]), manualClock, brokers (broker ids,
+ * each on its own address, 1 to 16; bootstrap is the first), args (more flags),
  * listen and http (addresses, free ports on 127.0.0.1 by default), binary,
  * env, startTimeoutMs (30 s), stopTimeoutMs (10 s), timeoutMs (each control
  * plane call, 10 s), waitTimeoutMs (each wait, 30 s).
@@ -887,6 +898,7 @@ async function startBroker (options = {}) {
   const rules = Array.isArray(o.rules) ? o.rules : Object.entries(o.rules || {}).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : v}`)
   for (const r of rules) args.push('-rule', r)
   if (o.manualClock) args.push('-manual-clock')
+  if (o.brokers !== undefined && o.brokers !== 1) args.push('-brokers', String(o.brokers))
   const extra = o.args || []
   args.push(...extra)
   // A -http-token in args wins, as the flag package decides: read it back.

@@ -199,3 +199,36 @@ test('compaction and offset gaps', async () => {
   await assert.rejects(broker.skipOffsets('accounts', 0, '5'), TypeError)
   await broker.assertNoRefusals()
 })
+
+test('several brokers, and one down', async () => {
+  // Three broker ids, each on its own address: Metadata lists them all,
+  // partition p is led by broker p mod 3, and a broker taken down refuses
+  // connections while the others serve.
+  const b = await startBroker({ profile: 'kafka', brokers: 3, topics: ['orders:3'] })
+  try {
+    const listed = await b.brokers()
+    assert.deepStrictEqual(listed.map((x) => x.id), [0, 1, 2])
+    assert.strictEqual(listed[0].addr, b.bootstrap)
+    const kafka = kafkaFor(b, 'several')
+    const admin = kafka.admin()
+    await admin.connect()
+    try {
+      const md = await admin.fetchTopicMetadata({ topics: ['orders'] })
+      assert.deepStrictEqual(md.topics[0].partitions.map((p) => [p.partitionId, p.leader]).sort(), [[0, 0], [1, 1], [2, 2]])
+    } finally {
+      await admin.disconnect()
+    }
+
+    await b.brokerDown(1)
+    assert.deepStrictEqual((await b.brokers()).map((x) => x.down), [false, true, false])
+    await assert.rejects(b.brokerDown(1), (e) => e instanceof ControlPlaneError && e.status === 409)
+    await assert.rejects(b.brokerUp(7), (e) => e instanceof ControlPlaneError && e.status === 404)
+    await produce(kafka, 'orders', [{ value: 'to broker 0', partition: 0 }])
+    await b.brokerUp(1)
+    await produce(kafka, 'orders', [{ value: 'to broker 1', partition: 1 }])
+    assert.strictEqual(await b.endOffset('orders', 0), 1)
+    assert.strictEqual(await b.endOffset('orders', 1), 1)
+  } finally {
+    await b.stop()
+  }
+})

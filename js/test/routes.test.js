@@ -42,7 +42,8 @@ const ARGS = {
   err: 'NOT_LEADER_FOR_PARTITION',
   rule: 'MaxGroups',
   what: 'x',
-  cond: () => true
+  cond: () => true,
+  brokerId: 1
 }
 
 /**

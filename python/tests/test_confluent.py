@@ -8,6 +8,7 @@ VAST profile, and a consumer must be closed before the broker is reset (a
 close after a reset can hang, confluentinc/librdkafka#4187): every consumer here
 is closed within its test."""
 
+import socket
 import time
 
 import pytest
@@ -231,3 +232,38 @@ def test_compaction_and_offset_gaps(vastfake):
     with pytest.raises(TypeError):
         vastfake.skip_offsets("accounts", 0, "5")
     vastfake.assert_no_refusals()
+
+
+def test_several_brokers_and_one_down(vastfake_factory):
+    # Three broker ids, each on its own address: Metadata lists them all,
+    # partition p is led by broker p mod 3, and a broker taken down refuses
+    # connections while the others serve; it serves again once up.
+    b = vastfake_factory(profile="kafka", brokers=3, topics=["orders:3"])
+    listed = b.brokers()
+    assert [x["id"] for x in listed] == [0, 1, 2]
+    assert listed[0]["addr"] == b.bootstrap and not any(x["down"] for x in listed)
+    md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=30)
+    assert sorted(md.brokers) == [0, 1, 2]
+    assert {p: md.topics["orders"].partitions[p].leader for p in range(3)} == {0: 0, 1: 1, 2: 2}
+
+    b.broker_down(1)
+    assert [x["down"] for x in b.brokers()] == [False, True, False]
+    host, port = listed[1]["addr"].rsplit(":", 1)
+    with pytest.raises(OSError):
+        socket.create_connection((host, int(port)), timeout=5).close()
+    with pytest.raises(ControlPlaneError) as e:
+        b.broker_down(1)
+    assert e.value.status == 409
+    with pytest.raises(ControlPlaneError) as e:
+        b.broker_up(7)
+    assert e.value.status == 404
+
+    p = producer(b.bootstrap)
+    p.produce("orders", value=b"to broker 0", partition=0)
+    assert p.flush(30) == 0, "broker 0 serves while broker 1 is down"
+    p.produce("orders", value=b"to broker 1", partition=1)
+    assert p.flush(1) == 1, "partition 1 waits for its leader"
+    b.broker_up(1)
+    assert p.flush(30) == 0, "and is acknowledged once it is back"
+    del p
+    assert b.end_offset("orders", 0) == 1 and b.end_offset("orders", 1) == 1

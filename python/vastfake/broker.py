@@ -277,6 +277,8 @@ class Broker(Client):
     - ``topics``: topic specs created at start, "name[:partitions[:key=value,...]]".
     - ``rules``: rule overrides, {"MaxGroups": 10} or ["MaxGroups=10"].
     - ``manual_clock``: the broker's clock moves only by ``advance``.
+    - ``brokers``: broker ids, each on its own address (1 to 16, default 1);
+      ``bootstrap`` is the first; ``broker_down`` takes one away.
     - ``args``: more command-line flags, e.g. ["-log-level", "debug"].
     - ``listen``, ``http``: addresses; a free port on 127.0.0.1 by default.
     - ``binary``: the binary's path; found by find_binary by default.
@@ -292,7 +294,7 @@ class Broker(Client):
 
     def __init__(self, *, profile: Optional[str] = None, topics: Iterable[str] = (),
                  rules: Union[Mapping[str, Any], Iterable[str], None] = None, manual_clock: bool = False,
-                 args: Sequence[str] = (), listen: str = "127.0.0.1:0", http: str = "127.0.0.1:0",
+                 brokers: int = 1, args: Sequence[str] = (), listen: str = "127.0.0.1:0", http: str = "127.0.0.1:0",
                  binary: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                  start_timeout: float = 30.0, stop_timeout: float = 10.0, timeout: float = 10.0,
                  wait_timeout: float = 30.0):
@@ -304,6 +306,7 @@ class Broker(Client):
         else:
             self.rule_specs = list(rules or ())
         self.manual_clock = manual_clock
+        self.broker_count = brokers
         self.extra_args = list(args)
         self.listen, self.http = listen, http
         self.binary = binary
@@ -328,6 +331,8 @@ class Broker(Client):
             args += ["-rule", r]
         if self.manual_clock:
             args.append("-manual-clock")
+        if self.broker_count != 1:
+            args += ["-brokers", str(self.broker_count)]
         return args + self.extra_args
 
     def start(self) -> "Broker":

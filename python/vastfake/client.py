@@ -310,6 +310,21 @@ class Client:
         """POST /restart: the listener and connections restart, data stays."""
         self._post("restart")
 
+    def brokers(self) -> List[Dict[str, Any]]:
+        """GET /brokers: each broker id's ``id``, ``addr`` and ``down``."""
+        return self._get("brokers")["brokers"]
+
+    def broker_down(self, broker_id: int) -> None:
+        """POST /brokers/{id}/down: that address refuses connections and
+        drops the ones it has while the other brokers serve. Raises
+        ControlPlaneError (404 for no such broker, 409 if it is down already)."""
+        self._post("brokers/%d/down" % broker_id)
+
+    def broker_up(self, broker_id: int) -> None:
+        """POST /brokers/{id}/up: the broker serves again on its address.
+        Raises ControlPlaneError (404 for no such broker, 409 if it is up)."""
+        self._post("brokers/%d/up" % broker_id)
+
     def reset(self) -> None:
         """POST /reset: delete every topic and group (rules, faults and the
         request log stay)."""
