@@ -139,6 +139,7 @@ func TestAuditKgoVASTSettings(t *testing.T) {
 // Kafka, and names the findings they cause.
 type auditCase struct {
 	tweak func(*rules.Rules) // a smaller limit, so the case stays small
+	opts  []fixtures.Option  // more fixture options (several brokers)
 	run   func(t *testing.T, k *fixtures.Kafka, cl *kgo.Client, adm *kadm.Client)
 	want  []string // findingKeys
 }
@@ -340,6 +341,28 @@ var auditCases = map[rules.ID]auditCase{
 		},
 		want: []string{"NoOffsetsTopic differs __consumer_offsets"},
 	},
+	rules.AnyAddressServes: {
+		opts: []fixtures.Option{fixtures.Brokers(2), fixtures.Topic("two", 2)},
+		run: func(t *testing.T, k *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			// Partition 1 is led by broker 1: a produce sent to broker 0
+			// is refused as Kafka refuses it, and kgo retries on the leader.
+			b := k.Broker()
+			require.Equal(t, int32(1), b.LeaderOf("two", 1))
+			req := kmsg.NewPtrProduceRequest()
+			req.Acks = -1
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "two"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = 1, encodeBatch(func(*kmsg.RecordBatch) {}, repeatRecords(1, 10)...)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := kmsg.NewPtrProduceResponse()
+			roundTrip(t, dialRaw(t, b.Addr()), 9, req, resp, 1)
+			assert.Equal(t, kerr.NotLeaderForPartition.Code, resp.Topics[0].Partitions[0].ErrorCode)
+			produceWith(t, cl, &kgo.Record{Topic: "two", Partition: 1, Value: []byte("x")})
+		},
+		want: []string{"AnyAddressServes differs two"},
+	},
 }
 
 // TestAuditEveryRule runs one case per rule against the audit profile:
@@ -356,7 +379,7 @@ func TestAuditEveryRule(t *testing.T) {
 			if c.tweak != nil {
 				c.tweak(&r)
 			}
-			k := fixtures.Start(t, fixtures.Rules(r), fixtures.ManualClock(time.Now()), fixtures.Topic("t", 1))
+			k := fixtures.Start(t, append([]fixtures.Option{fixtures.Rules(r), fixtures.ManualClock(time.Now()), fixtures.Topic("t", 1)}, c.opts...)...)
 			cl := k.Client()
 			c.run(t, k, cl, kadm.NewClient(cl))
 			assert.Empty(t, k.Refusals(), "audit mode refuses nothing")

@@ -403,6 +403,9 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.NoOffsetsTopic: {
 		"": "VAST has no __consumer_offsets topic: read committed offsets with OffsetFetch (the consumer's committed(), Admin listConsumerGroupOffsets) instead",
 	},
+	rules.AnyAddressServes: {
+		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",
+	},
 	rules.ClassicGroupsOnly: {
 		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer), share groups or streams groups",
 		familyLibrdkafka: "set group.protocol=classic (the default)",

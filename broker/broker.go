@@ -48,6 +48,7 @@ type Broker struct {
 	// nodes are the broker ids and their listeners (nodes.go); the first
 	// is the bootstrap address.
 	nodes       []*node
+	moves       moves // MoveLeader and MoveCoordinator
 	clusterID   string
 	coord       *coordinator.Coordinator
 	ctx         context.Context

@@ -447,7 +447,7 @@ func (c *clientConn) handleOne() error {
 	fault := c.b.takeFault(key, kreq)
 	if fault != nil && !fault.DropAnswer {
 		resp = c.b.applyFault(fault, a, req)
-	} else {
+	} else if resp = c.b.misdirected(a, req, key); resp == nil {
 		resp = a.handle(c.b, req)
 	}
 	if !c.remembered {

@@ -225,10 +225,16 @@ func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 	if f.Topic == "" || !reqV.FieldByName("Topics").IsValid() {
 		return errorAnswer(r, f.Err)
 	}
-	match := func(topic string, p int32) bool {
+	return b.splitAnswer(a, r, func(topic string, p int32) bool {
 		return topic == f.Topic && (p == anyPartition || f.onPartition(p))
-	}
-	// Split the request: the faulted partitions go to a copy answered
+	}, f.Err)
+}
+
+// splitAnswer answers the partitions of r that match with code and hands
+// the others to the handler, in one answer.
+func (b *Broker) splitAnswer(a *api, r *request, match func(topic string, p int32) bool, code int16) kmsg.Response {
+	reqV := reflect.ValueOf(r.kreq).Elem()
+	// Split the request: the matched partitions go to a copy answered
 	// with the error, the rest to the handler.
 	failed := reflect.New(reqV.Type()).Elem()
 	failed.Set(reqV)
@@ -243,7 +249,7 @@ func (b *Broker) applyFault(f *Fault, a *api, r *request) kmsg.Response {
 		resp.SetVersion(r.version)
 	}
 	errPart := reflect.New(reflect.ValueOf(resp).Elem().Type()).Elem()
-	mirrorErrors(failed, errPart, f.Err)
+	mirrorErrors(failed, errPart, code)
 	topics := reflect.ValueOf(resp).Elem().FieldByName("Topics")
 	topics.Set(reflect.AppendSlice(topics, errPart.FieldByName("Topics")))
 	return resp

@@ -305,8 +305,8 @@ func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*
 				sp.ErrorCode = code
 				continue
 			}
-			if rp.CurrentLeaderEpoch > 0 {
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			if code := b.checkLeaderEpoch(t.name, rp.Partition, rp.CurrentLeaderEpoch); code != 0 {
+				sp.ErrorCode = code
 				continue
 			}
 			max := int(rp.PartitionMaxBytes)

@@ -12,9 +12,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/rules"
 )
 
 // MaxBrokers bounds WithBrokers: a listener and an accept goroutine each.
@@ -239,19 +247,271 @@ func (b *Broker) BrokerIsDown(id int32) bool {
 	return n.down
 }
 
-// LeaderOf returns the broker id that leads partition p of any topic:
-// broker i of the N (in BrokerIDs order) leads the partitions p with
-// p mod N = i. Every broker serves every partition; clients send produce
-// and fetch requests to the leader Metadata names.
+// LeaderOf returns the broker id that leads partition p of topic: broker i
+// of the N (in BrokerIDs order) leads the partitions p with p mod N = i,
+// unless MoveLeader moved it. Clients send produce and fetch requests to
+// the leader Metadata names.
 func (b *Broker) LeaderOf(topic string, p int32) int32 {
+	if b.moves.any.Load() {
+		b.moves.mu.RLock()
+		l, ok := b.moves.leaders[topicPartition{topic, p}]
+		b.moves.mu.RUnlock()
+		if ok {
+			return l.id
+		}
+	}
 	return b.nodes[int(max(p, 0))%len(b.nodes)].id
 }
 
+// LeaderEpochOf returns partition p's leader epoch: 0, one more for each
+// MoveLeader.
+func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
+	if !b.moves.any.Load() {
+		return 0
+	}
+	b.moves.mu.RLock()
+	defer b.moves.mu.RUnlock()
+	return b.moves.leaders[topicPartition{topic, p}].epoch
+}
+
 // CoordinatorOf returns the broker id FindCoordinator names for a group
-// (or transactional id): the leader of the __consumer_offsets partition
-// Kafka would keep it in, abs(Java hashCode of the id) mod 50.
+// (or transactional id): unless MoveCoordinator moved it, the leader of
+// the __consumer_offsets partition Kafka would keep it in, abs(Java
+// hashCode of the id) mod 50.
 func (b *Broker) CoordinatorOf(group string) int32 {
-	return b.LeaderOf(offsetsTopic, int32((javaStringHash(group)&0x7fffffff)%offsetsTopicPartitions))
+	if b.moves.any.Load() {
+		b.moves.mu.RLock()
+		id, ok := b.moves.coordinators[group]
+		b.moves.mu.RUnlock()
+		if ok {
+			return id
+		}
+	}
+	return b.nodes[int((javaStringHash(group)&0x7fffffff)%offsetsTopicPartitions)%len(b.nodes)].id
+}
+
+// checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
+// partition says it knows (-1: none) against the partition's, as Kafka
+// does: an older one gets FENCED_LEADER_EPOCH (the client's metadata is
+// stale), a newer one UNKNOWN_LEADER_EPOCH; 0 when it matches.
+func (b *Broker) checkLeaderEpoch(topic string, p, known int32) int16 {
+	switch epoch := b.LeaderEpochOf(topic, p); {
+	case known < 0 || known == epoch:
+		return 0
+	case known < epoch:
+		return kerr.FencedLeaderEpoch.Code
+	}
+	return kerr.UnknownLeaderEpoch.Code
+}
+
+// moves are the leaders and coordinators MoveLeader and MoveCoordinator
+// set; any is set once there is one, so that LeaderOf costs no lock until
+// a test moves something.
+type moves struct {
+	any          atomic.Bool
+	mu           sync.RWMutex
+	leaders      map[topicPartition]movedLeader
+	coordinators map[string]int32
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type movedLeader struct{ id, epoch int32 }
+
+// MoveLeader makes broker id the leader of partition p of topic, with the
+// leader epoch one higher, as when Kafka elects a new leader: Metadata
+// names it, and in the kafka profile (AnyAddressServes off) the old leader
+// answers NOT_LEADER_OR_FOLLOWER and a fetch with the old epoch gets
+// FENCED_LEADER_EPOCH, so clients refresh their metadata and move. It
+// returns ErrUnknownBroker for an id the broker does not have and
+// ErrUnknownPartition for a partition that does not exist. The move lasts
+// until the topic is deleted.
+func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
+	if b.nodeByID(id) == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	t := b.data.get(topic)
+	if t == nil || t.partition(p) == nil {
+		return fmt.Errorf("%w: no partition %d of topic %q", ErrUnknownPartition, p, topic)
+	}
+	b.moves.mu.Lock()
+	defer b.moves.mu.Unlock()
+	if b.moves.leaders == nil {
+		b.moves.leaders = map[topicPartition]movedLeader{}
+	}
+	tp := topicPartition{topic, p}
+	b.moves.leaders[tp] = movedLeader{id: id, epoch: b.moves.leaders[tp].epoch + 1}
+	b.moves.any.Store(true)
+	return nil
+}
+
+// MoveCoordinator makes broker id the coordinator of group: FindCoordinator
+// names it, and in the kafka profile the old coordinator answers the
+// group's requests with NOT_COORDINATOR, so clients look it up again. The
+// group's members, generation and committed offsets stay. It returns
+// ErrUnknownBroker for an id the broker does not have.
+func (b *Broker) MoveCoordinator(group string, id int32) error {
+	if b.nodeByID(id) == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	b.moves.mu.Lock()
+	defer b.moves.mu.Unlock()
+	if b.moves.coordinators == nil {
+		b.moves.coordinators = map[string]int32{}
+	}
+	b.moves.coordinators[group] = id
+	b.moves.any.Store(true)
+	return nil
+}
+
+// forgetMoves drops the leader moves of a deleted topic.
+func (b *Broker) forgetMoves(topic string) {
+	if !b.moves.any.Load() {
+		return
+	}
+	b.moves.mu.Lock()
+	defer b.moves.mu.Unlock()
+	for tp := range b.moves.leaders {
+		if tp.topic == topic {
+			delete(b.moves.leaders, tp)
+		}
+	}
+}
+
+// leaderAPIs are the APIs a partition's leader serves, coordinatorAPIs
+// those a group's coordinator serves: with AnyAddressServes off, another
+// broker refuses them as Kafka does.
+var leaderAPIs = map[int16]bool{
+	int16(kmsg.Produce): true, int16(kmsg.Fetch): true, int16(kmsg.ListOffsets): true, int16(kmsg.DeleteRecords): true,
+}
+
+var coordinatorAPIs = map[int16]bool{
+	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
+	int16(kmsg.OffsetCommit): true, int16(kmsg.OffsetFetch): true, int16(kmsg.DescribeGroups): true,
+	int16(kmsg.DeleteGroups): true, int16(kmsg.OffsetDelete): true,
+}
+
+// misdirected answers r when it reached a broker other than the leader of
+// a partition it names or the coordinator of every group it names, and
+// AnyAddressServes does not serve it there: the partitions led elsewhere
+// get NOT_LEADER_OR_FOLLOWER (with the current leader, where the version
+// carries it) while the others are handled; a group request gets
+// NOT_COORDINATOR. A request naming several groups is served whole when
+// this broker coordinates one of them. It returns nil when r is served
+// here as usual.
+func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
+	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil {
+		return nil
+	}
+	here := r.conn.node.id
+	v := reflect.ValueOf(r.kreq).Elem()
+	switch {
+	case coordinatorAPIs[key]:
+		groups := groupsOf(v)
+		if len(groups) == 0 || slices.ContainsFunc(groups, func(g string) bool { return b.CoordinatorOf(g) == here }) {
+			return nil
+		}
+		if b.vast(r, rules.AnyAddressServes, rules.Differs, "", groups[0], func() string {
+			return kmsg.NameForKey(key) + " for group " + groups[0] + " reached broker " + strconv.Itoa(int(here)) +
+				", not its coordinator " + strconv.Itoa(int(b.CoordinatorOf(groups[0]))) + "; Kafka answers NOT_COORDINATOR, VAST serves it (assumed)"
+		}) {
+			return nil
+		}
+		return errorAnswer(r, kerr.NotCoordinator.Code)
+	case leaderAPIs[key]:
+		elsewhere := func(topic string, p int32) bool { return b.LeaderOf(topic, p) != here }
+		first, firstP := "", int32(0)
+		eachTopic(v, b.topicNameOf, func(topic string, parts reflect.Value) {
+			for i := 0; i < parts.Len() && first == ""; i++ {
+				if p := partitionOf(parts.Index(i)); elsewhere(topic, p) {
+					first, firstP = topic, p
+				}
+			}
+		})
+		if first == "" {
+			return nil
+		}
+		if b.vast(r, rules.AnyAddressServes, rules.Differs, first, "", func() string {
+			return kmsg.NameForKey(key) + " for partition " + strconv.Itoa(int(firstP)) + " reached broker " + strconv.Itoa(int(here)) +
+				", not its leader " + strconv.Itoa(int(b.LeaderOf(first, firstP))) + "; Kafka answers NOT_LEADER_OR_FOLLOWER, VAST serves it (assumed)"
+		}) {
+			return nil
+		}
+		resp := b.splitAnswer(a, r, elsewhere, kerr.NotLeaderForPartition.Code)
+		b.addLeaderHints(resp)
+		return resp
+	}
+	return nil
+}
+
+// groupsOf returns the group ids a group request names.
+func groupsOf(v reflect.Value) []string {
+	var out []string
+	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String {
+		out = append(out, g.String())
+	}
+	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice {
+		for i := 0; i < gs.Len(); i++ {
+			switch e := gs.Index(i); e.Kind() {
+			case reflect.String:
+				out = append(out, e.String())
+			case reflect.Struct:
+				out = append(out, groupsOf(e)...)
+			}
+		}
+	}
+	return out
+}
+
+// addLeaderHints names the current leader of each partition answered
+// NOT_LEADER_OR_FOLLOWER, and its address, in a Produce (v10+) or Fetch
+// (v12+, addresses v16+) answer, as Kafka does (KIP-951); older versions
+// do not carry the fields, which then go unsent.
+func (b *Broker) addLeaderHints(resp kmsg.Response) {
+	seen := map[int32]bool{}
+	switch resp := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = b.LeaderOf(t.Topic, p.Partition), b.LeaderEpochOf(t.Topic, p.Partition)
+					if n := b.nodeByID(p.CurrentLeader.LeaderID); n != nil && !seen[n.id] {
+						seen[n.id] = true
+						br := kmsg.NewProduceResponseBroker()
+						br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+						resp.Brokers = append(resp.Brokers, br)
+					}
+				}
+			}
+		}
+	case *kmsg.FetchResponse:
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			name := t.Topic
+			if name == "" {
+				if tt := b.data.getID(t.TopicID); tt != nil {
+					name = tt.name
+				}
+			}
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = b.LeaderOf(name, p.Partition), b.LeaderEpochOf(name, p.Partition)
+					if n := b.nodeByID(p.CurrentLeader.LeaderID); n != nil && !seen[n.id] {
+						seen[n.id] = true
+						br := kmsg.NewFetchResponseBroker()
+						br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+						resp.Brokers = append(resp.Brokers, br)
+					}
+				}
+			}
+		}
+	}
 }
 
 // javaStringHash is Java's String.hashCode over s's UTF-16 code units,

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestSeveralBrokersInMetadata: three broker ids on three addresses, every
@@ -179,4 +181,190 @@ func TestBrokerDownUpRefusals(t *testing.T) {
 	require.NoError(t, b.Close())
 	assert.ErrorIs(t, b.BrokerUp(1), ErrClosed)
 	assert.ErrorIs(t, b.BrokerDown(0), ErrClosed)
+}
+
+// rawProduce sends one record to each partition of topic in ps at version
+// 10 on a connection to addr and returns the answer.
+func rawProduce(t *testing.T, addr, topic string, ps ...int32) *kmsg.ProduceResponse {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(10)
+	req.Acks = -1
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	for _, p := range ps {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, benchBatch(1)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+	return roundTrip(t, nc, req).(*kmsg.ProduceResponse)
+}
+
+// TestRequestsOnAnotherBroker: in the kafka profile a partition sent to a
+// broker that does not lead it gets NOT_LEADER_OR_FOLLOWER with the current
+// leader and its address, while the partitions it leads are stored, and a
+// group request to a broker that does not coordinate the group gets
+// NOT_COORDINATOR; the VAST profile serves both anywhere (AnyAddressServes).
+func TestRequestsOnAnotherBroker(t *testing.T) {
+	kb, err := New(WithBrokers(2), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 2}))
+	require.NoError(t, err)
+	defer kb.Close()
+	resp := rawProduce(t, kb.BrokerAddr(0), "t", 0, 1)
+	byPart := map[int32]kmsg.ProduceResponseTopicPartition{}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			byPart[p.Partition] = p
+		}
+	}
+	assert.Zero(t, byPart[0].ErrorCode, "broker 0 leads partition 0")
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, byPart[1].ErrorCode)
+	assert.Equal(t, int32(1), byPart[1].CurrentLeader.LeaderID, "the current leader, KIP-951")
+	require.Len(t, resp.Brokers, 1)
+	assert.Equal(t, kb.BrokerAddr(1), net.JoinHostPort(resp.Brokers[0].Host, strconv.Itoa(int(resp.Brokers[0].Port))))
+	_, hw := kb.data.get("t").partition(1).Watermarks()
+	assert.Zero(t, hw, "nothing stored by the broker that does not lead it")
+
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("g%d", i); kb.CoordinatorOf(g) == 1 {
+			group = g
+		}
+	}
+	nc, err := net.Dial("tcp", kb.BrokerAddr(0))
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(4)
+	hb.Group, hb.MemberID, hb.Generation = group, "m", 1
+	assert.Equal(t, kerr.NotCoordinator.Code, roundTrip(t, nc, hb).(*kmsg.HeartbeatResponse).ErrorCode)
+	desc := kmsg.NewPtrDescribeGroupsRequest()
+	desc.SetVersion(5)
+	desc.Groups = []string{group}
+	assert.Equal(t, kerr.NotCoordinator.Code, roundTrip(t, nc, desc).(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode)
+
+	vb, err := New(WithBrokers(2), WithTopics(TopicSpec{Name: "t", Partitions: 2}))
+	require.NoError(t, err)
+	defer vb.Close()
+	for _, p := range rawProduce(t, vb.BrokerAddr(0), "t", 0, 1).Topics[0].Partitions {
+		assert.Zero(t, p.ErrorCode, "VAST profile: broker 0 serves partition %d", p.Partition)
+	}
+	assert.Empty(t, vb.Refusals())
+}
+
+// TestLeaderMove: a leader moved in the kafka profile (leader epoch + 1):
+// the old leader refuses the partition, a fetch with the old epoch is fenced,
+// and a kgo producer and consumer follow the move with no record lost or
+// read twice.
+func TestLeaderMove(t *testing.T) {
+	b, err := New(WithBrokers(3), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	require.NoError(t, err)
+	defer p.Close()
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr())
+		}
+	}
+	produce(0, 50)
+
+	assert.ErrorIs(t, b.MoveLeader("orders", 0, 9), ErrUnknownBroker)
+	assert.ErrorContains(t, b.MoveLeader("orders", 7, 1), "no partition 7")
+	require.NoError(t, b.MoveLeader("orders", 0, 2))
+	assert.Equal(t, int32(2), b.LeaderOf("orders", 0))
+	assert.Equal(t, int32(1), b.LeaderEpochOf("orders", 0))
+	refused := rawProduce(t, b.BrokerAddr(0), "orders", 0).Topics[0].Partitions[0]
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, refused.ErrorCode, "the old leader refuses")
+	assert.Equal(t, int32(2), refused.CurrentLeader.LeaderID)
+	assert.Equal(t, int32(1), refused.CurrentLeader.LeaderEpoch)
+	assert.Equal(t, kerr.FencedLeaderEpoch.Code, b.checkLeaderEpoch("orders", 0, 0), "a fetch with the old epoch is fenced")
+	assert.Equal(t, kerr.UnknownLeaderEpoch.Code, b.checkLeaderEpoch("orders", 0, 5))
+
+	produce(50, 100) // kgo learns the new leader from the refusal
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().AtStart()}}))
+	require.NoError(t, err)
+	defer c.Close()
+	var got []string
+	for len(got) < 100 && ctx.Err() == nil {
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for i := range 100 {
+		assert.Equal(t, 1, seen[strconv.Itoa(i)], "record %d read once", i)
+	}
+
+	adm := kadm.NewClient(p)
+	md, err := adm.Metadata(ctx, "orders")
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), md.Topics["orders"].Partitions[0].Leader)
+	assert.Equal(t, int32(1), md.Topics["orders"].Partitions[0].LeaderEpoch)
+}
+
+// TestCoordinatorMove: a group's coordinator moved in the kafka profile:
+// the old one answers NOT_COORDINATOR, and a kgo group consumer finds the
+// new one and goes on reading and committing.
+func TestCoordinatorMove(t *testing.T) {
+	b, err := New(WithBrokers(3), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("orders"))
+	require.NoError(t, err)
+	defer p.Close()
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+		}
+	}
+	produce(0, 30)
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	require.NoError(t, err)
+	defer c.Close()
+	seen := map[string]int{}
+	poll := func(n int) {
+		for len(seen) < n && ctx.Err() == nil {
+			fs := c.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+			require.NoError(t, c.CommitUncommittedOffsets(ctx))
+		}
+	}
+	poll(30)
+
+	old := b.CoordinatorOf("billing")
+	to := b.BrokerIDs()[(int(old)+1)%3]
+	assert.ErrorIs(t, b.MoveCoordinator("billing", 9), ErrUnknownBroker)
+	require.NoError(t, b.MoveCoordinator("billing", to))
+	coords := kadm.NewClient(p).FindGroupCoordinators(ctx, "billing")
+	require.NoError(t, coords["billing"].Err)
+	assert.Equal(t, to, coords["billing"].NodeID)
+
+	produce(30, 60)
+	poll(60)
+	for v, n := range seen {
+		assert.Equal(t, 1, n, "record %s read once", v)
+	}
+	require.Eventually(t, func() bool {
+		offs, err := kadm.NewClient(p).FetchOffsets(ctx, "billing")
+		if err != nil {
+			return false
+		}
+		total := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+		return total == 60
+	}, 30*time.Second, 10*time.Millisecond, "the group commits through the new coordinator")
 }

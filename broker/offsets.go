@@ -66,7 +66,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, 0
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, b.LeaderEpochOf(rt.Topic, rp.Partition)
 			var part *log.Partition
 			if t != nil {
 				part = t.partition(rp.Partition)
@@ -78,8 +78,8 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case part == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case b.checkLeaderEpoch(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch) != 0:
+				sp.ErrorCode = b.checkLeaderEpoch(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch)
 			default:
 				logStart, hwm := part.Watermarks()
 				switch ts := rp.Timestamp; {

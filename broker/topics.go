@@ -295,6 +295,9 @@ func (b *Broker) deleteTopic(t *topic) {
 		}
 	}
 	s.mu.Unlock()
+	if removed {
+		b.forgetMoves(t.name)
+	}
 	// Released under appendMu, so that a produce that found a partition
 	// before and appends after records no producer state for it.
 	b.appendMu.Lock()
@@ -437,7 +440,7 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 			*p = kmsg.NewMetadataResponseTopicPartition()
 			p.Partition = int32(i)
 			p.Leader = b.LeaderOf(t.name, int32(i))
-			p.LeaderEpoch = 0
+			p.LeaderEpoch = b.LeaderEpochOf(t.name, int32(i))
 			p.Replicas = []int32{p.Leader}
 			p.ISR = []int32{p.Leader}
 		}

@@ -118,6 +118,8 @@ func (s *server) routes() []route {
 		{"GET /brokers", s.brokers},
 		{"POST /brokers/{id}/down", s.brokerDownUp(b.BrokerDown)},
 		{"POST /brokers/{id}/up", s.brokerDownUp(b.BrokerUp)},
+		{"POST /topics/{name}/partitions/{p}/leader", s.moveLeader},
+		{"POST /groups/{name}/coordinator", s.moveCoordinator},
 		{"POST /stale-end-offset", s.staleEndOffset},
 		{"POST /topics/{name}/compact", s.compact},
 		{"POST /topics/{name}/partitions/{p}/skip", s.skipOffsets},
@@ -578,6 +580,51 @@ func (s *server) brokerDownUp(f func(int32) error) http.HandlerFunc {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "down": s.b.BrokerIsDown(int32(id))})
 		}
 	}
+}
+
+// brokerParam reads the query parameter broker, a broker id.
+func brokerParam(r *http.Request) (int32, error) {
+	id, err := strconv.ParseInt(r.URL.Query().Get("broker"), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("query parameter broker is required: a broker id, got %q", r.URL.Query().Get("broker"))
+	}
+	return int32(id), nil
+}
+
+// moveLeader moves a partition's leader (Broker.MoveLeader): 400 without a
+// broker id, 404 for no such partition or broker.
+func (s *server) moveLeader(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p, err := strconv.ParseInt(r.PathValue("p"), 10, 32)
+	if err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("topic %s has no partition %s", name, r.PathValue("p")))
+		return
+	}
+	id, err := brokerParam(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.b.MoveLeader(name, int32(p), id); err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"topic": name, "partition": p, "leader": id, "leaderEpoch": s.b.LeaderEpochOf(name, int32(p))})
+}
+
+// moveCoordinator moves a group's coordinator (Broker.MoveCoordinator):
+// 400 without a broker id, 404 for no such broker.
+func (s *server) moveCoordinator(w http.ResponseWriter, r *http.Request) {
+	id, err := brokerParam(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.b.MoveCoordinator(r.PathValue("name"), id); err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"group": r.PathValue("name"), "coordinator": id})
 }
 
 func (s *server) staleEndOffset(w http.ResponseWriter, r *http.Request) {

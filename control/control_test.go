@@ -584,6 +584,20 @@ func TestBrokersDownAndUp(t *testing.T) {
 	assert.Contains(t, e.Error, "is up")
 	k.Produce("orders", 2, "after up") // partition 2's leader, broker 2, serves again
 
+	// Leader and coordinator moves.
+	var moved map[string]any
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=2", nil, &moved))
+	assert.Equal(t, float64(2), moved["leader"])
+	assert.Equal(t, float64(1), moved["leaderEpoch"])
+	assert.Equal(t, int32(2), k.Broker().LeaderOf("orders", 0))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/orders/partitions/9/leader?broker=2", nil, &e))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=9", nil, &e))
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/orders/partitions/0/leader", nil, &e))
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/groups/billing/coordinator?broker=1", nil, nil))
+	assert.Equal(t, int32(1), k.Broker().CoordinatorOf("billing"))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/groups/billing/coordinator?broker=9", nil, &e))
+	k.Produce("orders", 0, "after the move") // the fixture's client follows the new leader
+
 	// The request log says which broker served each request.
 	var reqs []map[string]any
 	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Produce&broker=2", nil, &reqs))

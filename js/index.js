@@ -583,6 +583,13 @@ class Client {
    * (404 for no such broker, 409 if it is down already).
    */
   async brokerDown (brokerId) { await this._post(`brokers/${brokerId}/down`) }
+  /** POST /topics/{name}/partitions/{p}/leader: the leader moves to brokerId, leader epoch + 1; returns {leader, leaderEpoch}. */
+  async moveLeader (topic, partition, brokerId) {
+    return this._post(`topics/${encodeURIComponent(topic)}/partitions/${partition}/leader`, { broker: brokerId })
+  }
+
+  /** POST /groups/{name}/coordinator: the group's coordinator moves to brokerId. */
+  async moveCoordinator (group, brokerId) { await this._post(`groups/${encodeURIComponent(group)}/coordinator`, { broker: brokerId }) }
   /** POST /brokers/{id}/up: the broker serves again; ControlPlaneError 404 or 409 (it is up). */
   async brokerUp (brokerId) { await this._post(`brokers/${brokerId}/up`) }
   /** POST /reset: delete every topic and group (rules, faults and the request log stay). */

@@ -36,6 +36,7 @@ const (
 	MaxPartitionsPerView
 	VASTTopicConfigsOnly
 	NoOffsetsTopic
+	AnyAddressServes
 
 	numIDs // one past the last ID
 )
@@ -50,6 +51,7 @@ var idNames = [numIDs]string{
 	NoAutoCreateTopics: "NoAutoCreateTopics", FixedPartitions: "FixedPartitions",
 	MaxPartitionsPerTopic: "MaxPartitionsPerTopic", MaxPartitionsPerView: "MaxPartitionsPerView",
 	VASTTopicConfigsOnly: "VASTTopicConfigsOnly", NoOffsetsTopic: "NoOffsetsTopic",
+	AnyAddressServes: "AnyAddressServes",
 }
 
 // idFields are the rules' field indexes in Rules, looked up once: Modes
@@ -71,6 +73,7 @@ const (
 	sourceConsume = "VAST's Consume events page"
 	sourceKB      = "VAST's Kafka protocol support page"
 	sourceAPI     = "VAST's management API (topic fields)"
+	sourceChoice  = "vastfake's assumption (VAST publishes nothing on it)"
 )
 
 // sourceLinks are the public addresses of the sources that have one a
@@ -96,7 +99,7 @@ var idSources = [numIDs]string{
 	NoCompression: sourceKB + "; " + sourceConsume, MaxMessageBytes: sourceKB, MaxKeyBytes: sourceKB,
 	MaxValueBytes: sourceKB, NoAutoCreateTopics: sourceKB, FixedPartitions: sourceKB,
 	MaxPartitionsPerTopic: sourceKB, MaxPartitionsPerView: sourceKB, VASTTopicConfigsOnly: sourceAPI,
-	NoOffsetsTopic: sourceConsume,
+	NoOffsetsTopic: sourceConsume, AnyAddressServes: sourceChoice,
 }
 
 // String returns the rule's field name in Rules, "NoCompression".

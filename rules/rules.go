@@ -145,6 +145,20 @@ type Rules struct {
 	// that look for it (regex consumers skip it, tools describe it) find it.
 	NoOffsetsTopic bool
 
+	// ---- Broker addresses ----
+
+	// AnyAddressServes serves a request for a partition or a group on any
+	// broker address, not only on the partition's leader or the group's
+	// coordinator that Metadata and FindCoordinator name. VAST publishes
+	// nothing on a request that reaches another of a view's virtual IPs;
+	// they all front one cluster, so vastfake assumes they all serve it
+	// [choice]. With it off (kafka profile), a Produce, Fetch or ListOffsets
+	// partition on another broker gets NOT_LEADER_OR_FOLLOWER (with the
+	// current leader where the version carries it) and a group request
+	// NOT_COORDINATOR, as Kafka answers. It matters only with several
+	// brokers (WithBrokers).
+	AnyAddressServes bool
+
 	// Audit names the rules (field names) that are audited rather than
 	// enforced: the broker behaves as Kafka for them and records a
 	// finding wherever VAST would have refused a request or behaved
@@ -182,6 +196,8 @@ func VAST() Rules {
 		MaxPartitionsPerView:  200_000,
 		VASTTopicConfigsOnly:  true,
 		NoOffsetsTopic:        true,
+
+		AnyAddressServes: true,
 	}
 }
 

@@ -228,6 +228,13 @@ test('several brokers, and one down', async () => {
     await produce(kafka, 'orders', [{ value: 'to broker 1', partition: 1 }])
     assert.strictEqual(await b.endOffset('orders', 0), 1)
     assert.strictEqual(await b.endOffset('orders', 1), 1)
+
+    // A leader moved: kafkajs finds the new one and produces on.
+    assert.deepStrictEqual(await b.moveLeader('orders', 0, 2), { topic: 'orders', partition: 0, leader: 2, leaderEpoch: 1 })
+    await produce(kafka, 'orders', [{ value: 'to broker 2', partition: 0 }])
+    assert.strictEqual(await b.endOffset('orders', 0), 2)
+    await b.moveCoordinator('billing', 2)
+    await assert.rejects(b.moveLeader('orders', 9, 0), (e) => e instanceof ControlPlaneError && e.status === 404)
   } finally {
     await b.stop()
   }

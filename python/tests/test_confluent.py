@@ -265,5 +265,17 @@ def test_several_brokers_and_one_down(vastfake_factory):
     assert p.flush(1) == 1, "partition 1 waits for its leader"
     b.broker_up(1)
     assert p.flush(30) == 0, "and is acknowledged once it is back"
-    del p
     assert b.end_offset("orders", 0) == 1 and b.end_offset("orders", 1) == 1
+
+    # A leader moved: librdkafka finds the new one and produces on.
+    assert b.move_leader("orders", 0, 2) == {"topic": "orders", "partition": 0, "leader": 2, "leaderEpoch": 1}
+    md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=30)
+    assert md.topics["orders"].partitions[0].leader == 2
+    p.produce("orders", value=b"to broker 2", partition=0)
+    assert p.flush(30) == 0
+    del p
+    assert b.end_offset("orders", 0) == 2
+    b.move_coordinator("billing", 2)
+    with pytest.raises(ControlPlaneError) as e:
+        b.move_leader("orders", 9, 0)
+    assert e.value.status == 404

@@ -320,6 +320,19 @@ class Client:
         ControlPlaneError (404 for no such broker, 409 if it is down already)."""
         self._post("brokers/%d/down" % broker_id)
 
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> Dict[str, Any]:
+        """POST /topics/{name}/partitions/{p}/leader: the partition's leader
+        moves to broker_id with its leader epoch one higher; returns
+        ``leader`` and ``leaderEpoch``. ControlPlaneError 404 for no such
+        partition or broker."""
+        return self._post("topics/%s/partitions/%d/leader" % (urllib.parse.quote(topic, safe=""), partition),
+                          broker=broker_id)
+
+    def move_coordinator(self, group: str, broker_id: int) -> None:
+        """POST /groups/{name}/coordinator: the group's coordinator moves to
+        broker_id. ControlPlaneError 404 for no such broker."""
+        self._post("groups/%s/coordinator" % urllib.parse.quote(group, safe=""), broker=broker_id)
+
     def broker_up(self, broker_id: int) -> None:
         """POST /brokers/{id}/up: the broker serves again on its address.
         Raises ControlPlaneError (404 for no such broker, 409 if it is up)."""
