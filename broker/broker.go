@@ -595,6 +595,9 @@ func (b *Broker) Close() error {
 		for _, n := range b.nodes {
 			n.mu.Lock()
 			n.ln.Close()
+			if n.stopBlackout != nil {
+				n.stopBlackout()
+			}
 			n.mu.Unlock()
 		}
 		b.connsMu.Lock()

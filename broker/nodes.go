@@ -38,10 +38,15 @@ type node struct {
 	host string // advertised host and port
 	port int32
 
-	mu         sync.Mutex // guards ln, acceptDone and down
+	mu         sync.Mutex // guards the fields below
 	ln         net.Listener
 	acceptDone chan struct{}
 	down       bool
+	// gen counts down and up changes, so that a blackout's end
+	// (FailOverAddress) brings back only the down it started.
+	gen int
+	// stopBlackout cancels a blackout's timer, or is nil.
+	stopBlackout func() bool
 }
 
 // advertised returns n's advertised host:port.
@@ -209,6 +214,7 @@ func (b *Broker) BrokerDown(id int32) error {
 	}
 	b.stopNode(n)
 	n.down = true
+	n.gen++
 	return nil
 }
 
@@ -233,6 +239,60 @@ func (b *Broker) BrokerUp(id int32) error {
 		return fmt.Errorf("vastfake: broker %d up: %w", id, err)
 	}
 	n.down = false
+	n.gen++
+	return nil
+}
+
+// FailOverAddress emulates a VAST virtual-IP failover of broker id: every
+// connection on its address is reset, the address refuses connections for
+// blackout on the broker's clock (a manual clock's Advance ends it; 0 is
+// none), then the same id serves again on the same address. Leaders,
+// coordinators, records and committed offsets stay where they are (Failover
+// is the fault that loses committed offsets). It returns ErrUnknownBroker
+// for an id the broker does not have, an error when the broker is down,
+// and ErrClosed after Close. BrokerUp ends a blackout early.
+func (b *Broker) FailOverAddress(id int32, blackout time.Duration) error {
+	n := b.nodeByID(id)
+	if n == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	if blackout < 0 {
+		return fmt.Errorf("vastfake: blackout %v: want 0 or more", blackout)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case b.ctx.Err() != nil:
+		return ErrClosed
+	case n.down:
+		return fmt.Errorf("vastfake: broker %d is down", id)
+	}
+	b.stopNode(n)
+	if blackout == 0 {
+		if err := b.startNode(n); err != nil {
+			n.down = true
+			return fmt.Errorf("vastfake: broker %d failover: %w", id, err)
+		}
+		return nil
+	}
+	n.down = true
+	n.gen++
+	gen := n.gen
+	n.stopBlackout = b.clock.AfterFunc(blackout, func() {
+		b.background(func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if n.gen != gen || b.ctx.Err() != nil {
+				return // brought up (or down again) meanwhile, or closed
+			}
+			if err := b.startNode(n); err != nil {
+				b.log.Error("failover: the address cannot be bound again", "broker", n.id, "err", err)
+				return
+			}
+			n.down = false
+			n.gen++
+		})
+	})
 	return nil
 }
 

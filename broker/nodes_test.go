@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/clock"
 )
 
 // TestSeveralBrokersInMetadata: three broker ids on three addresses, every
@@ -367,4 +369,57 @@ func TestCoordinatorMove(t *testing.T) {
 		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
 		return total == 60
 	}, 30*time.Second, 10*time.Millisecond, "the group commits through the new coordinator")
+}
+
+// TestFailOverAddress: a VAST virtual-IP failover resets every connection
+// on the address, which refuses connections for the blackout on the
+// broker's clock and then serves again, with no leader moved; a producer
+// carries on through it.
+func TestFailOverAddress(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	b, err := New(WithBrokers(2), WithClock(clk), WithTopics(TopicSpec{Name: "orders", Partitions: 2}))
+	require.NoError(t, err)
+	defer b.Close()
+	held, err := net.Dial("tcp", b.BrokerAddr(1))
+	require.NoError(t, err)
+	defer held.Close()
+
+	assert.ErrorIs(t, b.FailOverAddress(5, 0), ErrUnknownBroker)
+	assert.ErrorContains(t, b.FailOverAddress(1, -time.Second), "want 0 or more")
+	require.NoError(t, b.FailOverAddress(1, 10*time.Second))
+	require.NoError(t, held.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = held.Read(make([]byte, 1))
+	assert.Error(t, err, "its connections are reset")
+	assert.True(t, b.BrokerIsDown(1))
+	_, err = net.DialTimeout("tcp", b.BrokerAddr(1), time.Second)
+	assert.Error(t, err, "the address refuses during the blackout")
+	assert.ErrorContains(t, b.FailOverAddress(1, 0), "broker 1 is down")
+
+	clk.Advance(10 * time.Second)
+	require.Eventually(t, func() bool { return !b.BrokerIsDown(1) }, 10*time.Second, time.Millisecond, "the blackout ends on the broker's clock")
+	assert.Equal(t, int32(1), b.LeaderOf("orders", 1), "no leader moved")
+	assert.Zero(t, b.LeaderEpochOf("orders", 1))
+	c, err := net.Dial("tcp", b.BrokerAddr(1))
+	require.NoError(t, err, "the same address serves again")
+	c.Close()
+
+	// Without a blackout the address comes back at once; a producer goes on.
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 1, Value: []byte("a")}).FirstErr())
+	require.NoError(t, b.FailOverAddress(1, 0))
+	assert.False(t, b.BrokerIsDown(1))
+	require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 1, Value: []byte("b")}).FirstErr())
+	_, hw := b.data.get("orders").partition(1).Watermarks()
+	assert.Equal(t, int64(2), hw)
+
+	// A blackout that BrokerUp ended early does not end a later down.
+	require.NoError(t, b.FailOverAddress(1, time.Minute))
+	require.NoError(t, b.BrokerUp(1))
+	require.NoError(t, b.BrokerDown(1))
+	clk.Advance(time.Minute)
+	assert.True(t, b.BrokerIsDown(1), "the first blackout's end leaves the second down alone")
 }

@@ -118,6 +118,7 @@ func (s *server) routes() []route {
 		{"GET /brokers", s.brokers},
 		{"POST /brokers/{id}/down", s.brokerDownUp(b.BrokerDown)},
 		{"POST /brokers/{id}/up", s.brokerDownUp(b.BrokerUp)},
+		{"POST /brokers/{id}/failover", s.failOverAddress},
 		{"POST /topics/{name}/partitions/{p}/leader", s.moveLeader},
 		{"POST /groups/{name}/coordinator", s.moveCoordinator},
 		{"POST /stale-end-offset", s.staleEndOffset},
@@ -579,6 +580,34 @@ func (s *server) brokerDownUp(f func(int32) error) http.HandlerFunc {
 		default:
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "down": s.b.BrokerIsDown(int32(id))})
 		}
+	}
+}
+
+// failOverAddress runs Broker.FailOverAddress: ?blackout= (a duration,
+// default 0); 400 for a bad id or duration, 404 for no such broker, 409 when
+// it is down.
+func (s *server) failOverAddress(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("broker id %q: want a number", r.PathValue("id")))
+		return
+	}
+	var blackout time.Duration
+	if v := r.URL.Query().Get("blackout"); v != "" {
+		if blackout, err = time.ParseDuration(v); err != nil || blackout < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("blackout=%q: want a non-negative duration such as 5s", v))
+			return
+		}
+	}
+	switch err := s.b.FailOverAddress(int32(id), blackout); {
+	case errors.Is(err, broker.ErrUnknownBroker):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, broker.ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case err != nil:
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "blackout": blackout.String(), "down": s.b.BrokerIsDown(int32(id))})
 	}
 }
 

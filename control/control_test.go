@@ -584,6 +584,15 @@ func TestBrokersDownAndUp(t *testing.T) {
 	assert.Contains(t, e.Error, "is up")
 	k.Produce("orders", 2, "after up") // partition 2's leader, broker 2, serves again
 
+	// A virtual-IP failover without a blackout: the address is back at once.
+	var fo map[string]any
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/brokers/1/failover", nil, &fo))
+	assert.Equal(t, false, fo["down"])
+	assert.Equal(t, "0s", fo["blackout"])
+	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/brokers/1/failover?blackout=soon", nil, &e))
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/brokers/9/failover", nil, &e))
+	k.Produce("orders", 1, "after the failover")
+
 	// Leader and coordinator moves.
 	var moved map[string]any
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=2", nil, &moved))
@@ -605,7 +614,11 @@ func TestBrokersDownAndUp(t *testing.T) {
 	for _, r := range reqs {
 		assert.Equal(t, float64(2), r["broker"])
 	}
-	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Produce&broker=1", nil, &reqs))
-	assert.Empty(t, reqs, "broker 1 leads no partition produced to")
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=Produce&broker=0", nil, &reqs))
+	for _, r := range reqs {
+		// The client's metadata was stale after the move: the old leader
+		// refused, and the client went on to broker 2.
+		assert.Equal(t, "NOT_LEADER_FOR_PARTITION", r["error"], "broker 0 stored nothing after partition 0 moved away")
+	}
 	assert.Equal(t, http.StatusBadRequest, call(t, "GET", url+"/requests?broker=x", nil, &e))
 }

@@ -211,6 +211,8 @@ export class Client {
   brokerDown (brokerId: number): Promise<void>
   /** The broker serves again; ControlPlaneError 404 or 409 (it is up). */
   brokerUp (brokerId: number): Promise<void>
+  /** A VAST virtual-IP failover of that address: connections reset, refused for blackout, then served again. */
+  failOverAddress (brokerId: number, blackout?: Duration): Promise<void>
   /** The partition's leader moves to brokerId, leader epoch + 1; ControlPlaneError 404 for no such partition or broker. */
   moveLeader (topic: string, partition: number, brokerId: number): Promise<{ leader: number; leaderEpoch: number }>
   /** The group's coordinator moves to brokerId; ControlPlaneError 404 for no such broker. */

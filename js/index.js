@@ -583,6 +583,12 @@ class Client {
    * (404 for no such broker, 409 if it is down already).
    */
   async brokerDown (brokerId) { await this._post(`brokers/${brokerId}/down`) }
+  /**
+   * POST /brokers/{id}/failover: a VAST virtual-IP failover of that address:
+   * its connections reset, it refuses connections for blackout (ms or "5s")
+   * on the broker's clock, then serves again; ControlPlaneError 404 or 409.
+   */
+  async failOverAddress (brokerId, blackout = 0) { await this._post(`brokers/${brokerId}/failover`, { blackout: goDuration(blackout) }) }
   /** POST /topics/{name}/partitions/{p}/leader: the leader moves to brokerId, leader epoch + 1; returns {leader, leaderEpoch}. */
   async moveLeader (topic, partition, brokerId) {
     return this._post(`topics/${encodeURIComponent(topic)}/partitions/${partition}/leader`, { broker: brokerId })

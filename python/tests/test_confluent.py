@@ -276,6 +276,12 @@ def test_several_brokers_and_one_down(vastfake_factory):
     del p
     assert b.end_offset("orders", 0) == 2
     b.move_coordinator("billing", 2)
+    b.fail_over_address(2)  # VAST's virtual-IP failover: connections reset, the address serves again
+    p2 = producer(b.bootstrap)
+    p2.produce("orders", value=b"after the failover", partition=0)
+    assert p2.flush(30) == 0
+    del p2
+    assert b.end_offset("orders", 0) == 3
     with pytest.raises(ControlPlaneError) as e:
         b.move_leader("orders", 9, 0)
     assert e.value.status == 404

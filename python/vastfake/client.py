@@ -320,6 +320,13 @@ class Client:
         ControlPlaneError (404 for no such broker, 409 if it is down already)."""
         self._post("brokers/%d/down" % broker_id)
 
+    def fail_over_address(self, broker_id: int, blackout: Duration = 0) -> None:
+        """POST /brokers/{id}/failover: a VAST virtual-IP failover of that
+        address: its connections reset, it refuses connections for blackout
+        on the broker's clock, then serves again, leaders unmoved.
+        ControlPlaneError 404 for no such broker, 409 if it is down."""
+        self._post("brokers/%d/failover" % broker_id, blackout=go_duration(blackout))
+
     def move_leader(self, topic: str, partition: int, broker_id: int) -> Dict[str, Any]:
         """POST /topics/{name}/partitions/{p}/leader: the partition's leader
         moves to broker_id with its leader epoch one higher; returns
