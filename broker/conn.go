@@ -434,7 +434,7 @@ func (c *clientConn) handleOne() error {
 			return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not serve it"
 		})
 	}
-	if d := c.b.latencyFor(key); d > 0 {
+	if d := c.b.latencyFor(key, c.brokerID()); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -444,7 +444,7 @@ func (c *clientConn) handleOne() error {
 		}
 	}
 	var resp kmsg.Response
-	fault := c.b.takeFault(key, kreq)
+	fault := c.b.takeFault(key, kreq, c.brokerID())
 	if fault != nil && !fault.DropAnswer {
 		resp = c.b.applyFault(fault, a, req)
 	} else if resp = c.b.misdirected(a, req, key); resp == nil {

@@ -7,6 +7,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -47,6 +48,9 @@ type Fault struct {
 	Partitions []int32
 	// Group, when set, limits the fault to requests for this group.
 	Group string
+	// Broker, when set, limits the fault to requests that reach this
+	// broker id (WithBrokers); nil means every broker.
+	Broker *int32 `json:",omitempty"`
 }
 
 // anyPartition stands for "the whole topic" where a request names a topic
@@ -56,7 +60,7 @@ const anyPartition = -1
 type faultState struct {
 	mu      sync.Mutex
 	faults  []*Fault
-	latency map[int16]time.Duration
+	latency map[latencyKey]time.Duration
 	// armed is set while any fault or latency exists, so that every
 	// request does not take mu to learn there are none.
 	armed atomic.Bool
@@ -83,6 +87,12 @@ var ErrTooManyFaults = fmt.Errorf("vastfake: too many faults (at most %d at once
 // broker already holds MaxFaults faults or f names more than
 // MaxFaultPartitions partitions.
 func (b *Broker) InjectFault(f Fault) error {
+	if f.Broker != nil {
+		if b.nodeByID(*f.Broker) == nil {
+			return fmt.Errorf("%w: %d", ErrUnknownBroker, *f.Broker)
+		}
+		f.Broker = new(*f.Broker)
+	}
 	if f.Topic == "" {
 		f.Partitions = nil
 	}
@@ -109,26 +119,64 @@ func (b *Broker) ClearFaults() {
 	b.faults.rearm()
 }
 
+// latencyKey is an API's latency on one broker id, or on every broker
+// (allBrokers).
+type latencyKey struct {
+	api    int16
+	broker int64
+}
+
+// allBrokers is the latencyKey broker of a latency every broker adds.
+const allBrokers = int64(math.MinInt64)
+
 // SetLatency delays every request of api by d of real time before it is
 // handled (the broker's clock does not apply: client timeouts are real
 // time). 0 removes the delay.
 func (b *Broker) SetLatency(api kmsg.Key, d time.Duration) {
+	b.setLatency(latencyKey{int16(api), allBrokers}, d)
+}
+
+// SetBrokerLatency is SetLatency for the requests that reach broker id
+// alone, as a slow node or network path; the longer of it and an every-broker
+// latency applies. It returns ErrUnknownBroker for an id the broker does
+// not have.
+func (b *Broker) SetBrokerLatency(id int32, api kmsg.Key, d time.Duration) error {
+	if b.nodeByID(id) == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	b.setLatency(latencyKey{int16(api), int64(id)}, d)
+	return nil
+}
+
+func (b *Broker) setLatency(k latencyKey, d time.Duration) {
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	defer b.faults.rearm()
 	if b.faults.latency == nil {
-		b.faults.latency = make(map[int16]time.Duration)
+		b.faults.latency = make(map[latencyKey]time.Duration)
 	}
 	if d <= 0 {
-		delete(b.faults.latency, int16(api))
+		delete(b.faults.latency, k)
 		return
 	}
-	b.faults.latency[int16(api)] = d
+	b.faults.latency[k] = d
 }
 
 // DropConnections closes every open client connection, as a network
 // failure would. Clients reconnect; the broker keeps its state.
 func (b *Broker) DropConnections() { b.dropConnections(nil) }
+
+// DropBrokerConnections closes every connection broker id accepted, as
+// DropConnections does for all; the address keeps listening. It returns
+// ErrUnknownBroker for an id the broker does not have.
+func (b *Broker) DropBrokerConnections(id int32) error {
+	n := b.nodeByID(id)
+	if n == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	b.dropConnections(n)
+	return nil
+}
 
 // dropConnections closes the connections broker node n accepted, or every
 // connection when n is nil.
@@ -153,25 +201,25 @@ func (b *Broker) dropConnections(n *node) {
 // auto.offset.reset.
 func (b *Broker) Failover() { b.coord.Failover() }
 
-func (b *Broker) latencyFor(key int16) time.Duration {
+func (b *Broker) latencyFor(key int16, broker int32) time.Duration {
 	if !b.faults.armed.Load() {
 		return 0
 	}
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
-	return b.faults.latency[key]
+	return max(b.faults.latency[latencyKey{key, allBrokers}], b.faults.latency[latencyKey{key, int64(broker)}])
 }
 
 // takeFault returns the fault that applies to req, consuming one use of it,
 // or nil.
-func (b *Broker) takeFault(key int16, kreq kmsg.Request) *Fault {
+func (b *Broker) takeFault(key int16, kreq kmsg.Request, broker int32) *Fault {
 	if !b.faults.armed.Load() {
 		return nil
 	}
 	b.faults.mu.Lock()
 	defer b.faults.mu.Unlock()
 	for i, f := range b.faults.faults {
-		if int16(f.API) != key || !f.matchesRequest(kreq, b.topicNameOf) {
+		if int16(f.API) != key || f.Broker != nil && *f.Broker != broker || !f.matchesRequest(kreq, b.topicNameOf) {
 			continue
 		}
 		if f.Count > 0 {

@@ -423,3 +423,52 @@ func TestFailOverAddress(t *testing.T) {
 	clk.Advance(time.Minute)
 	assert.True(t, b.BrokerIsDown(1), "the first blackout's end leaves the second down alone")
 }
+
+// TestFaultsOnOneBroker: a fault, a latency and dropped connections scoped
+// to one broker id touch only the requests and connections of that broker.
+func TestFaultsOnOneBroker(t *testing.T) {
+	b, err := New(WithBrokers(2), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 2}))
+	require.NoError(t, err)
+	defer b.Close()
+	assert.ErrorIs(t, b.InjectFault(Fault{API: kmsg.Produce, Err: kerr.NotEnoughReplicas.Code, Broker: new(int32(7))}), ErrUnknownBroker)
+	require.NoError(t, b.InjectFault(Fault{API: kmsg.Produce, Err: kerr.NotEnoughReplicas.Code, Broker: new(int32(1))}))
+	assert.Zero(t, rawProduce(t, b.BrokerAddr(0), "t", 0).Topics[0].Partitions[0].ErrorCode, "broker 0 is not faulted")
+	assert.Equal(t, kerr.NotEnoughReplicas.Code, rawProduce(t, b.BrokerAddr(1), "t", 1).Topics[0].Partitions[0].ErrorCode)
+	b.ClearFaults()
+
+	assert.ErrorIs(t, b.SetBrokerLatency(7, kmsg.Produce, time.Second), ErrUnknownBroker)
+	require.NoError(t, b.SetBrokerLatency(1, kmsg.Produce, time.Minute))
+	assert.Equal(t, time.Minute, b.latencyFor(int16(kmsg.Produce), 1))
+	assert.Zero(t, b.latencyFor(int16(kmsg.Produce), 0))
+	b.SetLatency(kmsg.Produce, time.Second)
+	assert.Equal(t, time.Minute, b.latencyFor(int16(kmsg.Produce), 1), "the longer one applies")
+	assert.Equal(t, time.Second, b.latencyFor(int16(kmsg.Produce), 0))
+	b.ClearFaults()
+
+	c0, err := net.Dial("tcp", b.BrokerAddr(0))
+	require.NoError(t, err)
+	defer c0.Close()
+	c1, err := net.Dial("tcp", b.BrokerAddr(1))
+	require.NoError(t, err)
+	defer c1.Close()
+	require.Eventually(t, func() bool {
+		b.connsMu.Lock()
+		defer b.connsMu.Unlock()
+		return len(b.conns) == 2
+	}, 10*time.Second, time.Millisecond)
+	assert.ErrorIs(t, b.DropBrokerConnections(7), ErrUnknownBroker)
+	require.NoError(t, b.DropBrokerConnections(1))
+	require.NoError(t, c1.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = c1.Read(make([]byte, 1))
+	assert.Error(t, err, "broker 1's connection is dropped")
+	require.Eventually(t, func() bool {
+		b.connsMu.Lock()
+		defer b.connsMu.Unlock()
+		return len(b.conns) == 1
+	}, 10*time.Second, time.Millisecond, "broker 0's connection stays")
+	b.connsMu.Lock()
+	for c := range b.conns {
+		assert.Equal(t, int32(0), c.brokerID())
+	}
+	b.connsMu.Unlock()
+}

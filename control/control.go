@@ -111,7 +111,7 @@ func (s *server) routes() []route {
 		{"POST /faults", s.injectFault},
 		{"DELETE /faults", s.do(b.ClearFaults)},
 		{"POST /latency", s.latency},
-		{"POST /drop-connections", s.do(b.DropConnections)},
+		{"POST /drop-connections", s.dropConnections},
 		{"POST /failover", s.do(b.Failover)},
 		{"POST /reset", s.do(b.Reset)},
 		{"POST /restart", s.restart},
@@ -448,6 +448,8 @@ type faultBody struct {
 	Partition  *int32          `json:"partition"`
 	Partitions []int32         `json:"partitions"`
 	Group      string          `json:"group"`
+	// Broker limits the fault to requests reaching that broker id.
+	Broker *int32 `json:"broker"`
 	// DropAnswer handles the request and closes the connection instead
 	// of answering; Err is then not needed.
 	DropAnswer bool `json:"dropAnswer"`
@@ -504,7 +506,7 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `fault: give "partition" or "partitions", not both`)
 		return
 	}
-	f := broker.Fault{API: api, Err: code, DropAnswer: body.DropAnswer, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group}
+	f := broker.Fault{API: api, Err: code, DropAnswer: body.DropAnswer, Count: body.Count, Topic: body.Topic, Partitions: body.Partitions, Group: body.Group, Broker: body.Broker}
 	if body.Partition != nil && *body.Partition >= 0 {
 		f.Partitions = []int32{*body.Partition}
 	}
@@ -512,13 +514,21 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 		f.Partitions = nil
 	}
 	if err := s.b.InjectFault(f); err != nil {
-		writeError(w, http.StatusConflict, "fault: "+err.Error())
+		status := http.StatusConflict
+		if errors.Is(err, broker.ErrUnknownBroker) {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, "fault: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{
+	out := map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
 		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group, "dropAnswer": f.DropAnswer,
-	})
+	}
+	if f.Broker != nil {
+		out["broker"] = *f.Broker
+	}
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *server) latency(w http.ResponseWriter, r *http.Request) {
@@ -530,6 +540,19 @@ func (s *server) latency(w http.ResponseWriter, r *http.Request) {
 	d, err := duration(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "latency: "+err.Error())
+		return
+	}
+	if v := r.URL.Query().Get("broker"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "latency: broker must be a broker id")
+			return
+		}
+		if err := s.b.SetBrokerLatency(int32(id), api, d); err != nil {
+			writeError(w, http.StatusNotFound, "latency: "+err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"api": kmsg.NameForKey(int16(api)), "latency": d.String(), "broker": id})
 		return
 	}
 	s.b.SetLatency(api, d)
@@ -609,6 +632,26 @@ func (s *server) failOverAddress(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "blackout": blackout.String(), "down": s.b.BrokerIsDown(int32(id))})
 	}
+}
+
+// dropConnections closes every client connection, or with ?broker= those
+// of one broker id (404 for no such broker).
+func (s *server) dropConnections(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("broker") == "" {
+		s.b.DropConnections()
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	}
+	id, err := brokerParam(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.b.DropBrokerConnections(id); err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id})
 }
 
 // brokerParam reads the query parameter broker, a broker id.

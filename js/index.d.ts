@@ -162,6 +162,8 @@ export interface Fault {
   /** Some partitions of topic. */
   partitions?: number[]
   group?: string
+  /** Only requests reaching this broker id (several brokers). */
+  broker?: number
   /** Handle the request, then close the connection instead of answering. */
   dropAnswer?: boolean
 }
@@ -202,8 +204,8 @@ export class Client {
   injectFault (fault: Fault): Promise<Record<string, unknown>>
   failNext (api: string | number, err: string | number, n?: number, scope?: { topic?: string; partition?: number; partitions?: number[]; group?: string }): Promise<Record<string, unknown>>
   clearFaults (): Promise<void>
-  latency (api: string | number, d: Duration): Promise<string>
-  dropConnections (): Promise<void>
+  latency (api: string | number, d: Duration, broker?: number): Promise<string>
+  dropConnections (broker?: number): Promise<void>
   failover (): Promise<void>
   restart (): Promise<void>
   brokers (): Promise<Array<{ id: number; addr: string; down: boolean }>>

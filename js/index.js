@@ -547,13 +547,14 @@ class Client {
    * no err) the broker handles the request, then closes the connection
    * instead of answering. Returns the fault as the broker understood it.
    */
-  async injectFault ({ api, err, count = 0, topic, partition, partitions, group, dropAnswer = false }) {
+  async injectFault ({ api, err, count = 0, topic, partition, partitions, group, broker, dropAnswer = false }) {
     if (err === undefined && !dropAnswer) throw new TypeError('injectFault: give err, or dropAnswer: true')
     const body = { api, count }
     if (err !== undefined) body.err = err
     if (dropAnswer) body.dropAnswer = true
     if (topic !== undefined) body.topic = topic
     if (partition !== undefined) body.partition = partition
+    if (broker !== undefined) body.broker = broker
     if (partitions !== undefined) body.partitions = partitions
     if (group !== undefined) body.group = group
     return this._post('faults', undefined, body)
@@ -567,10 +568,15 @@ class Client {
 
   /** DELETE /faults: remove every fault and added latency. */
   async clearFaults () { await this._call('DELETE', 'faults') }
-  /** POST /latency: delay requests of api by d (ms, or "200ms"); 0 removes it. Returns it as set. */
-  async latency (api, d) { return (await this._post('latency', { api, d: goDuration(d) })).latency }
-  /** POST /drop-connections: close every client connection. */
-  async dropConnections () { await this._post('drop-connections') }
+  /** POST /latency: delay requests of api by d (ms, or "200ms"), on one broker id if given; 0 removes it. Returns it as set. */
+  async latency (api, d, broker) {
+    const query = { api, d: goDuration(d) }
+    if (broker !== undefined) query.broker = broker
+    return (await this._post('latency', query)).latency
+  }
+
+  /** POST /drop-connections: close every client connection, or those of one broker id. */
+  async dropConnections (broker) { await this._post('drop-connections', broker === undefined ? undefined : { broker }) }
   /** POST /failover: committed offsets vanish, as in a VAST failover. */
   async failover () { await this._post('failover') }
   /** POST /restart: the listener and connections restart, data stays. */

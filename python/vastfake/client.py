@@ -263,14 +263,15 @@ class Client:
     def inject_fault(self, api: Union[str, int], err: Union[str, int, None] = None, count: int = 0,
                      topic: Optional[str] = None, partition: Optional[int] = None,
                      partitions: Optional[List[int]] = None, group: Optional[str] = None,
-                     drop_answer: bool = False) -> Dict[str, Any]:
+                     drop_answer: bool = False, broker: Optional[int] = None) -> Dict[str, Any]:
         """POST /faults: answer requests of api ("Produce", or its key) with
         the Kafka error err ("NOT_LEADER_FOR_PARTITION", or its code), count
         times (0: until cleared), for topic (every partition unless a
         partition or partitions are given) or group, or every request of
         the API. With drop_answer (and no err) the broker handles the
-        request, then closes the connection instead of answering. Returns
-        the fault as the broker understood it."""
+        request, then closes the connection instead of answering. broker
+        limits it to requests reaching that broker id. Returns the fault as
+        the broker understood it."""
         if err is None and not drop_answer:
             raise ValueError("inject_fault: give err, or drop_answer=True")
         body: Dict[str, Any] = {"api": api, "count": count}
@@ -278,7 +279,8 @@ class Client:
             body["err"] = err
         if drop_answer:
             body["dropAnswer"] = True
-        for k, v in (("topic", topic), ("partition", partition), ("partitions", partitions), ("group", group)):
+        for k, v in (("topic", topic), ("partition", partition), ("partitions", partitions), ("group", group),
+                     ("broker", broker)):
             if v is not None:
                 body[k] = list(v) if k == "partitions" else v
         return self._post("faults", body)
@@ -293,14 +295,16 @@ class Client:
         """DELETE /faults: remove every fault and added latency."""
         self._call("DELETE", "faults")
 
-    def latency(self, api: Union[str, int], d: Duration) -> str:
-        """POST /latency: delay every request of api by d of real time; 0
-        removes it. Returns the latency as the broker set it ("200ms")."""
-        return self._post("latency", api=api, d=go_duration(d))["latency"]
+    def latency(self, api: Union[str, int], d: Duration, broker: Optional[int] = None) -> str:
+        """POST /latency: delay every request of api by d of real time (on
+        broker id broker alone, if given); 0 removes it. Returns the latency
+        as the broker set it ("200ms")."""
+        return self._post("latency", api=api, d=go_duration(d), broker=broker)["latency"]
 
-    def drop_connections(self) -> None:
-        """POST /drop-connections: close every client connection."""
-        self._post("drop-connections")
+    def drop_connections(self, broker: Optional[int] = None) -> None:
+        """POST /drop-connections: close every client connection, or those
+        of broker id broker."""
+        self._post("drop-connections", broker=broker)
 
     def failover(self) -> None:
         """POST /failover: committed offsets vanish, as in a VAST failover."""
