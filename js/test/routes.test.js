@@ -43,7 +43,8 @@ const ARGS = {
   rule: 'MaxGroups',
   what: 'x',
   cond: () => true,
-  brokerId: 1
+  brokerId: 1,
+  broker: 1
 }
 
 /**
