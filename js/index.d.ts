@@ -107,6 +107,8 @@ export interface Request {
   api: string
   version: number
   clientId: string
+  /** The broker id that served it. */
+  broker: number
   errorCode: number
   /** The Kafka error's name. */
   error?: string
@@ -193,7 +195,7 @@ export class Client {
   committed (group: string, topic: string, partition?: number): Promise<number | null>
   lag (group: string, topic: string, partition?: number): Promise<number | null>
   rebalances (options?: { group?: string }): Promise<Rebalance[]>
-  requests (options?: { rule?: string; api?: string | number; limit?: number }): Promise<Request[]>
+  requests (options?: { rule?: string; api?: string | number; limit?: number; broker?: number }): Promise<Request[]>
   refusals (rule?: string): Promise<Request[]>
   findings (): Promise<Finding[]>
   /** DELETE /audit: forget every finding. */

@@ -515,7 +515,7 @@ class Client {
   /** GET /rebalances: finished rebalances (of group), oldest first. */
   rebalances ({ group } = {}) { return this._get('rebalances', { group }) }
   /** GET /requests: the request log, oldest first, filtered by rule, api, and to the newest limit. */
-  requests ({ rule, api, limit } = {}) { return this._get('requests', { rule, api, limit }) }
+  requests ({ rule, api, limit, broker } = {}) { return this._get('requests', { rule, api, limit, broker }) }
 
   /** The requests a VAST rule refused (that rule only, when given). */
   async refusals (rule) {

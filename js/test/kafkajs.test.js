@@ -229,6 +229,10 @@ test('several brokers, and one down', async () => {
     assert.strictEqual(await b.endOffset('orders', 0), 1)
     assert.strictEqual(await b.endOffset('orders', 1), 1)
 
+    // The request log tells which broker served what.
+    const onBroker1 = await b.requests({ api: 'Produce', broker: 1 })
+    assert.ok(onBroker1.some((r) => r.broker === 1 && !r.error), 'the produce for partition 1 went to broker 1')
+
     // A leader moved: kafkajs finds the new one and produces on.
     assert.deepStrictEqual(await b.moveLeader('orders', 0, 2), { topic: 'orders', partition: 0, leader: 2, leaderEpoch: 1 })
     await produce(kafka, 'orders', [{ value: 'to broker 2', partition: 0 }])

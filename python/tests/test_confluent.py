@@ -267,6 +267,10 @@ def test_several_brokers_and_one_down(vastfake_factory):
     assert p.flush(30) == 0, "and is acknowledged once it is back"
     assert b.end_offset("orders", 0) == 1 and b.end_offset("orders", 1) == 1
 
+    # The request log tells which broker served what: the produce for
+    # partition 1 went to its leader, broker 1, once it was back.
+    assert any(r.api == "Produce" and r.broker == 1 and not r.error for r in b.requests(api="Produce", broker=1))
+
     # A leader moved: librdkafka finds the new one and produces on.
     assert b.move_leader("orders", 0, 2) == {"topic": "orders", "partition": 0, "leader": 2, "leaderEpoch": 1}
     md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=30)

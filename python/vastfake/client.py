@@ -223,10 +223,11 @@ class Client:
         return [Rebalance.from_json(r) for r in self._get("rebalances", group=group)]
 
     def requests(self, rule: Optional[str] = None, api: Optional[Union[str, int]] = None,
-                 limit: Optional[int] = None) -> List[Request]:
+                 limit: Optional[int] = None, broker: Optional[int] = None) -> List[Request]:
         """GET /requests: the request log, oldest first; filtered by the VAST
-        rule behind a refusal, by API, and to the newest limit records."""
-        return [Request.from_json(r) for r in self._get("requests", rule=rule, api=api, limit=limit)]
+        rule behind a refusal, by API, by the broker id that served it, and
+        to the newest limit records."""
+        return [Request.from_json(r) for r in self._get("requests", rule=rule, api=api, limit=limit, broker=broker)]
 
     def refusals(self, rule: Optional[str] = None) -> List[Request]:
         """The requests a VAST rule refused (that rule only, when given)."""

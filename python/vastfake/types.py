@@ -247,6 +247,7 @@ class Request:
     message: str  # what the client was told with the error
     repeats: int
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    broker: int = 0  # the broker id that served it
 
     def __str__(self) -> str:
         s = "%s v%d from client %r" % (self.api, self.version, self.client_id)
@@ -270,7 +271,7 @@ class Request:
                    client_id=d.get("clientId", ""), error_code=d.get("errorCode", 0), error=d.get("error", ""),
                    rule=d.get("rule", ""), fault=bool(d.get("fault")), user=d.get("user", ""),
                    denied=d.get("denied", ""), closed=bool(d.get("closed")), message=d.get("message", ""),
-                   repeats=d.get("repeats", 0), raw=d)
+                   repeats=d.get("repeats", 0), raw=d, broker=d.get("broker", 0))
 
 
 @dataclass(frozen=True)
