@@ -30,6 +30,9 @@ type PartitionInfo struct {
 	HighWatermark  int64
 	// Bytes is the size of the stored batches.
 	Bytes int64
+	// Leader and LeaderEpoch are what Metadata answers: the broker id that
+	// leads the partition (LeaderOf) and its epoch.
+	Leader, LeaderEpoch int32
 }
 
 // Record is one stored record, decoded: the "topic as a table" view of
@@ -54,7 +57,7 @@ type Record struct {
 func (b *Broker) Topics() []TopicInfo {
 	var out []TopicInfo
 	for _, t := range b.data.all() {
-		out = append(out, topicInfo(t))
+		out = append(out, b.topicInfo(t))
 	}
 	return out
 }
@@ -65,17 +68,18 @@ func (b *Broker) Topic(name string) (TopicInfo, bool) {
 	if t == nil {
 		return TopicInfo{}, false
 	}
-	return topicInfo(t), true
+	return b.topicInfo(t), true
 }
 
-func topicInfo(t *topic) TopicInfo {
+func (b *Broker) topicInfo(t *topic) TopicInfo {
 	ti := TopicInfo{Name: t.name, ID: t.id, Configs: map[string]string{}}
 	for k, v := range t.config().set {
 		ti.Configs[k] = v
 	}
 	for i, p := range t.partitions {
 		start, hwm := p.Watermarks()
-		ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: int32(i), LogStartOffset: start, HighWatermark: hwm, Bytes: p.Bytes()})
+		ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: int32(i), LogStartOffset: start, HighWatermark: hwm, Bytes: p.Bytes(),
+			Leader: b.LeaderOf(t.name, int32(i)), LeaderEpoch: b.LeaderEpochOf(t.name, int32(i))})
 	}
 	return ti
 }
@@ -194,7 +198,7 @@ func (b *Broker) RecordsPageEnd(topic string, partition int32, offset int64, lim
 // runs.
 func (b *Broker) EachTopic(fn func(TopicInfo) bool) {
 	for _, t := range b.data.all() {
-		if !fn(topicInfo(t)) {
+		if !fn(b.topicInfo(t)) {
 			return
 		}
 	}

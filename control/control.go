@@ -576,11 +576,15 @@ type brokerView struct {
 
 // brokers lists the broker ids, their listen addresses and which are down.
 func (s *server) brokers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"brokers": s.brokerViews()})
+}
+
+func (s *server) brokerViews() []brokerView {
 	out := []brokerView{}
 	for _, id := range s.b.BrokerIDs() {
 		out = append(out, brokerView{ID: id, Addr: s.b.BrokerAddr(id), Down: s.b.BrokerIsDown(id)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"brokers": out})
+	return out
 }
 
 // brokerDownUp runs BrokerDown or BrokerUp on the {id} of the path: 400 for

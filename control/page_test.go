@@ -125,3 +125,30 @@ func TestLivePage(t *testing.T) {
 	assert.Greater(t, len(colors), 50, "a blank or flat screenshot")
 	assert.Greater(t, saturated, 200, "no member colours drawn")
 }
+
+// TestLivePageBrokers: with several brokers the live page shows each broker
+// id, which is down, how many partitions each leads, and each partition's
+// leader; with one broker the card stays hidden.
+func TestLivePageBrokers(t *testing.T) {
+	needChromium(t)
+	k := fixtures.Start(t, fixtures.Brokers(3), fixtures.Profile("kafka"), fixtures.Topic("events", 4))
+	url := serve(t, k) + "/"
+	require.NoError(t, k.Broker().BrokerDown(2))
+	require.NoError(t, k.Broker().MoveLeader("events", 3, 1))
+
+	dom := string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", url))
+	assert.Contains(t, dom, `<section class="card" id="brokers">`, "the card shows with several brokers")
+	// Partitions 0..3 are led by brokers 0, 1, 2 and (moved) 1.
+	assert.Contains(t, dom, `data-broker="0" data-down="false"`)
+	assert.Contains(t, dom, `data-broker="2" data-down="true" class="down"`)
+	assert.Contains(t, dom, "leads 2 partitions", "broker 1 leads partitions 1 and 3")
+	assert.Contains(t, dom, "leads 1 partition<", "broker 0 leads partition 0")
+	assert.Contains(t, dom, "leader 1 (epoch 1)", "the moved partition names its leader and epoch")
+	for p, leader := range []string{"0", "1", "2", "1"} {
+		assert.Regexp(t, `data-topic="events" data-partition="`+strconv.Itoa(p)+`"[^>]*data-leader="`+leader+`"`, dom, "partition %d's leader", p)
+	}
+
+	one := fixtures.Start(t, fixtures.Topic("events", 1))
+	dom = string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", serve(t, one)+"/"))
+	assert.Contains(t, dom, `<section class="card" id="brokers" hidden="">`, "no card with one broker")
+}

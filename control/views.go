@@ -31,6 +31,8 @@ type partitionView struct {
 	LogStartOffset int64 `json:"logStartOffset"`
 	HighWatermark  int64 `json:"highWatermark"`
 	Bytes          int64 `json:"bytes"`
+	Leader         int32 `json:"leader"`
+	LeaderEpoch    int32 `json:"leaderEpoch"`
 }
 
 func newTopicView(t broker.TopicInfo) topicView {
@@ -316,6 +318,7 @@ const liveFindings = 100
 func (s *server) writeLive(st *jsonStream) {
 	_ = st.raw("{\n  \"now\": ") && st.value(s.b.Clock().Now(), "  ") &&
 		st.raw(",\n  \"bootstrap\": ") && st.value(s.b.AdvertisedAddr(), "  ") &&
+		st.raw(",\n  \"brokers\": ") && st.value(s.brokerViews(), "  ") &&
 		st.raw(",\n  \"manualClock\": ") && st.value(s.manual != nil, "  ") &&
 		st.raw(",\n  \"topics\": ") && st.array(1, s.eachTopic) &&
 		st.raw(",\n  \"groups\": ") && st.array(1, s.eachGroup) &&
