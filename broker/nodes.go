@@ -408,17 +408,25 @@ func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
 	return nil
 }
 
+// MaxCoordinatorMoves bounds the groups MoveCoordinator keeps a moved
+// coordinator for (leader moves are bounded by the partitions).
+const MaxCoordinatorMoves = 10_000
+
 // MoveCoordinator makes broker id the coordinator of group: FindCoordinator
 // names it, and in the kafka profile the old coordinator answers the
 // group's requests with NOT_COORDINATOR, so clients look it up again. The
 // group's members, generation and committed offsets stay. It returns
-// ErrUnknownBroker for an id the broker does not have.
+// ErrUnknownBroker for an id the broker does not have, and an error past
+// MaxCoordinatorMoves groups.
 func (b *Broker) MoveCoordinator(group string, id int32) error {
 	if b.nodeByID(id) == nil {
 		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
 	}
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
+	if _, ok := b.moves.coordinators[group]; !ok && len(b.moves.coordinators) >= MaxCoordinatorMoves {
+		return fmt.Errorf("vastfake: coordinators of %d groups moved already, the most kept", MaxCoordinatorMoves)
+	}
 	if b.moves.coordinators == nil {
 		b.moves.coordinators = map[string]int32{}
 	}
@@ -463,10 +471,13 @@ var coordinatorAPIs = map[int16]bool{
 // this broker coordinates one of them. It returns nil when r is served
 // here as usual.
 func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
-	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil {
-		return nil
+	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
+		return nil // one broker, or VAST's: every address serves, nothing to record
 	}
 	here := r.conn.node.id
+	if !b.mayBeMisdirected(r.kreq, here) {
+		return nil
+	}
 	v := reflect.ValueOf(r.kreq).Elem()
 	switch {
 	case coordinatorAPIs[key]:
@@ -505,6 +516,48 @@ func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
 		return resp
 	}
 	return nil
+}
+
+// mayBeMisdirected is the cheap first look for the produce and fetch paths:
+// false when every partition of a Produce or Fetch request is led by here,
+// so that misdirected's reflection runs only for requests that need it;
+// true for every other request.
+func (b *Broker) mayBeMisdirected(kreq kmsg.Request, here int32) bool {
+	switch req := kreq.(type) {
+	case *kmsg.ProduceRequest:
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			name := t.Topic
+			if name == "" {
+				if tt := b.data.getID(t.TopicID); tt != nil {
+					name = tt.name
+				}
+			}
+			for j := range t.Partitions {
+				if b.LeaderOf(name, t.Partitions[j].Partition) != here {
+					return true
+				}
+			}
+		}
+		return false
+	case *kmsg.FetchRequest:
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			name := t.Topic
+			if name == "" {
+				if tt := b.data.getID(t.TopicID); tt != nil {
+					name = tt.name
+				}
+			}
+			for j := range t.Partitions {
+				if b.LeaderOf(name, t.Partitions[j].Partition) != here {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // groupsOf returns the group ids a group request names.

@@ -475,3 +475,18 @@ func TestFaultsOnOneBroker(t *testing.T) {
 		return n[0] == 1 && n[1] == 0
 	}, 10*time.Second, time.Millisecond, "broker 0's connection stays")
 }
+
+// TestCoordinatorMovesAreBounded: the control plane cannot make the broker
+// keep a moved coordinator for unboundedly many groups; moving one again
+// is always allowed.
+func TestCoordinatorMovesAreBounded(t *testing.T) {
+	b, err := New(WithBrokers(2))
+	require.NoError(t, err)
+	defer b.Close()
+	for i := range MaxCoordinatorMoves {
+		require.NoError(t, b.MoveCoordinator("g"+strconv.Itoa(i), 1))
+	}
+	assert.ErrorContains(t, b.MoveCoordinator("one-more", 1), "the most kept")
+	assert.NoError(t, b.MoveCoordinator("g0", 0), "a group already moved moves again")
+	assert.Equal(t, int32(0), b.CoordinatorOf("g0"))
+}

@@ -51,6 +51,7 @@ func main() {
 	childWorkload := flag.String("child", "", "internal: run one workload for -broker in this process and print its figures")
 	childBroker := flag.String("broker", "", "internal: the broker for -child")
 	serveBroker := flag.String("serve", "", "internal: run kfake or floor in this process, print its address, serve until SIGTERM")
+	brokers := flag.Int("brokers", 1, "broker ids vastfake runs (-brokers of the binary, broker.WithBrokers in process), to measure what several cost")
 	quick := flag.Bool("quick", false, "run the scale workloads at 1/16 of VAST's limits (16 groups, 1,250 partitions, 100 connections): a check that every workload works, not a measure")
 	flag.Parse()
 	if *quick {
@@ -66,6 +67,7 @@ func main() {
 		exitOn(serve(*serveBroker))
 		return
 	}
+	bench.VastfakeBrokers = *brokers
 	if *childWorkload != "" {
 		res, err := runChild(*childWorkload, *childBroker, *bin, *n, *memN, *window, *cpuProfile)
 		exitOn(err)
@@ -83,7 +85,7 @@ func main() {
 		exitOn(build.Run())
 	}
 	r := runner{rounds: *rounds, args: []string{"-n", strconv.Itoa(*n), "-mem", strconv.Itoa(*memN),
-		"-idle-window", window.String(), "-vastfake-bin", *bin, "-quick=" + strconv.FormatBool(*quick)}, cpuProfile: *cpuProfile}
+		"-idle-window", window.String(), "-vastfake-bin", *bin, "-quick=" + strconv.FormatBool(*quick), "-brokers", strconv.Itoa(*brokers)}, cpuProfile: *cpuProfile}
 	fmt.Printf("%d rounds, n=%d records, %d more for memory; each figure: median over rounds [lowest–highest round]; "+
 		"a ratio is vastfake's figure divided by the other broker's, the median of the rounds' ratios\n\n", *rounds, *n, *memN)
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -40,9 +41,9 @@ func startProcess(name, bin string) (*bench.Process, error) {
 	var cmd *exec.Cmd
 	switch name {
 	case "vastfake":
-		cmd = exec.Command(bin, "-listen", "127.0.0.1:0", "-log-level", "error")
+		cmd = exec.Command(bin, "-listen", "127.0.0.1:0", "-log-level", "error", "-brokers", strconv.Itoa(bench.VastfakeBrokers))
 	case vastfakeNoDelay:
-		cmd = exec.Command(bin, "-listen", "127.0.0.1:0", "-log-level", "error", "-empty-fetch-delay", "0")
+		cmd = exec.Command(bin, "-listen", "127.0.0.1:0", "-log-level", "error", "-empty-fetch-delay", "0", "-brokers", strconv.Itoa(bench.VastfakeBrokers))
 	case "kfake", floorName:
 		cmd = exec.Command(self, "-serve", name)
 	default:

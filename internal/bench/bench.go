@@ -30,10 +30,14 @@ type Broker struct {
 	Start func() (addr string, stop func(), err error)
 }
 
+// VastfakeBrokers is how many broker ids vastfake runs in the workloads
+// (broker.WithBrokers), 1 unless vastbench's -brokers says otherwise.
+var VastfakeBrokers = 1
+
 // Brokers are the brokers every workload runs against, vastfake first.
 var Brokers = []Broker{
 	{"vastfake", func() (string, func(), error) {
-		b, err := broker.New()
+		b, err := broker.New(broker.WithBrokers(VastfakeBrokers))
 		if err != nil {
 			return "", nil, err
 		}
