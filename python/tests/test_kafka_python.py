@@ -69,3 +69,25 @@ def test_retries_through_an_injected_fault(vastfake):
     faulted = [r for r in vastfake.requests(api="Produce") if r.fault]
     assert [(r.client_id, r.error) for r in faulted] == [("invoicer", "NOT_LEADER_FOR_PARTITION")] * 2
     assert vastfake.values("invoices") == [b"i-1"]
+
+
+def test_several_brokers_one_down(vastfake_factory):
+    # kafka-python with three brokers: while broker 1 is down, the partition
+    # it leads waits and the others are acknowledged; once it is back the
+    # waiting record is acknowledged too, and each record is stored once.
+    b = vastfake_factory(profile="kafka", brokers=3, topics=["orders:3"])
+    producer = KafkaProducer(bootstrap_servers=b.bootstrap, client_id="orders", acks="all", linger_ms=0,
+                             retries=1000, retry_backoff_ms=20, reconnect_backoff_ms=20, reconnect_backoff_max_ms=200)
+    try:
+        for p in range(3):
+            producer.send("orders", value=b"before", partition=p).get(timeout=30)
+        b.broker_down(1)
+        producer.send("orders", value=b"while down", partition=0).get(timeout=30)
+        waiting = producer.send("orders", value=b"waits for broker 1", partition=1)
+        producer.send("orders", value=b"while down", partition=2).get(timeout=30)
+        assert not waiting.is_done, "partition 1's leader is down"
+        b.broker_up(1)
+        waiting.get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    assert [b.end_offset("orders", p) for p in range(3)] == [2, 2, 2]

@@ -1,0 +1,110 @@
+package interop_test
+
+// Several brokers with the Go clients that are not kgo: a producer with
+// acks=all writes to a partition whose leader is down and goes on once it
+// is back, and to the other brokers meanwhile; nothing acknowledged is lost
+// or stored twice. (kgo and confluent-kafka-go: broker's TestBrokerDownAndUp
+// and TestProduceThroughABrokerDown.)
+
+import (
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/fixtures"
+)
+
+// threeBrokers starts a kafka-profile broker with three broker ids and the
+// topic "orders" of three partitions: partition p is led by broker p.
+func threeBrokers(t *testing.T) *broker.Broker {
+	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
+	for p := range int32(3) {
+		require.Equal(t, p, b.LeaderOf("orders", p))
+	}
+	return b
+}
+
+// endOffsets returns each partition's high watermark.
+func endOffsets(b *broker.Broker) []int64 {
+	ti, _ := b.Topic("orders")
+	var out []int64
+	for _, p := range ti.Partitions {
+		out = append(out, p.HighWatermark)
+	}
+	return out
+}
+
+func TestSaramaThroughABrokerDown(t *testing.T) {
+	b := threeBrokers(t)
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max, cfg.Producer.Retry.Backoff = 1000, 20*time.Millisecond
+	cfg.Metadata.Retry.Max, cfg.Metadata.Retry.Backoff = 1000, 20*time.Millisecond
+	p, err := sarama.NewSyncProducer([]string{b.Addr()}, cfg)
+	require.NoError(t, err)
+	defer p.Close()
+	send := func(partition int32, v string) error {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: partition, Value: sarama.StringEncoder(v)})
+		return err
+	}
+	for part := range int32(3) {
+		require.NoError(t, send(part, "before"))
+	}
+
+	require.NoError(t, b.BrokerDown(1))
+	require.NoError(t, send(0, "while down"), "broker 0 serves while broker 1 is down")
+	var waited error
+	done := make(chan struct{})
+	go func() { defer close(done); waited = send(1, "waits for broker 1") }()
+	require.NoError(t, send(2, "while down"))
+	select {
+	case <-done:
+		t.Fatalf("partition 1 answered while its leader was down: %v", waited)
+	default:
+	}
+	require.NoError(t, b.BrokerUp(1))
+	<-done
+	require.NoError(t, waited, "acknowledged once its leader is back")
+	assert.Equal(t, []int64{2, 2, 2}, endOffsets(b), "every acknowledged record stored once")
+}
+
+func TestKafkaGoThroughABrokerDown(t *testing.T) {
+	b := threeBrokers(t)
+	writer := func(partition int) *kafkago.Writer {
+		return &kafkago.Writer{Addr: kafkago.TCP(b.Addr()), Topic: "orders", RequiredAcks: kafkago.RequireAll,
+			MaxAttempts: 100, WriteBackoffMin: 20 * time.Millisecond, WriteBackoffMax: 100 * time.Millisecond,
+			Balancer: kafkago.BalancerFunc(func(kafkago.Message, ...int) int { return partition })}
+	}
+	ws := []*kafkago.Writer{writer(0), writer(1), writer(2)}
+	for _, w := range ws {
+		defer w.Close()
+		require.NoError(t, w.WriteMessages(ctxT(t), kafkago.Message{Value: []byte("before")}))
+	}
+
+	require.NoError(t, b.BrokerDown(1))
+	require.NoError(t, ws[0].WriteMessages(ctxT(t), kafkago.Message{Value: []byte("while down")}), "broker 0 serves while broker 1 is down")
+	var waited error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		waited = ws[1].WriteMessages(ctxT(t), kafkago.Message{Value: []byte("waits for broker 1")})
+	}()
+	require.NoError(t, ws[2].WriteMessages(ctxT(t), kafkago.Message{Value: []byte("while down")}))
+	select {
+	case <-done:
+		t.Fatalf("partition 1 answered while its leader was down: %v", waited)
+	default:
+	}
+	require.NoError(t, b.BrokerUp(1))
+	<-done
+	require.NoError(t, waited, "acknowledged once its leader is back")
+	assert.Equal(t, []int64{2, 2, 2}, endOffsets(b), "every acknowledged record stored once")
+}
