@@ -490,3 +490,59 @@ func TestCoordinatorMovesAreBounded(t *testing.T) {
 	assert.NoError(t, b.MoveCoordinator("g0", 0), "a group already moved moves again")
 	assert.Equal(t, int32(0), b.CoordinatorOf("g0"))
 }
+
+// TestGroupThroughAFailOver: a kgo consumer group reads on through a VAST
+// virtual-IP failover of its coordinator's address (every connection reset,
+// the address back after a blackout on the broker's clock): every record
+// is read once and the group's commits go on.
+func TestGroupThroughAFailOver(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	b, err := New(WithBrokers(3), WithClock(clk), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("orders"), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	defer p.Close()
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+		}
+	}
+	produce(0, 30)
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+		kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	require.NoError(t, err)
+	defer c.Close()
+	seen := map[string]int{}
+	poll := func(n int) {
+		for len(seen) < n && ctx.Err() == nil {
+			fs := c.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+			require.NoError(t, c.CommitUncommittedOffsets(ctx))
+		}
+	}
+	poll(30)
+
+	coord := b.CoordinatorOf("billing")
+	require.NoError(t, b.FailOverAddress(coord, 5*time.Second))
+	clk.Advance(5 * time.Second)
+	require.False(t, b.BrokerIsDown(coord), "the blackout ended on the broker's clock")
+	produce(30, 60)
+	poll(60)
+	for v, n := range seen {
+		assert.Equal(t, 1, n, "record %s read once", v)
+	}
+	require.Eventually(t, func() bool {
+		offs, err := kadm.NewClient(p).FetchOffsets(ctx, "billing")
+		if err != nil {
+			return false
+		}
+		total := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+		return total == 60
+	}, 30*time.Second, 10*time.Millisecond, "the group commits after the failover")
+}

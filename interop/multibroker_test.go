@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,38 @@ func TestKafkaGoThroughABrokerDown(t *testing.T) {
 	<-done
 	require.NoError(t, waited, "acknowledged once its leader is back")
 	assert.Equal(t, []int64{2, 2, 2}, endOffsets(b), "every acknowledged record stored once")
+}
+
+// TestConfluentGroupThroughMoves: a confluent-kafka-go consumer group
+// (librdkafka) reads on through a coordinator move and a VAST virtual-IP
+// failover of the new coordinator's address: every record is read once and
+// the group's commit goes through.
+func TestConfluentGroupThroughMoves(t *testing.T) {
+	b := threeBrokers(t)
+	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all"})
+	c := ckConsumer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "group.id": "billing", "auto.offset.reset": "earliest",
+		"enable.auto.commit": false, "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200})
+	require.NoError(t, c.Subscribe("orders", nil))
+	seen := map[string]int{}
+	read := func(from, to int) {
+		for _, m := range ckProduce(t, p, ckKeyed("orders", from, to-from)...) {
+			require.NoError(t, m.TopicPartition.Error)
+		}
+		for _, m := range ckPoll(t, c, to-from) {
+			seen[string(m.Key)]++
+		}
+		_, err := c.Commit()
+		require.NoError(t, err)
+	}
+	read(0, 30)
+
+	to := (b.CoordinatorOf("billing") + 1) % 3
+	require.NoError(t, b.MoveCoordinator("billing", to))
+	read(30, 60)
+	require.NoError(t, b.FailOverAddress(to, 0))
+	read(60, 90)
+	require.Len(t, seen, 90)
+	for k, n := range seen {
+		assert.Equal(t, 1, n, "%s read once", k)
+	}
 }
