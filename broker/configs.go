@@ -448,7 +448,7 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				break
 			}
-			if res.name != "" && res.name != strconv.Itoa(int(b.cfg.nodeID)) {
+			if res.name != "" && !b.isBrokerName(res.name) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				sr.ErrorMessage = kmsg.StringPtr("unknown broker " + res.name)
 				break

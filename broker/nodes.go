@@ -174,6 +174,17 @@ func (b *Broker) nodeByID(id int32) *node {
 	return nil
 }
 
+// isBrokerName reports whether name is one of the broker ids, as a
+// DescribeConfigs broker resource names it ("1").
+func (b *Broker) isBrokerName(name string) bool {
+	for _, n := range b.nodes {
+		if strconv.Itoa(int(n.id)) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // BrokerIDs returns the broker ids, in order; the first is the bootstrap
 // address's (Addr).
 func (b *Broker) BrokerIDs() []int32 {

@@ -546,3 +546,29 @@ func TestGroupThroughAFailOver(t *testing.T) {
 		return total == 60
 	}, 30*time.Second, 10*time.Millisecond, "the group commits after the failover")
 }
+
+// TestDescribeConfigsOfEveryBroker: DescribeConfigs answers for each broker
+// id, and refuses one that does not exist.
+func TestDescribeConfigsOfEveryBroker(t *testing.T) {
+	b, err := New(WithBrokers(3), WithProfile("kafka"))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, 0, 1, 2)
+	require.NoError(t, err)
+	require.Len(t, rcs, 3)
+	for _, rc := range rcs {
+		assert.NoError(t, rc.Err, "broker %s", rc.Name)
+		assert.NotEmpty(t, rc.Configs, "broker %s", rc.Name)
+	}
+	rcs, err = kadm.NewClient(cl).DescribeBrokerConfigs(ctx, 5)
+	if err == nil {
+		require.Len(t, rcs, 1)
+		err = rcs[0].Err
+	}
+	assert.Error(t, err, "no broker 5")
+}
