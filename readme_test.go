@@ -35,6 +35,7 @@ func TestReadmeFirstTests(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct{ file, lang string }{
 		{"examples/gettingstarted/billing_test.go", "go"},
+		{"examples/gettingstarted/failover_test.go", "go"},
 		{"examples/pytest/test_billing.py", "python"},
 		{"js/test/billing.test.js", "js"},
 	} {
