@@ -246,3 +246,35 @@ test('several brokers, and one down', async () => {
     await b.stop()
   }
 })
+
+test('a consumer group through a coordinator move and a virtual-IP failover', async () => {
+  // kafka profile, three brokers: the old coordinator answers NOT_COORDINATOR
+  // and kafkajs finds the new one; the failover resets its connections.
+  const b = await startBroker({ profile: 'kafka', brokers: 3, topics: ['orders:3'] })
+  const kafka = kafkaFor(b, 'group-moves')
+  const consumer = kafka.consumer({ groupId: 'billing', retry: { initialRetryTime: 50, retries: 20 } })
+  try {
+    await consumer.connect()
+    await consumer.subscribe({ topic: 'orders', fromBeginning: true })
+    const seen = new Map()
+    await consumer.run({ eachMessage: async ({ message }) => { seen.set(message.value.toString(), (seen.get(message.value.toString()) || 0) + 1) } })
+    const batch = (from, to) => Array.from({ length: to - from }, (_, i) => ({ value: 'order-' + (from + i), partition: (from + i) % 3 }))
+    await produce(kafka, 'orders', batch(0, 30))
+    await b.waitFor('the first 30 orders read', () => seen.size === 30)
+
+    const groups = await b.groups()
+    assert.ok(groups.some((g) => g.name === 'billing'))
+    await b.moveCoordinator('billing', 1)
+    await produce(kafka, 'orders', batch(30, 60))
+    await b.waitFor('60 orders read after the coordinator moved', () => seen.size === 60)
+    await b.failOverAddress(1)
+    await produce(kafka, 'orders', batch(60, 90))
+    await b.waitFor('90 orders read after its address failed over', () => seen.size === 90)
+    // kafkajs rejoins its group when its coordinator moves and reads again
+    // what it had not committed yet: every order at least once, as on Kafka.
+    for (let i = 0; i < 90; i++) assert.ok(seen.get('order-' + i) >= 1, 'order-' + i + ' read')
+  } finally {
+    await consumer.disconnect()
+    await b.stop()
+  }
+})
