@@ -360,15 +360,21 @@ func stringField(v reflect.Value, name string) (string, bool) {
 // topic-scoped fault matches whichever way the client names the topic.
 func (b *Broker) topicNameOf(t reflect.Value) string {
 	name, _ := stringField(t, "Topic")
-	if name != "" {
+	var id [16]byte
+	if f := t.FieldByName("TopicID"); f.IsValid() && f.Type() == reflect.TypeOf(id) {
+		id = f.Interface().([16]byte)
+	}
+	return b.topicName(name, id)
+}
+
+// topicName returns the name of a topic a request names by name, or by id
+// (Produce and Fetch v13+), or "" when the id names none.
+func (b *Broker) topicName(name string, id [16]byte) string {
+	if name != "" || id == [16]byte{} {
 		return name
 	}
-	if f := t.FieldByName("TopicID"); f.IsValid() && f.Type() == reflect.TypeOf([16]byte{}) {
-		if id := f.Interface().([16]byte); id != [16]byte{} {
-			if tp := b.data.getID(id); tp != nil {
-				return tp.name
-			}
-		}
+	if t := b.data.getID(id); t != nil {
+		return t.name
 	}
 	return ""
 }

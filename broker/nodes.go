@@ -534,34 +534,21 @@ func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
 // so that misdirected's reflection runs only for requests that need it;
 // true for every other request.
 func (b *Broker) mayBeMisdirected(kreq kmsg.Request, here int32) bool {
+	elsewhere := func(name string, id [16]byte, p int32) bool { return b.LeaderOf(b.topicName(name, id), p) != here }
 	switch req := kreq.(type) {
 	case *kmsg.ProduceRequest:
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			name := t.Topic
-			if name == "" {
-				if tt := b.data.getID(t.TopicID); tt != nil {
-					name = tt.name
-				}
-			}
-			for j := range t.Partitions {
-				if b.LeaderOf(name, t.Partitions[j].Partition) != here {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if elsewhere(t.Topic, t.TopicID, p.Partition) {
 					return true
 				}
 			}
 		}
 		return false
 	case *kmsg.FetchRequest:
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			name := t.Topic
-			if name == "" {
-				if tt := b.data.getID(t.TopicID); tt != nil {
-					name = tt.name
-				}
-			}
-			for j := range t.Partitions {
-				if b.LeaderOf(name, t.Partitions[j].Partition) != here {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if elsewhere(t.Topic, t.TopicID, p.Partition) {
 					return true
 				}
 			}
@@ -596,42 +583,49 @@ func groupsOf(v reflect.Value) []string {
 // do not carry the fields, which then go unsent.
 func (b *Broker) addLeaderHints(resp kmsg.Response) {
 	seen := map[int32]bool{}
+	// hint returns partition p's leader and epoch, and the leader's node
+	// when the answer does not list its address yet (else nil).
+	hint := func(name string, id [16]byte, p int32) (leader, epoch int32, n *node) {
+		name = b.topicName(name, id)
+		leader, epoch = b.LeaderOf(name, p), b.LeaderEpochOf(name, p)
+		if n = b.nodeByID(leader); n == nil || seen[leader] {
+			return leader, epoch, nil
+		}
+		seen[leader] = true
+		return leader, epoch, n
+	}
 	switch resp := resp.(type) {
 	case *kmsg.ProduceResponse:
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
-					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = b.LeaderOf(t.Topic, p.Partition), b.LeaderEpochOf(t.Topic, p.Partition)
-					if n := b.nodeByID(p.CurrentLeader.LeaderID); n != nil && !seen[n.id] {
-						seen[n.id] = true
-						br := kmsg.NewProduceResponseBroker()
-						br.NodeID, br.Host, br.Port = n.id, n.host, n.port
-						resp.Brokers = append(resp.Brokers, br)
-					}
+				if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+					continue
+				}
+				var n *node
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch, n = hint(t.Topic, t.TopicID, p.Partition)
+				if n != nil {
+					br := kmsg.NewProduceResponseBroker()
+					br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+					resp.Brokers = append(resp.Brokers, br)
 				}
 			}
 		}
 	case *kmsg.FetchResponse:
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
-			name := t.Topic
-			if name == "" {
-				if tt := b.data.getID(t.TopicID); tt != nil {
-					name = tt.name
-				}
-			}
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
-					p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = b.LeaderOf(name, p.Partition), b.LeaderEpochOf(name, p.Partition)
-					if n := b.nodeByID(p.CurrentLeader.LeaderID); n != nil && !seen[n.id] {
-						seen[n.id] = true
-						br := kmsg.NewFetchResponseBroker()
-						br.NodeID, br.Host, br.Port = n.id, n.host, n.port
-						resp.Brokers = append(resp.Brokers, br)
-					}
+				if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+					continue
+				}
+				var n *node
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch, n = hint(t.Topic, t.TopicID, p.Partition)
+				if n != nil {
+					br := kmsg.NewFetchResponseBroker()
+					br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+					resp.Brokers = append(resp.Brokers, br)
 				}
 			}
 		}
