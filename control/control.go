@@ -592,20 +592,9 @@ func (s *server) brokerViews() []brokerView {
 // when it is already down (or up).
 func (s *server) brokerDownUp(f func(int32) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("broker id %q: want a number", r.PathValue("id")))
-			return
-		}
-		switch err := f(int32(id)); {
-		case errors.Is(err, broker.ErrUnknownBroker):
-			writeError(w, http.StatusNotFound, err.Error())
-		case errors.Is(err, broker.ErrClosed):
-			writeError(w, http.StatusServiceUnavailable, err.Error())
-		case err != nil:
-			writeError(w, http.StatusConflict, err.Error())
-		default:
-			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "down": s.b.BrokerIsDown(int32(id))})
+		id, ok := pathBrokerID(w, r)
+		if ok && brokerCallOK(w, f(id)) {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "down": s.b.BrokerIsDown(id)})
 		}
 	}
 }
@@ -614,28 +603,49 @@ func (s *server) brokerDownUp(f func(int32) error) http.HandlerFunc {
 // default 0); 400 for a bad id or duration, 404 for no such broker, 409 when
 // it is down.
 func (s *server) failOverAddress(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("broker id %q: want a number", r.PathValue("id")))
+	id, ok := pathBrokerID(w, r)
+	if !ok {
 		return
 	}
 	var blackout time.Duration
 	if v := r.URL.Query().Get("blackout"); v != "" {
+		var err error
 		if blackout, err = time.ParseDuration(v); err != nil || blackout < 0 {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("blackout=%q: want a non-negative duration such as 5s", v))
 			return
 		}
 	}
-	switch err := s.b.FailOverAddress(int32(id), blackout); {
+	if brokerCallOK(w, s.b.FailOverAddress(id, blackout)) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "blackout": blackout.String(), "down": s.b.BrokerIsDown(id)})
+	}
+}
+
+// pathBrokerID reads the {id} of the path; on a bad one it answers 400 and
+// returns false.
+func pathBrokerID(w http.ResponseWriter, r *http.Request) (int32, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("broker id %q: want a number", r.PathValue("id")))
+		return 0, false
+	}
+	return int32(id), true
+}
+
+// brokerCallOK answers the error of a call on one broker id, if any: 404
+// for an id the broker does not have, 503 once it is closed, 409 for any
+// other (down already, up already); it returns whether err was nil.
+func brokerCallOK(w http.ResponseWriter, err error) bool {
+	switch {
+	case err == nil:
+		return true
 	case errors.Is(err, broker.ErrUnknownBroker):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, broker.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
-	case err != nil:
-		writeError(w, http.StatusConflict, err.Error())
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "broker": id, "blackout": blackout.String(), "down": s.b.BrokerIsDown(int32(id))})
+		writeError(w, http.StatusConflict, err.Error())
 	}
+	return false
 }
 
 // dropConnections closes every client connection, or with ?broker= those
