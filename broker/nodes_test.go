@@ -322,53 +322,77 @@ func TestCoordinatorMove(t *testing.T) {
 	b, err := New(WithBrokers(3), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
 	require.NoError(t, err)
 	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("orders"))
-	require.NoError(t, err)
-	defer p.Close()
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
-		}
-	}
-	produce(0, 30)
-	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
-	require.NoError(t, err)
-	defer c.Close()
-	seen := map[string]int{}
-	poll := func(n int) {
-		for len(seen) < n && ctx.Err() == nil {
-			fs := c.PollFetches(ctx)
-			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
-			require.NoError(t, c.CommitUncommittedOffsets(ctx))
-		}
-	}
-	poll(30)
+	g := newBillingGroup(t, b)
+	g.produce(0, 30)
+	g.read(30)
 
 	old := b.CoordinatorOf("billing")
 	to := b.BrokerIDs()[(int(old)+1)%3]
 	assert.ErrorIs(t, b.MoveCoordinator("billing", 9), ErrUnknownBroker)
 	require.NoError(t, b.MoveCoordinator("billing", to))
-	coords := kadm.NewClient(p).FindGroupCoordinators(ctx, "billing")
+	coords := kadm.NewClient(g.p).FindGroupCoordinators(g.ctx, "billing")
 	require.NoError(t, coords["billing"].Err)
 	assert.Equal(t, to, coords["billing"].NodeID)
 
-	produce(30, 60)
-	poll(60)
-	for v, n := range seen {
-		assert.Equal(t, 1, n, "record %s read once", v)
+	g.produce(30, 60)
+	g.read(60)
+	g.readOnceAndCommitted(60, "the group commits through the new coordinator")
+}
+
+// billingGroup is a kgo producer to "orders" and a kgo consumer group
+// "billing" reading it, for the tests that move or fail its coordinator.
+type billingGroup struct {
+	t    *testing.T
+	ctx  context.Context
+	p, c *kgo.Client
+	seen map[string]int // each value read, and how often
+}
+
+func newBillingGroup(t *testing.T, b *Broker) *billingGroup {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("orders"), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+		kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return &billingGroup{t: t, ctx: ctx, p: p, c: c, seen: map[string]int{}}
+}
+
+// produce writes the values from to to-1.
+func (g *billingGroup) produce(from, to int) {
+	for i := from; i < to; i++ {
+		require.NoError(g.t, g.p.ProduceSync(g.ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
 	}
-	require.Eventually(t, func() bool {
-		offs, err := kadm.NewClient(p).FetchOffsets(ctx, "billing")
+}
+
+// read polls, committing after each poll, until n distinct values were read.
+func (g *billingGroup) read(n int) {
+	for len(g.seen) < n && g.ctx.Err() == nil {
+		g.c.PollFetches(g.ctx).EachRecord(func(r *kgo.Record) { g.seen[string(r.Value)]++ })
+		require.NoError(g.t, g.c.CommitUncommittedOffsets(g.ctx))
+	}
+}
+
+// readOnceAndCommitted checks that every value was read once and that the
+// group's committed offsets reach n records.
+func (g *billingGroup) readOnceAndCommitted(n int64, why string) {
+	for v, count := range g.seen {
+		assert.Equal(g.t, 1, count, "record %s read once", v)
+	}
+	require.Eventually(g.t, func() bool {
+		offs, err := kadm.NewClient(g.p).FetchOffsets(g.ctx, "billing")
 		if err != nil {
 			return false
 		}
 		total := int64(0)
 		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
-		return total == 60
-	}, 30*time.Second, 10*time.Millisecond, "the group commits through the new coordinator")
+		return total == n
+	}, 30*time.Second, 10*time.Millisecond, why)
 }
 
 // TestFailOverAddress: a VAST virtual-IP failover resets every connection
@@ -500,51 +524,17 @@ func TestGroupThroughAFailOver(t *testing.T) {
 	b, err := New(WithBrokers(3), WithClock(clk), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
 	require.NoError(t, err)
 	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("orders"), kgo.DisableIdempotentWrite(),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	require.NoError(t, err)
-	defer p.Close()
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
-		}
-	}
-	produce(0, 30)
-	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
-		kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
-	require.NoError(t, err)
-	defer c.Close()
-	seen := map[string]int{}
-	poll := func(n int) {
-		for len(seen) < n && ctx.Err() == nil {
-			fs := c.PollFetches(ctx)
-			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
-			require.NoError(t, c.CommitUncommittedOffsets(ctx))
-		}
-	}
-	poll(30)
+	g := newBillingGroup(t, b)
+	g.produce(0, 30)
+	g.read(30)
 
 	coord := b.CoordinatorOf("billing")
 	require.NoError(t, b.FailOverAddress(coord, 5*time.Second))
 	clk.Advance(5 * time.Second)
 	require.False(t, b.BrokerIsDown(coord), "the blackout ended on the broker's clock")
-	produce(30, 60)
-	poll(60)
-	for v, n := range seen {
-		assert.Equal(t, 1, n, "record %s read once", v)
-	}
-	require.Eventually(t, func() bool {
-		offs, err := kadm.NewClient(p).FetchOffsets(ctx, "billing")
-		if err != nil {
-			return false
-		}
-		total := int64(0)
-		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
-		return total == 60
-	}, 30*time.Second, 10*time.Millisecond, "the group commits after the failover")
+	g.produce(30, 60)
+	g.read(60)
+	g.readOnceAndCommitted(60, "the group commits after the failover")
 }
 
 // TestDescribeConfigsOfEveryBroker: DescribeConfigs answers for each broker
