@@ -69,10 +69,10 @@ var apiTable = []api{
 	{key: 20, min: 1, max: 6, handle: handleDeleteTopics},
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},
 	{key: 22, min: 0, max: 5, handle: handleInitProducerID, hiddenBy: "NoIdempotence"},
-	{key: 24, hiddenBy: "NoIdempotence"}, // AddPartitionsToTxn
-	{key: 25, hiddenBy: "NoIdempotence"}, // AddOffsetsToTxn
-	{key: 26, hiddenBy: "NoIdempotence"}, // EndTxn
-	{key: 28, hiddenBy: "NoIdempotence"}, // TxnOffsetCommit
+	{key: 24, min: 0, max: 3, handle: handleAddPartitionsToTxn, hiddenBy: "NoIdempotence"},
+	{key: 25, min: 0, max: 3, handle: handleAddOffsetsToTxn, hiddenBy: "NoIdempotence"},
+	{key: 26, min: 0, max: 3, handle: handleEndTxn, hiddenBy: "NoIdempotence"},
+	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit, hiddenBy: "NoIdempotence"},
 	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs},
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},
 	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, beforeAuth: true},
@@ -80,8 +80,8 @@ var apiTable = []api{
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs},
 	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, hiddenBy: "NoOffsetDelete"},
-	{key: 65, hiddenBy: "NoIdempotence"},     // DescribeTransactions
-	{key: 66, hiddenBy: "NoIdempotence"},     // ListTransactions
+	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, hiddenBy: "NoIdempotence"},
+	{key: 66, min: 0, max: 1, handle: handleListTransactions, hiddenBy: "NoIdempotence"},
 	{key: 68, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupHeartbeat (KIP-848)
 	{key: 69, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupDescribe
 	{key: 76, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupHeartbeat (KIP-932)

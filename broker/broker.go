@@ -519,6 +519,7 @@ func New(opts ...Option) (*Broker, error) {
 		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
 		Logger:                 b.log,
 		Audit:                  b.coordinatorFinding,
+		WriteTxnMarkers:        b.writeTxnMarkers,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

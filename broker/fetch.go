@@ -27,8 +27,11 @@ var noRecords = []byte{}
 // fetch.max.bytes (55 MiB) whatever MaxBytes asks, except that the first
 // partition with data always gets one whole batch. A fetch below
 // the log start or above the high watermark gets OFFSET_OUT_OF_RANGE.
-// LastStableOffset is the high watermark (there are no transactions) and
-// PreferredReadReplica is -1 (one broker, no racks).
+// A read_committed fetch (IsolationLevel 1) is answered up to the last
+// stable offset, the first offset of the earliest open transaction, with
+// the aborted transactions its batches hold data of, which the client
+// skips; read_uncommitted sees everything up to the high watermark. Both
+// get the last stable offset. PreferredReadReplica is -1 (no racks).
 // VAST: every fetch is a full fetch: SessionID is 0 and an incremental
 // request gets FETCH_SESSION_ID_NOT_FOUND (NoFetchSessions); the answer
 // comes at once, even when empty (NoDelayedFetch), except that an empty
@@ -313,11 +316,17 @@ func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*
 			if max > budget-total {
 				max = budget - total
 			}
-			res, err := part.Read(rp.FetchOffset, max)
+			var res log.ReadResult
+			var err error
+			if req.IsolationLevel == 1 {
+				res, err = part.ReadCommitted(rp.FetchOffset, max)
+			} else {
+				res, err = part.Read(rp.FetchOffset, max)
+			}
 			if res.Records != nil {
 				r.reads = append(r.reads, res)
 			}
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 			if errors.Is(err, log.ErrOffsetOutOfRange) {
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 				continue
@@ -327,6 +336,11 @@ func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*
 			}
 			sp.RecordBatches = res.Records
 			total += len(res.Records)
+			for _, a := range res.Aborted {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+			}
 		}
 	}
 	return resp, total

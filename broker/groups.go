@@ -19,12 +19,13 @@ const (
 	coordinatorTransaction = 1
 )
 
-// handleFindCoordinator answers FindCoordinator v0-v6: this broker
-// coordinates every group. v4+ look up several keys at once; a key named
-// twice is answered once (Kafka answers each copy).
+// handleFindCoordinator answers FindCoordinator v0-v6 for groups and
+// transactional ids: the coordinator of a key is the broker CoordinatorOf
+// names (with one broker, always this one). v4+ look up several keys at
+// once; a key named twice is answered once (Kafka answers each copy).
 // VAST: there are no transactions, so a transaction coordinator lookup gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (NoIdempotence); vastfake serves no
-// transaction coordinator in the kafka profile either.
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (NoIdempotence); audited, it is
+// answered and recorded.
 func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -42,9 +43,13 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 				c.ErrorCode = kerr.InvalidGroupID.Code
 			}
 		case coordinatorTransaction:
-			b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string { return "FindCoordinator for a transaction coordinator" })
-			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			c.ErrorMessage = kmsg.StringPtr("vastfake has no transaction coordinator (VAST does not support transactions)")
+			switch {
+			case b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string { return "FindCoordinator for the transaction coordinator of " + strconv.Quote(key) }):
+				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				c.ErrorMessage = kmsg.StringPtr("VAST does not support transactions (rule NoIdempotence)")
+			case key == "":
+				c.ErrorCode = kerr.InvalidRequest.Code
+			}
 		default:
 			c.ErrorCode = kerr.InvalidRequest.Code
 		}

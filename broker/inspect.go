@@ -223,6 +223,15 @@ func (b *Broker) Groups() []coordinator.GroupInfo { return b.coord.Groups() }
 // Group returns a copy of one group, and false if it does not exist.
 func (b *Broker) Group(name string) (coordinator.GroupInfo, bool) { return b.coord.Group(name) }
 
+// Transactions returns every transactional id the broker's transaction
+// coordinator keeps, by id: its producer id and epoch, state, and the
+// partitions and groups of its open transaction.
+func (b *Broker) Transactions() []coordinator.TxnInfo { return b.coord.Transactions() }
+
+// Transaction returns one transactional id's state, and false if the
+// broker does not know it.
+func (b *Broker) Transaction(id string) (coordinator.TxnInfo, bool) { return b.coord.Transaction(id) }
+
 // CommittedOffset returns a group's committed offset for a partition, and
 // false if none is committed.
 func (b *Broker) CommittedOffset(group, topic string, partition int32) (int64, bool) {

@@ -470,7 +470,32 @@ var leaderAPIs = map[int16]bool{
 var coordinatorAPIs = map[int16]bool{
 	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
 	int16(kmsg.OffsetCommit): true, int16(kmsg.OffsetFetch): true, int16(kmsg.DescribeGroups): true,
-	int16(kmsg.DeleteGroups): true, int16(kmsg.OffsetDelete): true,
+	int16(kmsg.DeleteGroups): true, int16(kmsg.OffsetDelete): true, int16(kmsg.TxnOffsetCommit): true,
+}
+
+// txnCoordinatorAPIs are the requests a transactional id's coordinator
+// serves.
+var txnCoordinatorAPIs = map[int16]bool{
+	int16(kmsg.InitProducerID): true, int16(kmsg.AddPartitionsToTxn): true, int16(kmsg.AddOffsetsToTxn): true,
+	int16(kmsg.EndTxn): true,
+}
+
+// transactionalIDsOf returns the transactional ids a transaction request
+// names.
+func transactionalIDsOf(kreq kmsg.Request) []string {
+	switch req := kreq.(type) {
+	case *kmsg.InitProducerIDRequest:
+		if req.TransactionalID != nil {
+			return []string{*req.TransactionalID}
+		}
+	case *kmsg.AddPartitionsToTxnRequest:
+		return []string{req.TransactionalID}
+	case *kmsg.AddOffsetsToTxnRequest:
+		return []string{req.TransactionalID}
+	case *kmsg.EndTxnRequest:
+		return []string{req.TransactionalID}
+	}
+	return nil
 }
 
 // misdirected answers r when it reached a broker other than the leader of
@@ -503,6 +528,22 @@ func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
 			return nil
 		}
 		return errorAnswer(r, kerr.NotCoordinator.Code)
+	case txnCoordinatorAPIs[key]:
+		ids := transactionalIDsOf(r.kreq)
+		if len(ids) == 0 || slices.ContainsFunc(ids, func(id string) bool { return b.CoordinatorOf(id) == here }) {
+			return nil
+		}
+		if b.vast(r, rules.AnyAddressServes, rules.Differs, "", "", func() string {
+			return kmsg.NameForKey(key) + " for transactional id " + ids[0] + " reached broker " + strconv.Itoa(int(here)) +
+				", not its coordinator " + strconv.Itoa(int(b.CoordinatorOf(ids[0]))) + "; Kafka answers NOT_COORDINATOR, VAST serves it (assumed)"
+		}) {
+			return nil
+		}
+		resp := errorAnswer(r, kerr.NotCoordinator.Code)
+		if init, ok := resp.(*kmsg.InitProducerIDResponse); ok {
+			init.ProducerID, init.ProducerEpoch = -1, -1
+		}
+		return resp
 	case leaderAPIs[key]:
 		elsewhere := func(topic string, p int32) bool { return b.LeaderOf(topic, p) != here }
 		first, firstP := "", int32(0)

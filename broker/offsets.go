@@ -23,7 +23,8 @@ const (
 
 // handleListOffsets answers ListOffsets v1-v10.
 //
-// v2 adds the isolation level, v4 leader epochs, v7 the max-timestamp query
+// v2 adds the isolation level (read_committed's latest is the last stable
+// offset: the first offset of the earliest open transaction), v4 leader epochs, v7 the max-timestamp query
 // (-3), v8 earliest-local (-4, the log start: there is no tiered storage),
 // v9 latest-tiered (-5, answered -1: nothing is tiered), v10 a timeout. A
 // timestamp query returns the first offset whose record timestamp is at or
@@ -85,8 +86,11 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 				switch ts := rp.Timestamp; {
 				case ts == listLatest:
 					sp.Offset = hwm
+					if req.IsolationLevel == 1 {
+						sp.Offset = part.LastStableOffset()
+					}
 					if stale > 0 {
-						sp.Offset = part.HighWatermarkAt(now.Add(-stale))
+						sp.Offset = min(sp.Offset, part.HighWatermarkAt(now.Add(-stale)))
 					} else if lag := b.rules.StaleEndOffset; lag > 0 {
 						if at := part.HighWatermarkAt(now.Add(-lag)); at != hwm {
 							b.vast(r, rules.StaleEndOffset, rules.Differs, rt.Topic, "", func() string {

@@ -126,7 +126,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				continue
 			}
 			var keyless log.RecordStats
-			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli(), &keyless)
+			batch, code, msg := b.checkBatch(r, name, rp.Partition, rp.Records, cfg, now.UnixMilli(), &keyless)
 			if msg == keylessMessage {
 				msg, sp.ErrorRecords = keylessErrors(keyless, name, rp.Partition)
 			}
@@ -280,7 +280,7 @@ func answerIdempotent(p *pendingAppend, dup *log.Duplicate, err error) bool {
 // left in keyless: a compacted topic's validation lists the first
 // maxRecordErrors keyless records as it reads them, within the
 // decompression turn).
-func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfig, nowMs int64, keyless *log.RecordStats) (log.Batch, int16, string) {
+func (b *Broker) checkBatch(r *request, topic string, partition int32, raw []byte, cfg topicConfig, nowMs int64, keyless *log.RecordStats) (log.Batch, int16, string) {
 	if code, msg := b.checkBatchSize(r, topic, len(raw), cfg); code != 0 {
 		return nil, code, msg
 	}
@@ -305,6 +305,14 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 	}
 	if batch.ProducerID() >= 0 && batch.BaseSequence() < 0 {
 		return nil, kerr.InvalidRecord.Code, "invalid sequence number " + strconv.Itoa(int(batch.BaseSequence())) + " in a record batch with producer id " + strconv.FormatInt(batch.ProducerID(), 10)
+	}
+	if batch.Transactional() {
+		if batch.ProducerID() < 0 {
+			return nil, kerr.InvalidRecord.Code, "transactional record batch without a producer id"
+		}
+		if code, msg := b.checkTransactional(batch, topic, partition); code != 0 {
+			return nil, code, msg
+		}
 	}
 	if batch.Compression() != 0 {
 		if !b.startDecompression(r.ctx.Done()) {
@@ -455,24 +463,21 @@ func produceError(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, code int
 	return resp
 }
 
-// handleInitProducerID answers InitProducerID v0-v5, served only in the
-// kafka profile, for idempotent (non-transactional) producers: each call
-// gets a new producer id with epoch 0, as Kafka's transaction coordinator
-// answers a request without a transactional id, even one naming the
-// producer's current id and epoch (KIP-360): an idempotent producer that
-// needs a fresh epoch either asks again or bumps its epoch itself, and
-// Produce accepts a bumped epoch that starts at sequence 0. A transactional
-// id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not
-// emulated.
+// handleInitProducerID answers InitProducerID v0-v5, served in the kafka
+// and audit profiles. Without a transactional id (an idempotent producer)
+// each call gets a new producer id with epoch 0, as Kafka's transaction
+// coordinator answers a request without a transactional id, even one naming
+// the producer's current id and epoch (KIP-360): an idempotent producer
+// that needs a fresh epoch either asks again or bumps its epoch itself, and
+// Produce accepts a bumped epoch that starts at sequence 0. With a
+// transactional id the transaction coordinator answers (txn.go).
 //
 // VAST: no idempotence or transactions (NoIdempotence hides this API).
 func handleInitProducerID(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		resp.ProducerID, resp.ProducerEpoch = -1, -1
-		return resp
+		return initTransactionalProducer(b, r, req, resp)
 	}
 	resp.ProducerID = b.nextProducerID.Add(1)
 	resp.ProducerEpoch = 0

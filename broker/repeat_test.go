@@ -271,6 +271,14 @@ func fillRepeat(v reflect.Value, owner string, w *repeatWorld) {
 				f.Set(reflect.ValueOf([]string{"Stable"}))
 			case "TypesFilter":
 				f.Set(reflect.ValueOf([]string{"classic"}))
+			case "TransactionalIDs":
+				f.Set(reflect.ValueOf([]string{"dup-txn"}))
+			case "StateFilters":
+				f.Set(reflect.ValueOf([]string{"Ongoing"}))
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int64:
+			if name == "ProducerIDFilters" {
+				f.Set(reflect.ValueOf([]int64{1}))
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int32:
 			switch name {

@@ -148,4 +148,14 @@ func (c *Coordinator) Reset() {
 		c.removeGroup(g)
 	}
 	c.rebalances = nil
+	for _, t := range c.txns.byID {
+		t.timer.cancel()
+		for _, offs := range t.offsets {
+			for _, o := range offs {
+				c.metaBytes -= len(o.meta)
+			}
+		}
+	}
+	clear(c.txns.byID)
+	clear(c.txns.byPID)
 }

@@ -149,6 +149,10 @@ type Config struct {
 	// expiring). It is called with the coordinator's lock held and must
 	// not call back into the Coordinator. It may be nil.
 	Audit func(ctx context.Context, rule rules.ID, kind rules.Kind, group, detail string)
+	// WriteTxnMarkers writes the markers that end a transaction into its
+	// partitions (see txn.go). It is called with the coordinator's lock
+	// held and must not call back into the Coordinator. It may be nil.
+	WriteTxnMarkers func(TxnMarkers)
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -186,6 +190,9 @@ type Coordinator struct {
 	expiryAt time.Time
 
 	rebalances []Rebalance // the last maxRebalances, oldest first
+
+	txns         txns
+	writeMarkers func(TxnMarkers)
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -263,6 +270,8 @@ func New(cfg Config) *Coordinator {
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
+		txns:         txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction)},
+		writeMarkers: cfg.WriteTxnMarkers,
 	}
 }
 
@@ -282,6 +291,10 @@ func (c *Coordinator) Close() {
 	c.expiry = nil
 	for _, g := range c.groups {
 		g.stopTimers(c)
+	}
+	for _, t := range c.txns.byID {
+		t.timer.cancel()
+		t.timer = nil
 	}
 	close(c.done)
 	c.unlock()

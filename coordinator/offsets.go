@@ -167,6 +167,9 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 					sp.Offset = p.off
 					sp.LeaderEpoch = p.epoch
 					sp.Metadata = kmsg.StringPtr(p.meta)
+					if req.RequireStable && c.unstableOffset(rg.Group, t.topic, p.part) {
+						sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+					}
 					st.Partitions = append(st.Partitions, sp)
 				}
 				sg.Topics = append(sg.Topics, st)
@@ -195,6 +198,9 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sp.Offset = p.off
 			sp.LeaderEpoch = p.epoch
 			sp.Metadata = kmsg.StringPtr(p.meta)
+			if req.Version >= 7 && req.RequireStable && c.unstableOffset(req.Group, t.topic, p.part) {
+				sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -344,6 +350,7 @@ func (c *Coordinator) TopicDeleted(topic string) {
 		delete(g.offsets, topic)
 		c.expiryChanged(g)
 	}
+	c.txnTopicDeleted(topic)
 }
 
 // Failover drops every committed offset, as a VAST failover does (committed

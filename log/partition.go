@@ -98,6 +98,12 @@ type Partition struct {
 	// cleaner checkpoint), for the dirty ratio.
 	compactMu sync.Mutex
 	cleanedTo int64
+
+	// open is the first offset of each producer's open transaction here
+	// and aborted the aborted transactions still in the log, by marker
+	// offset (see txn.go).
+	open    map[int64]int64
+	aborted []AbortedTxn
 }
 
 // NewPartition returns an empty log whose first offset is 0. Its memory is
@@ -288,6 +294,7 @@ func (p *Partition) Release() {
 	}
 	p.dead = dead
 	p.entries, p.chunk, p.bytes = nil, nil, 0
+	p.open, p.aborted = nil, nil
 	last := p.pins.Add(releasedPin) == releasedPin
 	p.mu.Unlock()
 	if last {
@@ -488,6 +495,7 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1
 	p.bytes += int64(s.n)
+	p.noteTransactionalLocked(stored, base)
 	if e.maxTS > p.maxTS {
 		p.maxTS, p.maxTSOffset = e.maxTS, e.last
 	}
@@ -510,6 +518,11 @@ type ReadResult struct {
 	Records        []byte
 	HighWatermark  int64
 	LogStartOffset int64
+	// LastStableOffset is the partition's (see LastStableOffset), and
+	// Aborted, for a ReadCommitted read, the aborted transactions with data
+	// in Records.
+	LastStableOffset int64
+	Aborted          []AbortedTxn
 
 	pinned *Partition // set when Records must be released
 }
@@ -535,26 +548,44 @@ func (r *ReadResult) Release() {
 // fetch again for the rest. An offset below the log start or above the high
 // watermark returns ErrOffsetOutOfRange.
 func (p *Partition) Read(offset int64, maxBytes int) (ReadResult, error) {
+	return p.read(offset, maxBytes, false)
+}
+
+// ReadCommitted is Read for a read_committed reader: it returns only
+// batches below the last stable offset, and the aborted transactions whose
+// data it returns, which the reader must skip, as Kafka answers a fetch
+// with isolation level READ_COMMITTED.
+func (p *Partition) ReadCommitted(offset int64, maxBytes int) (ReadResult, error) {
+	return p.read(offset, maxBytes, true)
+}
+
+func (p *Partition) read(offset int64, maxBytes int, committed bool) (ReadResult, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	res := ReadResult{HighWatermark: p.hwm, LogStartOffset: p.logStart}
+	lso := p.lastStableLocked()
+	res := ReadResult{HighWatermark: p.hwm, LogStartOffset: p.logStart, LastStableOffset: lso}
 	if offset < p.logStart || offset > p.hwm {
 		return res, ErrOffsetOutOfRange
 	}
 	i := p.find(offset)
-	if i == len(p.entries) || p.released {
+	if i == len(p.entries) || p.released || committed && p.entries[i].base >= lso {
 		return res, nil
 	}
 	first := &p.entries[i]
 	end := first.pos + first.n
+	next := first.last + 1
 	for j := i + 1; j < len(p.entries); j++ {
 		e := &p.entries[j]
-		if !sameChunk(e.chunk, first.chunk) || e.pos != end || int(end+e.n-first.pos) > maxBytes {
+		if !sameChunk(e.chunk, first.chunk) || e.pos != end || int(end+e.n-first.pos) > maxBytes || committed && e.base >= lso {
 			break
 		}
 		end += e.n
+		next = e.last + 1
 	}
 	res.Records = first.chunk[first.pos:end:end]
+	if committed && len(p.aborted) > 0 {
+		res.Aborted = p.abortedLocked(offset, next)
+	}
 	if p.mem != nil {
 		p.pins.Add(1)
 		res.pinned = p
@@ -718,6 +749,7 @@ func (p *Partition) ApplyRetention(now time.Time, retention time.Duration) int {
 // dropBelowStartLocked forgets the batches wholly below the log start so
 // their chunks can be freed once no reader holds them.
 func (p *Partition) dropBelowStartLocked() {
+	p.dropAbortedBelowStartLocked()
 	n := 0
 	for n < len(p.entries) && p.entries[n].last < p.logStart {
 		p.bytes -= int64(p.entries[n].n)

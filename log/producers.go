@@ -170,6 +170,32 @@ func (ps *Producers) Record(part *Partition, b Batch, base, maxTS int64, now tim
 	ps.pushNewest(p)
 }
 
+// Mark records a transaction marker written for producer id in part with
+// epoch, at broker time now, as Kafka's producer state takes the marker's
+// epoch: a higher epoch than the partition has seen becomes the producer's,
+// so that a zombie still writing with the older one is refused
+// (ErrInvalidEpoch) even where the new producer has not written yet. The
+// sequence numbers go on within an epoch.
+func (ps *Producers) Mark(part *Partition, id int64, epoch int16, now time.Time) {
+	key := producerKey{part, id}
+	p := ps.byKey[key]
+	if p == nil {
+		if len(ps.byKey) >= ps.max {
+			ps.remove(ps.oldest)
+		}
+		p = &producer{part: part, id: id, epoch: epoch}
+		ps.byKey[key] = p
+		ps.byPart[part]++
+	} else {
+		ps.unlink(p)
+	}
+	if epoch > p.epoch {
+		p.epoch, p.n, p.next = epoch, 0, 0
+	}
+	p.lastAppend = now.UnixMilli()
+	ps.pushNewest(p)
+}
+
 // Expire forgets every producer state whose last append is idle or more
 // before now, as Kafka's producer.id.expiration.ms does, and returns how
 // many it forgot.

@@ -1,0 +1,296 @@
+package broker
+
+// Transactions: InitProducerId with a transactional id, AddPartitionsToTxn,
+// AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and
+// ListTransactions. The transaction state lives in package coordinator; the
+// markers that end a transaction are written here, into the partitions'
+// logs (log.Partition.AppendMarker), with the producer-state table that
+// idempotent de-duplication uses (log.Producers.Mark).
+//
+// Versions are Kafka's before KIP-890's second part: AddPartitionsToTxn
+// v0-v3 (v4+ is broker-to-broker), AddOffsetsToTxn, EndTxn and
+// TxnOffsetCommit v0-v3, so a client keeps its epoch across transactions
+// and ends each with EndTxn. Produce verifies a transactional batch against
+// its transaction as Kafka 3.6+ does (KIP-890's first part).
+// v0-v1 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn, and v0-v3 of
+// InitProducerId, answer INVALID_PRODUCER_EPOCH where later versions answer
+// PRODUCER_FENCED, as Kafka does for clients that predate that code.
+// A transactional request that reaches a broker other than the id's
+// coordinator (several brokers, kafka profile) gets NOT_COORDINATOR.
+// VAST: no transactions (NoIdempotence hides every one of these APIs); in
+// the audit profile each request is served as Kafka serves it and recorded
+// as a finding.
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/log"
+	"github.com/vastfake/vastfake/rules"
+)
+
+// fencedCode is PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for a version
+// older than newest, the first that knows PRODUCER_FENCED.
+func fencedCode(code int16, version, newest int16) int16 {
+	if code == kerr.ProducerFenced.Code && version < newest {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
+
+// initTransactionalProducer answers InitProducerId for a transactional id;
+// see coordinator.InitProducerID. An empty transactional id gets
+// INVALID_REQUEST, as in Kafka.
+func initTransactionalProducer(b *Broker, r *request, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) kmsg.Response {
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if *req.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	pid, epoch := int64(-1), int16(-1)
+	if r.version >= 3 {
+		pid, epoch = req.ProducerID, req.ProducerEpoch
+	}
+	timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
+	id, ep, code := b.coord.InitProducerID(*req.TransactionalID, timeout, pid, epoch, func() int64 { return b.nextProducerID.Add(1) })
+	resp.ErrorCode = fencedCode(code, r.version, 4)
+	if code == 0 {
+		resp.ProducerID, resp.ProducerEpoch = id, ep
+	}
+	return resp
+}
+
+// handleAddPartitionsToTxn answers AddPartitionsToTxn v0-v3: the partitions
+// join the producer's transaction, which starts with the first. As in
+// Kafka, if any partition is refused (UNKNOWN_TOPIC_OR_PARTITION,
+// TOPIC_AUTHORIZATION_FAILED) none is added and the others get
+// OPERATION_NOT_ATTEMPTED. A partition named twice is answered once, as
+// Kafka collects the request into a set.
+// Authorizes: KafkaWrite on each topic.
+func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if topics := mergeTopics(req.Topics,
+		func(t *kmsg.AddPartitionsToTxnRequestTopic) string { return t.Topic },
+		func(t *kmsg.AddPartitionsToTxnRequestTopic) *[]int32 { return &t.Partitions },
+		func(p *int32) int32 { return *p },
+		firstOfEach); !sameSlice(topics, req.Topics) {
+		merged := *req
+		merged.Topics = topics
+		req = &merged
+	}
+	codes := make([][]int16, len(req.Topics))
+	var parts []coordinator.TopicPartition
+	refused := false
+	for i, rt := range req.Topics {
+		codes[i] = make([]int16, len(rt.Partitions))
+		t := b.data.get(rt.Topic)
+		allowed := b.allowTopic(r, KafkaWrite, rt.Topic)
+		for j, p := range rt.Partitions {
+			switch {
+			case !allowed:
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
+			case t == nil || t.partition(p) == nil:
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			default:
+				parts = append(parts, coordinator.TopicPartition{Topic: rt.Topic, Partition: p})
+				continue
+			}
+			refused = true
+		}
+	}
+	var code int16
+	if !refused {
+		code = fencedCode(b.coord.AddPartitionsToTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts), r.version, 2)
+	}
+	for i, rt := range req.Topics {
+		st := kmsg.NewAddPartitionsToTxnResponseTopic()
+		st.Topic = rt.Topic
+		for j, p := range rt.Partitions {
+			sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, code
+			if refused {
+				sp.ErrorCode = kerr.OperationNotAttempted.Code
+				if codes[i][j] != 0 {
+					sp.ErrorCode = codes[i][j]
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// handleAddOffsetsToTxn answers AddOffsetsToTxn v0-v3: the group joins the
+// producer's transaction, so that TxnOffsetCommit may commit its offsets.
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
+func handleAddOffsetsToTxn(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if !b.allowGroup(r, KafkaRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	resp.ErrorCode = fencedCode(b.coord.AddOffsetsToTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group), r.version, 2)
+	return resp
+}
+
+// handleEndTxn answers EndTxn v0-v3: the transaction commits or aborts, its
+// markers are in its partitions and its offsets committed (or dropped)
+// when the answer is sent.
+func handleEndTxn(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ErrorCode = fencedCode(b.coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), r.version, 2)
+	if resp.ErrorCode == 0 {
+		b.notifyData() // read_committed fetches waiting for the markers
+	}
+	return resp
+}
+
+// handleTxnOffsetCommit answers TxnOffsetCommit v0-v3; see
+// coordinator.TxnOffsetCommit. Partitions of topics that do not exist get
+// UNKNOWN_TOPIC_OR_PARTITION. A partition named twice is answered once
+// and its last copy kept, as OffsetCommit does.
+// Authorizes: KafkaRead on the group, then on each topic.
+func handleTxnOffsetCommit(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
+	if topics := mergeTopics(req.Topics,
+		func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic },
+		func(t *kmsg.TxnOffsetCommitRequestTopic) *[]kmsg.TxnOffsetCommitRequestTopicPartition { return &t.Partitions },
+		func(p *kmsg.TxnOffsetCommitRequestTopicPartition) int32 { return p.Partition },
+		lastOfEach); !sameSlice(topics, req.Topics) {
+		merged := *req
+		merged.Topics = topics
+		req = &merged
+	}
+	groupOK := b.allowGroup(r, KafkaRead, req.Group)
+	known := *req
+	known.Topics = nil
+	var unknown []kmsg.TxnOffsetCommitResponseTopic
+	for _, rt := range req.Topics {
+		t := b.data.get(rt.Topic)
+		code := int16(0)
+		switch {
+		case !groupOK:
+			code = kerr.GroupAuthorizationFailed.Code
+		case !b.allowTopic(r, KafkaRead, rt.Topic):
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		kt := rt
+		kt.Partitions = nil
+		ut := kmsg.NewTxnOffsetCommitResponseTopic()
+		ut.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			if code == 0 && t != nil && t.partition(rp.Partition) != nil {
+				kt.Partitions = append(kt.Partitions, rp)
+				continue
+			}
+			up := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			up.Partition, up.ErrorCode = rp.Partition, code
+			if code == 0 {
+				up.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			ut.Partitions = append(ut.Partitions, up)
+		}
+		if len(kt.Partitions) > 0 {
+			known.Topics = append(known.Topics, kt)
+		}
+		if len(ut.Partitions) > 0 {
+			unknown = append(unknown, ut)
+		}
+	}
+	resp := b.coord.TxnOffsetCommit(&known)
+	resp.Topics = append(resp.Topics, unknown...)
+	return resp
+}
+
+// handleDescribeTransactions answers DescribeTransactions v0; see
+// coordinator.DescribeTransactions; an id named twice is answered once.
+// With several brokers in the kafka
+// profile, an id another broker coordinates gets NOT_COORDINATOR.
+func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.DescribeTransactionsRequest)
+	if ids := firstOfEach(req.TransactionalIDs, self); !sameSlice(ids, req.TransactionalIDs) {
+		merged := *req
+		merged.TransactionalIDs = ids
+		req = &merged
+	}
+	resp := b.coord.DescribeTransactions(req)
+	if here, ok := b.servesOnlyOwnKeys(r); ok {
+		for i := range resp.TransactionStates {
+			if st := &resp.TransactionStates[i]; b.CoordinatorOf(st.TransactionalID) != here {
+				*st = kmsg.NewDescribeTransactionsResponseTransactionState()
+				st.TransactionalID, st.ErrorCode = req.TransactionalIDs[i], kerr.NotCoordinator.Code
+			}
+		}
+	}
+	return resp
+}
+
+// handleListTransactions answers ListTransactions v0-v1; see
+// coordinator.ListTransactions. With several brokers in the kafka profile
+// each lists the ids it coordinates, as Kafka's brokers do (admin clients
+// ask every broker).
+func handleListTransactions(b *Broker, r *request) kmsg.Response {
+	resp := b.coord.ListTransactions(r.kreq.(*kmsg.ListTransactionsRequest))
+	if here, ok := b.servesOnlyOwnKeys(r); ok {
+		resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(st kmsg.ListTransactionsResponseTransactionState) bool {
+			return b.CoordinatorOf(st.TransactionalID) != here
+		})
+	}
+	return resp
+}
+
+// servesOnlyOwnKeys returns the broker r reached, and true when that broker
+// answers only for the keys it coordinates: with several brokers, unless
+// VAST's AnyAddressServes is enforced.
+func (b *Broker) servesOnlyOwnKeys(r *request) (int32, bool) {
+	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
+		return 0, false
+	}
+	return r.conn.node.id, true
+}
+
+// writeTxnMarkers writes the markers that end a transaction into its
+// partitions, as Kafka's coordinator has their leaders write them, and
+// gives the producer's state in each the marker's epoch. Partitions of
+// deleted topics are skipped. The coordinator calls it with its lock held.
+func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
+	now := b.clock.Now()
+	marker := log.MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, 0, now)
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
+	for _, tp := range m.Partitions {
+		t := b.data.get(tp.Topic)
+		if t == nil {
+			continue
+		}
+		part := t.partition(tp.Partition)
+		if part == nil {
+			continue
+		}
+		part.AppendMarker(marker, m.ProducerID, m.Commit, now)
+		if !part.Released() {
+			b.producers.Mark(part, m.ProducerID, m.ProducerEpoch, now)
+		}
+	}
+}
+
+// checkTransactional verifies a transactional batch against its producer's
+// transaction (see coordinator.InTransaction).
+func (b *Broker) checkTransactional(batch log.Batch, topic string, partition int32) (int16, string) {
+	code := b.coord.InTransaction(batch.ProducerID(), batch.ProducerEpoch(), coordinator.TopicPartition{Topic: topic, Partition: partition})
+	switch code {
+	case 0:
+		return 0, ""
+	case kerr.InvalidProducerEpoch.Code:
+		return code, "producer " + strconv.FormatInt(batch.ProducerID(), 10) + " epoch " + strconv.Itoa(int(batch.ProducerEpoch())) + " is fenced by a newer epoch"
+	}
+	return code, "partition " + topic + "-" + strconv.Itoa(int(partition)) + " is not in producer " + strconv.FormatInt(batch.ProducerID(), 10) + "'s open transaction (AddPartitionsToTxn first)"
+}

@@ -1,0 +1,620 @@
+package coordinator
+
+// Transactions: Kafka's transaction coordinator (TransactionCoordinator and
+// TransactionMetadata), for the kafka and audit profiles. Each transactional
+// id has a producer id and epoch, a state, the partitions and groups of its
+// open transaction, and the offsets it commits for those groups, which
+// become a group's committed offsets only when the transaction commits.
+// Ending a transaction writes its markers at once through
+// Config.WriteTxnMarkers: vastfake's transaction states therefore go
+// straight from Ongoing to CompleteCommit or CompleteAbort, and no request
+// ever waits on a pending transition (CONCURRENT_TRANSACTIONS is never
+// answered).
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Kafka error codes of the transaction APIs.
+const (
+	errInvalidProducerEpoch      int16 = 47
+	errInvalidTxnState           int16 = 48
+	errInvalidProducerIDMapping  int16 = 49
+	errInvalidTransactionTimeout int16 = 50
+	errTransactionalIDNotFound   int16 = 105
+	errProducerFenced            int16 = 90
+	errUnstableOffsetCommit      int16 = 88
+)
+
+// DefaultTransactionMaxTimeout is Kafka's transaction.max.timeout.ms: an
+// InitProducerId asking for a longer transaction.timeout.ms gets
+// INVALID_TRANSACTION_TIMEOUT.
+const DefaultTransactionMaxTimeout = 15 * time.Minute
+
+// MaxTransactionalIDs bounds the transactional ids the coordinator keeps.
+// Kafka keeps an id until it has been idle for transactional.id.expiration.ms
+// (7 days); vastfake keeps at most this many, and a new id at the bound
+// takes the place of the least recently used one with no open transaction,
+// as if it had expired. When every id has an open transaction, a new one's
+// InitProducerId gets COORDINATOR_NOT_AVAILABLE, which clients retry: open
+// transactions end within their timeout.
+const MaxTransactionalIDs = 10_000
+
+// MaxTransactionGroups bounds the consumer groups one transaction commits
+// offsets for (AddOffsetsToTxn). Kafka has no such bound (a transaction
+// adds at most the 50 partitions of __consumer_offsets); one more gets
+// INVALID_TXN_STATE.
+const MaxTransactionGroups = 1_000
+
+// TxnState is a transaction's state, named as Kafka's DescribeTransactions
+// and ListTransactions name it.
+type TxnState int
+
+// The states a transactional id's transaction goes through.
+const (
+	TxnEmpty TxnState = iota
+	TxnOngoing
+	TxnCompleteCommit
+	TxnCompleteAbort
+)
+
+// String returns Kafka's name of the state.
+func (s TxnState) String() string {
+	switch s {
+	case TxnOngoing:
+		return "Ongoing"
+	case TxnCompleteCommit:
+		return "CompleteCommit"
+	case TxnCompleteAbort:
+		return "CompleteAbort"
+	}
+	return "Empty"
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// TxnMarkers is what ending a transaction writes: a commit or abort marker,
+// with the producer's id and epoch, in each partition of the transaction.
+type TxnMarkers struct {
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+	Commit          bool
+	Partitions      []TopicPartition
+}
+
+// TxnInfo describes one transactional id, as DescribeTransactions does.
+type TxnInfo struct {
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+	State           TxnState
+	Timeout         time.Duration
+	// Start is when the open transaction began (its first partition or
+	// group), zero when none is open.
+	Start      time.Time
+	Partitions []TopicPartition // sorted
+	Groups     []string         // sorted
+	// Committed and Aborted count the transactions the id ended, and
+	// TimedOut those of the aborted ones the coordinator aborted at their
+	// timeout.
+	Committed, Aborted, TimedOut int
+}
+
+// transaction is one transactional id's state.
+type transaction struct {
+	id         string
+	producerID int64
+	epoch      int16
+	lastEpoch  int16 // the epoch before the coordinator last bumped it, or -1
+	timeout    time.Duration
+	state      TxnState
+	start      time.Time
+	used       uint64 // c.txnSeq at its last request, for eviction
+	parts      map[TopicPartition]struct{}
+	groups     map[string]struct{}
+	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
+	timer      *timer
+
+	committed, aborted, timedOut int
+}
+
+// txns is the coordinator's transaction state; its fields are guarded by
+// Coordinator.mu.
+type txns struct {
+	byID  map[string]*transaction
+	byPID map[int64]*transaction
+	seq   uint64
+}
+
+func (t *transaction) info() TxnInfo {
+	out := TxnInfo{
+		TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, State: t.state,
+		Timeout: t.timeout, Start: t.start, Committed: t.committed, Aborted: t.aborted, TimedOut: t.timedOut,
+	}
+	for p := range t.parts {
+		out.Partitions = append(out.Partitions, p)
+	}
+	sort.Slice(out.Partitions, func(i, j int) bool {
+		a, b := out.Partitions[i], out.Partitions[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	for g := range t.groups {
+		out.Groups = append(out.Groups, g)
+	}
+	sort.Strings(out.Groups)
+	return out
+}
+
+// InitProducerID gives a transactional id its producer id and a new epoch,
+// as Kafka's InitProducerId does with a transactional id: a new id gets a
+// producer id from newID and epoch 0; a known one keeps its producer id and
+// has its epoch bumped, which fences any producer still using an older
+// epoch, and an open transaction is aborted first. A request naming the
+// producer's id and epoch (v3+, KIP-360) must name the current epoch or the
+// one before the coordinator's last bump (a transaction it timed out), else
+// PRODUCER_FENCED. A timeout of 0 or over DefaultTransactionMaxTimeout gets
+// INVALID_TRANSACTION_TIMEOUT. It never blocks.
+func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerID int64, epoch int16, newID func() int64) (int64, int16, int16) {
+	c.mu.Lock()
+	defer c.unlock()
+	switch {
+	case c.closed:
+		return -1, -1, errCoordinatorNotAvailable
+	case timeout <= 0 || timeout > DefaultTransactionMaxTimeout:
+		return -1, -1, errInvalidTransactionTimeout
+	}
+	t := c.txns.byID[id]
+	if t == nil {
+		if !c.roomForTxn() {
+			return -1, -1, errCoordinatorNotAvailable
+		}
+		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
+		c.txns.byID[id] = t
+		c.txns.byPID[t.producerID] = t
+	} else {
+		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
+			return -1, -1, errProducerFenced
+		}
+		if t.state == TxnOngoing {
+			c.endTxn(t, false, true)
+		}
+		c.bumpEpoch(t, newID)
+	}
+	t.timeout = timeout
+	t.state = TxnEmpty
+	c.touch(t)
+	return t.producerID, t.epoch, errNone
+}
+
+// roomForTxn makes room for one more transactional id under
+// MaxTransactionalIDs, forgetting the least recently used id with no open
+// transaction, and reports whether there is room.
+func (c *Coordinator) roomForTxn() bool {
+	if len(c.txns.byID) < MaxTransactionalIDs {
+		return true
+	}
+	var oldest *transaction
+	for _, t := range c.txns.byID {
+		if t.state != TxnOngoing && (oldest == nil || t.used < oldest.used) {
+			oldest = t
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(c.txns.byID, oldest.id)
+	delete(c.txns.byPID, oldest.producerID)
+	return true
+}
+
+// bumpEpoch gives t its next epoch; past the last one it gets a new
+// producer id at epoch 0, as Kafka does.
+func (c *Coordinator) bumpEpoch(t *transaction, newID func() int64) {
+	if t.epoch >= math.MaxInt16-1 {
+		if newID != nil {
+			delete(c.txns.byPID, t.producerID)
+			t.producerID, t.epoch, t.lastEpoch = newID(), 0, -1
+			c.txns.byPID[t.producerID] = t
+		} else if t.epoch < math.MaxInt16 {
+			t.lastEpoch, t.epoch = t.epoch, math.MaxInt16
+		}
+		return
+	}
+	t.lastEpoch = t.epoch
+	t.epoch++
+}
+
+func (c *Coordinator) touch(t *transaction) {
+	c.txns.seq++
+	t.used = c.txns.seq
+}
+
+// producer finds the transaction a transactional request names and checks
+// its producer id and epoch, as Kafka's coordinator does:
+// INVALID_PRODUCER_ID_MAPPING for an unknown id or another producer id,
+// PRODUCER_FENCED for another epoch.
+func (c *Coordinator) producer(id string, producerID int64, epoch int16) (*transaction, int16) {
+	if c.closed {
+		return nil, errCoordinatorNotAvailable
+	}
+	t := c.txns.byID[id]
+	switch {
+	case t == nil || t.producerID != producerID:
+		return nil, errInvalidProducerIDMapping
+	case t.epoch != epoch:
+		return nil, errProducerFenced
+	}
+	c.touch(t)
+	return t, errNone
+}
+
+// begin makes t's transaction Ongoing if it is not yet, starting its
+// timeout on the coordinator's clock.
+func (c *Coordinator) begin(t *transaction) {
+	if t.state == TxnOngoing {
+		return
+	}
+	t.state, t.start = TxnOngoing, c.clock.Now()
+	t.parts, t.groups, t.offsets = make(map[TopicPartition]struct{}), make(map[string]struct{}), nil
+	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
+}
+
+// AddPartitionsToTxn adds partitions to the producer's transaction,
+// starting it if none is open. The broker answers partitions that do not
+// exist itself. It returns the error code for every partition.
+func (c *Coordinator) AddPartitionsToTxn(id string, producerID int64, epoch int16, parts []TopicPartition) int16 {
+	c.mu.Lock()
+	defer c.unlock()
+	t, code := c.producer(id, producerID, epoch)
+	if t == nil {
+		return code
+	}
+	c.begin(t)
+	for _, p := range parts {
+		t.parts[p] = struct{}{}
+	}
+	return errNone
+}
+
+// AddOffsetsToTxn adds a consumer group to the producer's transaction, so
+// that TxnOffsetCommit may commit the group's offsets in it.
+func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, group string) int16 {
+	c.mu.Lock()
+	defer c.unlock()
+	t, code := c.producer(id, producerID, epoch)
+	if t == nil {
+		return code
+	}
+	c.begin(t)
+	if _, ok := t.groups[group]; !ok && len(t.groups) >= MaxTransactionGroups {
+		return errInvalidTxnState
+	}
+	t.groups[group] = struct{}{}
+	return errNone
+}
+
+// InTransaction reports whether a transactional batch of producerID and
+// epoch may be written to a partition: 0 when the partition is in the
+// producer's open transaction, INVALID_PRODUCER_EPOCH for an older epoch
+// than the producer's, and INVALID_TXN_STATE otherwise, as Kafka's partition
+// leaders verify a transactional write with its coordinator (KIP-890).
+func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartition) int16 {
+	c.mu.Lock()
+	defer c.unlock()
+	t := c.txns.byPID[producerID]
+	switch {
+	case t == nil:
+		return errInvalidTxnState
+	case epoch < t.epoch:
+		return errInvalidProducerEpoch
+	case epoch > t.epoch || t.state != TxnOngoing:
+		return errInvalidTxnState
+	}
+	if _, ok := t.parts[p]; !ok {
+		return errInvalidTxnState
+	}
+	return errNone
+}
+
+// TxnOffsetCommit stores offsets a transaction commits for a group; they
+// become the group's committed offsets when the transaction commits and are
+// dropped when it aborts. The transaction must have added the group
+// (AddOffsetsToTxn), else INVALID_TXN_STATE. From v3 a commit naming a
+// member is checked as OffsetCommit checks one (UNKNOWN_MEMBER_ID,
+// ILLEGAL_GENERATION, FENCED_INSTANCE_ID). Metadata is bounded as
+// OffsetCommit bounds it. Topics are taken by name; the broker answers
+// topics that do not exist.
+func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrTxnOffsetCommitResponse()
+	resp.Version = req.Version
+	t, code := c.producer(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
+	if t != nil {
+		code = c.txnCommitCheck(t, req)
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			if code == errNone {
+				sp.ErrorCode = c.pendTxnOffset(t, req.Group, rt.Topic, rp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// txnCommitCheck checks a TxnOffsetCommit against t and its group.
+func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) int16 {
+	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
+		return errInvalidTxnState
+	}
+	if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
+		return errNone
+	}
+	g := c.lookup(req.Group)
+	if g == nil {
+		return errIllegalGeneration
+	}
+	if _, code := g.validate(c.instanceID(req.InstanceID, true), req.MemberID, req.Generation); code != errNone {
+		return code
+	}
+	return errNone
+}
+
+// pendTxnOffset keeps one partition's offset in t until it ends.
+func (c *Coordinator) pendTxnOffset(t *transaction, group, topic string, rp kmsg.TxnOffsetCommitRequestTopicPartition) int16 {
+	key := TopicPartition{topic, rp.Partition}
+	old := t.offsets[group][key]
+	meta := ""
+	if rp.Metadata != nil {
+		meta = *rp.Metadata
+	}
+	if len(meta) > c.maxMetadata || len(meta) > len(old.meta) && c.metaBytes-len(old.meta)+len(meta) > c.metaBudget {
+		return errOffsetMetadataTooLarge
+	}
+	if t.offsets == nil {
+		t.offsets = make(map[string]map[TopicPartition]offset)
+	}
+	if t.offsets[group] == nil {
+		t.offsets[group] = make(map[TopicPartition]offset)
+	}
+	c.metaBytes += len(meta) - len(old.meta)
+	t.offsets[group][key] = offset{off: rp.Offset, epoch: rp.LeaderEpoch, meta: meta, at: c.clock.Now()}
+	return errNone
+}
+
+// EndTxn commits or aborts the producer's open transaction: its markers are
+// written (Config.WriteTxnMarkers) and, for a commit, its offsets become
+// their groups' committed offsets. Ending again the way the last
+// transaction ended answers no error (a retry); anything else without an
+// open transaction gets INVALID_TXN_STATE.
+func (c *Coordinator) EndTxn(id string, producerID int64, epoch int16, commit bool) int16 {
+	c.mu.Lock()
+	defer c.unlock()
+	t, code := c.producer(id, producerID, epoch)
+	if t == nil {
+		return code
+	}
+	switch {
+	case t.state == TxnOngoing:
+		c.endTxn(t, commit, false)
+		return errNone
+	case commit && t.state == TxnCompleteCommit, !commit && t.state == TxnCompleteAbort:
+		return errNone
+	}
+	return errInvalidTxnState
+}
+
+// endTxn ends t's open transaction. An abort the coordinator makes itself
+// (a timeout, or a new InitProducerId fencing the open transaction) first
+// bumps the producer's epoch, as Kafka's coordinator does, so the producer
+// that began it is fenced. Call it with c.mu held.
+func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
+	t.timer.cancel()
+	t.timer = nil
+	if fence {
+		if t.state != TxnOngoing {
+			return // the timer fired after the transaction ended
+		}
+		c.bumpEpoch(t, nil)
+		if c.clock.Now().Sub(t.start) >= t.timeout {
+			t.timedOut++
+		}
+	}
+	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
+	m.Partitions = t.info().Partitions
+	if c.writeMarkers != nil && len(m.Partitions) > 0 {
+		c.writeMarkers(m)
+	}
+	for name, offs := range t.offsets {
+		var g *group
+		if commit {
+			if g = c.lookup(name); g == nil && len(name) <= MaxGroupIDBytes {
+				g = c.newGroup(name)
+			}
+		}
+		for tp, o := range offs {
+			c.metaBytes -= len(o.meta)
+			if g == nil {
+				continue
+			}
+			ps := g.offsets[tp.Topic]
+			if ps == nil {
+				ps = make(map[int32]offset)
+				g.offsets[tp.Topic] = ps
+			}
+			c.metaBytes += len(o.meta) - len(ps[tp.Partition].meta)
+			ps[tp.Partition] = o
+		}
+		if g != nil {
+			c.expiryChanged(g)
+		}
+	}
+	if commit {
+		t.state = TxnCompleteCommit
+		t.committed++
+	} else {
+		t.state = TxnCompleteAbort
+		t.aborted++
+	}
+	t.parts, t.groups, t.offsets = nil, nil, nil
+}
+
+// unstableOffset reports whether an open transaction holds an offset for
+// the group's partition: OffsetFetch with require_stable answers it
+// UNSTABLE_OFFSET_COMMIT.
+func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool {
+	for _, t := range c.txns.byID {
+		if _, ok := t.offsets[group][TopicPartition{topic, partition}]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// txnTopicDeleted forgets a deleted topic's partitions and offsets in every
+// transaction. Call it with c.mu held.
+func (c *Coordinator) txnTopicDeleted(topic string) {
+	for _, t := range c.txns.byID {
+		for p := range t.parts {
+			if p.Topic == topic {
+				delete(t.parts, p)
+			}
+		}
+		for _, offs := range t.offsets {
+			for tp, o := range offs {
+				if tp.Topic == topic {
+					c.metaBytes -= len(o.meta)
+					delete(offs, tp)
+				}
+			}
+		}
+	}
+}
+
+// Transactions returns every transactional id the coordinator keeps, by id.
+func (c *Coordinator) Transactions() []TxnInfo {
+	c.mu.Lock()
+	defer c.unlock()
+	out := make([]TxnInfo, 0, len(c.txns.byID))
+	for _, t := range c.txns.byID {
+		out = append(out, t.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TransactionalID < out[j].TransactionalID })
+	return out
+}
+
+// Transaction returns one transactional id's state, and false if the
+// coordinator does not know it.
+func (c *Coordinator) Transaction(id string) (TxnInfo, bool) {
+	c.mu.Lock()
+	defer c.unlock()
+	t := c.txns.byID[id]
+	if t == nil {
+		return TxnInfo{}, false
+	}
+	return t.info(), true
+}
+
+// DescribeTransactions answers DescribeTransactions: each id's state,
+// producer, timeout, start and partitions; TRANSACTIONAL_ID_NOT_FOUND for
+// an id the coordinator does not know.
+func (c *Coordinator) DescribeTransactions(req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrDescribeTransactionsResponse()
+	resp.Version = req.Version
+	for _, id := range req.TransactionalIDs {
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID = id
+		t := c.txns.byID[id]
+		switch {
+		case c.closed:
+			st.ErrorCode = errCoordinatorNotAvailable
+		case t == nil:
+			st.ErrorCode = errTransactionalIDNotFound
+		default:
+			info := t.info()
+			st.State = info.State.String()
+			st.TimeoutMillis = int32(info.Timeout.Milliseconds())
+			st.StartTimestamp = -1
+			if info.State == TxnOngoing {
+				st.StartTimestamp = info.Start.UnixMilli()
+			}
+			st.ProducerID, st.ProducerEpoch = info.ProducerID, info.ProducerEpoch
+			for _, p := range info.Partitions {
+				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != p.Topic {
+					tt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+					tt.Topic = p.Topic
+					st.Topics = append(st.Topics, tt)
+				}
+				st.Topics[len(st.Topics)-1].Partitions = append(st.Topics[len(st.Topics)-1].Partitions, p.Partition)
+			}
+		}
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return resp
+}
+
+// ListTransactions answers ListTransactions: every transactional id, or
+// those in the states and of the producer ids the request filters by, and
+// (v1+) those whose open transaction has run at least DurationFilterMillis.
+// Unknown state names are listed in UnknownStateFilters and match nothing.
+func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse {
+	c.mu.Lock()
+	defer c.unlock()
+	resp := kmsg.NewPtrListTransactionsResponse()
+	resp.Version = req.Version
+	if c.closed {
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+	states := map[string]bool{}
+	for _, s := range req.StateFilters {
+		switch s {
+		case "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "PrepareEpochFence", "Dead":
+			states[s] = true
+		default:
+			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
+		}
+	}
+	pids := map[int64]bool{}
+	for _, p := range req.ProducerIDFilters {
+		pids[p] = true
+	}
+	now := c.clock.Now()
+	ids := make([]string, 0, len(c.txns.byID))
+	for id := range c.txns.byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		t := c.txns.byID[id]
+		if len(req.StateFilters) > 0 && !states[t.state.String()] || len(pids) > 0 && !pids[t.producerID] {
+			continue
+		}
+		if req.Version >= 1 && req.DurationFilterMillis >= 0 &&
+			(t.state != TxnOngoing || now.Sub(t.start).Milliseconds() < req.DurationFilterMillis) {
+			continue
+		}
+		ts := kmsg.NewListTransactionsResponseTransactionState()
+		ts.TransactionalID, ts.ProducerID, ts.TransactionState = id, t.producerID, t.state.String()
+		resp.TransactionStates = append(resp.TransactionStates, ts)
+	}
+	return resp
+}
