@@ -351,3 +351,48 @@ func TestTransactionBadInput(t *testing.T) {
 	assert.Equal(t, kerr.InvalidTxnState.Code, c.endTxn(3, "bad", newPid, newEpoch, true), "commit after abort")
 	assert.Equal(t, []string{"kept"}, readAll(t, k.Addr(), "bad-txn", true, 1))
 }
+
+// TestTransactionsAudited: in the audit profile a transactional app runs
+// unchanged, as on Kafka, and its transactional requests are findings of
+// rule NoIdempotence with advice in kgo's terms.
+func TestTransactionsAudited(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("audited", 1))
+	p := txnClient(t, k.Addr(), kgo.TransactionalID("audited-app"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	produceInTxn(t, p, "audited", false, "dropped")
+	produceInTxn(t, p, "audited", true, "kept")
+	assert.Equal(t, []string{"kept"}, readAll(t, k.Addr(), "audited", true, 1))
+
+	assert.Empty(t, k.Refusals(), "audit mode refuses nothing")
+	var txnRequests int64
+	for _, rec := range k.Broker().Requests() {
+		switch rec.API {
+		case kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.EndTxn:
+			txnRequests++
+			assert.Zero(t, rec.ErrorCode, "%s is served", rec.API)
+			assert.NotEmpty(t, rec.Finding, "%s is a finding", rec.API)
+		}
+	}
+	assert.GreaterOrEqual(t, txnRequests, int64(5), "InitProducerId, two AddPartitionsToTxn, two EndTxn")
+	var found bool
+	for _, f := range k.Findings() {
+		if f.Rule == "NoIdempotence" && f.Topic == "" {
+			found = true
+			assert.Equal(t, "kgo", f.ClientSoftware)
+			assert.Contains(t, f.Advice, "kgo.TransactionalID")
+			assert.GreaterOrEqual(t, f.Count, txnRequests)
+		}
+	}
+	assert.True(t, found, "findings: %v", findingKeys(k.Findings()))
+}
+
+// TestTransactionsRefusedOnVAST: VAST has no transactions; the VAST profile
+// refuses a transactional producer by the documented rule.
+func TestTransactionsRefusedOnVAST(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Topic("vast-txn", 1))
+	p := txnClient(t, k.Addr(), kgo.TransactionalID("vast-app"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	// kgo finds the transaction coordinator when the transaction begins.
+	err := p.BeginTransaction()
+	require.ErrorIs(t, err, kerr.TransactionalIDAuthorizationFailed)
+	k.WaitRefused("NoIdempotence")
+	assert.Empty(t, k.Broker().Transactions())
+}

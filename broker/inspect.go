@@ -51,6 +51,17 @@ type Record struct {
 	// such records are listed one per batch with no key or value, since
 	// the broker decompresses only to validate a produced batch.
 	Compressed bool
+	// ProducerID is the producer id of an idempotent or transactional
+	// batch's records, -1 for others.
+	ProducerID int64
+	// Marker is "commit" or "abort" for a transaction marker, a control
+	// record with no key or value of ours, which consumers never see as a
+	// record but which takes an offset; empty for data records.
+	Marker string
+	// Transaction is the state of a transactional record's transaction in
+	// this partition: "committed", "aborted" or "open"; empty for records
+	// not written in a transaction.
+	Transaction string
 }
 
 // Topics returns every topic, sorted by name.
@@ -126,6 +137,7 @@ func (b *Broker) EachRecord(topic string, partition int32, offset int64, fn func
 	if part == nil {
 		return false
 	}
+	txns := newTxnStates(part)
 	for next, more := offset, true; more; {
 		res, err := part.Read(next, inspectReadBytes)
 		if err != nil { // out of range: below the log start moves up to it; above the high watermark ends
@@ -140,17 +152,30 @@ func (b *Broker) EachRecord(topic string, partition int32, offset int64, fn func
 		}
 		log.EachBatch(res.Records, func(batch log.Batch) bool {
 			next = batch.LastOffset() + 1
+			base := Record{Topic: topic, Partition: partition, LogAppendTime: batch.LogAppendTime(), ProducerID: batch.ProducerID()}
+			if isMarker, commit := batch.MarkerType(); isMarker {
+				base.Offset, base.Timestamp, base.Marker = batch.BaseOffset(), time.UnixMilli(batch.MaxTimestamp()), "abort"
+				if commit {
+					base.Marker = "commit"
+				}
+				more = batch.BaseOffset() < offset || fn(base)
+				return more
+			}
+			if batch.Transactional() {
+				base.Transaction = txns.of(batch.ProducerID(), batch.BaseOffset())
+			}
 			if batch.Compression() != 0 {
-				more = fn(Record{Topic: topic, Partition: partition, Offset: batch.BaseOffset(),
-					Timestamp: time.UnixMilli(batch.MaxTimestamp()), LogAppendTime: batch.LogAppendTime(), Compressed: true})
+				base.Offset, base.Timestamp, base.Compressed = batch.BaseOffset(), time.UnixMilli(batch.MaxTimestamp()), true
+				more = fn(base)
 				return more
 			}
 			_ = batch.EachRecord(func(r log.Record) bool {
 				if r.Offset < offset || r.Offset < res.LogStartOffset {
 					return true
 				}
-				more = fn(Record{Topic: topic, Partition: partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
-					LogAppendTime: batch.LogAppendTime(), Key: r.Key, Value: r.Value, Headers: r.Headers})
+				rec := base
+				rec.Offset, rec.Timestamp, rec.Key, rec.Value, rec.Headers = r.Offset, time.UnixMilli(r.Timestamp), r.Key, r.Value, r.Headers
+				more = fn(rec)
 				return more
 			})
 			return more
@@ -158,6 +183,38 @@ func (b *Broker) EachRecord(topic string, partition int32, offset int64, fn func
 		res.Release() // fn copied what it keeps
 	}
 	return true
+}
+
+// txnStates tells a transactional batch's transaction state from a
+// partition's open and aborted transactions, as read when a listing began.
+type txnStates struct {
+	open    map[int64]int64 // producer id to first offset
+	aborted []log.AbortedTxn
+}
+
+func newTxnStates(part *log.Partition) txnStates {
+	s := txnStates{aborted: part.AbortedTransactions()}
+	for _, o := range part.OpenTransactions() {
+		if s.open == nil {
+			s.open = make(map[int64]int64)
+		}
+		s.open[o.ProducerID] = o.FirstOffset
+	}
+	return s
+}
+
+// of returns the state of the transaction of producer that wrote a batch
+// at offset.
+func (s txnStates) of(producer, offset int64) string {
+	for _, a := range s.aborted {
+		if a.ProducerID == producer && a.FirstOffset <= offset && offset <= a.LastOffset {
+			return "aborted"
+		}
+	}
+	if first, ok := s.open[producer]; ok && first <= offset {
+		return "open"
+	}
+	return "committed"
 }
 
 // RecordsPageEnd returns where a page of at most limit records (limit > 0)

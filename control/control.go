@@ -104,6 +104,8 @@ func (s *server) routes() []route {
 		{"GET /groups", s.groups},
 		{"GET /groups/{name}", s.group},
 		{"GET /rebalances", s.rebalances},
+		{"GET /transactions", s.transactions},
+		{"GET /transactions/{id}", s.transaction},
 		{"GET /audit", s.audit},
 		{"DELETE /audit", s.do(b.ResetFindings)},
 		{"GET /requests", s.requests},
@@ -356,6 +358,40 @@ func (s *server) group(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.newGroupView(g, map[string]broker.TopicInfo{}))
+}
+
+// transactions lists every transactional id (at most
+// coordinator.MaxTransactionalIDs), or with ?state=open only those with an
+// open transaction.
+func (s *server) transactions(w http.ResponseWriter, r *http.Request) {
+	state := r.URL.Query().Get("state")
+	if state != "" && state != "open" {
+		writeError(w, http.StatusBadRequest, "state must be open, or absent for every transactional id")
+		return
+	}
+	st := startStream(w)
+	st.array(0, func(add func(any) bool) { s.eachTransaction(state == "open", add) })
+	st.end()
+}
+
+func (s *server) eachTransaction(openOnly bool, add func(any) bool) {
+	for _, t := range s.b.Transactions() {
+		if openOnly && t.State != coordinator.TxnOngoing {
+			continue
+		}
+		if !add(newTransactionView(t)) {
+			return
+		}
+	}
+}
+
+func (s *server) transaction(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.b.Transaction(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "no transactional id "+r.PathValue("id"))
+		return
+	}
+	writeJSON(w, http.StatusOK, newTransactionView(t))
 }
 
 func (s *server) rebalances(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vastfake/vastfake/fixtures"
 )
@@ -151,4 +152,26 @@ func TestLivePageBrokers(t *testing.T) {
 	one := fixtures.Start(t, fixtures.Topic("events", 1))
 	dom = string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", serve(t, one)+"/"))
 	assert.Contains(t, dom, `<section class="card" id="brokers" hidden="">`, "no card with one broker")
+}
+
+// TestLivePageTransactions: while a transaction is open the page lists it,
+// with its partitions; with none open the card is hidden.
+func TestLivePageTransactions(t *testing.T) {
+	needChromium(t)
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 2))
+	url := serve(t, k) + "/"
+	p := k.TransactionalClient("ledger-writer", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	require.NoError(t, p.BeginTransaction())
+	require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Partition: 1, Value: []byte("x")}).FirstErr())
+
+	dom := string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", url))
+	assert.Contains(t, dom, `<section class="card" id="transactions">`, "the card shows while a transaction is open")
+	assert.Contains(t, dom, `data-transaction="ledger-writer"`)
+	assert.Contains(t, dom, "ledger/1")
+
+	require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+	dom = string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", url))
+	assert.Contains(t, dom, `<section class="card" id="transactions" hidden="">`, "no card with none open")
 }

@@ -60,6 +60,13 @@ type recordView struct {
 	ValueBase64   string       `json:"valueBase64,omitempty"`
 	Headers       []headerView `json:"headers,omitempty"`
 	Compressed    bool         `json:"compressed,omitempty"`
+	// ProducerID is set for an idempotent or transactional producer's
+	// records; Marker ("commit" or "abort") for a transaction marker, which
+	// consumers never see; Transaction ("committed", "aborted", "open")
+	// for a record written in a transaction.
+	ProducerID  int64  `json:"producerId,omitempty"`
+	Marker      string `json:"marker,omitempty"`
+	Transaction string `json:"transaction,omitempty"`
 }
 
 type headerView struct {
@@ -82,7 +89,10 @@ func text(b []byte) (*string, string) {
 
 func newRecordView(r broker.Record) recordView {
 	v := recordView{Offset: r.Offset, TimestampMs: r.Timestamp.UnixMilli(), LogAppendTime: r.LogAppendTime,
-		Compressed: r.Compressed}
+		Compressed: r.Compressed, Marker: r.Marker, Transaction: r.Transaction}
+	if r.ProducerID >= 0 {
+		v.ProducerID = r.ProducerID
+	}
 	if y := r.Timestamp.Year(); y >= 0 && y <= 9999 {
 		ts := r.Timestamp
 		v.Timestamp = &ts
@@ -93,6 +103,42 @@ func newRecordView(r broker.Record) recordView {
 		hv := headerView{Key: h.Key}
 		hv.Value, hv.ValueBase64 = text(h.Value)
 		v.Headers = append(v.Headers, hv)
+	}
+	return v
+}
+
+// transactionView is a transactional id as GET /transactions shows it.
+type transactionView struct {
+	TransactionalID string `json:"transactionalId"`
+	ProducerID      int64  `json:"producerId"`
+	ProducerEpoch   int16  `json:"producerEpoch"`
+	// State is Kafka's: Empty, Ongoing, CompleteCommit or CompleteAbort.
+	State     string `json:"state"`
+	TimeoutMs int64  `json:"timeoutMs"`
+	// Start is when the open transaction began; absent when none is open.
+	Start      *time.Time           `json:"start,omitempty"`
+	Partitions []topicPartitionView `json:"partitions"`
+	Groups     []string             `json:"groups"`
+	Committed  int                  `json:"committed"`
+	Aborted    int                  `json:"aborted"`
+	TimedOut   int                  `json:"timedOut"`
+}
+
+type topicPartitionView struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+func newTransactionView(t coordinator.TxnInfo) transactionView {
+	v := transactionView{TransactionalID: t.TransactionalID, ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
+		State: t.State.String(), TimeoutMs: t.Timeout.Milliseconds(), Partitions: []topicPartitionView{},
+		Groups: append([]string{}, t.Groups...), Committed: t.Committed, Aborted: t.Aborted, TimedOut: t.TimedOut}
+	if t.State == coordinator.TxnOngoing {
+		start := t.Start
+		v.Start = &start
+	}
+	for _, p := range t.Partitions {
+		v.Partitions = append(v.Partitions, topicPartitionView{p.Topic, p.Partition})
 	}
 	return v
 }
@@ -322,6 +368,7 @@ func (s *server) writeLive(st *jsonStream) {
 		st.raw(",\n  \"manualClock\": ") && st.value(s.manual != nil, "  ") &&
 		st.raw(",\n  \"topics\": ") && st.array(1, s.eachTopic) &&
 		st.raw(",\n  \"groups\": ") && st.array(1, s.eachGroup) &&
+		st.raw(",\n  \"transactions\": ") && st.array(1, func(add func(any) bool) { s.eachTransaction(true, add) }) &&
 		st.raw(",\n  \"rebalances\": ") && st.array(1, func(add func(any) bool) {
 		rs := s.b.Rebalances()
 		eachRebalance(rs[max(0, len(rs)-liveRebalances):], "", add)

@@ -1,0 +1,151 @@
+package coordinator
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/rules"
+)
+
+// txnHarness is a coordinator that records the markers it writes and hands
+// out producer ids from 1.
+type txnHarness struct {
+	*harness
+	markers []TxnMarkers
+	nextPID int64
+}
+
+func newTxnHarness(t *testing.T) *txnHarness {
+	h := &txnHarness{}
+	h.harness = newHarness(t, rules.Kafka(), func(c *Config) {
+		c.WriteTxnMarkers = func(m TxnMarkers) { h.markers = append(h.markers, m) }
+	})
+	return h
+}
+
+func (h *txnHarness) newID() int64 { h.nextPID++; return h.nextPID }
+
+func (h *txnHarness) init(id string) (int64, int16) {
+	h.t.Helper()
+	pid, epoch, code := h.c.InitProducerID(id, time.Minute, -1, -1, h.newID)
+	require.Zero(h.t, code)
+	return pid, epoch
+}
+
+// TestTransactionalIDBound: at MaxTransactionalIDs ids a new one takes the
+// place of the least recently used id with no open transaction; when every
+// id has one open, a new id gets COORDINATOR_NOT_AVAILABLE until one ends.
+func TestTransactionalIDBound(t *testing.T) {
+	h := newTxnHarness(t)
+	tp := []TopicPartition{{"t", 0}}
+	pids := make([]int64, MaxTransactionalIDs)
+	for i := range MaxTransactionalIDs {
+		id := "txn-" + strconv.Itoa(i)
+		pid, epoch := h.init(id)
+		pids[i] = pid
+		require.Zero(t, h.c.AddPartitionsToTxn(id, pid, epoch, tp))
+	}
+	require.Len(t, h.c.Transactions(), MaxTransactionalIDs)
+
+	_, _, code := h.c.InitProducerID("one-more", time.Minute, -1, -1, h.newID)
+	assert.Equal(t, errCoordinatorNotAvailable, code, "every id has an open transaction")
+
+	require.Zero(t, h.c.EndTxn("txn-7", pids[7], 0, true))
+	h.init("one-more")
+	assert.Len(t, h.c.Transactions(), MaxTransactionalIDs)
+	_, ok := h.c.Transaction("txn-7")
+	assert.False(t, ok, "the id with no open transaction made room")
+	_, ok = h.c.Transaction("txn-8")
+	assert.True(t, ok, "ids with open transactions are kept")
+}
+
+// TestTransactionGroupBound: a transaction commits offsets for at most
+// MaxTransactionGroups groups.
+func TestTransactionGroupBound(t *testing.T) {
+	h := newTxnHarness(t)
+	pid, epoch := h.init("groups")
+	for i := range MaxTransactionGroups {
+		require.Zero(t, h.c.AddOffsetsToTxn("groups", pid, epoch, "g"+strconv.Itoa(i)))
+	}
+	assert.Equal(t, errInvalidTxnState, h.c.AddOffsetsToTxn("groups", pid, epoch, "one-more"))
+	assert.Zero(t, h.c.AddOffsetsToTxn("groups", pid, epoch, "g0"), "a group already in the transaction")
+	info, _ := h.c.Transaction("groups")
+	assert.Len(t, info.Groups, MaxTransactionGroups)
+}
+
+// TestTxnOffsetsCommitOnlyWithTheTransaction: offsets committed in a
+// transaction are invisible (and unstable to a require_stable fetch) until
+// it commits, and dropped when it aborts; their metadata counts against
+// the coordinator's metadata bound while pending.
+func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
+	h := newTxnHarness(t)
+	pid, epoch := h.init("offs")
+	commit := func(off int64, meta string) {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "offs", "g", pid, epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset, rp.Metadata = off, kmsg.StringPtr(meta)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := h.c.TxnOffsetCommit(req)
+		require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	fetch := func(stable bool) kmsg.OffsetFetchResponseTopicPartition {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group, req.RequireStable = 7, "g", stable
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		return h.c.OffsetFetch(req).Topics[0].Partitions[0]
+	}
+
+	require.Zero(t, h.c.AddOffsetsToTxn("offs", pid, epoch, "g"))
+	commit(5, "m5")
+	assert.Equal(t, int64(-1), fetch(false).Offset, "not visible before the commit")
+	assert.Equal(t, errUnstableOffsetCommit, fetch(true).ErrorCode)
+	assert.Equal(t, 2, h.c.metaBytes)
+	require.Zero(t, h.c.EndTxn("offs", pid, epoch, false))
+	assert.Equal(t, int64(-1), fetch(false).Offset, "dropped by the abort")
+	assert.Zero(t, h.c.metaBytes)
+
+	require.Zero(t, h.c.AddOffsetsToTxn("offs", pid, epoch, "g"))
+	commit(7, "m7")
+	require.Zero(t, h.c.EndTxn("offs", pid, epoch, true))
+	got := fetch(true)
+	assert.Zero(t, got.ErrorCode)
+	assert.Equal(t, int64(7), got.Offset)
+	assert.Equal(t, 2, h.c.metaBytes)
+	require.Len(t, h.markers, 0, "no partition was added: no marker")
+}
+
+// TestTransactionTimeoutFencesAndAborts: a transaction past its timeout is
+// aborted on the clock with a bumped epoch; the producer can recover with
+// InitProducerId naming its old epoch (KIP-360), and anything else with
+// that epoch is fenced.
+func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
+	h := newTxnHarness(t)
+	pid, epoch, code := h.c.InitProducerID("slow", 10*time.Second, -1, -1, h.newID)
+	require.Zero(t, code)
+	require.Zero(t, h.c.AddPartitionsToTxn("slow", pid, epoch, []TopicPartition{{"t", 0}, {"t", 1}}))
+	h.clk.Advance(10 * time.Second)
+	require.Len(t, h.markers, 1)
+	assert.Equal(t, TxnMarkers{TransactionalID: "slow", ProducerID: pid, ProducerEpoch: epoch + 1, Partitions: []TopicPartition{{"t", 0}, {"t", 1}}}, h.markers[0])
+	assert.Equal(t, errProducerFenced, h.c.EndTxn("slow", pid, epoch, true))
+	assert.Equal(t, errInvalidProducerEpoch, h.c.InTransaction(pid, epoch, TopicPartition{"t", 0}))
+
+	newPid, newEpoch, code := h.c.InitProducerID("slow", 10*time.Second, pid, epoch, h.newID)
+	require.Zero(t, code, "recovering with the epoch the timeout bumped")
+	assert.Equal(t, pid, newPid)
+	assert.Equal(t, epoch+2, newEpoch)
+	_, _, code = h.c.InitProducerID("slow", 10*time.Second, pid, epoch, h.newID)
+	assert.Equal(t, errProducerFenced, code, "an epoch two bumps old")
+	info, _ := h.c.Transaction("slow")
+	assert.Equal(t, 1, info.TimedOut)
+}
