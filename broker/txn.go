@@ -162,7 +162,9 @@ func handleTxnOffsetCommit(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
 	if topics := mergeTopics(req.Topics,
 		func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic },
-		func(t *kmsg.TxnOffsetCommitRequestTopic) *[]kmsg.TxnOffsetCommitRequestTopicPartition { return &t.Partitions },
+		func(t *kmsg.TxnOffsetCommitRequestTopic) *[]kmsg.TxnOffsetCommitRequestTopicPartition {
+			return &t.Partitions
+		},
 		func(p *kmsg.TxnOffsetCommitRequestTopicPartition) int32 { return p.Partition },
 		lastOfEach); !sameSlice(topics, req.Topics) {
 		merged := *req
