@@ -396,3 +396,59 @@ func TestTransactionsRefusedOnVAST(t *testing.T) {
 	k.WaitRefused("NoIdempotence")
 	assert.Empty(t, k.Broker().Transactions())
 }
+
+// TestTransactionsOnSeveralBrokers: with three broker ids in the kafka
+// profile a transactional id has one coordinator, which FindCoordinator
+// names and which alone serves the id (the others answer NOT_COORDINATOR);
+// kgo's consume-transform-produce runs through it, and kadm's
+// DescribeTransactions and ListTransactions (which asks every broker) see
+// each id once.
+func TestTransactionsOnSeveralBrokers(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Brokers(3), fixtures.Topic("multi", 3))
+	ctx := ctxT(t)
+	ids := []string{"txn-a", "txn-b", "txn-c", "txn-d"}
+	coordinators := map[int32]bool{}
+	for _, id := range ids {
+		p := k.TransactionalClient(id, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		require.NoError(t, p.BeginTransaction())
+		for part := range int32(3) {
+			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "multi", Partition: part, Value: []byte(id)}).FirstErr())
+		}
+		require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+		coordinators[k.Broker().CoordinatorOf(id)] = true
+	}
+	require.Greater(t, len(coordinators), 1, "the ids spread over the brokers")
+
+	adm := k.Admin()
+	described, err := adm.DescribeTransactions(ctx, ids...)
+	require.NoError(t, err)
+	for _, id := range ids {
+		d, ok := described[id]
+		require.True(t, ok, id)
+		require.NoError(t, d.Err)
+		assert.Equal(t, "CompleteCommit", d.State, id)
+		assert.Equal(t, k.Broker().CoordinatorOf(id), d.Coordinator, id)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, ids, listed.TransactionalIDs(), "each id once, from its coordinator")
+
+	// The other brokers refuse the id's requests.
+	id := ids[0]
+	for _, broker := range k.Broker().BrokerIDs() {
+		if broker == k.Broker().CoordinatorOf(id) {
+			continue
+		}
+		c := &txnConn{t: t, c: dialRaw(t, k.Broker().BrokerAddr(broker))}
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+		resp := c.do(4, req).(*kmsg.InitProducerIDResponse)
+		assert.Equal(t, kerr.NotCoordinator.Code, resp.ErrorCode, "broker %d", broker)
+		assert.Equal(t, int64(-1), resp.ProducerID)
+		assert.Equal(t, kerr.NotCoordinator.Code, c.endTxn(3, id, 1, 0, true), "broker %d", broker)
+	}
+
+	for part := range int32(3) {
+		k.AssertCommittedRecords("multi", part, ids...)
+	}
+}

@@ -147,9 +147,6 @@ func handleEndTxn(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ErrorCode = fencedCode(b.coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), r.version, 2)
-	if resp.ErrorCode == 0 {
-		b.notifyData() // read_committed fetches waiting for the markers
-	}
 	return resp
 }
 
@@ -261,11 +258,12 @@ func (b *Broker) servesOnlyOwnKeys(r *request) (int32, bool) {
 
 // writeTxnMarkers writes the markers that end a transaction into its
 // partitions, as Kafka's coordinator has their leaders write them, and
-// gives the producer's state in each the marker's epoch. Partitions of
-// deleted topics are skipped. The coordinator calls it with its lock held.
+// gives the producer's state in each the marker's epoch, then wakes the
+// fetches waiting for data. Partitions of deleted topics are skipped. The coordinator calls it with its lock held.
 func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
 	now := b.clock.Now()
 	marker := log.MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, 0, now)
+	defer b.notifyData() // read_committed fetches wait for the last stable offset to move
 	b.appendMu.Lock()
 	defer b.appendMu.Unlock()
 	for _, tp := range m.Partitions {

@@ -55,8 +55,30 @@ export interface KafkaRecord {
   headers: RecordHeader[]
   logAppendTime: boolean
   compressed: boolean
+  /** The producer id of an idempotent or transactional producer's record, 0 for others. */
+  producerId: number
+  /** "commit" or "abort" for a transaction marker, which consumers never see; "" for data. */
+  marker: '' | 'commit' | 'abort'
+  /** "committed", "aborted" or "open" for a record written in a transaction; "" otherwise. */
+  transaction: '' | 'committed' | 'aborted' | 'open'
   /** The JSON the control plane sent. */
   raw: Record<string, unknown>
+}
+/** A transactional id as GET /transactions shows it (kafka and audit profiles). */
+export interface Transaction {
+  transactionalId: string
+  producerId: number
+  producerEpoch: number
+  /** Kafka's: Empty, Ongoing, CompleteCommit or CompleteAbort. */
+  state: string
+  timeoutMs: number
+  /** When the open transaction began; absent when none is open. */
+  start?: string
+  partitions: Array<{ topic: string; partition: number }>
+  groups: string[]
+  committed: number
+  aborted: number
+  timedOut: number
 }
 export interface RecordsPage { records: KafkaRecord[]; nextOffset: number | null }
 
@@ -194,6 +216,8 @@ export class Client {
   findGroup (name: string): Promise<Group | null>
   committed (group: string, topic: string, partition?: number): Promise<number | null>
   lag (group: string, topic: string, partition?: number): Promise<number | null>
+  transactions (options?: { openOnly?: boolean }): Promise<Transaction[]>
+  transaction (transactionalId: string): Promise<Transaction>
   rebalances (options?: { group?: string }): Promise<Rebalance[]>
   requests (options?: { rule?: string; api?: string | number; limit?: number; broker?: number }): Promise<Request[]>
   refusals (rule?: string): Promise<Request[]>

@@ -345,6 +345,9 @@ function record (r) {
     headers: (r.headers || []).map(h => ({ key: h.key, value: bytes(h.value, h.valueBase64) })),
     logAppendTime: !!r.logAppendTime,
     compressed: !!r.compressed,
+    producerId: r.producerId || 0,
+    marker: r.marker || '',
+    transaction: r.transaction || '',
     raw: r
   }
 }
@@ -511,6 +514,11 @@ class Client {
     const p = g && g.partitions.find(x => x.topic === topic && x.partition === partition)
     return p ? p.lag : null
   }
+
+  /** GET /transactions: every transactional id (kafka and audit profiles), or only those with a transaction open. */
+  transactions ({ openOnly } = {}) { return this._get('transactions', { state: openOnly ? 'open' : undefined }) }
+  /** GET /transactions/{id}; ControlPlaneError (status 404) if the broker does not know the id. */
+  transaction (transactionalId) { return this._get('transactions/' + encodeURIComponent(transactionalId)) }
 
   /** GET /rebalances: finished rebalances (of group), oldest first. */
   rebalances ({ group } = {}) { return this._get('rebalances', { group }) }

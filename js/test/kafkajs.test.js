@@ -278,3 +278,36 @@ test('a consumer group through a coordinator move and a virtual-IP failover', as
     await b.stop()
   }
 })
+
+test('transactions in the kafka profile, through the control plane', async () => {
+  const b = await startBroker({ profile: 'kafka', manualClock: true, topics: ['ledger:1'] })
+  try {
+    const kafka = kafkaFor(b, 'ledger-writer')
+    const producer = kafka.producer({ transactionalId: 'ledger-writer', idempotent: true, maxInFlightRequests: 1, transactionTimeout: 10000 })
+    await producer.connect()
+    for (const [value, commit] of [['dropped', false], ['kept', true]]) {
+      const txn = await producer.transaction()
+      await txn.send({ topic: 'ledger', messages: [{ partition: 0, value }] })
+      await (commit ? txn.commit() : txn.abort())
+    }
+    const recs = await b.records('ledger')
+    assert.deepStrictEqual(recs.map(r => [r.value && r.value.toString(), r.marker, r.transaction]),
+      [['dropped', '', 'aborted'], [null, 'abort', ''], ['kept', '', 'committed'], [null, 'commit', '']])
+    assert.ok(recs.every(r => r.producerId > 0))
+    const t = await b.transaction('ledger-writer')
+    assert.deepStrictEqual([t.state, t.committed, t.aborted, t.timeoutMs], ['CompleteCommit', 1, 1, 10000])
+
+    const open = await producer.transaction()
+    await open.send({ topic: 'ledger', messages: [{ partition: 0, value: 'late' }] })
+    const [o] = await b.transactions({ openOnly: true })
+    assert.deepStrictEqual(o.partitions, [{ topic: 'ledger', partition: 0 }])
+    await b.advance('10s')
+    const after = await b.transaction('ledger-writer')
+    assert.deepStrictEqual([after.state, after.timedOut], ['CompleteAbort', 1])
+    await assert.rejects(open.commit())
+    await assert.rejects(b.transaction('nobody'), ControlPlaneError)
+    await producer.disconnect()
+  } finally {
+    await b.stop()
+  }
+})

@@ -44,7 +44,8 @@ const ARGS = {
   what: 'x',
   cond: () => true,
   brokerId: 1,
-  broker: 1
+  broker: 1,
+  transactionalId: 'x'
 }
 
 /**

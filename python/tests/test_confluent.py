@@ -289,3 +289,43 @@ def test_several_brokers_and_one_down(vastfake_factory):
     with pytest.raises(ControlPlaneError) as e:
         b.move_leader("orders", 9, 0)
     assert e.value.status == 404
+
+
+def test_transactions_through_the_control_plane(vastfake_bin):
+    """A transactional producer in the kafka profile: an aborted and a
+    committed transaction, the markers and each record's fate in the
+    records, the transactional id's state, and a transaction the broker
+    aborts at its timeout when the manual clock passes it."""
+    from confluent_kafka import KafkaException
+    with vastfake.Broker(binary=vastfake_bin, profile="kafka", manual_clock=True, topics=["ledger:1"]) as b:
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "ledger-writer",
+                      "transaction.timeout.ms": 10000, "linger.ms": 0})
+        p.init_transactions(30)
+        for value, commit in ((b"dropped", False), (b"kept", True)):
+            p.begin_transaction()
+            p.produce("ledger", value=value, partition=0)
+            assert p.flush(30) == 0
+            if commit:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+        recs = b.records("ledger")
+        assert [(r.value, r.marker, r.transaction) for r in recs] == [
+            (b"dropped", "", "aborted"), (None, "abort", ""), (b"kept", "", "committed"), (None, "commit", "")]
+        assert all(r.producer_id > 0 for r in recs)
+        t = b.transaction("ledger-writer")
+        assert (t.state, t.committed, t.aborted, t.timeout_ms) == ("CompleteCommit", 1, 1, 10000)
+        assert b.transactions(open_only=True) == []
+
+        p.begin_transaction()
+        p.produce("ledger", value=b"late", partition=0)
+        assert p.flush(30) == 0
+        [open_txn] = b.transactions(open_only=True)
+        assert open_txn.partitions == [("ledger", 0)] and open_txn.start is not None
+        b.advance("10s")
+        t = b.transaction("ledger-writer")
+        assert (t.state, t.timed_out) == ("CompleteAbort", 1)
+        with pytest.raises(KafkaException):
+            p.commit_transaction(30)
+        with pytest.raises(ControlPlaneError):
+            b.transaction("nobody")

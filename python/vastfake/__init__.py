@@ -23,7 +23,7 @@ from .client import Client, Duration, go_duration
 from .errors import (BinaryNotFoundError, BrokerDiedError, ControlPlaneError, PortInUseError, StartError,
                      VastfakeError, WaitTimeout)
 from .types import (Clock, Compaction, Finding, Group, GroupPartition, Health, Member, Partition, Rebalance,
-                    RebalanceMember, Record, Request, Topic)
+                    RebalanceMember, Record, Request, Topic, Transaction)
 
 __version__ = "0.1.0"
 
@@ -32,5 +32,5 @@ __all__ = [
     "BinaryNotFoundError", "BrokerDiedError", "ControlPlaneError", "PortInUseError", "StartError", "VastfakeError",
     "WaitTimeout",
     "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
-    "RebalanceMember", "Record", "Request", "Topic",
+    "RebalanceMember", "Record", "Request", "Topic", "Transaction",
 ]

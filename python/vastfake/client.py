@@ -23,7 +23,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from .errors import ControlPlaneError, WaitTimeout
-from .types import Clock, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic
+from .types import Clock, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic, Transaction
 
 __all__ = ["Client", "Duration", "go_duration"]
 
@@ -217,6 +217,16 @@ class Client:
         g = self.find_group(group)
         p = None if g is None else g.partition(topic, partition)
         return None if p is None else p.lag
+
+    def transactions(self, open_only: bool = False) -> List[Transaction]:
+        """GET /transactions: every transactional id (kafka and audit
+        profiles), or only those with a transaction open."""
+        return [Transaction.from_json(t) for t in self._get("transactions", state="open" if open_only else None)]
+
+    def transaction(self, transactional_id: str) -> Transaction:
+        """GET /transactions/{id}; ControlPlaneError (404) if the broker does
+        not know the id."""
+        return Transaction.from_json(self._get("transactions/" + urllib.parse.quote(transactional_id, safe="")))
 
     def rebalances(self, group: Optional[str] = None) -> List[Rebalance]:
         """GET /rebalances: finished rebalances (of group), oldest first."""

@@ -123,6 +123,13 @@ class Record:
     log_append_time: bool
     compressed: bool
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    # The producer id of an idempotent or transactional producer's record
+    # (0 for others); "commit" or "abort" for a transaction marker, which
+    # consumers never see; "committed", "aborted" or "open" for a record
+    # written in a transaction.
+    producer_id: int = 0
+    marker: str = ""
+    transaction: str = ""
 
     @property
     def timestamp(self) -> datetime.datetime:
@@ -136,7 +143,8 @@ class Record:
                    key=_bytes(d.get("key"), d.get("keyBase64")),
                    value=_bytes(d.get("value"), d.get("valueBase64")),
                    headers=[(h["key"], _bytes(h.get("value"), h.get("valueBase64"))) for h in d.get("headers") or []],
-                   log_append_time=bool(d.get("logAppendTime")), compressed=bool(d.get("compressed")), raw=d)
+                   log_append_time=bool(d.get("logAppendTime")), compressed=bool(d.get("compressed")), raw=d,
+                   producer_id=d.get("producerId", 0), marker=d.get("marker", ""), transaction=d.get("transaction", ""))
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,33 @@ class Group:
                                        owner_client_id=p.get("ownerClientId", ""))
                         for p in d.get("partitions") or []],
             raw=d)
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """A transactional id as GET /transactions shows it (kafka and audit
+    profiles)."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str  # Kafka's: Empty, Ongoing, CompleteCommit or CompleteAbort
+    timeout_ms: int
+    start: Optional[datetime.datetime]  # of the open transaction; None when none is open
+    partitions: List[Tuple[str, int]]
+    groups: List[str]
+    committed: int
+    aborted: int
+    timed_out: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Transaction":
+        return cls(transactional_id=d["transactionalId"], producer_id=d.get("producerId", -1),
+                   producer_epoch=d.get("producerEpoch", -1), state=d.get("state", ""),
+                   timeout_ms=d.get("timeoutMs", 0), start=parse_time(d.get("start")),
+                   partitions=[(p["topic"], p["partition"]) for p in d.get("partitions") or []],
+                   groups=list(d.get("groups") or []), committed=d.get("committed", 0),
+                   aborted=d.get("aborted", 0), timed_out=d.get("timedOut", 0), raw=d)
 
 
 @dataclass(frozen=True)
