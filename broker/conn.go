@@ -380,7 +380,7 @@ func (c *clientConn) handleOne() error {
 			return c.refuseHidden(key, version, frame[8:])
 		}
 		if key >= 0 && int(key) < len(c.b.auditedBy) && c.b.auditedBy[key] != 0 && !unauthenticated {
-			// Not served even in Kafka's behaviour (KIP-848, transactions):
+			// Not served even in Kafka's behaviour (KIP-848, share groups):
 			// the connection closes as for any unknown API, with the finding.
 			c.noteClientID(frame[8:])
 			c.b.recordFinding(&request{conn: c, clientID: c.clientID}, c.b.auditedBy[key], rules.Refused, "", "",

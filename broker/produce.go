@@ -65,7 +65,11 @@ func (p *pendingAppend) stage() log.Staged {
 // INVALID_PRODUCER_EPOCH, and a producer id with a negative sequence
 // INVALID_RECORD. As in Kafka since KIP-360, a producer id the partition
 // has no state of (new, or expired after producer.id.expiration.ms) may
-// start at any sequence, so UNKNOWN_PRODUCER_ID is never answered.
+// start at any sequence, so UNKNOWN_PRODUCER_ID is never answered. A
+// transactional batch must be for a partition of its producer's open
+// transaction (INVALID_TXN_STATE otherwise) with the producer's current
+// epoch (INVALID_PRODUCER_EPOCH for an older one), as Kafka 3.6+ verifies
+// it with the transaction coordinator (KIP-890).
 // A partition named twice is answered once and only its last copy is
 // appended, as Kafka's handler collects partitions into a map.
 // VAST: no compression (NoCompression), no producer ids or transactions

@@ -7,8 +7,8 @@ import "github.com/vastfake/vastfake/coordinator"
 
 // Reset empties the broker as if it had just started with no topics: every
 // topic is deleted with its records, and every group with its committed
-// offsets and the rebalance history, and every idempotent producer's
-// state. Rules, faults, latency, the request log
+// offsets and the rebalance history, every transactional id with its open
+// transaction, and every idempotent producer's state. Rules, faults, latency, the request log
 // and open connections stay. Clients still running see their topics
 // disappear (UNKNOWN_TOPIC_OR_PARTITION) and their groups forget them
 // (UNKNOWN_MEMBER_ID), as after deleting them by hand. The topics' log

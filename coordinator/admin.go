@@ -137,8 +137,9 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 	return resp
 }
 
-// Reset deletes every group, with its committed offsets, and the rebalance
-// history, as if the coordinator were new. Members blocked in JoinGroup or
+// Reset deletes every group, with its committed offsets, the rebalance
+// history and every transactional id (open transactions are dropped, not
+// ended: their topics are deleted with them), as if the coordinator were new. Members blocked in JoinGroup or
 // SyncGroup get COORDINATOR_NOT_AVAILABLE; every other member learns on its
 // next request that its group is gone (UNKNOWN_MEMBER_ID) and joins again.
 func (c *Coordinator) Reset() {
