@@ -2,11 +2,16 @@ package interop_test
 
 // Several brokers with the Go clients that are not kgo: a producer with
 // acks=all writes to a partition whose leader is down and goes on once it
-// is back, and to the other brokers meanwhile; nothing acknowledged is lost
-// or stored twice. (kgo and confluent-kafka-go: broker's TestBrokerDownAndUp
-// and TestProduceThroughABrokerDown.)
+// is back, and to the other brokers meanwhile, and follows a partition whose
+// leader moves; nothing acknowledged is lost or stored twice. A consumer
+// group reads on through a coordinator move and a VAST virtual-IP failover
+// of the new coordinator's address. (kgo and confluent-kafka-go: broker's
+// TestBrokerDownAndUp and TestProduceThroughABrokerDown.)
 
 import (
+	"context"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +20,8 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
@@ -67,8 +74,33 @@ func throughABrokerDown(t *testing.T, b *broker.Broker, send func(partition int3
 	assert.Equal(t, []int64{2, 2, 2}, endOffsets(b), "every acknowledged record stored once")
 }
 
-func TestSaramaThroughABrokerDown(t *testing.T) {
-	b := threeBrokers(t)
+// throughALeaderMove runs the scenario with a client's send: a record to
+// each partition; partition 1's leader moves from broker 1 to broker 2
+// (leader epoch + 1); a record to partition 1 is acknowledged, through
+// broker 2 (broker 1 answered NOT_LEADER_OR_FOLLOWER to a client that
+// still sent there); each record stored once.
+func throughALeaderMove(t *testing.T, b *broker.Broker, send func(partition int32, value string) error) {
+	t.Helper()
+	for part := range int32(3) {
+		require.NoError(t, send(part, "before"))
+	}
+	b.ResetRequests()
+	require.NoError(t, b.MoveLeader("orders", 1, 2))
+	require.NoError(t, send(1, "after the move"))
+	assert.Equal(t, []int64{1, 2, 1}, endOffsets(b), "every acknowledged record stored once")
+	var servedBy []int32
+	for _, rec := range b.Requests() {
+		if rec.API == 0 && rec.ErrorCode == 0 { // Produce
+			servedBy = append(servedBy, rec.Broker)
+		}
+	}
+	assert.Equal(t, []int32{2}, servedBy, "the record went to the new leader")
+}
+
+// saramaRetrying is a sync producer for the scenarios: acks=all, manual
+// partitions, and retries enough for a leader to come back.
+func saramaRetrying(t *testing.T, b *broker.Broker) sarama.SyncProducer {
+	t.Helper()
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
 	cfg.Producer.Return.Successes = true
@@ -76,28 +108,218 @@ func TestSaramaThroughABrokerDown(t *testing.T) {
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.Retry.Max, cfg.Producer.Retry.Backoff = 1000, 20*time.Millisecond
 	cfg.Metadata.Retry.Max, cfg.Metadata.Retry.Backoff = 1000, 20*time.Millisecond
-	p, err := sarama.NewSyncProducer([]string{b.Addr()}, cfg)
-	require.NoError(t, err)
-	defer p.Close()
-	throughABrokerDown(t, b, func(partition int32, v string) error {
-		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: partition, Value: sarama.StringEncoder(v)})
-		return err
-	})
+	return saramaProducer(t, b.Addr(), cfg)
 }
 
-func TestKafkaGoThroughABrokerDown(t *testing.T) {
+func saramaSend(p sarama.SyncProducer) func(int32, string) error {
+	return func(partition int32, v string) error {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "orders", Partition: partition, Value: sarama.StringEncoder(v)})
+		return err
+	}
+}
+
+func TestSaramaThroughABrokerDown(t *testing.T) {
 	b := threeBrokers(t)
-	var ws []*kafkago.Writer // one per partition, as kafka-go's balancer picks it
+	throughABrokerDown(t, b, saramaSend(saramaRetrying(t, b)))
+}
+
+func TestSaramaThroughALeaderMove(t *testing.T) {
+	b := threeBrokers(t)
+	throughALeaderMove(t, b, saramaSend(saramaRetrying(t, b)))
+}
+
+// kafkaGoSend returns a send over kafka-go writers, one per partition (as
+// kafka-go's balancer picks it), acks=all, retrying enough for a leader to
+// come back.
+func kafkaGoSend(t *testing.T, b *broker.Broker) func(int32, string) error {
+	var ws []*kafkago.Writer
 	for partition := range 3 {
 		w := &kafkago.Writer{Addr: kafkago.TCP(b.Addr()), Topic: "orders", RequiredAcks: kafkago.RequireAll,
 			MaxAttempts: 100, WriteBackoffMin: 20 * time.Millisecond, WriteBackoffMax: 100 * time.Millisecond,
 			Balancer: kafkago.BalancerFunc(func(kafkago.Message, ...int) int { return partition })}
-		defer w.Close()
+		t.Cleanup(func() { w.Close() })
 		ws = append(ws, w)
 	}
-	throughABrokerDown(t, b, func(partition int32, v string) error {
+	return func(partition int32, v string) error {
 		return ws[partition].WriteMessages(ctxT(t), kafkago.Message{Value: []byte(v)})
+	}
+}
+
+func TestKafkaGoThroughABrokerDown(t *testing.T) {
+	b := threeBrokers(t)
+	throughABrokerDown(t, b, kafkaGoSend(t, b))
+}
+
+func TestKafkaGoThroughALeaderMove(t *testing.T) {
+	b := threeBrokers(t)
+	throughALeaderMove(t, b, kafkaGoSend(t, b))
+}
+
+// groupThroughMoves runs the consumer-group scenario: 30 keyed records
+// (ten per partition) read and committed by the group "billing"; its
+// coordinator moves to the next broker and 30 more are read; the new
+// coordinator's address fails over (VAST's virtual-IP failover, no
+// blackout) and 30 more are read. seen returns how often the consumer has
+// read each key so far. Every key must be read; duplicates are returned for
+// the caller to judge by the client's semantics.
+func groupThroughMoves(t *testing.T, b *broker.Broker, seen func() map[string]int) (duplicates int) {
+	t.Helper()
+	produce := fixtures.Client(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	batch := func(from int) {
+		for i := from; i < from+30; i++ {
+			r := &kgo.Record{Topic: "orders", Partition: int32(i % 3), Key: []byte(key(i)), Value: []byte(value(i))}
+			require.NoError(t, produce.ProduceSync(ctxT(t), r).FirstErr())
+		}
+		waitFor(t, ckTimeout, func() bool {
+			s := seen()
+			for i := from; i < from+30; i++ {
+				if s[key(i)] == 0 {
+					return false
+				}
+			}
+			return true
+		}, "the group reads records %d to %d", from, from+29)
+	}
+	batch(0)
+	to := (b.CoordinatorOf("billing") + 1) % 3
+	require.NoError(t, b.MoveCoordinator("billing", to))
+	batch(30)
+	require.NoError(t, b.FailOverAddress(to, 0))
+	batch(60)
+	s := seen()
+	require.Len(t, s, 90)
+	for k, n := range s {
+		if n > 1 {
+			t.Logf("%s read %d times", k, n)
+		}
+		duplicates += n - 1
+	}
+	return duplicates
+}
+
+// moveHandler is a sarama group handler that marks and commits each
+// message synchronously before taking the next, and counts the keys read.
+type moveHandler struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (h *moveHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *moveHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *moveHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for msg := range c.Messages() {
+		h.mu.Lock()
+		h.seen[string(msg.Key)]++
+		h.mu.Unlock()
+		s.MarkMessage(msg, "")
+		s.Commit()
+	}
+	return nil
+}
+
+func (h *moveHandler) snapshot() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.seen))
+	for k, n := range h.seen {
+		out[k] = n
+	}
+	return out
+}
+
+// TestSaramaGroupThroughMoves: a sarama consumer group, committing each
+// message synchronously, reads on through a coordinator move and a
+// virtual-IP failover. sarama reads at least once: a message read but not
+// yet committed when its session ends is read again; here none is.
+func TestSaramaGroupThroughMoves(t *testing.T) {
+	b := threeBrokers(t)
+	cfg := saramaConfig()
+	cfg.Metadata.Retry.Max, cfg.Metadata.Retry.Backoff = 100, 20*time.Millisecond
+	cg, err := sarama.NewConsumerGroup([]string{b.Addr()}, "billing", cfg)
+	require.NoError(t, err)
+	h := &moveHandler{seen: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := cg.Consume(ctx, []string{"orders"}, h); err != nil && ctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond) // back off before joining again, as sarama's examples do
+			}
+		}
+	}()
+	defer func() { cancel(); cg.Close(); <-done }()
+	dups := groupThroughMoves(t, b, h.snapshot)
+	assert.Zero(t, dups, "each record read once")
+}
+
+// TestKafkaGoGroupThroughMoves: a kafka-go Reader in a group, committing
+// each message synchronously (ReadMessage, CommitInterval 0), reads on
+// through a coordinator move and a virtual-IP failover. kafka-go reads at
+// least once: when a commit fails (NOT_COORDINATOR from the old
+// coordinator, or the connection reset by the failover) ReadMessage returns
+// the error, the group rejoins and the records after the last commit are
+// read again. Nothing is lost, and what is read again is bounded by what
+// one rejoin can repeat: the records of one batch (30).
+func TestKafkaGoGroupThroughMoves(t *testing.T) {
+	b := threeBrokers(t)
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{b.Addr()}, GroupID: "billing", Topic: "orders",
+		StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
+		ReadBackoffMin: 20 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
+		GroupBalancers: []kafkago.GroupBalancer{kafkago.RangeGroupBalancer{}}})
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			m, err := r.ReadMessage(ctx) // commits before it returns
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				t.Logf("ReadMessage: %v (message %s)", err, m.Key)
+				continue
+			}
+			mu.Lock()
+			seen[string(m.Key)]++
+			mu.Unlock()
+		}
+	}()
+	defer func() { cancel(); <-done; r.Close() }()
+	dups := groupThroughMoves(t, b, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
 	})
+	assert.LessOrEqual(t, dups, 30, "at least once, each record read again at most once per move")
+}
+
+// ckPollThrough is ckPoll for a consumer whose broker address goes away on
+// purpose: librdkafka reports a refused or reset connection as an error
+// event that is not fatal (it reconnects by itself), so those are logged and
+// polling goes on; a fatal error fails the test.
+func ckPollThrough(t *testing.T, c *kafka.Consumer, n int) []*kafka.Message {
+	t.Helper()
+	var got []*kafka.Message
+	deadline := time.Now().Add(ckTimeout)
+	for len(got) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages within %v", len(got), n, ckTimeout)
+		}
+		switch ev := c.Poll(100).(type) {
+		case *kafka.Message:
+			require.NoError(t, ev.TopicPartition.Error)
+			got = append(got, ev)
+		case kafka.Error:
+			if ev.IsFatal() {
+				t.Fatalf("consumer error: %v (code %v)", ev, ev.Code())
+			}
+			t.Logf("transient consumer error: %v", ev)
+		}
+	}
+	return got
 }
 
 // TestConfluentGroupThroughMoves: a confluent-kafka-go consumer group
@@ -115,7 +337,7 @@ func TestConfluentGroupThroughMoves(t *testing.T) {
 		for _, m := range ckProduce(t, p, ckKeyed("orders", from, to-from)...) {
 			require.NoError(t, m.TopicPartition.Error)
 		}
-		for _, m := range ckPoll(t, c, to-from) {
+		for _, m := range ckPollThrough(t, c, to-from) {
 			seen[string(m.Key)]++
 		}
 		_, err := c.Commit()
