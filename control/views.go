@@ -154,6 +154,9 @@ type groupView struct {
 	// Partitions are every partition the group has committed an offset for
 	// or assigned to a member, sorted by topic and partition.
 	Partitions []groupPartitionView `json:"partitions"`
+	// Coordinator is the broker id coordinating the group (always 0 with
+	// one broker).
+	Coordinator int32 `json:"coordinator"`
 }
 
 type memberView struct {
@@ -205,7 +208,8 @@ func assignment(protocolType string, b []byte) map[string][]int32 {
 // each topic once; callers that already hold a topic list pass it in.
 func (s *server) newGroupView(g coordinator.GroupInfo, topics map[string]broker.TopicInfo) groupView {
 	v := groupView{Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
-		Generation: g.Generation, Leader: g.Leader, Members: []memberView{}, Partitions: []groupPartitionView{}}
+		Generation: g.Generation, Leader: g.Leader, Members: []memberView{}, Partitions: []groupPartitionView{},
+		Coordinator: s.b.CoordinatorOf(g.Name)}
 	type tp struct {
 		topic string
 		p     int32

@@ -296,6 +296,18 @@ func TestKafkaGoGroupThroughMoves(t *testing.T) {
 	assert.LessOrEqual(t, dups, 30, "at least once, each record read again at most once per move")
 }
 
+// TestConfluentThroughALeaderMove: librdkafka follows a partition whose
+// leader moves (NOT_LEADER_OR_FOLLOWER, then a metadata refresh).
+func TestConfluentThroughALeaderMove(t *testing.T) {
+	b := threeBrokers(t)
+	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all", "retry.backoff.ms": 20})
+	throughALeaderMove(t, b, func(partition int32, v string) error {
+		topic := "orders"
+		m := ckProduce(t, p, &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition}, Value: []byte(v)})[0]
+		return m.TopicPartition.Error
+	})
+}
+
 // ckPollThrough is ckPoll for a consumer whose broker address goes away on
 // purpose: librdkafka reports a refused or reset connection as an error
 // event that is not fatal (it reconnects by itself), so those are logged and

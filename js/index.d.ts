@@ -263,6 +263,8 @@ export class Client {
   waitGroupStable (group: string, options?: { members?: number; timeoutMs?: number }): Promise<Group>
   waitCommitted (group: string, topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
   waitRefused (rule: string, options?: WaitOptions): Promise<Request[]>
+  /** Wait until broker id broker answered a request of api without an error: the client moved there. */
+  waitServed (api: string | number, broker: number, options?: WaitOptions): Promise<Request[]>
   waitEndOffset (topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
 }
 

@@ -772,6 +772,20 @@ class Client {
     }, { timeoutMs, describe: async () => lines(await this.refusals()) || 'no refusals' })
   }
 
+  /**
+   * Wait until broker id broker has answered a request of api without an
+   * error; returns those: how a test sees that a client moved to another
+   * address (after a broker went down, a leader or coordinator moved, or
+   * NOT_LEADER_OR_FOLLOWER). Clear the request log first (clearRequests)
+   * to see only what came after.
+   */
+  waitServed (api, broker, { timeoutMs } = {}) {
+    return this.waitFor(`a ${api} request served by broker ${broker}`, async () => {
+      const got = (await this.requests({ api, broker })).filter(r => !r.errorCode)
+      return got.length ? got : null
+    }, { timeoutMs, describe: async () => lines(await this.requests({ api })) || `no ${api} requests` })
+  }
+
   /** Wait until the partition's high watermark reaches offset. */
   async waitEndOffset (topic, partition, offset, { timeoutMs } = {}) {
     await this.waitFor(`${topic}/${partition} to reach offset ${offset}`, async () => {

@@ -233,10 +233,13 @@ test('several brokers, and one down', async () => {
     const onBroker1 = await b.requests({ api: 'Produce', broker: 1 })
     assert.ok(onBroker1.some((r) => r.broker === 1 && !r.error), 'the produce for partition 1 went to broker 1')
 
-    // A leader moved: kafkajs finds the new one and produces on.
+    // A leader moved: kafkajs finds the new one and produces on; the
+    // request log shows it moved to broker 2.
+    await b.clearRequests()
     assert.deepStrictEqual(await b.moveLeader('orders', 0, 2), { topic: 'orders', partition: 0, leader: 2, leaderEpoch: 1 })
     await produce(kafka, 'orders', [{ value: 'to broker 2', partition: 0 }])
     assert.strictEqual(await b.endOffset('orders', 0), 2)
+    assert.ok((await b.waitServed('Produce', 2)).every((r) => r.broker === 2))
     await b.moveCoordinator('billing', 2)
     await b.failOverAddress(2) // VAST's virtual-IP failover: connections reset, the address serves again
     await produce(kafka, 'orders', [{ value: 'after the failover', partition: 0 }])
@@ -265,7 +268,10 @@ test('a consumer group through a coordinator move and a virtual-IP failover', as
     const groups = await b.groups()
     assert.ok(groups.some((g) => g.name === 'billing'))
     await b.moveCoordinator('billing', 1)
+    assert.strictEqual((await b.group('billing')).coordinator, 1)
+    await b.clearRequests()
     await produce(kafka, 'orders', batch(30, 60))
+    await b.waitServed('Heartbeat', 1) // kafkajs found its new coordinator
     await b.waitFor('60 orders read after the coordinator moved', () => seen.size === 60)
     await b.failOverAddress(1)
     await produce(kafka, 'orders', batch(60, 90))

@@ -291,6 +291,52 @@ def test_several_brokers_and_one_down(vastfake_factory):
     assert e.value.status == 404
 
 
+def test_several_brokers_group_through_moves(vastfake_factory):
+    # A confluent-kafka consumer group (librdkafka), committing synchronously
+    # after each message, reads on through a coordinator move and a
+    # virtual-IP failover of the new coordinator's address: every record
+    # once. librdkafka reports the refused connections of the failover as
+    # errors that are not fatal and reconnects by itself.
+    b = vastfake_factory(profile="kafka", brokers=3, topics=["orders:3"])
+    p = producer(b.bootstrap, acks="all")
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "billing", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200})
+    c.subscribe(["orders"])
+    seen = {}
+
+    def batch(first):
+        for i in range(first, first + 30):
+            p.produce("orders", key=b"order-%d" % i, value=b"v", partition=i % 3)
+        assert p.flush(30) == 0
+        want = {b"order-%d" % i for i in range(first, first + 30)}
+
+        def read():
+            m = c.poll(0.1)
+            if m is None:
+                return False
+            if m.error():
+                assert not m.error().fatal(), m.error()
+                return False
+            seen[m.key()] = seen.get(m.key(), 0) + 1
+            c.commit(message=m, asynchronous=False)
+            return want <= set(seen)
+
+        b.wait_for("the group to read records %d to %d" % (first, first + 29), read)
+
+    try:
+        batch(0)
+        to = (b.group("billing").coordinator + 1) % 3
+        b.move_coordinator("billing", to)
+        b.clear_requests()
+        batch(30)
+        b.wait_served("OffsetCommit", to)
+        b.fail_over_address(to)
+        batch(60)
+    finally:
+        c.close()
+    assert len(seen) == 90 and set(seen.values()) == {1}, "every record read once"
+
+
 def test_transactions_through_the_control_plane(vastfake_bin):
     """A transactional producer in the kafka profile: an aborted and a
     committed transaction, the markers and each record's fate in the

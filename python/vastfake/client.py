@@ -523,6 +523,18 @@ class Client:
         return self.wait_for("a refusal by VAST rule %s" % rule, lambda: self.refusals(rule), timeout,
                              lambda: _lines(self.refusals()) or "no refusals")
 
+    def wait_served(self, api: Union[str, int], broker: int, timeout: Optional[float] = None) -> List[Request]:
+        """Wait until broker id broker has answered a request of api without
+        an error, and return those: how a test sees that a client moved to
+        another address (after a broker went down, a leader or coordinator
+        moved, or NOT_LEADER_OR_FOLLOWER). Clear the request log first
+        (clear_requests) to see only what came after."""
+        def served() -> List[Request]:
+            return [r for r in self.requests(api=api, broker=broker) if not r.error]
+
+        return self.wait_for("a %s request served by broker %d" % (api, broker), served, timeout,
+                             lambda: _lines(self.requests(api=api)) or "no %s requests" % api)
+
     def wait_end_offset(self, topic: str, partition: int, offset: int, timeout: Optional[float] = None) -> None:
         """Wait until the partition's high watermark reaches offset."""
         def cond() -> bool:

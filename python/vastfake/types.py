@@ -180,6 +180,8 @@ class Group:
     members: List[Member]
     partitions: List[GroupPartition]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    # The broker id coordinating the group (0 with one broker).
+    coordinator: int = 0
 
     def partition(self, topic: str, partition: int) -> Optional[GroupPartition]:
         """The group's view of one partition, None if it neither committed
@@ -199,6 +201,7 @@ class Group:
         return cls(
             name=d["name"], state=d.get("state", ""), protocol_type=d.get("protocolType", ""),
             protocol=d.get("protocol", ""), generation=d.get("generation", 0), leader=d.get("leader", ""),
+            coordinator=d.get("coordinator", 0),
             members=[Member(member_id=m.get("memberId", ""), instance_id=m.get("instanceId", ""),
                             client_id=m.get("clientId", ""), client_host=m.get("clientHost", ""),
                             assignment=m.get("assignment"))
