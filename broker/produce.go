@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -25,6 +26,9 @@ type pendingAppend struct {
 	staged   log.Staged
 	isStaged bool
 	loan     *log.Loan // set when the batch is staged in its request's frame (clientConn.loanFor)
+	// txn, for a transactional batch, says whether its transaction is
+	// still open; appendPending asks it just before the append.
+	txn coordinator.TxnCheck
 }
 
 // stage stages the batch into its partition: in place when the request's
@@ -130,7 +134,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				continue
 			}
 			var keyless log.RecordStats
-			batch, code, msg := b.checkBatch(r, name, rp.Partition, rp.Records, cfg, now.UnixMilli(), &keyless)
+			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli(), &keyless)
 			if msg == keylessMessage {
 				msg, sp.ErrorRecords = keylessErrors(keyless, name, rp.Partition)
 			}
@@ -141,7 +145,14 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				}
 				continue
 			}
-			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg, gap: b.cfg.gaps[name]})
+			var txn coordinator.TxnCheck
+			if batch.Transactional() {
+				if code, msg, txn = b.checkTransactional(batch, name, rp.Partition); code != 0 {
+					sp.ErrorCode, sp.ErrorMessage = code, kmsg.StringPtr(msg)
+					continue
+				}
+			}
+			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg, gap: b.cfg.gaps[name], txn: txn})
 			if len(batch) >= minKeptBatch {
 				large += len(batch)
 			}
@@ -211,6 +222,11 @@ func (b *Broker) appendPending(pending []pendingAppend, now time.Time) {
 	defer b.appendMu.Unlock()
 	for i := range pending {
 		p := &pending[i]
+		if p.txn != nil && !p.txn() { // its transaction ended since the check: see coordinator.TxnCheck
+			p.resp.ErrorCode = kerr.InvalidTxnState.Code
+			p.resp.ErrorMessage = kmsg.StringPtr("the transaction of producer " + strconv.FormatInt(p.batch.ProducerID(), 10) + " ended before this batch was appended")
+			continue
+		}
 		idempotent := p.batch.ProducerID() >= 0
 		if idempotent {
 			dup, err := b.producers.Check(p.part, p.batch)
@@ -284,7 +300,7 @@ func answerIdempotent(p *pendingAppend, dup *log.Duplicate, err error) bool {
 // left in keyless: a compacted topic's validation lists the first
 // maxRecordErrors keyless records as it reads them, within the
 // decompression turn).
-func (b *Broker) checkBatch(r *request, topic string, partition int32, raw []byte, cfg topicConfig, nowMs int64, keyless *log.RecordStats) (log.Batch, int16, string) {
+func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfig, nowMs int64, keyless *log.RecordStats) (log.Batch, int16, string) {
 	if code, msg := b.checkBatchSize(r, topic, len(raw), cfg); code != 0 {
 		return nil, code, msg
 	}
@@ -310,13 +326,8 @@ func (b *Broker) checkBatch(r *request, topic string, partition int32, raw []byt
 	if batch.ProducerID() >= 0 && batch.BaseSequence() < 0 {
 		return nil, kerr.InvalidRecord.Code, "invalid sequence number " + strconv.Itoa(int(batch.BaseSequence())) + " in a record batch with producer id " + strconv.FormatInt(batch.ProducerID(), 10)
 	}
-	if batch.Transactional() {
-		if batch.ProducerID() < 0 {
-			return nil, kerr.InvalidRecord.Code, "transactional record batch without a producer id"
-		}
-		if code, msg := b.checkTransactional(batch, topic, partition); code != 0 {
-			return nil, code, msg
-		}
+	if batch.Transactional() && batch.ProducerID() < 0 {
+		return nil, kerr.InvalidRecord.Code, "transactional record batch without a producer id"
 	}
 	if batch.Compression() != 0 {
 		if !b.startDecompression(r.ctx.Done()) {

@@ -283,14 +283,16 @@ func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
 }
 
 // checkTransactional verifies a transactional batch against its producer's
-// transaction (see coordinator.InTransaction).
-func (b *Broker) checkTransactional(batch log.Batch, topic string, partition int32) (int16, string) {
-	code := b.coord.InTransaction(batch.ProducerID(), batch.ProducerEpoch(), coordinator.TopicPartition{Topic: topic, Partition: partition})
+// transaction (see coordinator.InTransaction) and returns the check to make
+// again just before the append.
+func (b *Broker) checkTransactional(batch log.Batch, topic string, partition int32) (int16, string, coordinator.TxnCheck) {
+	code, still := b.coord.InTransaction(batch.ProducerID(), batch.ProducerEpoch(), coordinator.TopicPartition{Topic: topic, Partition: partition})
 	switch code {
 	case 0:
-		return 0, ""
+		return 0, "", still
 	case kerr.InvalidProducerEpoch.Code:
-		return code, "producer " + strconv.FormatInt(batch.ProducerID(), 10) + " epoch " + strconv.Itoa(int(batch.ProducerEpoch())) + " is fenced by a newer epoch"
+		return code, "producer " + strconv.FormatInt(batch.ProducerID(), 10) + " epoch " + strconv.Itoa(int(batch.ProducerEpoch())) + " is fenced by a newer epoch", nil
 	}
-	return code, "partition " + topic + "-" + strconv.Itoa(int(partition)) + " is not in producer " + strconv.FormatInt(batch.ProducerID(), 10) + "'s open transaction (AddPartitionsToTxn first)"
+	return code, "partition " + topic + "-" + strconv.Itoa(int(partition)) + " is not in producer " +
+		strconv.FormatInt(batch.ProducerID(), 10) + "'s open transaction (AddPartitionsToTxn first)", nil
 }

@@ -14,6 +14,7 @@ package coordinator
 import (
 	"math"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,9 +124,22 @@ type transaction struct {
 	groups     map[string]struct{}
 	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
 	timer      *timer
+	// number counts the transactions begun; open is number while one is
+	// open and 0 once it ends, read without the coordinator's lock by
+	// InTransaction's check (TxnCheck).
+	number uint64
+	open   atomic.Uint64
 
 	committed, aborted, timedOut int
 }
+
+// TxnCheck reports whether the transaction a batch was checked against
+// (InTransaction) is still open. The broker calls it just before it appends
+// the batch, under the same lock the markers are written under: a batch a
+// client sends while its transaction ends is then either in the log before
+// the marker or refused, never left after it as the start of a transaction
+// nobody will end (the "hanging transaction" KIP-890 closes).
+type TxnCheck func() bool
 
 // txns is the coordinator's transaction state; its fields are guarded by
 // Coordinator.mu.
@@ -264,6 +278,8 @@ func (c *Coordinator) begin(t *transaction) {
 		return
 	}
 	t.state, t.start = TxnOngoing, c.clock.Now()
+	t.number++
+	t.open.Store(t.number)
 	t.parts, t.groups, t.offsets = make(map[TopicPartition]struct{}), make(map[string]struct{}), nil
 	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
 }
@@ -306,23 +322,25 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 // epoch may be written to a partition: 0 when the partition is in the
 // producer's open transaction, INVALID_PRODUCER_EPOCH for an older epoch
 // than the producer's, and INVALID_TXN_STATE otherwise, as Kafka's partition
-// leaders verify a transactional write with its coordinator (KIP-890).
-func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartition) int16 {
+// leaders verify a transactional write with its coordinator (KIP-890). With
+// 0 it returns the check to make again just before the append (TxnCheck).
+func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartition) (int16, TxnCheck) {
 	c.mu.Lock()
 	defer c.unlock()
 	t := c.txns.byPID[producerID]
 	switch {
 	case t == nil:
-		return errInvalidTxnState
+		return errInvalidTxnState, nil
 	case epoch < t.epoch:
-		return errInvalidProducerEpoch
+		return errInvalidProducerEpoch, nil
 	case epoch > t.epoch || t.state != TxnOngoing:
-		return errInvalidTxnState
+		return errInvalidTxnState, nil
 	}
 	if _, ok := t.parts[p]; !ok {
-		return errInvalidTxnState
+		return errInvalidTxnState, nil
 	}
-	return errNone
+	n := t.number
+	return errNone, func() bool { return t.open.Load() == n }
 }
 
 // TxnOffsetCommit stores offsets a transaction commits for a group; they
@@ -427,10 +445,11 @@ func (c *Coordinator) EndTxn(id string, producerID int64, epoch int16, commit bo
 func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 	t.timer.cancel()
 	t.timer = nil
+	if fence && t.state != TxnOngoing {
+		return // the timer fired after the transaction ended
+	}
+	t.open.Store(0) // before the markers: see TxnCheck
 	if fence {
-		if t.state != TxnOngoing {
-			return // the timer fired after the transaction ended
-		}
 		c.bumpEpoch(t, nil)
 		if c.clock.Now().Sub(t.start) >= t.timeout {
 			t.timedOut++

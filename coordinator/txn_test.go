@@ -138,7 +138,8 @@ func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
 	require.Len(t, h.markers, 1)
 	assert.Equal(t, TxnMarkers{TransactionalID: "slow", ProducerID: pid, ProducerEpoch: epoch + 1, Partitions: []TopicPartition{{"t", 0}, {"t", 1}}}, h.markers[0])
 	assert.Equal(t, errProducerFenced, h.c.EndTxn("slow", pid, epoch, true))
-	assert.Equal(t, errInvalidProducerEpoch, h.c.InTransaction(pid, epoch, TopicPartition{"t", 0}))
+	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 0})
+	assert.Equal(t, errInvalidProducerEpoch, code)
 
 	newPid, newEpoch, code := h.c.InitProducerID("slow", 10*time.Second, pid, epoch, h.newID)
 	require.Zero(t, code, "recovering with the epoch the timeout bumped")
@@ -148,4 +149,24 @@ func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
 	assert.Equal(t, errProducerFenced, code, "an epoch two bumps old")
 	info, _ := h.c.Transaction("slow")
 	assert.Equal(t, 1, info.TimedOut)
+}
+
+// TestTxnCheckClosesWithTheTransaction: the check InTransaction hands out
+// holds while the transaction is open and fails once it ends, even if a new
+// one has begun since, so a batch checked against a transaction is never
+// appended after that transaction's marker.
+func TestTxnCheckClosesWithTheTransaction(t *testing.T) {
+	h := newTxnHarness(t)
+	pid, epoch := h.init("gate")
+	tp := []TopicPartition{{"t", 0}}
+	require.Zero(t, h.c.AddPartitionsToTxn("gate", pid, epoch, tp))
+	code, still := h.c.InTransaction(pid, epoch, tp[0])
+	require.Zero(t, code)
+	assert.True(t, still())
+	require.Zero(t, h.c.EndTxn("gate", pid, epoch, true))
+	assert.False(t, still(), "the transaction ended")
+	require.Zero(t, h.c.AddPartitionsToTxn("gate", pid, epoch, tp))
+	assert.False(t, still(), "a new transaction is not the one checked")
+	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 1})
+	assert.Equal(t, errInvalidTxnState, code, "a partition not added")
 }
