@@ -270,7 +270,8 @@ func New(cfg Config) *Coordinator {
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
-		txns:         txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction)},
+		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
+			pending: make(map[string]map[TopicPartition]int)},
 		writeMarkers: cfg.WriteTxnMarkers,
 	}
 }

@@ -147,6 +147,27 @@ type txns struct {
 	byID  map[string]*transaction
 	byPID map[int64]*transaction
 	seq   uint64
+	// pending counts, per group and partition, the open transactions
+	// holding an offset for it, for OffsetFetch's require_stable.
+	pending map[string]map[TopicPartition]int
+}
+
+// addPending and dropPending keep txns.pending; call them with c.mu held.
+func (x *txns) addPending(group string, tp TopicPartition) {
+	if x.pending[group] == nil {
+		x.pending[group] = make(map[TopicPartition]int)
+	}
+	x.pending[group][tp]++
+}
+
+func (x *txns) dropPending(group string, tp TopicPartition) {
+	ps := x.pending[group]
+	if ps[tp]--; ps[tp] <= 0 {
+		delete(ps, tp)
+		if len(ps) == 0 {
+			delete(x.pending, group)
+		}
+	}
 }
 
 func (t *transaction) info() TxnInfo {
@@ -411,6 +432,9 @@ func (c *Coordinator) pendTxnOffset(t *transaction, group, topic string, rp kmsg
 	if t.offsets[group] == nil {
 		t.offsets[group] = make(map[TopicPartition]offset)
 	}
+	if _, ok := t.offsets[group][key]; !ok {
+		c.txns.addPending(group, key)
+	}
 	c.metaBytes += len(meta) - len(old.meta)
 	t.offsets[group][key] = offset{off: rp.Offset, epoch: rp.LeaderEpoch, meta: meta, at: c.clock.Now()}
 	return errNone
@@ -469,6 +493,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 		}
 		for tp, o := range offs {
 			c.metaBytes -= len(o.meta)
+			c.txns.dropPending(name, tp)
 			if g == nil {
 				continue
 			}
@@ -498,12 +523,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 // the group's partition: OffsetFetch with require_stable answers it
 // UNSTABLE_OFFSET_COMMIT.
 func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool {
-	for _, t := range c.txns.byID {
-		if _, ok := t.offsets[group][TopicPartition{topic, partition}]; ok {
-			return true
-		}
-	}
-	return false
+	return c.txns.pending[group][TopicPartition{topic, partition}] > 0
 }
 
 // txnTopicDeleted forgets a deleted topic's partitions and offsets in every
@@ -515,10 +535,11 @@ func (c *Coordinator) txnTopicDeleted(topic string) {
 				delete(t.parts, p)
 			}
 		}
-		for _, offs := range t.offsets {
+		for group, offs := range t.offsets {
 			for tp, o := range offs {
 				if tp.Topic == topic {
 					c.metaBytes -= len(o.meta)
+					c.txns.dropPending(group, tp)
 					delete(offs, tp)
 				}
 			}

@@ -122,6 +122,7 @@ func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
 	assert.Zero(t, got.ErrorCode)
 	assert.Equal(t, int64(7), got.Offset)
 	assert.Equal(t, 2, h.c.metaBytes)
+	assert.Empty(t, h.c.txns.pending, "no transaction holds an offset")
 	require.Len(t, h.markers, 0, "no partition was added: no marker")
 }
 
