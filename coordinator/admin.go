@@ -160,4 +160,5 @@ func (c *Coordinator) Reset() {
 	clear(c.txns.byID)
 	clear(c.txns.byPID)
 	clear(c.txns.pending)
+	c.txns.idle.Init()
 }

@@ -12,6 +12,7 @@ package coordinator
 // answered).
 
 import (
+	"container/list"
 	"math"
 	"sort"
 	"sync/atomic"
@@ -119,7 +120,7 @@ type transaction struct {
 	timeout    time.Duration
 	state      TxnState
 	start      time.Time
-	used       uint64 // c.txnSeq at its last request, for eviction
+	idle       *list.Element // in txns.idle while no transaction is open
 	parts      map[TopicPartition]struct{}
 	groups     map[string]struct{}
 	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
@@ -146,7 +147,9 @@ type TxnCheck func() bool
 type txns struct {
 	byID  map[string]*transaction
 	byPID map[int64]*transaction
-	seq   uint64
+	// idle lists the ids with no open transaction, least recently used
+	// first: the ones roomForTxn may forget.
+	idle list.List
 	// pending counts, per group and partition, the open transactions
 	// holding an offset for it, for OffsetFetch's require_stable.
 	pending map[string]map[TopicPartition]int
@@ -237,15 +240,11 @@ func (c *Coordinator) roomForTxn() bool {
 	if len(c.txns.byID) < MaxTransactionalIDs {
 		return true
 	}
-	var oldest *transaction
-	for _, t := range c.txns.byID {
-		if t.state != TxnOngoing && (oldest == nil || t.used < oldest.used) {
-			oldest = t
-		}
-	}
-	if oldest == nil {
+	front := c.txns.idle.Front()
+	if front == nil {
 		return false
 	}
+	oldest := c.txns.idle.Remove(front).(*transaction)
 	delete(c.txns.byID, oldest.id)
 	delete(c.txns.byPID, oldest.producerID)
 	return true
@@ -268,9 +267,16 @@ func (c *Coordinator) bumpEpoch(t *transaction, newID func() int64) {
 	t.epoch++
 }
 
+// touch marks t used now: an idle id moves to the back of txns.idle, one
+// with its transaction open leaves it. Call it with c.mu held.
 func (c *Coordinator) touch(t *transaction) {
-	c.txns.seq++
-	t.used = c.txns.seq
+	if t.idle != nil {
+		c.txns.idle.Remove(t.idle)
+		t.idle = nil
+	}
+	if t.state != TxnOngoing {
+		t.idle = c.txns.idle.PushBack(t)
+	}
 }
 
 // producer finds the transaction a transactional request names and checks
@@ -301,6 +307,7 @@ func (c *Coordinator) begin(t *transaction) {
 	t.state, t.start = TxnOngoing, c.clock.Now()
 	t.number++
 	t.open.Store(t.number)
+	c.touch(t) // no longer idle
 	t.parts, t.groups, t.offsets = make(map[TopicPartition]struct{}), make(map[string]struct{}), nil
 	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
 }
@@ -517,6 +524,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 		t.aborted++
 	}
 	t.parts, t.groups, t.offsets = nil, nil, nil
+	c.touch(t)
 }
 
 // unstableOffset reports whether an open transaction holds an offset for
