@@ -103,6 +103,7 @@ type Partition struct {
 	// and aborted the aborted transactions still in the log, by marker
 	// offset (see txn.go).
 	open    map[int64]int64
+	openMin int64 // the least first offset in open, while open is not empty
 	aborted []AbortedTxn
 }
 

@@ -9,6 +9,7 @@ package log
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math"
 	"sort"
 	"time"
 
@@ -42,6 +43,9 @@ func (p *Partition) noteTransactionalLocked(b Batch, base int64) {
 	}
 	if _, ok := p.open[b.ProducerID()]; !ok {
 		p.open[b.ProducerID()] = base
+		if len(p.open) == 1 || base < p.openMin {
+			p.openMin = base
+		}
 	}
 }
 
@@ -50,8 +54,8 @@ func (p *Partition) noteTransactionalLocked(b Batch, base int64) {
 // below the log start.
 func (p *Partition) lastStableLocked() int64 {
 	lso := p.hwm
-	for _, first := range p.open {
-		lso = min(lso, first)
+	if len(p.open) > 0 {
+		lso = min(lso, p.openMin)
 	}
 	return max(lso, p.logStart)
 }
@@ -180,6 +184,13 @@ func (p *Partition) AppendMarker(marker Batch, producerID int64, commit bool, no
 	}
 	first, ok := p.open[producerID]
 	delete(p.open, producerID)
+	if ok && first == p.openMin && len(p.open) > 0 {
+		// The earliest left: once per transaction ended, not per read.
+		p.openMin = math.MaxInt64
+		for _, f := range p.open {
+			p.openMin = min(p.openMin, f)
+		}
+	}
 	if ok && !commit {
 		p.aborted = append(p.aborted, AbortedTxn{ProducerID: producerID, FirstOffset: first, LastOffset: base})
 	}
