@@ -91,6 +91,10 @@ type Broker struct {
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
+	// largeTurn holds the one turn to decode and handle a large request
+	// (startLarge); largeNow and largeMax count those running, for tests.
+	largeTurn          chan struct{}
+	largeNow, largeMax atomic.Int32
 	// clientSoftware names the software of connections that do not
 	// show it, from their client id's other connections.
 	clientSoftware clientSoftwareMemory
@@ -487,6 +491,7 @@ func New(opts ...Option) (*Broker, error) {
 		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 		decompress: make(chan struct{}, cfg.decompressions),
+		largeTurn:  make(chan struct{}, 1),
 	}
 	if b.enforced(rules.StaleEndOffset) {
 		b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))

@@ -279,6 +279,29 @@ func (p *bufferPool) putReleased(fb *frameBuf) {
 // (clientConn.readKeptFrame).
 const reclaimAfter = maxPooledFrameBuffer
 
+// startLarge waits for the broker's one turn to decode and handle a
+// request of reclaimAfter bytes or more that is not a Produce, and returns
+// the function that gives it back; it returns nil if done is closed first.
+// A request's decoded copy costs up to about 3.5 times its bytes when it is
+// an array of small elements (kmsg's structs), on top of its frame: taking
+// turns bounds that cost to one request's, however many connections send
+// large requests at once; their frames, which are what each client sent,
+// are read meanwhile.
+func (b *Broker) startLarge(done <-chan struct{}) func() {
+	select {
+	case b.largeTurn <- struct{}{}:
+	case <-done:
+		return nil
+	}
+	if n := b.largeNow.Add(1); n > b.largeMax.Load() {
+		b.largeMax.Store(n)
+	}
+	return func() {
+		b.largeNow.Add(-1)
+		<-b.largeTurn
+	}
+}
+
 // reclaimLarge runs a garbage collection and gives the freed memory back to
 // the kernel, after a request of reclaimAfter bytes or more was answered:
 // its decoded copy (as large as the request again) and its frame must not

@@ -169,3 +169,76 @@ func peakResident(t *testing.T) int64 {
 	t.Fatal("no VmHWM in /proc/self/status")
 	return 0
 }
+
+// TestMemoryOfConcurrentLargeRequests: four connections send a large
+// request of small elements at once (an OffsetCommit of a million
+// partitions without metadata, whose decoded copy costs several times its
+// bytes): each is answered, they are decoded and handled one at a time, so
+// the decoded copies never add up, and the memory goes back after.
+func TestMemoryOfConcurrentLargeRequests(t *testing.T) {
+	if raceDetector {
+		t.Skip("resident memory is measured without the race detector (test.sh runs TestMemory tests again without it)")
+	}
+	b, err := New()
+	require.NoError(t, err)
+	defer b.Close()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.SetVersion(8)
+	req.Group, req.Generation = "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "none"
+	rt.Partitions = make([]kmsg.OffsetCommitRequestTopicPartition, 1_100_000)
+	for p := range rt.Partitions {
+		rt.Partitions[p] = kmsg.NewOffsetCommitRequestTopicPartition()
+		rt.Partitions[p].Partition = int32(p)
+	}
+	req.Topics = append(req.Topics, rt)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("big")).AppendRequest(nil, req, 1)
+	require.GreaterOrEqual(t, len(frame), reclaimAfter+4)
+	req, rt = nil, kmsg.OffsetCommitRequestTopic{}
+
+	const conns = 4
+	runtime.GC()
+	debug.FreeOSMemory()
+	before := residentBytes(t)
+	require.NoError(t, os.WriteFile("/proc/self/clear_refs", []byte("5"), 0))
+	errs := make(chan error, conns)
+	for range conns {
+		go func() {
+			nc, err := net.Dial("tcp", b.Addr())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(2 * time.Minute))
+			if _, err := nc.Write(frame); err != nil {
+				errs <- err
+				return
+			}
+			var size [4]byte
+			if _, err := io.ReadFull(nc, size[:]); err != nil {
+				errs <- err
+				return
+			}
+			_, err = io.CopyN(io.Discard, nc, int64(size[0])<<24|int64(size[1])<<16|int64(size[2])<<8|int64(size[3]))
+			errs <- err
+		}()
+	}
+	for range conns {
+		require.NoError(t, <-errs, "every request answered")
+	}
+	peak := peakResident(t) - before
+	assert.Equal(t, int32(1), b.largeMax.Load(), "large requests decoded and handled one at a time")
+	// Measured: about +300 MiB at peak with turns (the four frames, one
+	// request's decoded copy and answer, and the collector's headroom),
+	// +700 MiB without them, with 150-200 MiB still resident after.
+	assert.Less(t, peak, int64(len(frame))*24, "the decoded copies do not add up")
+	var after int64
+	assert.Eventually(t, func() bool {
+		after = residentBytes(t) - before
+		return after < 16<<20
+	}, 30*time.Second, 10*time.Millisecond, "memory of the requests given back")
+	runtime.KeepAlive(frame)
+	t.Logf("%d requests of %d MiB at once: peak +%d MiB, after +%d MiB", conns, len(frame)>>20, peak>>20, after>>20)
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -423,6 +424,15 @@ func (c *clientConn) handleOne() error {
 	if unauthenticated && !a.beforeAuth {
 		return c.requireLogin(key, version, nil)
 	}
+	endLarge := func() {}
+	if c.reclaim {
+		end := c.b.startLarge(c.ctx.Done())
+		if end == nil {
+			return c.ctx.Err()
+		}
+		endLarge = sync.OnceFunc(end)
+		defer endLarge() // if the request is not handled
+	}
 	if err := kreq.ReadFrom(body); err != nil {
 		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
@@ -450,6 +460,7 @@ func (c *clientConn) handleOne() error {
 	} else if resp = c.b.misdirected(a, req, key); resp == nil {
 		resp = a.handle(c.b, req)
 	}
+	endLarge() // handled: a slow reader of the answer does not hold the turn
 	if !c.remembered {
 		if sw, v := c.softwareLabel(); sw != "" {
 			c.remembered = true
