@@ -286,7 +286,8 @@ const reclaimAfter = maxPooledFrameBuffer
 // an array of small elements (kmsg's structs), on top of its frame: taking
 // turns bounds that cost to one request's, however many connections send
 // large requests at once; their frames, which are what each client sent,
-// are read meanwhile.
+// are read meanwhile. JoinGroup and SyncGroup give the turn back once
+// decoded, since they wait for other members of their group.
 func (b *Broker) startLarge(done <-chan struct{}) func() {
 	select {
 	case b.largeTurn <- struct{}{}:

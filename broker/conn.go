@@ -436,6 +436,9 @@ func (c *clientConn) handleOne() error {
 	if err := kreq.ReadFrom(body); err != nil {
 		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
+	if key == int16(kmsg.JoinGroup) || key == int16(kmsg.SyncGroup) {
+		endLarge() // these wait for other members, who may be waiting for the turn
+	}
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	defer req.releaseReads()
