@@ -231,3 +231,37 @@ func reportCPU(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTransaction is one transaction per iteration: 100 records to a
+// three-partition topic (kgo's default partitioner), then a commit, which
+// writes a marker in each partition written, against vastfake's kafka
+// profile and kfake.
+func BenchmarkTransaction(b *testing.B) {
+	starts := map[string]func(b *testing.B) string{
+		"vastfake": func(b *testing.B) string {
+			br, err := broker.New(broker.WithProfile("kafka"))
+			require.NoError(b, err)
+			b.Cleanup(func() { br.Close() })
+			return br.Addr()
+		},
+		"kfake": benchBrokers[1].start,
+	}
+	for _, name := range []string{"vastfake", "kfake"} {
+		b.Run(name, func(b *testing.B) {
+			addr := starts[name](b)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("bench"), kgo.ProducerLinger(0),
+				kgo.ProducerBatchCompression(kgo.NoCompression()))
+			require.NoError(b, err)
+			b.Cleanup(cl.Close)
+			benchTopic(b, cl, "bench")
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				require.NoError(b, cl.BeginTransaction())
+				produceN(b, cl, "bench", 100)
+				require.NoError(b, cl.EndTransaction(ctx, kgo.TryCommit))
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txns/s")
+		})
+	}
+}
