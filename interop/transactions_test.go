@@ -257,7 +257,7 @@ func TestConfluentTransactionTimesOut(t *testing.T) {
 // fenced zombie, and a timeout the control plane's clock drives.
 func TestPythonTransactions(t *testing.T) {
 	needConfluentPython(t)
-	runScript(t, "transactions", "expected.txt", pythonWithConfluent, "transactions.py", "-profile", "kafka", "-manual-clock", "-initial-rebalance-delay", "0s")
+	runScript(t, "transactions", "expected.txt", pythonWithConfluent, "transactions.py", "-profile", "kafka", "-manual-clock")
 }
 
 // runScript runs a client script in dir against the vastfake binary started
@@ -296,5 +296,5 @@ func runScript(t *testing.T, dir, expectedFile, interpreter, script string, args
 // drives.
 func TestKafkaJSTransactions(t *testing.T) {
 	node := needKafkaJS(t)
-	runScript(t, "kafkajs", "expected-transactions.txt", node, "transactions.js", "-profile", "kafka", "-manual-clock", "-initial-rebalance-delay", "0s")
+	runScript(t, "kafkajs", "expected-transactions.txt", node, "transactions.js", "-profile", "kafka", "-manual-clock")
 }

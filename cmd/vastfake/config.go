@@ -305,7 +305,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	brokers := fs.Int("brokers", 1, "broker ids, each with its own listener, listed in Metadata: the first on -listen, the others on the ports after it (all picked by the system when its port is 0); 1 to 16 (env VASTFAKE_BROKERS)")
 	profile := str("profile", "vast", "rules to apply: vast (enforce every VAST rule), kafka (none) or audit (behave as Kafka and report what VAST would refuse or do differently)")
 	auditReport := str("audit-report", "", "at exit, write the findings of audited rules to FILE.md and FILE.json (or only FILE, when it ends in .md or .json)")
-	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0, and Kafka's 3s with -profile kafka")
+	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0, and Kafka's 3s with -profile kafka (but not with -manual-clock, where it would hold every new group until the clock is advanced)")
 	minSession := dur("min-session-timeout", "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
 	maxSession := dur("max-session-timeout", "group.max.session.timeout.ms: a JoinGroup with a longer session timeout gets INVALID_SESSION_TIMEOUT; default 30m as in Kafka, 0 for no bound")
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
@@ -466,10 +466,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		}
 		*d.dst = v
 	}
-	if *rebal == "" && cfg.Profile == "kafka" {
+	if *rebal == "" && cfg.Profile == "kafka" && !cfg.ManualClock {
 		// The kafka profile is a broker with Kafka's defaults, as other
 		// clients' test suites expect: librdkafka's static-membership test
 		// counts on both its consumers joining the group's first generation.
+		// Not on a manual clock, where the delay would hold every new group
+		// until the test advanced the clock.
 		cfg.InitialRebalanceDelay = kafkaInitialRebalanceDelay
 	}
 	for _, spec := range ruleFlags.all() {

@@ -517,8 +517,9 @@ func TestRetentionCheckIntervalFlag(t *testing.T) {
 // TestKafkaProfileWaitsForMembersAsKafkaDoes: the binary's kafka profile is
 // a broker with Kafka's group.initial.rebalance.delay.ms (3s), which other
 // clients' test suites count on (librdkafka's static-membership test joins
-// two consumers in one generation); the other profiles form a group at once,
-// and the flag sets it in any profile.
+// two consumers in one generation); the other profiles, and the kafka
+// profile on a manual clock, form a group at once, and the flag sets it in
+// any profile.
 func TestKafkaProfileWaitsForMembersAsKafkaDoes(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -526,6 +527,8 @@ func TestKafkaProfileWaitsForMembersAsKafkaDoes(t *testing.T) {
 	}{
 		{[]string{"-profile", "kafka"}, 3 * time.Second},
 		{[]string{"-profile", "kafka", "-initial-rebalance-delay", "0s"}, 0},
+		{[]string{"-profile", "kafka", "-manual-clock"}, 0}, // the delay would wait for the test to advance the clock
+		{[]string{"-profile", "kafka", "-manual-clock", "-initial-rebalance-delay", "3s"}, 3 * time.Second},
 		{[]string{"-profile", "vast"}, 0},
 		{[]string{"-profile", "audit"}, 0},
 		{[]string{"-initial-rebalance-delay", "1s"}, time.Second},
