@@ -2,7 +2,11 @@
 // consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
 // the committed-offset store (OffsetCommit, OffsetFetch, OffsetDelete), with
 // the group administration requests (ListGroups, DescribeGroups,
-// DeleteGroups).
+// DeleteGroups), and, for the kafka and audit profiles, Kafka's transaction
+// coordinator (InitProducerId with a transactional id, AddPartitionsToTxn,
+// AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions,
+// ListTransactions; see txn.go), which writes the markers that end a
+// transaction through Config.WriteTxnMarkers.
 //
 // It behaves like the classic group coordinator of Apache Kafka 4.x, with the
 // VAST Event Broker 5.5 rules of the "Groups and offsets" table switched on
@@ -14,8 +18,9 @@
 //
 // The coordinator opens no sockets and reads no wall clock: every session
 // timeout, rebalance timeout, initial rebalance delay and offset retention is
-// measured on the clock.Clock it is given, so a test that owns a
-// clock.Manual decides when each of them passes. Timers run on the clock;
+// measured on the clock.Clock it is given, and so is every transaction
+// timeout, so a test that owns a clock.Manual decides when each of them
+// passes. Timers run on the clock;
 // the only goroutine of its own is the short one context.AfterFunc runs when
 // a connection closes, to forget the member ids handed out on it (Close
 // waits for those). The only calls that block are JoinGroup and SyncGroup,
