@@ -45,6 +45,7 @@ func fencedCode(code int16, version, newest int16) int16 {
 // initTransactionalProducer answers InitProducerId for a transactional id;
 // see coordinator.InitProducerID. An empty transactional id gets
 // INVALID_REQUEST, as in Kafka.
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func initTransactionalProducer(b *Broker, r *request, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) kmsg.Response {
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if *req.TransactionalID == "" {
@@ -70,6 +71,7 @@ func initTransactionalProducer(b *Broker, r *request, req *kmsg.InitProducerIDRe
 // TOPIC_AUTHORIZATION_FAILED) none is added and the others get
 // OPERATION_NOT_ATTEMPTED. A partition named twice is answered once, as
 // Kafka collects the request into a set.
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 // Authorizes: KafkaWrite on each topic.
 func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
@@ -128,6 +130,7 @@ func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
 
 // handleAddOffsetsToTxn answers AddOffsetsToTxn v0-v3: the group joins the
 // producer's transaction, so that TxnOffsetCommit may commit its offsets.
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleAddOffsetsToTxn(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
@@ -143,6 +146,7 @@ func handleAddOffsetsToTxn(b *Broker, r *request) kmsg.Response {
 // handleEndTxn answers EndTxn v0-v3: the transaction commits or aborts, its
 // markers are in its partitions and its offsets committed (or dropped)
 // when the answer is sent.
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func handleEndTxn(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
@@ -154,6 +158,7 @@ func handleEndTxn(b *Broker, r *request) kmsg.Response {
 // coordinator.TxnOffsetCommit. Partitions of topics that do not exist get
 // UNKNOWN_TOPIC_OR_PARTITION. A partition named twice is answered once
 // and its last copy kept, as OffsetCommit does.
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 // Authorizes: KafkaRead on the group, then on each topic.
 func handleTxnOffsetCommit(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
@@ -213,6 +218,7 @@ func handleTxnOffsetCommit(b *Broker, r *request) kmsg.Response {
 // coordinator.DescribeTransactions; an id named twice is answered once.
 // With several brokers in the kafka
 // profile, an id another broker coordinates gets NOT_COORDINATOR.
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeTransactionsRequest)
 	if ids := firstOfEach(req.TransactionalIDs, self); !sameSlice(ids, req.TransactionalIDs) {
@@ -236,6 +242,7 @@ func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
 // coordinator.ListTransactions. With several brokers in the kafka profile
 // each lists the ids it coordinates, as Kafka's brokers do (admin clients
 // ask every broker).
+// VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func handleListTransactions(b *Broker, r *request) kmsg.Response {
 	resp := b.coord.ListTransactions(r.kreq.(*kmsg.ListTransactionsRequest))
 	if here, ok := b.servesOnlyOwnKeys(r); ok {
