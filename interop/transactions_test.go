@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -297,4 +298,87 @@ func runScript(t *testing.T, dir, expectedFile, interpreter, script string, args
 func TestKafkaJSTransactions(t *testing.T) {
 	node := needKafkaJS(t)
 	runScript(t, "kafkajs", "expected-transactions.txt", node, "transactions.js", "-profile", "kafka", "-manual-clock")
+}
+
+// saramaTxnProducer is a sarama transactional sync producer for addr.
+func saramaTxnProducer(t *testing.T, addr, id string) sarama.SyncProducer {
+	t.Helper()
+	cfg := saramaConfig()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.Transaction.ID = id
+	cfg.Producer.Retry.Max = 10
+	cfg.Net.MaxOpenRequests = 1
+	return saramaProducer(t, addr, cfg)
+}
+
+// saramaReadCommitted reads partition 0 of topic with isolation level
+// read_committed until the partition's last data record, want records in
+// all, and returns the values.
+func saramaReadCommitted(t *testing.T, addr, topic string, want int) []string {
+	t.Helper()
+	cfg := saramaConfig()
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	c, err := sarama.NewConsumer([]string{addr}, cfg)
+	require.NoError(t, err)
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	require.NoError(t, err)
+	defer pc.Close()
+	var got []string
+	timeout := time.After(testTimeout)
+	for len(got) < want {
+		select {
+		case m := <-pc.Messages():
+			got = append(got, string(m.Value))
+		case <-timeout:
+			t.Fatalf("read_committed read %q, want %d records", got, want)
+		}
+	}
+	return got
+}
+
+// TestSaramaTransactions: a sarama transactional producer's abort and
+// commit, offsets sent to the transaction, and a zombie fenced by a newer
+// producer with its transactional id. A read_committed sarama consumer reads
+// only what committed.
+func TestSaramaTransactions(t *testing.T) {
+	b := fixtures.StartBroker(t, broker.WithProfile("kafka"),
+		broker.WithTopics(broker.TopicSpec{Name: "sr-in", Partitions: 1}, broker.TopicSpec{Name: "sr-out", Partitions: 1}))
+	addr := b.Addr()
+	p := saramaTxnProducer(t, addr, "sr-etl")
+	send := func(value string) {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "sr-out", Partition: 0, Value: sarama.StringEncoder(value)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.BeginTxn())
+	send("dropped")
+	require.NoError(t, p.AbortTxn())
+	require.NoError(t, p.BeginTxn())
+	send("kept")
+	require.NoError(t, p.AddOffsetsToTxn(map[string][]*sarama.PartitionOffsetMetadata{"sr-in": {{Partition: 0, Offset: 7}}}, "sr-group"))
+	off, ok := b.CommittedOffset("sr-group", "sr-in", 0)
+	assert.False(t, ok && off == 7, "not committed before the transaction")
+	require.NoError(t, p.CommitTxn())
+	off, ok = b.CommittedOffset("sr-group", "sr-in", 0)
+	assert.True(t, ok)
+	assert.Equal(t, int64(7), off, "committed with the transaction")
+
+	// A zombie: a second producer with the id fences the first.
+	require.NoError(t, p.BeginTxn())
+	send("zombie")
+	fresh := saramaTxnProducer(t, addr, "sr-etl")
+	require.NoError(t, fresh.BeginTxn())
+	_, _, err := fresh.SendMessage(&sarama.ProducerMessage{Topic: "sr-out", Partition: 0, Value: sarama.StringEncoder("fresh")})
+	require.NoError(t, err)
+	require.NoError(t, fresh.CommitTxn())
+	require.Error(t, p.CommitTxn(), "the zombie cannot commit")
+
+	assert.Equal(t, []string{"kept", "fresh"}, saramaReadCommitted(t, addr, "sr-out", 2))
+	var markers []string
+	for _, r := range b.Records("sr-out", 0, 0) {
+		if r.Marker != "" {
+			markers = append(markers, r.Marker)
+		}
+	}
+	assert.Equal(t, []string{"abort", "commit", "abort", "commit"}, markers, "the zombie's transaction was aborted when it was fenced")
 }
