@@ -116,6 +116,16 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 			uncommittedEnd := listEnd(t, addr, "txn-out", 0)
 			assert.Equal(t, int64(11), committedEnd, "read_committed end stops at the open transaction")
 			assert.Equal(t, int64(12), uncommittedEnd)
+			{ // Kafka lists every producer the partition remembers, kfake those with a transaction open: here both list this one
+				producers, err := adm.DescribeProducers(ctxT(t), kadm.TopicsSet{"txn-out": {0: {}}})
+				require.NoError(t, err)
+				d := producers["txn-out"].Partitions[0]
+				require.NoError(t, d.Err)
+				require.Len(t, d.ActiveProducers, 1)
+				for _, ap := range d.ActiveProducers {
+					assert.Equal(t, int64(11), ap.CurrentTxnStartOffset, "the open transaction's first offset")
+				}
+			}
 			require.NoError(t, p.EndTransaction(ctxT(t), kgo.TryCommit))
 			assert.Equal(t, int64(13), listEnd(t, addr, "txn-out", 1))
 		})
@@ -432,6 +442,20 @@ func TestTransactionsOnSeveralBrokers(t *testing.T) {
 	listed, err := adm.ListTransactions(ctx, nil, nil)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, ids, listed.TransactionalIDs(), "each id once, from its coordinator")
+
+	// DescribeProducers goes to each partition's leader: every id's
+	// producer wrote every partition, none has a transaction open.
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"multi": {0: {}, 1: {}, 2: {}}})
+	require.NoError(t, err)
+	producers.EachPartition(func(p kadm.DescribedProducersPartition) {
+		require.NoError(t, p.Err, "partition %d", p.Partition)
+		assert.Equal(t, k.Broker().LeaderOf("multi", p.Partition), p.Leader)
+		assert.Len(t, p.ActiveProducers, len(ids), "partition %d", p.Partition)
+		for _, ap := range p.ActiveProducers {
+			assert.Equal(t, int64(-1), ap.CurrentTxnStartOffset)
+			assert.Equal(t, int32(0), ap.LastSequence, "one record per producer and partition")
+		}
+	})
 
 	// The other brokers refuse the id's requests.
 	id := ids[0]

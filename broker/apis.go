@@ -80,6 +80,7 @@ var apiTable = []api{
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs},
 	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, hiddenBy: "NoOffsetDelete"},
+	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, hiddenBy: "NoIdempotence"},
 	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, hiddenBy: "NoIdempotence"},
 	{key: 66, min: 0, max: 1, handle: handleListTransactions, hiddenBy: "NoIdempotence"},
 	{key: 68, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupHeartbeat (KIP-848)

@@ -465,6 +465,7 @@ func (b *Broker) forgetMoves(topic string) {
 // broker refuses them as Kafka does.
 var leaderAPIs = map[int16]bool{
 	int16(kmsg.Produce): true, int16(kmsg.Fetch): true, int16(kmsg.ListOffsets): true, int16(kmsg.DeleteRecords): true,
+	int16(kmsg.DescribeProducers): true,
 }
 
 var coordinatorAPIs = map[int16]bool{

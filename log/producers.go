@@ -196,6 +196,38 @@ func (ps *Producers) Mark(part *Partition, id int64, epoch int16, now time.Time)
 	ps.pushNewest(p)
 }
 
+// ProducerState is what a partition remembers of one producer, as Kafka's
+// DescribeProducers reports it.
+type ProducerState struct {
+	ProducerID int64
+	Epoch      int16
+	// LastSequence and LastTimestamp are of the producer's latest batch,
+	// -1 when it has none in its current epoch (a transaction marker
+	// raised the epoch).
+	LastSequence  int32
+	LastTimestamp int64
+}
+
+// Of returns the producers part remembers, least recently appended first.
+// It walks every producer state the table holds (at most its bound).
+func (ps *Producers) Of(part *Partition) []ProducerState {
+	if ps.byPart[part] == 0 {
+		return nil
+	}
+	out := make([]ProducerState, 0, ps.byPart[part])
+	for p := ps.oldest; p != nil; p = p.nxt {
+		if p.part != part {
+			continue
+		}
+		st := ProducerState{ProducerID: p.id, Epoch: p.epoch, LastSequence: -1, LastTimestamp: -1}
+		if p.n > 0 {
+			st.LastSequence, st.LastTimestamp = p.newest().lastSeq, p.newest().timestamp
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 // Expire forgets every producer state whose last append is idle or more
 // before now, as Kafka's producer.id.expiration.ms does, and returns how
 // many it forgot.
