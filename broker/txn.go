@@ -281,8 +281,19 @@ func handleDescribeProducers(b *Broker, r *request) kmsg.Response {
 		func(t *kmsg.DescribeProducersRequestTopic) *[]int32 { return &t.Partitions },
 		func(p *int32) int32 { return *p },
 		firstOfEach)
+	parts := map[*log.Partition]bool{}
+	for _, rt := range topics {
+		if t := b.data.get(rt.Topic); t != nil && b.allowTopic(r, KafkaRead, rt.Topic) {
+			for _, p := range rt.Partitions {
+				if part := t.partition(p); part != nil {
+					parts[part] = true
+				}
+			}
+		}
+	}
 	b.appendMu.RLock() // the producer state table is guarded by the append lock
-	defer b.appendMu.RUnlock()
+	states := b.producers.Of(parts)
+	b.appendMu.RUnlock()
 	for _, rt := range topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
@@ -305,7 +316,7 @@ func handleDescribeProducers(b *Broker, r *request) kmsg.Response {
 				for _, o := range part.OpenTransactions() {
 					open[o.ProducerID] = o.FirstOffset
 				}
-				for _, ps := range b.producers.Of(part) {
+				for _, ps := range states[part] {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
 					ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp

@@ -208,22 +208,20 @@ type ProducerState struct {
 	LastTimestamp int64
 }
 
-// Of returns the producers part remembers, least recently appended first.
-// It walks every producer state the table holds (at most its bound).
-func (ps *Producers) Of(part *Partition) []ProducerState {
-	if ps.byPart[part] == 0 {
-		return nil
-	}
-	out := make([]ProducerState, 0, ps.byPart[part])
+// Of returns the producers each of parts remembers, least recently
+// appended first. It walks the table once, whatever the number of parts
+// (at most its bound of producer states).
+func (ps *Producers) Of(parts map[*Partition]bool) map[*Partition][]ProducerState {
+	out := make(map[*Partition][]ProducerState)
 	for p := ps.oldest; p != nil; p = p.nxt {
-		if p.part != part {
+		if !parts[p.part] {
 			continue
 		}
 		st := ProducerState{ProducerID: p.id, Epoch: p.epoch, LastSequence: -1, LastTimestamp: -1}
 		if p.n > 0 {
 			st.LastSequence, st.LastTimestamp = p.newest().lastSeq, p.newest().timestamp
 		}
-		out = append(out, st)
+		out[p.part] = append(out[p.part], st)
 	}
 	return out
 }

@@ -141,3 +141,25 @@ func BenchmarkProducersCheckRecord(b *testing.B) {
 		ps.Record(parts[i], batch, int64(next[i]), 0, now)
 	}
 }
+
+// TestProducersOfPartitions: Of lists each asked partition's producers with
+// their epoch and last batch, and a marker that raised the epoch leaves no
+// last batch (-1) until the producer writes again.
+func TestProducersOfPartitions(t *testing.T) {
+	ps := NewProducers(10)
+	p0, p1, other := NewPartition(), NewPartition(), NewPartition()
+	now := time.Unix(1_700_000_000, 0)
+	ps.Record(p0, idemBatch(1, 0, 0, 3), 0, 111, now)
+	ps.Record(p1, idemBatch(1, 0, 0, 1), 0, 222, now)
+	ps.Record(p1, idemBatch(2, 4, 5, 2), 1, 333, now)
+	ps.Record(other, idemBatch(3, 0, 0, 1), 0, 444, now)
+	ps.Mark(p1, 1, 1, now) // a marker with a bumped epoch
+
+	got := ps.Of(map[*Partition]bool{p0: true, p1: true})
+	assert.Len(t, got, 2, "only the partitions asked for")
+	assert.Equal(t, []ProducerState{{ProducerID: 1, Epoch: 0, LastSequence: 2, LastTimestamp: 111}}, got[p0])
+	assert.ElementsMatch(t, []ProducerState{
+		{ProducerID: 2, Epoch: 4, LastSequence: 6, LastTimestamp: 333},
+		{ProducerID: 1, Epoch: 1, LastSequence: -1, LastTimestamp: -1},
+	}, got[p1])
+}
