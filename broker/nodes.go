@@ -508,11 +508,8 @@ func transactionalIDsOf(kreq kmsg.Request) []string {
 // this broker coordinates one of them. It returns nil when r is served
 // here as usual.
 func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
-	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
-		return nil // one broker, or VAST's: every address serves, nothing to record
-	}
-	here := r.conn.node.id
-	if !b.mayBeMisdirected(r.kreq, here) {
+	here, ok := b.servesOnlyOwn(r)
+	if !ok || !b.mayBeMisdirected(r.kreq, here) {
 		return nil
 	}
 	v := reflect.ValueOf(r.kreq).Elem()
@@ -569,6 +566,17 @@ func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
 		return resp
 	}
 	return nil
+}
+
+// servesOnlyOwn returns the broker r reached, and true when that broker
+// serves only the partitions it leads and the keys it coordinates: with
+// several brokers, unless VAST's AnyAddressServes is enforced (every
+// address serves everything, and there is nothing to record).
+func (b *Broker) servesOnlyOwn(r *request) (int32, bool) {
+	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
+		return 0, false
+	}
+	return r.conn.node.id, true
 }
 
 // mayBeMisdirected is the cheap first look for the produce and fetch paths:

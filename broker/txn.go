@@ -30,7 +30,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
-	"github.com/vastfake/vastfake/rules"
 )
 
 // fencedCode is PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH for a version
@@ -227,7 +226,7 @@ func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
 		req = &merged
 	}
 	resp := b.coord.DescribeTransactions(req)
-	if here, ok := b.servesOnlyOwnKeys(r); ok {
+	if here, ok := b.servesOnlyOwn(r); ok {
 		for i := range resp.TransactionStates {
 			if st := &resp.TransactionStates[i]; b.CoordinatorOf(st.TransactionalID) != here {
 				*st = kmsg.NewDescribeTransactionsResponseTransactionState()
@@ -245,22 +244,12 @@ func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
 // VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func handleListTransactions(b *Broker, r *request) kmsg.Response {
 	resp := b.coord.ListTransactions(r.kreq.(*kmsg.ListTransactionsRequest))
-	if here, ok := b.servesOnlyOwnKeys(r); ok {
+	if here, ok := b.servesOnlyOwn(r); ok {
 		resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(st kmsg.ListTransactionsResponseTransactionState) bool {
 			return b.CoordinatorOf(st.TransactionalID) != here
 		})
 	}
 	return resp
-}
-
-// servesOnlyOwnKeys returns the broker r reached, and true when that broker
-// answers only for the keys it coordinates: with several brokers, unless
-// VAST's AnyAddressServes is enforced.
-func (b *Broker) servesOnlyOwnKeys(r *request) (int32, bool) {
-	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
-		return 0, false
-	}
-	return r.conn.node.id, true
 }
 
 // handleDescribeProducers answers DescribeProducers v0, for admin tools
