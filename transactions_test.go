@@ -354,6 +354,13 @@ func TestTransactionBadInput(t *testing.T) {
 	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(""), 1000
 	assert.Equal(t, kerr.InvalidRequest.Code, c.do(4, req).(*kmsg.InitProducerIDResponse).ErrorCode, "empty transactional id")
 
+	// DescribeProducers for a topic that does not exist.
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dt := kmsg.NewDescribeProducersRequestTopic()
+	dt.Topic, dt.Partitions = "no-such-topic", []int32{0}
+	dp.Topics = append(dp.Topics, dt)
+	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, c.do(0, dp).(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode)
+
 	// The connection still serves, and the record produced before is there.
 	assert.Equal(t, []int16{0}, c.addPartitions(3, "bad", newPid, newEpoch, "bad-txn", 0))
 	assert.Equal(t, int16(0), c.endTxn(3, "bad", newPid, newEpoch, false))

@@ -270,55 +270,56 @@ func handleDescribeProducers(b *Broker, r *request) kmsg.Response {
 		func(t *kmsg.DescribeProducersRequestTopic) *[]int32 { return &t.Partitions },
 		func(p *int32) int32 { return *p },
 		firstOfEach)
-	parts := map[*log.Partition]bool{}
-	for _, rt := range topics {
-		if t := b.data.get(rt.Topic); t != nil && b.allowTopic(r, KafkaRead, rt.Topic) {
-			for _, p := range rt.Partitions {
-				if part := t.partition(p); part != nil {
-					parts[part] = true
-				}
-			}
-		}
-	}
-	b.appendMu.RLock() // the producer state table is guarded by the append lock
-	states := b.producers.Of(parts)
-	b.appendMu.RUnlock()
-	for _, rt := range topics {
+	// First the partitions and their errors, each topic looked up and
+	// authorized once; then the producer table, walked once for all.
+	want := map[*log.Partition]bool{}
+	found := make([][]*log.Partition, len(topics)) // nil where the answer is an error
+	for i, rt := range topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		t := b.data.get(rt.Topic)
 		allowed := b.allowTopic(r, KafkaRead, rt.Topic)
-		for _, p := range rt.Partitions {
+		found[i] = make([]*log.Partition, len(rt.Partitions))
+		for j, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
-			var part *log.Partition
-			if t != nil {
-				part = t.partition(p)
-			}
-			switch {
+			switch part, _ := lookupPartition(t, p, false); {
 			case !allowed:
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case part == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				open := map[int64]int64{}
-				for _, o := range part.OpenTransactions() {
-					open[o.ProducerID] = o.FirstOffset
-				}
-				for _, ps := range states[part] {
-					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-					ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
-					ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp
-					ap.CurrentTxnStartOffset = -1
-					if first, ok := open[ps.ProducerID]; ok {
-						ap.CurrentTxnStartOffset = first
-					}
-					sp.ActiveProducers = append(sp.ActiveProducers, ap)
-				}
+				found[i][j], want[part] = part, true
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	b.appendMu.RLock() // the producer state table is guarded by the append lock
+	states := b.producers.Of(want)
+	b.appendMu.RUnlock()
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			part := found[i][j]
+			if part == nil {
+				continue
+			}
+			open := map[int64]int64{}
+			for _, o := range part.OpenTransactions() {
+				open[o.ProducerID] = o.FirstOffset
+			}
+			sp := &resp.Topics[i].Partitions[j]
+			for _, ps := range states[part] {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
+				ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp
+				ap.CurrentTxnStartOffset = -1
+				if first, ok := open[ps.ProducerID]; ok {
+					ap.CurrentTxnStartOffset = first
+				}
+				sp.ActiveProducers = append(sp.ActiveProducers, ap)
+			}
+		}
 	}
 	return resp
 }
