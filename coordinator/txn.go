@@ -173,18 +173,26 @@ func (x *txns) dropPending(group string, tp TopicPartition) {
 	}
 }
 
+// sortedParts returns the partitions of t's open transaction by topic and
+// partition.
+func (t *transaction) sortedParts() []TopicPartition {
+	var out []TopicPartition
+	for p := range t.parts {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return out
+}
+
 func (t *transaction) info() TxnInfo {
 	out := TxnInfo{
 		TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, State: t.state,
 		Timeout: t.timeout, Start: t.start, Committed: t.committed, Aborted: t.aborted, TimedOut: t.timedOut,
 	}
-	for p := range t.parts {
-		out.Partitions = append(out.Partitions, p)
-	}
-	sort.Slice(out.Partitions, func(i, j int) bool {
-		a, b := out.Partitions[i], out.Partitions[j]
-		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-	})
+	out.Partitions = t.sortedParts()
 	for g := range t.groups {
 		out.Groups = append(out.Groups, g)
 	}
@@ -487,7 +495,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 		}
 	}
 	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
-	m.Partitions = t.info().Partitions
+	m.Partitions = t.sortedParts()
 	if c.writeMarkers != nil && len(m.Partitions) > 0 {
 		c.writeMarkers(m)
 	}
