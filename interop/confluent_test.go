@@ -157,6 +157,15 @@ func ckKeyed(topic string, first, n int) []*kafka.Message {
 // ckTimeout) and returns them.
 func ckPoll(t *testing.T, c *kafka.Consumer, n int) []*kafka.Message {
 	t.Helper()
+	return ckPollN(t, c, n, false)
+}
+
+// ckPollN is ckPoll; with transient set, an error event that is not fatal
+// is logged and polling goes on: librdkafka reports a refused or reset
+// connection so and reconnects by itself, which a test whose broker address
+// goes away on purpose expects.
+func ckPollN(t *testing.T, c *kafka.Consumer, n int, transient bool) []*kafka.Message {
+	t.Helper()
 	var got []*kafka.Message
 	deadline := time.Now().Add(ckTimeout)
 	for len(got) < n {
@@ -170,7 +179,10 @@ func ckPoll(t *testing.T, c *kafka.Consumer, n int) []*kafka.Message {
 			}
 			got = append(got, ev)
 		case kafka.Error:
-			t.Fatalf("consumer error: %v (code %v)", ev, ev.Code())
+			if !transient || ev.IsFatal() {
+				t.Fatalf("consumer error: %v (code %v)", ev, ev.Code())
+			}
+			t.Logf("transient consumer error: %v", ev)
 		}
 	}
 	return got

@@ -20,34 +20,9 @@ import (
 // python3-confluent-kafka: skipped without it, failed when CI is set.
 func TestPythonClientMatrix(t *testing.T) {
 	needConfluentPython(t)
-	expected, err := os.ReadFile(filepath.Join("matrix", "expected.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "vastfake")
-	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
-	lines := walkthroughStartBinaryLines(t, bin, 2, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0")
-	httpURL, ok := strings.CutPrefix(lines[1], "control plane on ")
-	if !ok {
-		t.Fatalf("vastfake's second stdout line is %q, want \"control plane on http://host:port/\"", lines[1])
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	py := exec.CommandContext(ctx, pythonWithConfluent, "matrix.py")
-	py.Dir = "matrix"
-	py.Env = append(walkthroughEnv(), "KAFKA_BOOTSTRAP="+lines[0], "VASTFAKE_HTTP="+httpURL, "PYTHONDONTWRITEBYTECODE=1")
-	var stdout, stderr bytes.Buffer
-	py.Stdout, py.Stderr = &stdout, &stderr
-	py.WaitDelay = 10 * time.Second
-	if err := py.Run(); err != nil {
-		t.Fatalf("matrix.py: %v (context: %v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), stdout.String(), walkthroughTail(stderr.String(), 40))
-	}
-	if got := stdout.String(); got != string(expected) {
-		t.Fatalf("matrix.py printed\n%s\nwant\n%s\nstderr:\n%s", got, expected, walkthroughTail(stderr.String(), 40))
-	}
-	if strings.Contains(stderr.String(), "|PROTOERR|") {
-		t.Errorf("librdkafka reported protocol errors:\n%s", walkthroughTail(stderr.String(), 20))
+	_, stderr := runScript(t, buildVastfake(t), "matrix", "expected.txt", pythonWithConfluent, "matrix.py")
+	if strings.Contains(stderr, "|PROTOERR|") {
+		t.Errorf("librdkafka reported protocol errors:\n%s", walkthroughTail(stderr, 20))
 	}
 }
 
@@ -67,43 +42,61 @@ func TestPythonClientMatrix(t *testing.T) {
 // installs them).
 func TestKafkaJSMatrix(t *testing.T) {
 	node := needKafkaJS(t)
-	bin := filepath.Join(t.TempDir(), "vastfake")
-	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
+	bin := buildVastfake(t)
 	for _, tc := range []struct{ profile, expected string }{
 		{"vast", "expected.txt"},
 		{"kafka", "expected-kafka.txt"},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
-			expected, err := os.ReadFile(filepath.Join("kafkajs", tc.expected))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := walkthroughStartBinaryLines(t, bin, 2, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-profile", tc.profile)
-			httpURL, ok := strings.CutPrefix(lines[1], "control plane on ")
-			if !ok {
-				t.Fatalf("vastfake's second stdout line is %q, want \"control plane on http://host:port/\"", lines[1])
-			}
-
-			// matrix.js stops itself after 90 s; the context is the backstop.
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			js := exec.CommandContext(ctx, node, "matrix.js")
-			js.Dir = "kafkajs"
-			js.Env = append(walkthroughEnv(), "KAFKA_BOOTSTRAP="+lines[0], "VASTFAKE_HTTP="+httpURL)
-			var stdout, stderr bytes.Buffer
-			js.Stdout, js.Stderr = &stdout, &stderr
-			js.WaitDelay = 10 * time.Second
-			if err := js.Run(); err != nil {
-				t.Fatalf("matrix.js: %v (context: %v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), stdout.String(), walkthroughTail(stderr.String(), 40))
-			}
-			if got := stdout.String(); got != string(expected) {
-				t.Fatalf("matrix.js printed\n%s\nwant\n%s\nstderr:\n%s", got, expected, walkthroughTail(stderr.String(), 40))
-			}
+			// matrix.js stops itself after 90 s; runScript's context is the backstop.
+			stdout, _ := runScript(t, bin, "kafkajs", tc.expected, node, "matrix.js", "-profile", tc.profile)
 			if tc.profile == "vast" {
-				checkKafkaJSQuotes(t, stdout.String())
+				checkKafkaJSQuotes(t, stdout)
 			}
 		})
 	}
+}
+
+// buildVastfake builds the vastfake binary into the test's temporary
+// directory and returns its path.
+func buildVastfake(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vastfake")
+	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
+	return bin
+}
+
+// runScript runs a client script in dir against the binary bin started
+// with args (plus a listener and control plane on free ports, named to the
+// script by KAFKA_BOOTSTRAP and VASTFAKE_HTTP), within two minutes, and
+// compares its stdout with dir's file expectedFile. It returns what the
+// script wrote, for more checks.
+func runScript(t *testing.T, bin, dir, expectedFile, interpreter, script string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	expected, err := os.ReadFile(filepath.Join(dir, expectedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := walkthroughStartBinaryLines(t, bin, 2, append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)...)
+	httpURL, ok := strings.CutPrefix(lines[1], "control plane on ")
+	if !ok {
+		t.Fatalf("vastfake's second stdout line is %q, want \"control plane on http://host:port/\"", lines[1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, interpreter, script)
+	cmd.Dir = dir
+	cmd.Env = append(walkthroughEnv(), "KAFKA_BOOTSTRAP="+lines[0], "VASTFAKE_HTTP="+httpURL, "PYTHONDONTWRITEBYTECODE=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v (context: %v)\nstdout:\n%s\nstderr:\n%s", script, err, ctx.Err(), out.String(), walkthroughTail(errOut.String(), 40))
+	}
+	if got := out.String(); got != string(expected) {
+		t.Fatalf("%s printed\n%s\nwant\n%s\nstderr:\n%s", script, got, expected, walkthroughTail(errOut.String(), 40))
+	}
+	return out.String(), errOut.String()
 }
 
 // needKafkaJS returns the path of node when it is on PATH and

@@ -308,32 +308,6 @@ func TestConfluentThroughALeaderMove(t *testing.T) {
 	})
 }
 
-// ckPollThrough is ckPoll for a consumer whose broker address goes away on
-// purpose: librdkafka reports a refused or reset connection as an error
-// event that is not fatal (it reconnects by itself), so those are logged and
-// polling goes on; a fatal error fails the test.
-func ckPollThrough(t *testing.T, c *kafka.Consumer, n int) []*kafka.Message {
-	t.Helper()
-	var got []*kafka.Message
-	deadline := time.Now().Add(ckTimeout)
-	for len(got) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d messages within %v", len(got), n, ckTimeout)
-		}
-		switch ev := c.Poll(100).(type) {
-		case *kafka.Message:
-			require.NoError(t, ev.TopicPartition.Error)
-			got = append(got, ev)
-		case kafka.Error:
-			if ev.IsFatal() {
-				t.Fatalf("consumer error: %v (code %v)", ev, ev.Code())
-			}
-			t.Logf("transient consumer error: %v", ev)
-		}
-	}
-	return got
-}
-
 // TestConfluentGroupThroughMoves: a confluent-kafka-go consumer group
 // (librdkafka) reads on through a coordinator move and a VAST virtual-IP
 // failover of the new coordinator's address: every record is read once and
@@ -349,7 +323,7 @@ func TestConfluentGroupThroughMoves(t *testing.T) {
 		for _, m := range ckProduce(t, p, ckKeyed("orders", from, to-from)...) {
 			require.NoError(t, m.TopicPartition.Error)
 		}
-		for _, m := range ckPollThrough(t, c, to-from) {
+		for _, m := range ckPollN(t, c, to-from, true) {
 			seen[string(m.Key)]++
 		}
 		_, err := c.Commit()

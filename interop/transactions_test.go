@@ -7,12 +7,7 @@ package interop_test
 // manual clock. read_committed consumers must never see an aborted record.
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -258,35 +253,7 @@ func TestConfluentTransactionTimesOut(t *testing.T) {
 // fenced zombie, and a timeout the control plane's clock drives.
 func TestPythonTransactions(t *testing.T) {
 	needConfluentPython(t)
-	runScript(t, "transactions", "expected.txt", pythonWithConfluent, "transactions.py", "-profile", "kafka", "-manual-clock")
-}
-
-// runScript runs a client script in dir against the vastfake binary started
-// with args (plus a listener and control plane on free ports) and compares
-// its stdout with dir's file expectedFile.
-func runScript(t *testing.T, dir, expectedFile, interpreter, script string, args ...string) {
-	t.Helper()
-	expected, err := os.ReadFile(filepath.Join(dir, expectedFile))
-	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "vastfake")
-	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
-	lines := walkthroughStartBinaryLines(t, bin, 2, append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0"}, args...)...)
-	httpURL, ok := strings.CutPrefix(lines[1], "control plane on ")
-	require.True(t, ok, "vastfake's second stdout line is %q", lines[1])
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, interpreter, script)
-	cmd.Dir = dir
-	cmd.Env = append(walkthroughEnv(), "KAFKA_BOOTSTRAP="+lines[0], "VASTFAKE_HTTP="+httpURL, "PYTHONDONTWRITEBYTECODE=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %v (context: %v)\nstdout:\n%s\nstderr:\n%s", script, err, ctx.Err(), stdout.String(), walkthroughTail(stderr.String(), 40))
-	}
-	if got := stdout.String(); got != string(expected) {
-		t.Fatalf("%s printed\n%s\nwant\n%s\nstderr:\n%s", script, got, expected, walkthroughTail(stderr.String(), 40))
-	}
+	runScript(t, buildVastfake(t), "transactions", "expected.txt", pythonWithConfluent, "transactions.py", "-profile", "kafka", "-manual-clock")
 }
 
 // TestKafkaJSTransactions runs kafkajs/transactions.js (kafkajs 2.2.4)
@@ -297,7 +264,7 @@ func runScript(t *testing.T, dir, expectedFile, interpreter, script string, args
 // drives.
 func TestKafkaJSTransactions(t *testing.T) {
 	node := needKafkaJS(t)
-	runScript(t, "kafkajs", "expected-transactions.txt", node, "transactions.js", "-profile", "kafka", "-manual-clock")
+	runScript(t, buildVastfake(t), "kafkajs", "expected-transactions.txt", node, "transactions.js", "-profile", "kafka", "-manual-clock")
 }
 
 // saramaTxnProducer is a sarama transactional sync producer for addr.
