@@ -92,9 +92,8 @@ type Broker struct {
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
 	// largeTurn holds the one turn to decode and handle a large request
-	// (startLarge); largeNow and largeMax count those running, for tests.
-	largeTurn          chan struct{}
-	largeNow, largeMax atomic.Int32
+	// (startLarge).
+	largeTurn chan struct{}
 	// clientSoftware names the software of connections that do not
 	// show it, from their client id's other connections.
 	clientSoftware clientSoftwareMemory

@@ -294,13 +294,7 @@ func (b *Broker) startLarge(done <-chan struct{}) func() {
 	case <-done:
 		return nil
 	}
-	if n := b.largeNow.Add(1); n > b.largeMax.Load() {
-		b.largeMax.Store(n)
-	}
-	return func() {
-		b.largeNow.Add(-1)
-		<-b.largeTurn
-	}
+	return func() { <-b.largeTurn }
 }
 
 // reclaimLarge runs a garbage collection and gives the freed memory back to
