@@ -553,7 +553,7 @@ func TestConfluentCompression(t *testing.T) {
 }
 
 // TestConfluentRefusalTexts runs librdkafka into the VAST profile's other
-// refusals and compares what it reports with README's troubleshooting table.
+// refusals and compares what it reports with docs/troubleshooting.md's table.
 func TestConfluentRefusalTexts(t *testing.T) {
 	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1}))
