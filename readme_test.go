@@ -215,23 +215,12 @@ func TestDocsNameRealTests(t *testing.T) {
 		}
 		return nil
 	}))
-	docs, err := filepath.Glob("docs/*.md")
-	require.NoError(t, err)
 	named := regexp.MustCompile("`((?:Test|Fuzz|Example|Benchmark)[A-Z]\\w*)")
-	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
-	for _, doc := range append(docs, "README.md", "CHANGELOG.md") {
+	for _, doc := range userDocs(t) {
 		data, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
 			assert.True(t, funcs[m[1]], "%s names %s, which no _test.go declares", doc, m[1])
-		}
-		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
-			target := filepath.Join(filepath.Dir(doc), m[1])
-			if pendingPages[filepath.ToSlash(target)] {
-				continue
-			}
-			_, err := os.Stat(target)
-			assert.NoError(t, err, "%s links to %s", doc, m[1])
 		}
 	}
 }
@@ -257,6 +246,119 @@ func TestReadmeNamesEveryVASTTopicConfig(t *testing.T) {
 			assert.Contains(t, row, "`"+k+"`", row)
 		}
 	}
+}
+
+// userDocs returns the Markdown pages users read: README.md, CHANGELOG.md
+// and docs/*.md.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	return append(docs, "README.md", "CHANGELOG.md")
+}
+
+// mdLink matches an inline Markdown link's target: a path, an anchor, or
+// both. Targets with a scheme (https:, mailto:) are left out.
+var mdLink = regexp.MustCompile(`\]\(([^()\s:#]*)(#[^()\s]*)?\)`)
+
+// TestDocsLinksResolve keeps every link between the user docs whole: a
+// relative link names a file or directory in the repository, and an anchor
+// (#section) names a heading of the page it points to, as GitHub makes
+// anchors from headings. Links to the pages other branches add
+// (pendingPages) are skipped until those pages land.
+func TestDocsLinksResolve(t *testing.T) {
+	anchorsOf := map[string]map[string]bool{}
+	anchors := func(page string) map[string]bool {
+		if a, ok := anchorsOf[page]; ok {
+			return a
+		}
+		data, err := os.ReadFile(page)
+		require.NoError(t, err)
+		a := markdownAnchors(string(data))
+		anchorsOf[page] = a
+		return a
+	}
+	for _, doc := range userDocs(t) {
+		data, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		n := 0
+		for _, m := range mdLink.FindAllStringSubmatch(withoutCode(string(data)), -1) {
+			path, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if path == "" && anchor == "" {
+				continue
+			}
+			n++
+			target := doc
+			if path != "" {
+				target = filepath.Join(filepath.Dir(doc), path)
+				if pendingPages[filepath.ToSlash(target)] {
+					continue
+				}
+				if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", doc, path+m[2]) {
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(target, ".md") {
+				assert.True(t, anchors(target)[anchor], "%s links to %s: %s has no heading with anchor #%s", doc, path+m[2], target, anchor)
+			}
+		}
+		if doc == "README.md" || doc == "docs/README.md" {
+			assert.Positive(t, n, "%s links to nothing: the link pattern is broken", doc)
+		}
+	}
+}
+
+// TestMarkdownAnchors pins the anchors GitHub makes of headings, which
+// TestDocsLinksResolve relies on.
+func TestMarkdownAnchors(t *testing.T) {
+	a := markdownAnchors("# Will my app run on VAST?\n```sh\n# not a heading\n```\n## The `-topic` flag & [its](x.md) rules\n## Faults\n## Faults\n")
+	assert.Equal(t, map[string]bool{"will-my-app-run-on-vast": true, "the--topic-flag--its-rules": true, "faults": true, "faults-1": true}, a)
+}
+
+// markdownAnchors returns the anchors of page's headings as GitHub makes
+// them: the heading's text (code spans and link texts kept, link targets
+// dropped) in lower case, with every character but letters, digits, spaces,
+// hyphens and underscores removed and spaces made hyphens; a repeated
+// anchor gets -1, -2 and so on. Lines in fenced code blocks are not headings.
+func markdownAnchors(page string) map[string]bool {
+	heading := regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	linkText := regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	drop := regexp.MustCompile(`[^\p{L}\p{N}\s_-]`)
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range strings.Split(withoutCode(page), "\n") {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		text := linkText.ReplaceAllString(m[1], "$1")
+		slug := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(text), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+// withoutCode returns page with the lines of its fenced code blocks
+// blanked, so that a shell comment is not a heading nor a JSON array a
+// link.
+func withoutCode(page string) string {
+	lines := strings.Split(page, "\n")
+	in := false
+	for i, l := range lines {
+		fence := strings.HasPrefix(strings.TrimSpace(l), "```")
+		if in || fence {
+			lines[i] = ""
+		}
+		if fence {
+			in = !in
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // pendingPages are pages other branches add, which README.md and

@@ -43,6 +43,7 @@ func TestReadmeEndpointTable(t *testing.T) {
 			assert.True(t, routes[method+" "+ep], "docs/control-plane.md's endpoint table has %s %s, which the route table does not serve", method, ep)
 		}
 	}
+	assert.Contains(t, string(data), "a live page at\n`/`", "docs/control-plane.md describes GET /, the live page")
 	for r := range routes {
 		if r != "GET /" {
 			assert.True(t, documented[r], "%s is missing from docs/control-plane.md's endpoint table", r)

@@ -85,6 +85,9 @@ func TestReadmeFlagTable(t *testing.T) {
 			assert.True(t, documented[f], "-%s is missing from docs/binary.md's flag table", f)
 		}
 	}
+	data, err := os.ReadFile("../../docs/binary.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "`-version` prints", "docs/binary.md says what -version does")
 }
 
 // TestEveryFlagNamesTheEnvironmentVariableItReads checks the "(env ...)"
