@@ -123,7 +123,7 @@ func TestAuditKgoDefaults(t *testing.T) {
 	assert.True(t, produceFinding, "the request log keeps the finding next to the request")
 }
 
-// TestAuditKgoVASTSettings runs the same app with the settings the README
+// TestAuditKgoVASTSettings runs the same app with the settings docs/client-settings.md
 // recommends for VAST: no findings.
 func TestAuditKgoVASTSettings(t *testing.T) {
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))

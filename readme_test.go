@@ -26,24 +26,33 @@ import (
 	"github.com/vastfake/vastfake/internal/readme"
 )
 
-// TestReadmeFirstTests keeps README's first tests, one per language, the
-// files CI compiles and runs (examples/gettingstarted with go test,
-// examples/pytest with pytest, js/test with node --test), so that a newcomer
-// copying one gets a passing test.
+// TestReadmeFirstTests keeps the first tests the front page and the
+// guides quote, one per language, the files CI compiles and runs
+// (examples/gettingstarted with go test, examples/pytest with pytest,
+// js/test with node --test), so that a newcomer copying one gets a passing
+// test.
 func TestReadmeFirstTests(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	require.NoError(t, err)
 	for _, tc := range []struct{ file, lang string }{
 		{"examples/gettingstarted/billing_test.go", "go"},
-		{"examples/gettingstarted/failover_test.go", "go"},
 		{"examples/pytest/test_billing.py", "python"},
 		{"js/test/billing.test.js", "js"},
 	} {
-		example, err := os.ReadFile(tc.file)
-		require.NoError(t, err)
-		require.True(t, strings.Contains(string(readme), "```"+tc.lang+"\n"+string(example)+"```\n"),
-			"README.md must quote %s verbatim in a %s block", tc.file, tc.lang)
+		for _, doc := range []string{"README.md", "docs/getting-started.md"} {
+			assertQuotes(t, doc, tc.file, tc.lang)
+		}
 	}
+	assertQuotes(t, "docs/brokers.md", "examples/gettingstarted/failover_test.go", "go")
+}
+
+// assertQuotes checks that doc quotes file verbatim in a code block of lang.
+func assertQuotes(t *testing.T, doc, file, lang string) {
+	t.Helper()
+	page, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	example, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(page), "```"+lang+"\n"+string(example)+"```\n"),
+		"%s must quote %s verbatim in a %s block", doc, file, lang)
 }
 
 // TestFirstTestPassesAgainstARealCluster runs the getting-started test with
@@ -68,12 +77,12 @@ func TestFirstTestPassesAgainstARealCluster(t *testing.T) {
 	assert.True(t, apis[kmsg.Produce] && apis[kmsg.OffsetCommit], "the test ran against the cluster it was pointed at: %v", apis)
 }
 
-// TestTroubleshootingFranzGo checks every franz-go text in README's
-// troubleshooting table against what kgo and kadm really print when the VAST
+// TestTroubleshootingFranzGo checks every franz-go text in the
+// troubleshooting table of docs/troubleshooting.md against what kgo and kadm really print when the VAST
 // profile refuses them, and that every row naming a rule with a franz-go
 // story has one.
 func TestTroubleshootingFranzGo(t *testing.T) {
-	data, err := os.ReadFile("README.md")
+	data, err := os.ReadFile(readme.TroubleshootingPage)
 	require.NoError(t, err)
 	rows, err := readme.Troubleshooting(string(data))
 	require.NoError(t, err)
@@ -165,23 +174,24 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 		for _, rule := range row.Rules {
 			found = found || scenarios[rule] != nil
 		}
-		assert.True(t, found, "README quotes kgo for %v, but no scenario here checks it", row.Rules)
+		assert.True(t, found, "troubleshooting quotes kgo for %v, but no scenario here checks it", row.Rules)
 	}
 	for rule, run := range scenarios {
 		t.Run(rule, func(t *testing.T) {
 			row, ok := readme.RowFor(rows, rule)
-			require.True(t, ok, "README's troubleshooting table has no row for %s", rule)
+			require.True(t, ok, "the troubleshooting table has no row for %s", rule)
 			require.NotEmpty(t, row.Texts["kgo"], "the %s row quotes no kgo text", rule)
 			got := run(t)
 			for _, quote := range row.Texts["kgo"] {
 				assert.True(t, slices.ContainsFunc(got, func(g string) bool { return readme.Matches(quote, g) }),
-					"README quotes kgo as %q for %s; kgo printed %q", quote, rule, got)
+					"troubleshooting quotes kgo as %q for %s; kgo printed %q", quote, rule, got)
 			}
 		})
 	}
 }
 
-// TestDocsNameRealTests keeps README.md and docs/ honest about their proof:
+// TestDocsNameRealTests keeps README.md, CHANGELOG.md and docs/ honest
+// about their proof:
 // every test, fuzz target or example they name exists, and every file they
 // link to is in the repository.
 func TestDocsNameRealTests(t *testing.T) {
@@ -205,34 +215,29 @@ func TestDocsNameRealTests(t *testing.T) {
 		}
 		return nil
 	}))
-	docs, err := filepath.Glob("docs/*.md")
-	require.NoError(t, err)
 	named := regexp.MustCompile("`((?:Test|Fuzz|Example|Benchmark)[A-Z]\\w*)")
-	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
-	for _, doc := range append(docs, "README.md") {
+	for _, doc := range userDocs(t) {
 		data, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
 			assert.True(t, funcs[m[1]], "%s names %s, which no _test.go declares", doc, m[1])
 		}
-		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
-			_, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1]))
-			assert.NoError(t, err, "%s links to %s", doc, m[1])
-		}
 	}
 }
 
-// TestReadmeNamesEveryVASTTopicConfig keeps README's rows about
+// TestReadmeNamesEveryVASTTopicConfig keeps the rows about
 // VASTTopicConfigsOnly (the troubleshooting fix and the rules table) naming
 // every topic config the VAST profile accepts, from the broker's own list.
 func TestReadmeNamesEveryVASTTopicConfig(t *testing.T) {
-	data, err := os.ReadFile("README.md")
-	require.NoError(t, err)
 	var rows []string
-	for _, line := range strings.Split(string(data), "\n") {
-		_, after, ok := strings.Cut(line, "| `VASTTopicConfigsOnly` | ")
-		if ok && strings.Contains(after, "retention.ms") {
-			rows = append(rows, after)
+	for _, doc := range []string{readme.TroubleshootingPage, "docs/vast-rules.md"} {
+		data, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(data), "\n") {
+			_, after, ok := strings.Cut(line, "| `VASTTopicConfigsOnly` | ")
+			if ok && strings.Contains(after, "retention.ms") {
+				rows = append(rows, after)
+			}
 		}
 	}
 	require.Len(t, rows, 2, "the troubleshooting row and the rules table row")
@@ -241,4 +246,129 @@ func TestReadmeNamesEveryVASTTopicConfig(t *testing.T) {
 			assert.Contains(t, row, "`"+k+"`", row)
 		}
 	}
+}
+
+// userDocs returns the Markdown pages users read: README.md, CHANGELOG.md
+// and docs/*.md.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	return append(docs, "README.md", "CHANGELOG.md")
+}
+
+// mdLink matches an inline Markdown link's target: a path, an anchor, or
+// both. Targets with a scheme (https:, mailto:) are left out.
+var mdLink = regexp.MustCompile(`\]\(([^()\s:#]*)(#[^()\s]*)?\)`)
+
+// TestDocsLinksResolve keeps every link between the user docs whole: a
+// relative link names a file or directory in the repository, and an anchor
+// (#section) names a heading of the page it points to, as GitHub makes
+// anchors from headings. Links to the pages other branches add
+// (pendingPages) are skipped until those pages land.
+func TestDocsLinksResolve(t *testing.T) {
+	anchorsOf := map[string]map[string]bool{}
+	anchors := func(page string) map[string]bool {
+		if a, ok := anchorsOf[page]; ok {
+			return a
+		}
+		data, err := os.ReadFile(page)
+		require.NoError(t, err)
+		a := markdownAnchors(string(data))
+		anchorsOf[page] = a
+		return a
+	}
+	for _, doc := range userDocs(t) {
+		data, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		n := 0
+		for _, m := range mdLink.FindAllStringSubmatch(withoutCode(string(data)), -1) {
+			path, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if path == "" && anchor == "" {
+				continue
+			}
+			n++
+			target := doc
+			if path != "" {
+				target = filepath.Join(filepath.Dir(doc), path)
+				if pendingPages[filepath.ToSlash(target)] {
+					continue
+				}
+				if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", doc, path+m[2]) {
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(target, ".md") {
+				assert.True(t, anchors(target)[anchor], "%s links to %s: %s has no heading with anchor #%s", doc, path+m[2], target, anchor)
+			}
+		}
+		if doc == "README.md" || doc == "docs/README.md" {
+			assert.Positive(t, n, "%s links to nothing: the link pattern is broken", doc)
+		}
+	}
+}
+
+// TestMarkdownAnchors pins the anchors GitHub makes of headings, which
+// TestDocsLinksResolve relies on.
+func TestMarkdownAnchors(t *testing.T) {
+	a := markdownAnchors("# Will my app run on VAST?\n```sh\n# not a heading\n```\n## The `-topic` flag & [its](x.md) rules\n## Faults\n## Faults\n")
+	assert.Equal(t, map[string]bool{"will-my-app-run-on-vast": true, "the--topic-flag--its-rules": true, "faults": true, "faults-1": true}, a)
+}
+
+// markdownAnchors returns the anchors of page's headings as GitHub makes
+// them: the heading's text (code spans and link texts kept, link targets
+// dropped) in lower case, with every character but letters, digits, spaces,
+// hyphens and underscores removed and spaces made hyphens; a repeated
+// anchor gets -1, -2 and so on. Lines in fenced code blocks are not headings.
+func markdownAnchors(page string) map[string]bool {
+	heading := regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	linkText := regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	drop := regexp.MustCompile(`[^\p{L}\p{N}\s_-]`)
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range strings.Split(withoutCode(page), "\n") {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		text := linkText.ReplaceAllString(m[1], "$1")
+		slug := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(text), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+// withoutCode returns page with the lines of its fenced code blocks
+// blanked, so that a shell comment is not a heading nor a JSON array a
+// link.
+func withoutCode(page string) string {
+	lines := strings.Split(page, "\n")
+	in := false
+	for i, l := range lines {
+		fence := strings.HasPrefix(strings.TrimSpace(l), "```")
+		if in || fence {
+			lines[i] = ""
+		}
+		if fence {
+			in = !in
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pendingPages are pages other branches add, which README.md and
+// docs/README.md link to already; the link checks skip them until they
+// land. Remove a name here once its page is in the tree.
+var pendingPages = map[string]bool{
+	"docs/containers.md":        true,
+	"docs/packages.md":          true,
+	"docs/consumer-protocol.md": true,
+	"docs/replication.md":       true,
+	"docs/compaction.md":        true,
+	"docs/lag-monitors.md":      true,
 }

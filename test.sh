@@ -59,7 +59,7 @@ for found in "${fuzz_targets[@]}"; do
   go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-3000x}" -fuzzminimizetime 100x "./$(dirname "${file#./}")"
 done
 # Every benchmark once, and vastbench on tiny sizes, so that the tools the
-# README's numbers come from keep working; the numbers here mean nothing.
+# numbers in docs/performance.md come from keep working; the numbers here mean nothing.
 go test -run '^$' -bench . -benchtime 1x ./...
 go run ./cmd/vastbench -n 2000 -rounds 1 -quick
 if [ -d interop ]; then
@@ -71,7 +71,7 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/vastfake" ./cmd/vastfake
 
 # The Python package (python/, with its tests and examples/pytest, the
-# README's first Python test) on /usr/bin/python3 with Debian's pytest,
+# the first Python test of README.md) on /usr/bin/python3 with Debian's pytest,
 # confluent-kafka and kafka-python. pip installs it into a temporary
 # directory, offline, so that pytest loads the plugin through its pytest11
 # entry point as it does for users.
@@ -86,7 +86,7 @@ elif [ -n "${CI:-}" ]; then
   exit 1
 fi
 
-# The JavaScript package (js/, with the README's first JavaScript test)
+# The JavaScript package (js/, with README.md's first JavaScript test)
 # under node --test, with kafkajs from npm ci.
 if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; then
   (cd js && VASTFAKE_BIN="$tmp/vastfake" node --test test/*.test.js)

@@ -12,16 +12,16 @@ import (
 	"github.com/vastfake/vastfake/control"
 )
 
-// TestReadmeEndpointTable keeps README's endpoint table and the route table
-// one set: every endpoint the table names is served, and every route is in
+// TestReadmeEndpointTable keeps the endpoint table of docs/control-plane.md
+// and the route table the mux is built from one set: every endpoint the table names is served, and every route is in
 // the table but the live page itself ("GET /"), which the prose describes.
 // A cell lists "METHOD /path" and may continue with "/path" for the same
 // method; a query ("?d=") is not part of the route.
 func TestReadmeEndpointTable(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../docs/control-plane.md")
 	require.NoError(t, err)
 	_, table, ok := strings.Cut(string(data), "| endpoint | answer |\n| --- | --- |\n")
-	require.True(t, ok, "README.md has the endpoint table")
+	require.True(t, ok, "docs/control-plane.md has the endpoint table")
 	table, _, _ = strings.Cut(table, "\n\n")
 
 	routes := map[string]bool{}
@@ -38,14 +38,15 @@ func TestReadmeEndpointTable(t *testing.T) {
 			if mth, path, ok := strings.Cut(ep, " "); ok {
 				method, ep = mth, path
 			}
-			require.NotEmpty(t, method, "README's endpoint row %q names a method first", line)
+			require.NotEmpty(t, method, "the endpoint row %q names a method first", line)
 			documented[method+" "+ep] = true
-			assert.True(t, routes[method+" "+ep], "README's endpoint table has %s %s, which the route table does not serve", method, ep)
+			assert.True(t, routes[method+" "+ep], "docs/control-plane.md's endpoint table has %s %s, which the route table does not serve", method, ep)
 		}
 	}
+	assert.Contains(t, string(data), "a live page at\n`/`", "docs/control-plane.md describes GET /, the live page")
 	for r := range routes {
 		if r != "GET /" {
-			assert.True(t, documented[r], "%s is missing from README's endpoint table", r)
+			assert.True(t, documented[r], "%s is missing from docs/control-plane.md's endpoint table", r)
 		}
 	}
 }

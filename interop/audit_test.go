@@ -3,7 +3,7 @@ package interop_test
 // Audit mode with every client: the app scenario (ten orders produced, read
 // back in a consumer group, committed) at the client's defaults against the
 // audit profile succeeds in full and causes exactly the findings those
-// defaults meet on VAST; with README's "Client settings that work with VAST"
+// defaults meet on VAST; with docs/client-settings.md's settings for VAST
 // it causes none.
 
 import (

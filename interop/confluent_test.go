@@ -17,6 +17,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
 )
@@ -553,7 +554,7 @@ func TestConfluentCompression(t *testing.T) {
 }
 
 // TestConfluentRefusalTexts runs librdkafka into the VAST profile's other
-// refusals and compares what it reports with README's troubleshooting table.
+// refusals and compares what it reports with docs/troubleshooting.md's table.
 func TestConfluentRefusalTexts(t *testing.T) {
 	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1}))
@@ -594,6 +595,37 @@ func TestConfluentRefusalTexts(t *testing.T) {
 			got = append(got, err.Error())
 		}
 		checkQuoted(t, "librdkafka", "NoIdempotence", got...)
+	})
+	t.Run("MaxGroups", func(t *testing.T) {
+		// 256 groups with a committed offset each, then a commit and a
+		// join of a 257th: librdkafka's text speaks of a group's size.
+		k := fixtures.Start(t, fixtures.Topic("orders", 1))
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 0, LeaderEpoch: -1})
+		for i := range 256 {
+			resp, err := k.Admin().CommitOffsets(ctxCK(t), fmt.Sprintf("g%03d", i), offs)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err != nil {
+				t.Fatalf("group %d of 256: %v", i+1, err)
+			}
+		}
+		var got []string
+		c := ckConsumer(t, ckConf(k.Addr(), "group.id", "one-too-many", "enable.auto.commit", false, "auto.offset.reset", "earliest"))
+		topic := "orders"
+		if _, err := c.CommitOffsets([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: 0}}); err != nil {
+			got = append(got, err.Error())
+		}
+		if err := c.Subscribe(topic, nil); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(ckTimeout); len(got) < 2 && time.Now().Before(deadline); {
+			if e, ok := c.Poll(100).(kafka.Error); ok {
+				got = append(got, e.Error())
+			}
+		}
+		checkQuoted(t, "librdkafka", "MaxGroups", got...)
 	})
 }
 

@@ -19,14 +19,14 @@ import (
 	"github.com/vastfake/vastfake/internal/readme"
 )
 
-// The troubleshooting table in README.md quotes what each client prints
+// The troubleshooting table in docs/troubleshooting.md quotes what each client prints
 // when a VAST rule refuses it. The tests below and the client tests that
 // provoke those refusals compare each quote with the client's real text
 // (checkQuoted); TestMain then fails the run if a client's tests ran but
 // left one of its quotes unchecked.
 
 var troubleshooting = sync.OnceValues(func() ([]readme.Row, error) {
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../" + readme.TroubleshootingPage)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ var checked = struct {
 	m map[string]bool
 }{m: map[string]bool{}}
 
-// checkQuoted checks that every text README's troubleshooting row for rule
+// checkQuoted checks that every text the troubleshooting row for rule
 // quotes for client appears in one of got, what the client printed.
 func checkQuoted(t *testing.T, client, rule string, got ...string) {
 	t.Helper()
@@ -49,11 +49,11 @@ func checkQuoted(t *testing.T, client, rule string, got ...string) {
 	}
 	row, ok := readme.RowFor(rows, rule)
 	if !ok {
-		t.Fatalf("README's troubleshooting table has no row for %s", rule)
+		t.Fatalf("the troubleshooting table has no row for %s", rule)
 	}
 	quotes := row.Texts[client]
 	if len(quotes) == 0 {
-		t.Errorf("README's %s row quotes nothing for %s, which printed %q", rule, client, got)
+		t.Errorf("the troubleshooting %s row quotes nothing for %s, which printed %q", rule, client, got)
 	}
 	checked.Lock()
 	defer checked.Unlock()
@@ -62,7 +62,7 @@ func checkQuoted(t *testing.T, client, rule string, got ...string) {
 			checked.m[client+"\x00"+q] = true
 			continue
 		}
-		t.Errorf("README quotes %s as %q for %s; it printed %q", client, q, rule, got)
+		t.Errorf("troubleshooting quotes %s as %q for %s; it printed %q", client, q, rule, got)
 	}
 }
 
@@ -96,7 +96,7 @@ func TestMain(m *testing.M) {
 	checked.Unlock()
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		fmt.Fprintf(os.Stderr, "README's troubleshooting table quotes texts no test compared with the client's:\n  %s\n", strings.Join(missing, "\n  "))
+		fmt.Fprintf(os.Stderr, "the troubleshooting table quotes texts no test compared with the client's:\n  %s\n", strings.Join(missing, "\n  "))
 		os.Exit(1)
 	}
 	os.Exit(code)
@@ -106,7 +106,7 @@ func TestMain(m *testing.M) {
 // kafkajs's errors print, "Name: message".
 var kafkajsError = regexp.MustCompile(`(KafkaJS\w+) [A-Z_]+: `)
 
-// checkKafkaJSQuotes compares README's kafkajs quotes with what matrix.js
+// checkKafkaJSQuotes compares the troubleshooting kafkajs quotes with what matrix.js
 // printed against the VAST profile.
 func checkKafkaJSQuotes(t *testing.T, out string) {
 	t.Helper()
@@ -128,7 +128,7 @@ func checkKafkaJSQuotes(t *testing.T, out string) {
 }
 
 // TestTroubleshootingKafkaPython runs kafka-python (Debian's python3-kafka)
-// into the VAST profile's refusals and compares its texts with README's.
+// into the VAST profile's refusals and compares its texts with the troubleshooting table's.
 func TestTroubleshootingKafkaPython(t *testing.T) {
 	if out, err := exec.Command(pythonWithConfluent, "-c", "import kafka").CombinedOutput(); err != nil {
 		msg := "TestTroubleshootingKafkaPython needs " + pythonWithConfluent + " with kafka-python (apt-get install -y python3-kafka): " + strings.TrimSpace(string(out))

@@ -1,6 +1,5 @@
 // Types of the vastfake package: the launcher and the control plane's
-// answers, as the binary serves them (see the README's "The HTTP control
-// plane").
+// answers, as the binary serves them (see docs/control-plane.md).
 
 /// <reference types="node" />
 

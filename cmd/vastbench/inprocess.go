@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/vastfake/vastfake/internal/bench"
+	"github.com/vastfake/vastfake/cmd/vastbench/internal/bench"
 	"github.com/vastfake/vastfake/rules"
 )
 

@@ -39,7 +39,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vastfake/vastfake/internal/bench"
+	"github.com/vastfake/vastfake/cmd/vastbench/internal/bench"
 )
 
 func main() {

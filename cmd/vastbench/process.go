@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/vastfake/vastfake/internal/bench"
+	"github.com/vastfake/vastfake/cmd/vastbench/internal/bench"
 )
 
 // Process brokers: vastfakeNoDelay is the binary with -empty-fetch-delay 0,

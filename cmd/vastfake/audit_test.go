@@ -51,7 +51,7 @@ func ordersApp(t *testing.T, addr string, orders int) {
 
 // TestAuditReportAtExit runs the binary with -profile audit and
 // -audit-report, points ordersApp at it unchanged, stops the binary, and
-// reads the report: on stdout, in report.md and in report.json. README's
+// reads the report: on stdout, in report.md and in report.json. docs/audit.md's
 // "Will my app run on VAST?" quotes this report.
 func TestAuditReportAtExit(t *testing.T) {
 	dir := t.TempDir()
@@ -99,21 +99,24 @@ func TestAuditReportAtExit(t *testing.T) {
 	checkReadmeExcerpt(t, string(md))
 }
 
-// readmeBlock is the report excerpt in README.md, between these markers.
+// readmeBlock is the report excerpt in docs/audit.md, between these markers.
+// auditPage is the page with the excerpt, relative to this package.
+const auditPage = "../../docs/audit.md"
+
 var readmeBlock = regexp.MustCompile("(?s)<!-- audit-report begin -->\n(.*?)<!-- audit-report end -->")
 
-// checkReadmeExcerpt keeps README's report excerpt what the binary prints:
+// checkReadmeExcerpt keeps the report excerpt in docs/audit.md what the binary prints:
 // every table row of the excerpt must be a row of md, counts aside (they
 // depend on how the client batched). VASTFAKE_UPDATE_README=1 rewrites it.
 func checkReadmeExcerpt(t *testing.T, md string) {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(auditPage)
 	require.NoError(t, err)
 	m := readmeBlock.FindSubmatchIndex(readme)
-	require.NotNil(t, m, "README.md has no <!-- audit-report begin --> block")
+	require.NotNil(t, m, "docs/audit.md has no <!-- audit-report begin --> block")
 	if os.Getenv("VASTFAKE_UPDATE_README") != "" {
 		updated := string(readme[:m[2]]) + "```markdown\n" + md + "```\n" + string(readme[m[3]:])
-		require.NoError(t, os.WriteFile("../../README.md", []byte(updated), 0o644))
+		require.NoError(t, os.WriteFile(auditPage, []byte(updated), 0o644))
 		return
 	}
 	count := regexp.MustCompile(`\| \d+ \|`)
@@ -128,9 +131,9 @@ func checkReadmeExcerpt(t *testing.T, md string) {
 			continue
 		}
 		n++
-		assert.True(t, rows[count.ReplaceAllString(l, "| N |")], "README's report row is not what the binary prints (VASTFAKE_UPDATE_README=1 rewrites it):\n%s", l)
+		assert.True(t, rows[count.ReplaceAllString(l, "| N |")], "docs/audit.md's report row is not what the binary prints (VASTFAKE_UPDATE_README=1 rewrites it):\n%s", l)
 	}
-	assert.Positive(t, n, "the README excerpt has no finding rows")
+	assert.Positive(t, n, "the docs/audit.md excerpt has no finding rows")
 }
 
 // TestRuleModes: -rule Name=audit audits one rule of any profile,

@@ -38,14 +38,14 @@ func usageFlags(t *testing.T) map[string]string {
 	return flags
 }
 
-// readmeFlagTable returns the rows of README's flag table: each row's flags
+// readmeFlagTable returns the rows of the flag table in docs/binary.md: each row's flags
 // and the environment variables it names.
 func readmeFlagTable(t *testing.T) (rows []struct{ flags, envs []string }) {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/binary.md")
 	require.NoError(t, err)
 	_, table, ok := strings.Cut(string(data), "| flag | env | default | meaning |\n| --- | --- | --- | --- |\n")
-	require.True(t, ok, "README.md has the flag table")
+	require.True(t, ok, "docs/binary.md has the flag table")
 	table, _, _ = strings.Cut(table, "\n\n")
 	tick := regexp.MustCompile("`([^`]+)`")
 	for _, line := range strings.Split(table, "\n") {
@@ -63,7 +63,7 @@ func readmeFlagTable(t *testing.T) (rows []struct{ flags, envs []string }) {
 	return rows
 }
 
-// TestReadmeFlagTable keeps README's flag table and the binary's flags one
+// TestReadmeFlagTable keeps the flag table of docs/binary.md and the binary's flags one
 // set: every flag is a row naming the environment variable the binary reads
 // for it, and every row's flag exists. -version is a command, not a
 // setting, and is described in the prose under the table.
@@ -74,17 +74,20 @@ func TestReadmeFlagTable(t *testing.T) {
 		for _, f := range row.flags {
 			documented[f] = true
 			env, ok := flags[f]
-			if !assert.True(t, ok, "README's flag table has -%s, which the binary does not define", f) {
+			if !assert.True(t, ok, "docs/binary.md's flag table has -%s, which the binary does not define", f) {
 				continue
 			}
-			assert.Contains(t, row.envs, env, "README's row for -%s names its environment variable %s", f, env)
+			assert.Contains(t, row.envs, env, "docs/binary.md's row for -%s names its environment variable %s", f, env)
 		}
 	}
 	for f := range flags {
 		if f != "version" {
-			assert.True(t, documented[f], "-%s is missing from README's flag table", f)
+			assert.True(t, documented[f], "-%s is missing from docs/binary.md's flag table", f)
 		}
 	}
+	data, err := os.ReadFile("../../docs/binary.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "`-version` prints", "docs/binary.md says what -version does")
 }
 
 // TestEveryFlagNamesTheEnvironmentVariableItReads checks the "(env ...)"

@@ -1,6 +1,7 @@
-// Package readme reads the parts of README.md that tests keep true: the
-// troubleshooting table's client error texts, which tests in this module
-// and in the interop module compare with what each client really prints.
+// Package readme reads the parts of the user docs that tests keep true:
+// the troubleshooting table's client error texts (docs/troubleshooting.md),
+// which tests in this module and in the interop module compare with what
+// each client really prints.
 package readme
 
 import (
@@ -9,7 +10,11 @@ import (
 	"strings"
 )
 
-// Row is one row of README's troubleshooting table.
+// TroubleshootingPage is the page with the troubleshooting table, relative
+// to the module root.
+const TroubleshootingPage = "docs/troubleshooting.md"
+
+// Row is one row of the troubleshooting table.
 type Row struct {
 	// Rules are the rule names quoted in the row's rule column.
 	Rules []string
@@ -26,14 +31,14 @@ var clientLabel = regexp.MustCompile("(librdkafka|kgo|sarama|kafka-python|kafkaj
 var quoted = regexp.MustCompile("`([^`]+)`")
 
 // Troubleshooting returns the rows of the table headed "| the client says |"
-// in readme, or an error when the table is missing.
-func Troubleshooting(readme string) ([]Row, error) {
-	start := strings.Index(readme, "| the client says |")
+// in page, or an error when the table is missing.
+func Troubleshooting(page string) ([]Row, error) {
+	start := strings.Index(page, "| the client says |")
 	if start < 0 {
-		return nil, fmt.Errorf("README has no troubleshooting table")
+		return nil, fmt.Errorf("%s has no troubleshooting table", TroubleshootingPage)
 	}
 	var rows []Row
-	for _, line := range strings.Split(readme[start:], "\n")[2:] {
+	for _, line := range strings.Split(page[start:], "\n")[2:] {
 		if !strings.HasPrefix(line, "|") {
 			break
 		}
@@ -74,7 +79,7 @@ func RowFor(rows []Row, rule string) (Row, bool) {
 	return Row{}, false
 }
 
-// Matches reports whether quote, a text README quotes, appears in got, a
+// Matches reports whether quote, a text the table quotes, appears in got, a
 // text a client printed. An ellipsis (…) in quote stands for any text.
 func Matches(quote, got string) bool {
 	for _, part := range strings.Split(quote, "…") {

@@ -4,8 +4,8 @@ orders and reads them back in a consumer group.
 
 Usage: app.py defaults|vast. "defaults" is the producer at librdkafka's
 defaults and a consumer with partition.assignment.strategy=cooperative-sticky,
-as many apps set it; "vast" is the same app with the settings README's
-"Client settings that work with VAST" gives. KAFKA_BOOTSTRAP names the
+as many apps set it; "vast" is the same app with the settings
+docs/client-settings.md gives. KAFKA_BOOTSTRAP names the
 broker; the topic "orders" exists. Prints "ok N" when every order came back.
 """
 

@@ -1,7 +1,7 @@
 // A small app written for Kafka with kafkajs, run by TestAuditKafkaJS
 // against vastfake in audit mode: it produces ten orders and reads them back
 // in a consumer group, at kafkajs's defaults ("defaults") or with the
-// settings README's "Client settings that work with VAST" gives ("vast",
+// settings docs/client-settings.md gives ("vast",
 // which for kafkajs are its defaults). KAFKA_BOOTSTRAP names the broker; the
 // topic "orders" exists. Prints "ok N" when every order came back. With the
 // argument "gzip" it produces gzip batches, which VAST refuses.

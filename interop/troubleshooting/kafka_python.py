@@ -1,6 +1,6 @@
 # Prints, one per line as "rule<TAB>text", what kafka-python says when the
 # VAST profile refuses it; TestTroubleshootingKafkaPython compares the texts
-# with README's troubleshooting table.
+# with docs/troubleshooting.md's table.
 import sys
 
 from kafka import KafkaProducer

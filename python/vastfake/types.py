@@ -1,7 +1,7 @@
 """The control plane's answers as typed, read-only Python objects.
 
 Every class is a frozen dataclass built from the JSON the binary serves
-(see the README's "The HTTP control plane"), with snake_case names. Each
+(see docs/control-plane.md), with snake_case names. Each
 keeps the JSON it came from in ``raw``, so a field a newer binary adds is
 readable before this package names it.
 """

@@ -1,7 +1,7 @@
 // Package bench holds the workloads that compare vastfake with kfake,
 // franz-go's fake cluster, side by side: the same kgo client settings (no
 // compression, no idempotence, 100-byte records, three partitions) against
-// each broker. bench_test.go at the module root and cmd/vastbench run them.
+// each broker. cmd/vastbench, its one user, runs them.
 // floor.go is a do-nothing broker that bounds what any broker can do with
 // this client, and process.go runs brokers in processes of their own and
 // reads their CPU time and memory.
