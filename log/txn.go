@@ -196,3 +196,20 @@ func (p *Partition) AppendMarker(marker Batch, producerID int64, commit bool, no
 	}
 	return base
 }
+
+// dropCleanedAbortedLocked forgets the aborted transactions whose marker
+// is below offset, the end of a range compaction just cleaned: cleaning
+// removed every batch of theirs, so no reader needs to be told of them. An
+// aborted transaction whose marker is past the range may still have
+// records left, and stays listed.
+func (p *Partition) dropCleanedAbortedLocked(offset int64) {
+	kept := p.aborted[:0:0]
+	for _, a := range p.aborted {
+		if a.LastOffset >= offset {
+			kept = append(kept, a)
+		}
+	}
+	if len(kept) != len(p.aborted) {
+		p.aborted = kept
+	}
+}
