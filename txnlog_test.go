@@ -157,6 +157,21 @@ func (m *kafkaLog) retain(now, retention int64) {
 	}
 }
 
+// retainBytes drops batches from the front while the log would still
+// hold limit bytes without them, as retention.bytes does; size gives each
+// batch's size by its offset.
+func (m *kafkaLog) retainBytes(limit int64, size map[int64]int64) {
+	var total int64
+	for _, r := range m.recs {
+		total += size[r.off]
+	}
+	for len(m.recs) > 0 && total-size[m.recs[0].off] >= limit {
+		total -= size[m.recs[0].off]
+		m.logStart = max(m.logStart, m.recs[0].off+1)
+		m.recs = m.recs[1:]
+	}
+}
+
 // deleteBefore is DeleteRecords.
 func (m *kafkaLog) deleteBefore(offset int64) {
 	m.logStart = max(m.logStart, offset)
@@ -205,6 +220,38 @@ type logView struct {
 	LogStart, HighWatermark, LastStable int64
 }
 
+// leaderFetch sends one Fetch of partition 0 of topic at offset, at an
+// isolation level (1 read_committed), to the partition's leader.
+func leaderFetch(t *testing.T, cl *kgo.Client, topic string, offset int64, isolation int8) *kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	md, err := kadm.NewClient(cl).ListTopics(ctxT(t), topic)
+	require.NoError(t, err)
+	require.NoError(t, md[topic].Err)
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.SessionEpoch, req.IsolationLevel = 50<<20, -1, isolation
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, md[topic].ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = offset, 10<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxT(t), cl.Broker(int(md[topic].Partitions[0].Leader)))
+	require.NoError(t, err)
+	p := &resp.Topics[0].Partitions[0]
+	require.Zero(t, p.ErrorCode, "fetch at %d", offset)
+	return p
+}
+
+// logStartOf lists partition 0's log start offset.
+func logStartOf(t *testing.T, cl *kgo.Client, topic string) int64 {
+	t.Helper()
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctxT(t), topic)
+	require.NoError(t, err)
+	start, _ := starts.Lookup(topic, 0)
+	require.NoError(t, start.Err)
+	return start.Offset
+}
+
 // readLog fetches partition 0 of topic from its log start at an isolation
 // level, from its leader, with raw Fetch requests whose answers kgo
 // processes as its consumer does (dropping aborted transactions' records
@@ -213,33 +260,14 @@ type logView struct {
 func readLog(t *testing.T, k *fixtures.Kafka, topic string, committed bool) logView {
 	t.Helper()
 	cl := k.Client()
-	adm := kadm.NewClient(cl)
-	md, err := adm.ListTopics(ctxT(t), topic)
-	require.NoError(t, err)
-	require.NoError(t, md[topic].Err)
-	starts, err := adm.ListStartOffsets(ctxT(t), topic)
-	require.NoError(t, err)
-	start, _ := starts.Lookup(topic, 0)
-	require.NoError(t, start.Err)
 	level := kgo.ReadUncommitted()
 	var isolation int8
 	if committed {
 		level, isolation = kgo.ReadCommitted(), 1
 	}
 	var view logView
-	for offset := start.Offset; ; {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes, req.SessionEpoch, req.IsolationLevel = 50<<20, -1, isolation
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic, md[topic].ID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = offset, 10<<20, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctxT(t), cl.Broker(int(md[topic].Partitions[0].Leader)))
-		require.NoError(t, err)
-		p := &resp.Topics[0].Partitions[0]
-		require.Zero(t, p.ErrorCode, "fetch at %d", offset)
+	for offset := logStartOf(t, cl, topic); ; {
+		p := leaderFetch(t, cl, topic, offset, isolation)
 		view.LogStart, view.HighWatermark, view.LastStable = p.LogStartOffset, p.HighWatermark, p.LastStableOffset
 		end := p.HighWatermark
 		if committed {
@@ -265,6 +293,29 @@ func readLog(t *testing.T, k *fixtures.Kafka, topic string, committed bool) logV
 		}
 		require.Greater(t, next, offset, "the reader moves on")
 		offset = next
+	}
+}
+
+// batchSizes returns the size of each stored batch of partition 0 of
+// topic, by base offset.
+func batchSizes(t *testing.T, k *fixtures.Kafka, topic string) map[int64]int64 {
+	t.Helper()
+	cl := k.Client()
+	out := map[int64]int64{}
+	for offset := logStartOf(t, cl, topic); ; {
+		p := leaderFetch(t, cl, topic, offset, 0)
+		raw := p.RecordBatches
+		if len(raw) == 0 {
+			return out
+		}
+		for len(raw) >= 12 {
+			n := 12 + int(binary.BigEndian.Uint32(raw[8:]))
+			require.LessOrEqual(t, n, len(raw))
+			base := int64(binary.BigEndian.Uint64(raw))
+			out[base] = int64(n)
+			offset = base + int64(binary.BigEndian.Uint32(raw[23:])) + 1
+			raw = raw[n:]
+		}
 	}
 }
 
@@ -311,6 +362,25 @@ var txnPaths = []txnPath{
 		k.Advance(6 * time.Second) // past the open transaction's first record too
 		k.Broker().ApplyRetention()
 		m.retain(k.Clock().Now().UnixMilli(), 5000)
+	}},
+	{name: "retention by size", run: func(t *testing.T, k *fixtures.Kafka, m *kafkaLog, phase string) {
+		size := batchSizes(t, k, txnTopic)
+		var total, drop int64
+		for _, n := range size {
+			total += n
+		}
+		for _, r := range m.recs { // while a transaction is open, up to its first record; else the first batch
+			drop += size[r.off]
+			if phase != "open" || r.off >= m.lso() {
+				break
+			}
+		}
+		limit := total - drop
+		resp, err := k.Admin().AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "retention.bytes", Value: kmsg.StringPtr(fmt.Sprint(limit))}}, txnTopic)
+		require.NoError(t, err)
+		require.NoError(t, resp[0].Err)
+		k.Broker().ApplyRetention()
+		m.retainBytes(limit, size)
 	}},
 	{name: "DeleteRecords", run: func(t *testing.T, k *fixtures.Kafka, m *kafkaLog, phase string) {
 		to := m.lso() + 1 // past the open transaction's first offset while one is open
