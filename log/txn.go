@@ -152,6 +152,22 @@ func (b Batch) MarkerType() (isMarker, commit bool) {
 	if !b.Control() {
 		return false, false
 	}
+	if b.Compression() == 0 && b.NumRecords() == 1 {
+		// In place, without decoding: compaction asks this of every
+		// marker it passes.
+		var key []byte
+		ok := eachRawRecord(b[BatchHeaderSize:], 1, func(_ []byte, f recordFields) { key = f.key }) == nil
+		if !ok || len(key) < 4 {
+			return false, false
+		}
+		switch int16(binary.BigEndian.Uint16(key[2:])) {
+		case int16(kmsg.ControlRecordKeyTypeCommit):
+			return true, true
+		case int16(kmsg.ControlRecordKeyTypeAbort):
+			return true, false
+		}
+		return false, false
+	}
 	recs, err := b.Records()
 	if err != nil || len(recs) != 1 {
 		return false, false
