@@ -454,12 +454,17 @@ func TestEveryPathKeepsTransactions(t *testing.T) {
 					require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
 					m.data(txn, key, value, now())
 				}
+				var seen logView // the watermarks so far: none may go back, but for a topic made again
 				check := func(phase string) {
 					t.Helper()
 					for _, committed := range []bool{false, true} {
 						got := readLog(t, k, txnTopic, committed)
 						want := logView{Records: m.read(committed), LogStart: m.logStart, HighWatermark: m.hwm, LastStable: m.lso()}
 						assert.Equal(t, want, got, "%s, read_committed=%v", phase, committed)
+						assert.GreaterOrEqual(t, got.LogStart, seen.LogStart, "%s: log start", phase)
+						assert.GreaterOrEqual(t, got.HighWatermark, seen.HighWatermark, "%s: high watermark", phase)
+						assert.GreaterOrEqual(t, got.LastStable, seen.LastStable, "%s: last stable offset", phase)
+						seen = got
 					}
 				}
 
@@ -490,6 +495,9 @@ func TestEveryPathKeepsTransactions(t *testing.T) {
 				check("before")
 
 				path.run(t, k, m, "open")
+				if path.dropsTopic {
+					seen = logView{}
+				}
 				check("open")
 				if path.dropsTopic {
 					plain = k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())) // one that never knew the old topic's id
