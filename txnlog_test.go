@@ -499,6 +499,20 @@ func TestEveryPathKeepsTransactions(t *testing.T) {
 					seen = logView{}
 				}
 				check("open")
+				if !path.dropsTopic {
+					// The partition's producer state still has the open
+					// transaction at its first offset, as Kafka's keeps it
+					// whatever left the log.
+					described, err := k.Admin().DescribeProducers(ctx, kadm.TopicsSet{txnTopic: {0: {}}})
+					require.NoError(t, err)
+					d := described[txnTopic].Partitions[0]
+					require.NoError(t, d.Err)
+					starts := map[int64]bool{}
+					for _, ap := range d.ActiveProducers {
+						starts[ap.CurrentTxnStartOffset] = true
+					}
+					assert.True(t, starts[m.txns[open].first], "open transaction at %d: %v", m.txns[open].first, d.ActiveProducers)
+				}
 				if path.dropsTopic {
 					plain = k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())) // one that never knew the old topic's id
 				}
