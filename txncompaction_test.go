@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,6 +241,7 @@ func TestCompactionUnderTransactionalLoad(t *testing.T) {
 				readerDone <- recs
 			}()
 			var wg sync.WaitGroup
+			var abortedTxns, compactions atomic.Int64
 			for a := range 2 {
 				wg.Add(1)
 				go func() {
@@ -247,6 +249,7 @@ func TestCompactionUnderTransactionalLoad(t *testing.T) {
 					p := txnClient(t, target.addr, kgo.TransactionalID(fmt.Sprint("aborter-", a)), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 					for r := 0; loadCtx.Err() == nil && r < 100; r++ {
 						writeAll(p, false, func(i int) string { return fmt.Sprintf("aborted-%d-%d-%d", a, r, i) })
+						abortedTxns.Add(1)
 					}
 				}()
 			}
@@ -261,11 +264,12 @@ func TestCompactionUnderTransactionalLoad(t *testing.T) {
 					}
 				}
 			}()
-			compactions := make(chan struct{})
+			compacting := make(chan struct{})
 			go func() {
-				defer close(compactions)
+				defer close(compacting)
 				for loadCtx.Err() == nil {
 					target.compact()
+					compactions.Add(1)
 				}
 			}()
 			for r := 1; r <= rounds; r++ {
@@ -273,7 +277,10 @@ func TestCompactionUnderTransactionalLoad(t *testing.T) {
 			}
 			stopLoad()
 			wg.Wait()
-			<-compactions
+			<-compacting
+			t.Logf("%d aborted transactions and %d compactions during the load", abortedTxns.Load(), compactions.Load())
+			require.Positive(t, abortedTxns.Load())
+			require.Positive(t, compactions.Load())
 			target.compact()
 			target.compact()
 			target.compact()
