@@ -10,6 +10,7 @@ package vastfake_test
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -544,5 +545,119 @@ func TestEveryPathKeepsTransactions(t *testing.T) {
 				t.Log(strings.Join(m.read(false), ", "))
 			})
 		}
+	}
+}
+
+// TestCompactionMatchesTheModelOnRandomHistories drives random histories
+// through real clients (three transactional producers whose transactions
+// interleave, commit and abort, plain writes and tombstones on four keys,
+// compactions, DeleteRecords, offset gaps, the clock moving by half of
+// delete.retention.ms) and after every compaction and deletion compares
+// both isolation levels, markers and watermarks with the model of Kafka's
+// rules.
+func TestCompactionMatchesTheModelOnRandomHistories(t *testing.T) {
+	for seed := range int64(16) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.ManualClock(time.Now().Truncate(time.Millisecond)),
+				fixtures.Topic(txnTopic, 1, txnConfigs...), fixtures.BrokerOptions(broker.WithRetentionCheckInterval(0)))
+			m := &kafkaLog{deleteRetention: 1000}
+			ctx := ctxT(t)
+			now := func() int64 { return k.Clock().Now().UnixMilli() }
+			keys := []string{"a", "b", "c", "d"}
+			produce := func(cl *kgo.Client, txn int, history *[]string) {
+				key, value := keys[rng.IntN(len(keys))], fmt.Sprint("v", len(m.recs), "-", m.hwm)
+				if rng.IntN(8) == 0 {
+					value = "<nil>"
+				}
+				r := &kgo.Record{Topic: txnTopic, Key: []byte(key), Value: []byte(value), Timestamp: k.Clock().Now()}
+				if value == "<nil>" {
+					r.Value = nil
+				}
+				require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
+				m.data(txn, key, value, now())
+				*history = append(*history, fmt.Sprintf("%s=%s(txn %d)", key, value, txn))
+			}
+			type producer struct {
+				cl   *kgo.Client
+				open int // the model's transaction, -1 when none is open
+			}
+			var producers []*producer
+			for i := range 3 {
+				producers = append(producers, &producer{open: -1, cl: k.TransactionalClient(fmt.Sprint("random-", i),
+					kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(5*time.Minute))})
+			}
+			plain := k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			var history []string
+			check := func(when string) {
+				t.Helper()
+				for _, committed := range []bool{false, true} {
+					got := readLog(t, k, txnTopic, committed)
+					want := logView{Records: m.read(committed), LogStart: m.logStart, HighWatermark: m.hwm, LastStable: m.lso()}
+					require.Equal(t, want, got, "%s, read_committed=%v, after %s", when, committed, strings.Join(history, ", "))
+				}
+			}
+			end := func(p *producer, commit bool) {
+				require.NoError(t, p.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)))
+				m.end(p.open, commit, now())
+				history = append(history, fmt.Sprintf("end txn %d commit=%v", p.open, commit))
+				p.open = -1
+			}
+			for range 80 {
+				switch op := rng.IntN(12); {
+				case op == 10:
+					to := m.logStart + rng.Int64N(m.hwm-m.logStart+1)
+					deleted, err := k.Admin().DeleteRecords(ctx, kadm.Offsets{txnTopic: {0: {Topic: txnTopic, Partition: 0, At: to}}})
+					require.NoError(t, err)
+					d, _ := deleted.Lookup(txnTopic, 0)
+					require.NoError(t, d.Err)
+					m.deleteBefore(to)
+					history = append(history, fmt.Sprint("delete before ", to))
+					check("after DeleteRecords")
+				case op == 11:
+					n := 1 + rng.Int64N(3)
+					k.SkipOffsets(txnTopic, 0, n)
+					m.skip += n
+					history = append(history, fmt.Sprint("skip ", n))
+				case op < 4:
+					p := producers[rng.IntN(len(producers))]
+					if p.open < 0 {
+						require.NoError(t, p.cl.BeginTransaction())
+						p.open = m.begin()
+					}
+					produce(p.cl, p.open, &history)
+				case op < 6:
+					produce(plain, -1, &history)
+				case op < 7:
+					for _, p := range producers {
+						if p.open >= 0 {
+							end(p, rng.IntN(2) == 0)
+							break
+						}
+					}
+				case op < 9:
+					k.Compact(txnTopic)
+					m.compact(now())
+					history = append(history, "compact")
+					check("after a compaction")
+				default:
+					k.Advance(500 * time.Millisecond)
+					history = append(history, "+500ms")
+				}
+			}
+			for _, p := range producers {
+				if p.open >= 0 {
+					end(p, rng.IntN(2) == 0)
+				}
+			}
+			produce(plain, -1, &history) // the tail, so every marker can be cleaned
+			for range 3 {
+				k.Advance(time.Second)
+				k.Compact(txnTopic)
+				m.compact(now())
+				history = append(history, "+1s, compact")
+				check("at the end")
+			}
+		})
 	}
 }
