@@ -105,7 +105,8 @@ var errLogChanged = errors.New("the log changed during compaction")
 // transaction before it and DeleteRetention has passed since (the first
 // such compaction sets its delete horizon, a later one removes it), and an
 // aborted transaction leaves the list read_committed readers are given
-// once none of its records is left. Other control batches stay.
+// once a compaction has cleaned past its marker, and so removed all its
+// records. Other control batches stay.
 //
 // The new batches are computed without the partition's lock, into new
 // memory, and swapped in under it after checking that the front of the log
