@@ -229,3 +229,29 @@ func TestCompactKeepsAbortedRecordsPastTheRangeListed(t *testing.T) {
 	assert.Equal(t, []AbortedTxn{{ProducerID: 1, FirstOffset: 1, LastOffset: 3}}, p.AbortedTransactions())
 	assert.Equal(t, map[int64]string{0: "k=v1", 4: "z=z"}, committedValues(t, p), "a2 is still skipped")
 }
+
+// TestCompactDirtyRatioCountsMarkerHorizons: background compaction, which
+// waits for min.cleanable.dirty.ratio, still runs once a marker's delete
+// horizon has passed, so spent markers go without new writes.
+func TestCompactDirtyRatioCountsMarkerHorizons(t *testing.T) {
+	p := NewPartition()
+	appendRaw(t, p, txnKeyed(t, 1, rec("k", "a", 1000)), AppendOptions{})
+	p.AppendMarker(MarkerBatch(1, 0, false, 0, t0), 1, false, t0) // 1
+	appendKeyed(t, p, rec("z", "z", 1000))                        // the tail
+	opts := CompactOptions{Now: t0, DeleteRetention: time.Minute, MinDirtyRatio: 0.5}
+	res, err := p.Compact(opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.AbortedRemoved)
+	res, err = p.Compact(opts)
+	require.NoError(t, err)
+	assert.Equal(t, CompactResult{}, res, "nothing new is dirty and no horizon is set yet")
+	opts.MinDirtyRatio = 0 // on demand: finds the marker alone and sets its horizon
+	_, err = p.Compact(opts)
+	require.NoError(t, err)
+	opts.MinDirtyRatio = 0.5
+	opts.Now = t0.Add(time.Minute)
+	res, err = p.Compact(opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.MarkersRemoved, "the passed horizon makes the partition worth cleaning")
+	assert.Equal(t, map[int64]string{2: "z=z"}, logContents(t, p))
+}
