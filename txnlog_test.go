@@ -431,16 +431,20 @@ var txnConfigs = []string{"cleanup.policy", "compact,delete", "delete.retention.
 
 // TestEveryPathKeepsTransactions runs each path over committed, aborted and
 // open transactions writing the same key, with the open one then committed
-// or aborted, and compares what readers at both isolation levels get, and
+// or aborted, at one broker and three, and compares what readers at both isolation levels get, and
 // the watermarks they are told, with the model after every phase.
 func TestEveryPathKeepsTransactions(t *testing.T) {
 	for _, path := range txnPaths {
-		for _, commit := range []bool{true, false} {
-			name := path.name + map[bool]string{true: ", open one commits", false: ", open one aborts"}[commit]
+		for _, c := range []struct {
+			commit  bool
+			brokers int
+		}{{true, 1}, {false, 1}, {true, 3}, {false, 3}} {
+			commit := c.commit
+			name := path.name + map[bool]string{true: ", open one commits", false: ", open one aborts"}[commit] + fmt.Sprintf(", %d brokers", c.brokers)
 			t.Run(name, func(t *testing.T) {
 				configs := append(slices.Clone(txnConfigs), path.configs...)
 				k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.ManualClock(time.Now().Truncate(time.Millisecond)),
-					fixtures.Topic(txnTopic, 1, configs...),
+					fixtures.Brokers(c.brokers), fixtures.Topic(txnTopic, 1, configs...),
 					fixtures.BrokerOptions(append([]broker.Option{broker.WithRetentionCheckInterval(0)}, path.opts...)...))
 				m := &kafkaLog{deleteRetention: 1000}
 				now := func() int64 { return k.Clock().Now().UnixMilli() }
