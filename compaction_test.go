@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -298,4 +299,24 @@ func TestSkipOffsetsRefusals(t *testing.T) {
 	assert.ErrorIs(t, k.Broker().SkipOffsets("t", 1, 1), broker.ErrUnknownPartition)
 	assert.ErrorIs(t, k.Broker().SkipOffsets("t", 0, 0), log.ErrSkip)
 	assert.ErrorIs(t, k.Broker().SkipOffsets("t", 0, log.MaxOffset+1), log.ErrSkip)
+}
+
+// TestDeleteRecordsOfACompactedTopicIsRefused: Kafka refuses DeleteRecords
+// on a topic whose cleanup.policy is compact alone (POLICY_VIOLATION) and
+// allows it with compact,delete.
+func TestDeleteRecordsOfACompactedTopicIsRefused(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("state", 1, "cleanup.policy", "compact"),
+		fixtures.Topic("both", 1, "cleanup.policy", "compact,delete"))
+	for _, topic := range []string{"state", "both"} {
+		produceEach(t, k, keyed(topic, "a", "1"), keyed(topic, "b", "2"))
+	}
+	adm := k.Admin()
+	res, err := adm.DeleteRecords(ctxT(t), kadm.Offsets{"state": {0: {Topic: "state", At: 1}}, "both": {0: {Topic: "both", At: 1}}})
+	require.NoError(t, err)
+	state, _ := res.Lookup("state", 0)
+	assert.ErrorIs(t, state.Err, kerr.PolicyViolation)
+	both, _ := res.Lookup("both", 0)
+	assert.NoError(t, both.Err)
+	assert.Equal(t, map[int64]string{0: "1", 1: "2"}, readPartition(t, k, "state"), "nothing deleted")
+	assert.Equal(t, map[int64]string{1: "2"}, readPartition(t, k, "both"))
 }

@@ -726,7 +726,9 @@ func (b *Broker) background(fn func()) {
 
 // ApplyRetention drops, from every partition of a topic whose
 // cleanup.policy includes delete (the default), the batches older than its
-// topic's retention.ms on the broker's clock, and moves log start offsets;
+// topic's retention.ms on the broker's clock, then the oldest batches while
+// the partition would still hold retention.bytes without them, and moves
+// log start offsets;
 // as in Kafka, a topic with cleanup.policy=compact alone keeps its records
 // whatever their age. The broker runs it periodically; tests on a manual
 // clock may call it directly after advancing time.
@@ -737,9 +739,9 @@ func (b *Broker) ApplyRetention() {
 		if !cfg.delete {
 			continue
 		}
-		ret := cfg.retention
 		for _, p := range t.partitions {
-			p.ApplyRetention(now, ret)
+			p.ApplyRetention(now, cfg.retention)
+			p.ApplyRetentionBytes(cfg.retentionBytes)
 		}
 	}
 }

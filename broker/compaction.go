@@ -72,9 +72,11 @@ type PartitionCompaction struct {
 
 // Compact compacts every partition of a topic with cleanup.policy=compact
 // now, on the broker's clock, as Kafka's log cleaner would (see
-// log.Partition.Compact): in every batch but each partition's last, only
-// the newest record of each key stays, and tombstones go once
-// delete.retention.ms has passed since the compaction that first kept them;
+// log.Partition.Compact): in every batch but each partition's last and
+// before its last stable offset, only the newest committed record of each
+// key stays, aborted transactions' records go, and tombstones and the
+// markers of transactions with no record left go once delete.retention.ms
+// has passed since the compaction that first found them removable;
 // min.compaction.lag.ms holds back young batches; min.cleanable.dirty.ratio
 // is not consulted. Offsets keep their values, so consumers see gaps.
 // Readers and producers of the topic wait only while each partition's new

@@ -25,6 +25,7 @@ import (
 // retention default is 7 days, the same as Kafka's).
 const (
 	cfgRetentionMs     = "retention.ms"
+	cfgRetentionBytes  = "retention.bytes"
 	cfgCleanupPolicy   = "cleanup.policy"
 	cfgTimestampType   = "message.timestamp.type"
 	cfgBeforeMaxMs     = "message.timestamp.before.max.ms"
@@ -41,8 +42,8 @@ const (
 
 // kafkaTopicConfigDefaults are the other topic configs Apache Kafka knows,
 // accepted and stored in the kafka profile; the broker acts on
-// max.message.bytes and the compaction configs (delete.retention.ms,
-// min.compaction.lag.ms, min.cleanable.dirty.ratio).
+// max.message.bytes, retention.bytes and the compaction configs
+// (delete.retention.ms, min.compaction.lag.ms, min.cleanable.dirty.ratio).
 var kafkaTopicConfigDefaults = map[string]string{
 	"compression.type":     "producer",
 	cfgDeleteRetention:     "86400000",
@@ -115,11 +116,14 @@ var topicConfigTypes = map[string]kmsg.ConfigType{
 // topicConfig is a topic's configs: the keys set explicitly, and the parsed
 // values the broker acts on.
 type topicConfig struct {
-	set           map[string]string
-	retention     time.Duration // <= 0 keeps records forever
-	logAppendTime bool
-	beforeMaxMs   int64
-	afterMaxMs    int64
+	set       map[string]string
+	retention time.Duration // <= 0 keeps records forever
+	// retentionBytes is retention.bytes: < 0 keeps records whatever
+	// the partition's size.
+	retentionBytes int64
+	logAppendTime  bool
+	beforeMaxMs    int64
+	afterMaxMs     int64
 	// maxMessageBytes is the topic's max.message.bytes, or -1 when it is
 	// not set and the broker's message.max.bytes applies.
 	maxMessageBytes int
@@ -167,6 +171,7 @@ func defaultTopicConfig(n int) topicConfig {
 	return topicConfig{
 		set:             make(map[string]string, n),
 		retention:       defaultRetention,
+		retentionBytes:  -1,
 		beforeMaxMs:     math.MaxInt64,
 		afterMaxMs:      math.MaxInt64,
 		maxMessageBytes: -1,
@@ -200,6 +205,11 @@ func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]stri
 			if ms == -1 || ms > int64(math.MaxInt64/time.Millisecond) {
 				c.retention = 0
 			}
+		case cfgRetentionBytes:
+			if msg := checkConfigValue(k, v); msg != "" {
+				return c, kerr.InvalidConfig.Code, msg
+			}
+			c.retentionBytes, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		case cfgTimestampType:
 			if v != timestampCreate && v != timestampAppend {
 				return c, kerr.InvalidConfig.Code, "message.timestamp.type must be CreateTime or LogAppendTime"

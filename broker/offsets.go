@@ -121,8 +121,11 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 // handleDeleteRecords answers DeleteRecords v0-v2: it moves a partition's
 // log start offset up (offset -1 means the high watermark) and drops the
 // batches wholly below it. An offset above the high watermark gets
-// OFFSET_OUT_OF_RANGE. A partition named twice is answered once with its
-// last copy's offset, as Kafka collects the request into a map.
+// OFFSET_OUT_OF_RANGE. A topic whose cleanup.policy does not include
+// delete (compact alone) gets POLICY_VIOLATION and keeps its records, as
+// Kafka refuses to delete records of such a partition. A partition named
+// twice is answered once with its last copy's offset, as Kafka collects
+// the request into a map.
 // Authorizes: KafkaDelete on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteRecordsRequest)
@@ -147,6 +150,8 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			} else if part == nil {
 				sp.ErrorCode = code
+			} else if !t.config().delete {
+				sp.ErrorCode = kerr.PolicyViolation.Code
 			} else {
 				low, err := part.DeleteBefore(rp.Offset)
 				sp.LowWatermark = low

@@ -780,6 +780,8 @@ type compactionView struct {
 	CleanedTo         int64 `json:"cleanedTo"`
 	RecordsRemoved    int64 `json:"recordsRemoved"`
 	TombstonesRemoved int64 `json:"tombstonesRemoved"`
+	AbortedRemoved    int64 `json:"abortedRemoved"`
+	MarkersRemoved    int64 `json:"markersRemoved"`
 	BytesBefore       int64 `json:"bytesBefore"`
 	BytesAfter        int64 `json:"bytesAfter"`
 }
@@ -801,7 +803,7 @@ func (s *server) compact(w http.ResponseWriter, r *http.Request) {
 	for _, p := range res {
 		out = append(out, compactionView{Partition: p.Partition, Compacted: p.Compacted, CleanedTo: p.CleanedTo,
 			RecordsRemoved: p.RecordsRemoved, TombstonesRemoved: p.TombstonesRemoved,
-			BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter})
+			AbortedRemoved: p.AbortedRemoved, MarkersRemoved: p.MarkersRemoved, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

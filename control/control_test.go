@@ -622,3 +622,57 @@ func TestBrokersDownAndUp(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusBadRequest, call(t, "GET", url+"/requests?broker=x", nil, &e))
 }
+
+// TestCompactKeepsCommittedTransactions is the way users found compaction
+// losing committed data, through the control plane: a kgo transactional
+// producer commits a key's value, then writes the key in a transaction
+// that is still open at a POST /topics/{name}/compact and aborts after it,
+// and in one that aborts at once; a read_committed consumer still reads
+// the committed value, and the compaction reports the aborted records it
+// removed and, with delete.retention.ms=0, the markers.
+func TestCompactKeepsCommittedTransactions(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("accounts", 1, "cleanup.policy", "compact", "delete.retention.ms", "0"))
+	url := serve(t, k)
+	ctx := context.Background()
+	p := k.TransactionalClient("writer", kgo.DefaultProduceTopic("accounts"))
+	txn := func(value string, end *kgo.TransactionEndTry) {
+		require.NoError(t, p.BeginTransaction())
+		require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Key: []byte("alice"), Value: []byte(value)}).FirstErr())
+		if end != nil {
+			require.NoError(t, p.EndTransaction(ctx, *end))
+		}
+	}
+	commit, abort := kgo.TryCommit, kgo.TryAbort
+	txn("committed", &commit)
+	txn("aborted", &abort)
+	txn("open", nil)
+	var compacted []struct {
+		CleanedTo      int64 `json:"cleanedTo"`
+		AbortedRemoved int64 `json:"abortedRemoved"`
+		MarkersRemoved int64 `json:"markersRemoved"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/accounts/compact", nil, &compacted))
+	require.Len(t, compacted, 1)
+	assert.Equal(t, int64(4), compacted[0].CleanedTo, "up to the open transaction")
+	assert.Equal(t, int64(1), compacted[0].AbortedRemoved)
+	require.NoError(t, p.EndTransaction(ctx, kgo.TryAbort))
+	var aborted, markers int64
+	for range 3 { // the second aborted record, then the first abort marker's horizon, then that marker
+		require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/accounts/compact", nil, &compacted))
+		aborted += compacted[0].AbortedRemoved
+		markers += compacted[0].MarkersRemoved
+	}
+	assert.Equal(t, int64(1), aborted)
+	assert.Equal(t, int64(1), markers, "the commit marker stays with its record, the last abort marker is the active tail")
+	k.ProduceRecords(&kgo.Record{Topic: "accounts", Key: []byte("bob"), Value: []byte("b")})
+	assert.Equal(t, []string{"committed", "b"}, k.CommittedValues("accounts", 0))
+
+	reader := k.Client(kgo.ConsumeTopics("accounts"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var got []string
+	for len(got) < 2 {
+		fs := reader.PollFetches(ctx)
+		require.NoError(t, fs.Err())
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Key)+"="+string(r.Value)) })
+	}
+	assert.Equal(t, []string{"alice=committed", "bob=b"}, got)
+}

@@ -66,6 +66,11 @@ type CompactResult struct {
 	// of them that were tombstones past their delete horizon.
 	RecordsRemoved    int64
 	TombstonesRemoved int64
+	// AbortedRemoved counts the removed records that were of aborted
+	// transactions (counted in RecordsRemoved too), MarkersRemoved the
+	// transaction markers removed.
+	AbortedRemoved int64
+	MarkersRemoved int64
 	// BatchesBefore and BatchesAfter count the batches of the cleanable
 	// range; BytesBefore and BytesAfter their bytes.
 	BatchesBefore, BatchesAfter int
@@ -89,7 +94,19 @@ var errLogChanged = errors.New("the log changed during compaction")
 // timestamp, record count and CRC recomputed, as Kafka's cleaner rebuilds
 // a batch (so a compressed batch never comes back many times its size). A batch
 // that loses nothing is kept byte for byte (also a compressed one); one
-// that loses everything goes; control batches stay.
+// that loses everything goes.
+//
+// Transactions are cleaned as Kafka's cleaner cleans them: the cleanable
+// range ends at the last stable offset, so no batch of an open transaction
+// (nor anything after its first) is touched; the key map holds committed
+// and non-transactional records only, so a committed value is never
+// replaced by an aborted one; the batches of aborted transactions go whole;
+// a transaction marker goes once a compaction finds no batch of its
+// transaction before it and DeleteRetention has passed since (the first
+// such compaction sets its delete horizon, a later one removes it), and an
+// aborted transaction leaves the list read_committed readers are given
+// once a compaction has cleaned past its marker, and so removed all its
+// records. Other control batches stay.
 //
 // The new batches are computed without the partition's lock, into new
 // memory, and swapped in under it after checking that the front of the log
@@ -129,6 +146,10 @@ type compactSnapshot struct {
 	entries   []entry
 	logStart  int64
 	cleanedTo int64
+	// lso is the last stable offset and aborted the aborted
+	// transactions, both as the log was when the entries were taken.
+	lso     int64
+	aborted []AbortedTxn
 }
 
 func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
@@ -137,7 +158,8 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 		p.mu.RUnlock()
 		return CompactResult{}, nil
 	}
-	snap := compactSnapshot{entries: p.entries[:len(p.entries):len(p.entries)], logStart: p.logStart, cleanedTo: p.cleanedTo}
+	snap := compactSnapshot{entries: p.entries[:len(p.entries):len(p.entries)], logStart: p.logStart, cleanedTo: p.cleanedTo,
+		lso: p.lastStableLocked(), aborted: append([]AbortedTxn(nil), p.aborted...)}
 	p.pins.Add(1) // the snapshot's chunks are read outside the lock
 	p.mu.RUnlock()
 	defer p.unpin()
@@ -155,7 +177,11 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 		turn: opts.Turn}
 	defer c.release()
 	dirty := sort.Search(end, func(i int) bool { return snap.entries[i].last >= snap.cleanedTo })
-	indexed, err := c.index(snap.entries[dirty:end])
+	var dirtyStart int64
+	if dirty < end {
+		dirtyStart = snap.entries[dirty].base
+	}
+	indexed, err := c.index(snap.entries[dirty:end], newTxnTracker(snap.aborted, dirtyStart))
 	if err != nil {
 		return res, err
 	}
@@ -164,7 +190,7 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 	}
 	// Room for the entries after the range, and a few appended meanwhile,
 	// so that the swap under the lock copies only those.
-	out, changed, err := c.rewrite(snap.entries[:end], len(snap.entries)-end+16, &res)
+	out, changed, err := c.rewrite(snap.entries[:end], newTxnTracker(snap.aborted, snap.logStart), len(snap.entries)-end+16, &res)
 	if err != nil {
 		return res, err
 	}
@@ -173,10 +199,13 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 }
 
 // cleanableEnd returns how many of the snapshot's first entries may be
-// cleaned: all but the last, and none from the first one younger than the
+// cleaned: all but the last, none at or past the last stable offset (so no
+// batch of an open transaction, nor anything after one: Kafka's cleaner
+// never cleans past it), and none from the first one younger than the
 // minimum compaction lag.
 func (s *compactSnapshot) cleanableEnd(opts CompactOptions) int {
 	end := max(len(s.entries)-1, 0)
+	end = sort.Search(end, func(i int) bool { return s.entries[i].last >= s.lso })
 	if lag := opts.MinCompactionLag; lag > 0 {
 		cutoff := opts.Now.Add(-lag).UnixMilli()
 		for i := range end {
@@ -280,15 +309,93 @@ func (c *compactor) section(b Batch) ([]byte, error) {
 	return c.buf.Bytes(), nil
 }
 
-// index fills the offset map from the dirty entries and returns how many
-// of them it covers: all of them, or fewer when the next batch could take
-// the map past maxCompactionKeys.
-func (c *compactor) index(entries []entry) (int, error) {
+// txnTracker follows transactions through one pass over a partition's
+// batches, as Kafka's cleaner does (its CleanedTransactionMetadata), to
+// tell which batches are of aborted transactions and which transaction
+// markers no record of their transaction precedes any more.
+type txnTracker struct {
+	// pending are the aborted transactions not reached yet, by first
+	// offset; inAborted holds, by producer, those reached and not yet
+	// ended by their marker, and whether a batch of each was seen.
+	pending   []AbortedTxn
+	inAborted map[int64]bool
+	// inCommitted holds the producers of which a transactional batch
+	// that is not aborted was seen since their last marker.
+	inCommitted map[int64]bool
+}
+
+// newTxnTracker returns a tracker for a pass starting at offset from,
+// knowing the partition's aborted transactions.
+func newTxnTracker(aborted []AbortedTxn, from int64) *txnTracker {
+	t := &txnTracker{inAborted: map[int64]bool{}, inCommitted: map[int64]bool{}}
+	for _, a := range aborted {
+		if a.LastOffset >= from {
+			t.pending = append(t.pending, a)
+		}
+	}
+	sort.Slice(t.pending, func(i, j int) bool { return t.pending[i].FirstOffset < t.pending[j].FirstOffset })
+	return t
+}
+
+// reach enters the aborted transactions that began at or before offset.
+func (t *txnTracker) reach(offset int64) {
+	for len(t.pending) > 0 && t.pending[0].FirstOffset <= offset {
+		if _, ok := t.inAborted[t.pending[0].ProducerID]; !ok {
+			t.inAborted[t.pending[0].ProducerID] = false
+		}
+		t.pending = t.pending[1:]
+	}
+}
+
+// data reports whether a data batch is of an aborted transaction.
+func (t *txnTracker) data(b Batch) bool {
+	t.reach(b.LastOffset())
+	if !b.Transactional() {
+		return false
+	}
+	pid := b.ProducerID()
+	if _, ok := t.inAborted[pid]; ok {
+		t.inAborted[pid] = true
+		return true
+	}
+	t.inCommitted[pid] = true
+	return false
+}
+
+// control reports whether a control batch is a transaction marker that no
+// batch of its transaction precedes in this pass, so that it may go.
+func (t *txnTracker) control(b Batch) bool {
+	t.reach(b.LastOffset())
+	marker, commit := b.MarkerType()
+	if !marker {
+		return false // some other control record: kept, as Kafka keeps it
+	}
+	pid := b.ProducerID()
+	if commit {
+		seen := t.inCommitted[pid]
+		delete(t.inCommitted, pid)
+		return !seen
+	}
+	seen, ok := t.inAborted[pid]
+	delete(t.inAborted, pid)
+	return !ok || !seen
+}
+
+// index fills the offset map from the dirty entries' committed records
+// (txns, started at the first of them, tells aborted batches, whose keys
+// are left out as Kafka's cleaner leaves them out) and returns how many of
+// the entries it covers: all of them, or fewer when the next batch could
+// take the map past maxCompactionKeys.
+func (c *compactor) index(entries []entry, txns *txnTracker) (int, error) {
 	c.latest = make(map[keyHash]int64)
 	for i := range entries {
 		b := entries[i].raw()
 		if b.Control() {
+			txns.control(b)
 			continue
+		}
+		if txns.data(b) {
+			continue // an aborted transaction's records never enter the map
 		}
 		if len(c.latest)+int(b.NumRecords()) > maxCompactionKeys {
 			return i, nil
@@ -312,8 +419,11 @@ func (c *compactor) index(entries []entry) (int, error) {
 
 // rewrite returns the entries as compaction leaves them, their batches
 // packed into one new buffer, with their timestamp index filled in and
-// room for tailRoom more, and whether anything changed.
-func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) ([]entry, bool, error) {
+// room for tailRoom more, and whether anything changed. txns, started at
+// the log start, tells the batches of aborted transactions, which go, and
+// the transaction markers that no record of their transaction precedes
+// any more, which go after their delete horizon.
+func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res *CompactResult) ([]entry, bool, error) {
 	type kept struct {
 		e     entry
 		batch []byte // nil: the source batch unchanged
@@ -326,8 +436,32 @@ func (c *compactor) rewrite(entries []entry, tailRoom int, res *CompactResult) (
 		res.BatchesBefore++
 		res.BytesBefore += int64(src.n)
 		if b.Control() {
-			out = append(out, kept{e: src})
-			size += int(src.n)
+			e, keep := src, true
+			if txns.control(b) {
+				// No record of its transaction is left below it: it goes
+				// once its delete horizon, set now, has passed, as Kafka
+				// delays removing a marker by delete.retention.ms.
+				switch {
+				case e.horizon == 0:
+					e.horizon = c.now + c.deleteRetention
+					changed = true
+				case c.now >= e.horizon:
+					keep = false
+					changed = true
+					res.MarkersRemoved++
+				}
+			}
+			if keep {
+				out = append(out, kept{e: e})
+				size += int(e.n)
+			}
+			continue
+		}
+		if txns.data(b) {
+			// An aborted transaction's batch goes whole, unread.
+			res.RecordsRemoved += int64(b.NumRecords())
+			res.AbortedRemoved += int64(b.NumRecords())
+			changed = true
 			continue
 		}
 		section, err := c.section(b)
@@ -435,6 +569,7 @@ func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed boo
 	for i := range p.entries[:end] {
 		p.forgetLocked(&p.entries[i]) // every kept batch was copied into out
 	}
+	p.dropCleanedAbortedLocked(res.CleanedTo)
 	entries := append(out, p.entries[end:]...)
 	prefix := int64(-1)
 	if len(out) > 0 {

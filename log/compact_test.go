@@ -489,3 +489,48 @@ func TestCompactRecomputesTheTimestampIndex(t *testing.T) {
 	o, ts = p.OffsetForTime(1600)
 	assert.Equal(t, []int64{1, 2000}, []int64{o, ts}, "entries after the swap are indexed too")
 }
+
+// BenchmarkCompactTransactions is BenchmarkCompact with every batch
+// written in a transaction of its own, by one of ten producers, and every
+// other transaction aborted: one marker per batch, half the batches
+// dropped whole as aborted.
+func BenchmarkCompactTransactions(b *testing.B) {
+	const records, keys, perBatch = 1_000_000, 10_000, 100
+	batches := make([][]byte, records/perBatch)
+	for i := range batches {
+		recs := make([]kv, perBatch)
+		for j := range recs {
+			n := i*perBatch + j
+			recs[j] = rec(fmt.Sprintf("key-%05d", n%keys), fmt.Sprintf("value-%07d-%s", n, "0123456789abcdef0123456789abcdef"), int64(1000+n))
+		}
+		batches[i] = txnKeyed(b, int64(i%10), recs...)
+	}
+	var cpu, before, after int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		p := NewPartition()
+		for i, raw := range batches {
+			appendRaw(b, p, raw, AppendOptions{})
+			commit := i%2 == 0
+			p.AppendMarker(MarkerBatch(int64(i%10), 0, commit, 0, t0), int64(i%10), commit, t0)
+		}
+		appendKeyed(b, p, rec("tail", "tail", 1000))
+		before = p.Bytes()
+		runtime.GC()
+		start := cpuTime()
+		b.StartTimer()
+		res, err := p.Compact(CompactOptions{Now: t0})
+		b.StopTimer()
+		cpu += cpuTime() - start
+		if err != nil || res.AbortedRemoved != records/2 {
+			b.Fatalf("compaction removed %d aborted records: %v", res.AbortedRemoved, err)
+		}
+		after = p.Bytes()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(before), "log-B-before")
+	b.ReportMetric(float64(after), "log-B-after")
+}

@@ -747,6 +747,33 @@ func (p *Partition) ApplyRetention(now time.Time, retention time.Duration) int {
 	return n
 }
 
+// ApplyRetentionBytes drops batches from the front of the log while the
+// log without them would still hold at least limit bytes, and moves the
+// log start offset past them, as Kafka's retention.bytes does (per batch
+// rather than per segment). A limit < 0 keeps everything. As with
+// retention.ms, an open transaction's first offset may go: the last
+// stable offset then stays at the log start until the transaction ends,
+// as in Kafka. It returns how many batches it dropped.
+func (p *Partition) ApplyRetentionBytes(limit int64) int {
+	if limit < 0 {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	over := p.bytes - limit
+	n := 0
+	for n < len(p.entries) && over-int64(p.entries[n].n) >= 0 {
+		over -= int64(p.entries[n].n)
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	p.logStart = max(p.logStart, p.entries[n-1].last+1)
+	p.dropBelowStartLocked()
+	return n
+}
+
 // dropBelowStartLocked forgets the batches wholly below the log start so
 // their chunks can be freed once no reader holds them.
 func (p *Partition) dropBelowStartLocked() {

@@ -1221,3 +1221,32 @@ func TestDroppedInPlaceBatchesGiveBackTheirPages(t *testing.T) {
 	assert.Equal(t, kept, got.Records, "the frame's other batch")
 	got.Release()
 }
+
+// TestRetentionBytes: batches go from the front while the log would still
+// hold retention.bytes without them, as Kafka deletes segments; an open
+// transaction's first offset may go with them, and the last stable offset
+// then stays at the log start until it ends.
+func TestRetentionBytes(t *testing.T) {
+	p := NewPartition()
+	for _, v := range []string{"a", "b", "c"} {
+		appendRaw(t, p, batch(t, same(1, t0.UnixMilli()), v), AppendOptions{})
+	}
+	appendRaw(t, p, txnData(t, 7, "o"), AppendOptions{}) // 3
+	appendRaw(t, p, batch(t, same(1, t0.UnixMilli()), "e"), AppendOptions{})
+	size := p.Bytes() / 5 // every batch holds one record of one byte
+	require.Equal(t, 5*size, p.Bytes())
+
+	assert.Equal(t, 0, p.ApplyRetentionBytes(-1), "-1 keeps everything")
+	assert.Equal(t, 0, p.ApplyRetentionBytes(5*size))
+	assert.Equal(t, 0, p.ApplyRetentionBytes(5*size-1), "a batch goes only if what is left still holds the limit")
+	assert.Equal(t, 1, p.ApplyRetentionBytes(4*size))
+	assert.Equal(t, int64(1), p.LogStartOffset())
+	assert.Equal(t, int64(3), p.LastStableOffset())
+	assert.Equal(t, 3, p.ApplyRetentionBytes(size-1))
+	assert.Equal(t, int64(4), p.LogStartOffset())
+	assert.Equal(t, int64(4), p.LastStableOffset(), "the open transaction's first offset is gone: the log start bounds it")
+	assert.Equal(t, []OpenTxn{{ProducerID: 7, FirstOffset: 3}}, p.OpenTransactions(), "the transaction is still open")
+	p.AppendMarker(MarkerBatch(7, 0, false, 0, t0), 7, false, t0)
+	assert.Equal(t, p.HighWatermark(), p.LastStableOffset())
+	assert.Equal(t, []AbortedTxn{{ProducerID: 7, FirstOffset: 3, LastOffset: 5}}, p.AbortedTransactions())
+}

@@ -152,6 +152,22 @@ func (b Batch) MarkerType() (isMarker, commit bool) {
 	if !b.Control() {
 		return false, false
 	}
+	if b.Compression() == 0 && b.NumRecords() == 1 {
+		// In place, without decoding: compaction asks this of every
+		// marker it passes.
+		var key []byte
+		ok := eachRawRecord(b[BatchHeaderSize:], 1, func(_ []byte, f recordFields) { key = f.key }) == nil
+		if !ok || len(key) < 4 {
+			return false, false
+		}
+		switch int16(binary.BigEndian.Uint16(key[2:])) {
+		case int16(kmsg.ControlRecordKeyTypeCommit):
+			return true, true
+		case int16(kmsg.ControlRecordKeyTypeAbort):
+			return true, false
+		}
+		return false, false
+	}
 	recs, err := b.Records()
 	if err != nil || len(recs) != 1 {
 		return false, false
@@ -195,4 +211,21 @@ func (p *Partition) AppendMarker(marker Batch, producerID int64, commit bool, no
 		p.aborted = append(p.aborted, AbortedTxn{ProducerID: producerID, FirstOffset: first, LastOffset: base})
 	}
 	return base
+}
+
+// dropCleanedAbortedLocked forgets the aborted transactions whose marker
+// is below offset, the end of a range compaction just cleaned: cleaning
+// removed every batch of theirs, so no reader needs to be told of them. An
+// aborted transaction whose marker is past the range may still have
+// records left, and stays listed.
+func (p *Partition) dropCleanedAbortedLocked(offset int64) {
+	kept := p.aborted[:0:0]
+	for _, a := range p.aborted {
+		if a.LastOffset >= offset {
+			kept = append(kept, a)
+		}
+	}
+	if len(kept) != len(p.aborted) {
+		p.aborted = kept
+	}
 }

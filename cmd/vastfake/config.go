@@ -311,7 +311,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	stale := dur("stale-end-offset", "make ListOffsets(latest) trail writes by this long (the StaleEndOffset rule); default 0, off")
 	numPartitions := fs.Int("num-partitions", broker.DefaultPartitions, "num.partitions: partitions of a topic auto-created (kafka profile) or created with -1 partitions (env VASTFAKE_NUM_PARTITIONS)")
 	offsetMD := fs.Int("offset-metadata-max-bytes", coordinator.DefaultOffsetMetadataMaxBytes, "offset.metadata.max.bytes: an OffsetCommit partition with longer metadata gets OFFSET_METADATA_TOO_LARGE; 0 allows only empty metadata (env VASTFAKE_OFFSET_METADATA_MAX_BYTES)")
-	retention := dur("retention-check-interval", "how often retention.ms is applied, on the broker's clock; default 1s, 0 for never")
+	retention := dur("retention-check-interval", "how often retention.ms and retention.bytes are applied, on the broker's clock; default 1s, 0 for never")
 	compaction := dur("compaction-interval", "how often topics with cleanup.policy=compact are compacted, on the broker's clock, when min.cleanable.dirty.ratio calls for it; default 0, off (POST /topics/{name}/compact compacts on demand)")
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
