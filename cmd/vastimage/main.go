@@ -104,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "vastfake")
-		if err := buildBinary(bin, *arch, stderr); err != nil {
+		if err := buildBinary(bin, *arch, *version, rev, stderr); err != nil {
 			return err
 		}
 	}
@@ -129,10 +129,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // buildBinary builds cmd/vastfake of the module in the working directory as
 // a static Linux binary for arch at path: no cgo, no file paths of this
-// machine, no symbol table (the version and VCS revision stay, for
-// vastfake -version).
-func buildBinary(path, arch string, stderr io.Writer) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", path, "github.com/vastfake/vastfake/cmd/vastfake")
+// machine, no symbol table, and the image's version and revision for
+// vastfake -version.
+func buildBinary(path, arch, version, revision string, stderr io.Writer) error {
+	ldflags := "-s -w -X main.imageVersion=" + version
+	if revision != "" {
+		ldflags += " -X main.imageRevision=" + revision
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", path, "github.com/vastfake/vastfake/cmd/vastfake")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
