@@ -169,7 +169,9 @@ func (c *Control) DropBrokerConnections(ctx context.Context, id int32) error {
 }
 
 // Failover is Broker.Failover: POST /failover.
-func (c *Control) Failover(ctx context.Context) error { return c.Do(ctx, "POST", "/failover", nil, nil) }
+func (c *Control) Failover(ctx context.Context) error {
+	return c.Do(ctx, "POST", "/failover", nil, nil)
+}
 
 // Reset is Broker.Reset: POST /reset.
 func (c *Control) Reset(ctx context.Context) error { return c.Do(ctx, "POST", "/reset", nil, nil) }
