@@ -173,6 +173,7 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 		ports = append(ports, strconv.Itoa(KafkaPort+i)+"/tcp")
 	}
 	all := []testcontainers.ContainerCustomizer{
+		testcontainers.WithEnv(allowHost(ctx)),
 		testcontainers.WithExposedPorts(ports...),
 		testcontainers.WithCmdArgs(s.args...),
 		testcontainers.WithWaitStrategy(healthy{timeout: s.timeout, token: s.token}),
@@ -221,6 +222,25 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 		return c, fmt.Errorf("vastfake container: advertise the mapped ports: %w", err)
 	}
 	return c, nil
+}
+
+// allowHost returns the environment that lets the control plane answer
+// requests naming the host Testcontainers reaches the container on, when
+// that is a name other than localhost (a remote Docker host such as
+// GitLab's "docker", or TESTCONTAINERS_HOST_OVERRIDE): the control plane
+// refuses other names' Host headers, against DNS rebinding. A flag
+// (Args("-http-allow-hosts", ...)) or testcontainers.WithEnv overrides it.
+func allowHost(ctx context.Context) map[string]string {
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return nil // Run fails on its own
+	}
+	defer p.Close()
+	host, err := p.DaemonHost(ctx)
+	if err != nil || host == "localhost" || net.ParseIP(host) != nil {
+		return nil
+	}
+	return map[string]string{"VASTFAKE_HTTP_ALLOW_HOSTS": host}
 }
 
 // Bootstrap returns the bootstrap address clients connect to: the first

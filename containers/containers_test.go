@@ -212,14 +212,19 @@ func TestProduceConsumeAsGroup(t *testing.T) {
 
 // TestFaultThroughControlPlane: a fault injected over the control plane
 // fails the next produce with its error, and the one after succeeds;
-// GET /advertise answers the mapped addresses Run set.
+// GET /advertise answers the mapped addresses Run set; flags and VASTFAKE_*
+// variables both reach the binary.
 func TestFaultThroughControlPlane(t *testing.T) {
 	t.Parallel()
-	c := start(t, containers.Topic("orders", 1), containers.Profile("kafka"))
+	c := start(t, containers.Topic("orders", 1), containers.Profile("kafka"),
+		testcontainers.WithEnv(map[string]string{"VASTFAKE_TOPICS": "from-env:2"}))
 	ctx := ctx(t)
 	addrs, err := c.Control().Advertised(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, c.BrokerAddrs(), addrs)
+	topics, err := kadm.NewClient(client(t, c)).ListTopics(ctx)
+	require.NoError(t, err)
+	assert.Len(t, topics["from-env"].Partitions, 2, "a VASTFAKE_* variable sets its flag in the container")
 
 	prod := client(t, c, kgo.DefaultProduceTopic("orders"))
 	require.NoError(t, prod.ProduceSync(ctx, kgo.StringRecord("first")).FirstErr())
