@@ -334,13 +334,25 @@ func TestParallelContainers(t *testing.T) {
 	}
 }
 
-// TestSIGTERMExitsAtOnce: docker stop's SIGTERM ends the broker with exit
-// code 0 within the one-second grace given here (past it the engine would
-// SIGKILL, exit code 137).
+// TestSIGTERMExitsAtOnce: docker stop's SIGTERM ends the broker, with a
+// consumer connected and fetching, with exit code 0 within the one-second
+// grace given here (past it the engine would SIGKILL: exit code 137).
 func TestSIGTERMExitsAtOnce(t *testing.T) {
 	t.Parallel()
-	c := start(t, containers.Brokers(2))
+	c := start(t, containers.Brokers(2), containers.Topic("orders", 2))
 	ctx := ctx(t)
+	// A consumer in the middle of its fetches, connected to both brokers.
+	cons := client(t, c, kgo.ConsumeTopics("orders"))
+	require.NoError(t, client(t, c, kgo.DefaultProduceTopic("orders")).ProduceSync(ctx, kgo.StringRecord("one")).FirstErr())
+	require.Equal(t, 1, cons.PollFetches(ctx).NumRecords())
+	polling := make(chan struct{})
+	go func() {
+		defer close(polling)
+		short, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		cons.PollFetches(short)
+	}()
+	t.Cleanup(func() { <-polling })
 	grace := time.Second
 	require.NoError(t, c.Stop(ctx, &grace))
 	state, err := c.State(ctx)
