@@ -140,6 +140,10 @@ func (b *Broker) listenNodes() error {
 	return nil
 }
 
+// MaxAdvertisedHost bounds the host of an advertised address, which every
+// Metadata answer carries: a DNS name is at most 253 bytes.
+const MaxAdvertisedHost = 255
+
 // parseAdvertised parses an advertised host:port whose port is at least
 // minPort.
 func parseAdvertised(a string, minPort int) (*hostPort, error) {
@@ -147,6 +151,9 @@ func parseAdvertised(a string, minPort int) (*hostPort, error) {
 	port, perr := strconv.Atoi(p)
 	if err != nil || perr != nil || port < minPort || port > 65535 {
 		return nil, fmt.Errorf("vastfake: advertise %q: want host:port", a)
+	}
+	if len(h) > MaxAdvertisedHost {
+		return nil, fmt.Errorf("vastfake: advertise %.40q...: a host of %d bytes, more than %d", a, len(h), MaxAdvertisedHost)
 	}
 	return &hostPort{host: h, port: int32(port)}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -593,6 +594,7 @@ func TestSetAdvertised(t *testing.T) {
 		{"localhost:1", "localhost:0"},
 		{"localhost:1", "localhost:65536"},
 		{"localhost:1", ":2"},
+		{"localhost:1", strings.Repeat("h", MaxAdvertisedHost+1) + ":2"},
 	} {
 		assert.Error(t, b.SetAdvertised(bad...), "%q", bad)
 		assert.Equal(t, before, b.Advertised(), "a refused %q changes nothing", bad)
