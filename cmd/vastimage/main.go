@@ -3,7 +3,7 @@
 // docker load and podman load accept:
 //
 //	go run ./cmd/vastimage -o vastfake.tar          # then: podman load -i vastfake.tar
-//	go run ./cmd/vastimage -o vastfake.tar.gz -arch arm64
+//	go run ./cmd/vastimage -o vastfake-arm64.tar -arch arm64
 //
 // It builds cmd/vastfake as a static Linux binary (CGO_ENABLED=0, with go
 // build as a subprocess, from the module the command runs in) and packs it
@@ -29,7 +29,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -78,7 +77,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("vastimage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "", "file to write the image tarball to; a name ending in .gz is gzipped (docker load and podman load take both)")
+	out := fs.String("o", "", "file to write the image tarball to (docker-archive, uncompressed: podman load does not take a gzipped one)")
 	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the binary and the image: amd64, arm64, ...")
 	version := fs.String("version", "", "the image's version tag and label; default the git tag on HEAD, or dev-<revision>")
 	binary := fs.String("binary", "", "pack this already built static Linux binary instead of building cmd/vastfake")
@@ -214,8 +213,8 @@ func (img image) Env() []string {
 	}
 }
 
-// writeFile writes img to path, gzipped when path ends in .gz, through a
-// temporary file renamed at the end, so a failed run leaves no half image.
+// writeFile writes img to path through a temporary file renamed at the
+// end, so a failed run leaves no half image.
 func writeFile(path string, img image) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
@@ -223,17 +222,7 @@ func writeFile(path string, img image) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	var w io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(f)
-		zw.ModTime = img.Created
-		w = zw
-	}
-	err = writeArchive(w, img)
-	if zw != nil && err == nil {
-		err = zw.Close()
-	}
+	err = writeArchive(f, img)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -107,22 +106,20 @@ func TestArchive(t *testing.T) {
 	assert.ElementsMatch(t, []string{"etc/", "tmp/", "etc/group", "etc/passwd", "vastfake"}, names, "nothing else: no shell")
 }
 
-// TestRunWritesGzip: -o with .gz writes a gzipped archive, with the
-// version given and the latest tag; a bad -version or no -o is refused.
-func TestRunWritesGzip(t *testing.T) {
+// TestRunWritesTheFile: -o writes the archive with the version given and
+// the latest tag; a bad -version or no -o is refused.
+func TestRunWritesTheFile(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.WriteFile(bin, []byte("binary"), 0o755))
-	out := filepath.Join(dir, "image.tar.gz")
+	out := filepath.Join(dir, "image.tar")
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run([]string{"-o", out, "-binary", bin, "-version", "9.9.9"}, &stdout, &stderr), stderr.String())
 	assert.Contains(t, stdout.String(), "vastfake:9.9.9, vastfake:latest")
 	f, err := os.Open(out)
 	require.NoError(t, err)
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	files, _ := readTar(t, zr)
+	files, _ := readTar(t, f)
 	assert.Contains(t, string(files["manifest.json"]), `"vastfake:9.9.9"`)
 
 	assert.ErrorContains(t, run([]string{"-o", out, "-binary", bin, "-version", "-bad"}, &stdout, &stderr), "not a valid image tag")
