@@ -38,11 +38,21 @@ const deadline = 60 * time.Second
 // that runs them (test.sh) after a killed run, can remove any left behind.
 var runLabel = map[string]string{"vastfake.test-run": os.Getenv("VASTFAKE_TEST_RUN")}
 
+// testImage is the image the tests start: this checkout's, built and
+// loaded by TestMain under a tag of this run's own, so that runs side by
+// side (and vastfake:latest) do not get in each other's way.
+var testImage string
+
 // TestMain builds the image with cmd/vastimage and loads it into the
 // container engine DOCKER_HOST names (Docker, or podman system service),
-// through the engine's API as docker load does; the tests then start it.
-// Without an engine it skips every test, unless CI is set.
+// through the engine's API as docker load does; the tests then start it,
+// and it is removed at the end. Without an engine it skips every test,
+// unless CI is set.
 func TestMain(m *testing.M) {
+	if runLabel["vastfake.test-run"] == "" {
+		runLabel["vastfake.test-run"] = fmt.Sprintf("go-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	testImage = "vastfake:" + runLabel["vastfake.test-run"]
 	if code, err := loadImage(); err != nil {
 		if os.Getenv("CI") == "" && code == 0 {
 			fmt.Fprintln(os.Stderr, "skipping the container tests:", err)
@@ -50,9 +60,6 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Fprintln(os.Stderr, "container tests:", err)
 		os.Exit(1)
-	}
-	if runLabel["vastfake.test-run"] == "" {
-		runLabel["vastfake.test-run"] = fmt.Sprintf("go-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	}
 	code := m.Run()
 	if err := removeLeftovers(); err != nil {
@@ -63,8 +70,9 @@ func TestMain(m *testing.M) {
 }
 
 // removeLeftovers removes every container of this run that is still
-// there: each test removes its own, so one left here means a test lost
-// track of it, which fails the run after the removal.
+// there, and the run's image: each test removes its own containers, so one
+// left here means a test lost track of it, which fails the run after the
+// removal.
 func removeLeftovers() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -84,6 +92,9 @@ func removeLeftovers() error {
 		if _, err := cli.ContainerRemove(ctx, c.ID, mobyclient.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 			return err
 		}
+	}
+	if _, err := cli.ImageRemove(ctx, testImage, mobyclient.ImageRemoveOptions{}); err != nil {
+		return fmt.Errorf("remove the image %s: %w", testImage, err)
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("removed %d containers the tests left behind: %s", len(left), strings.Join(left, " "))
@@ -110,7 +121,8 @@ func loadImage() (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	tarball := filepath.Join(dir, "vastfake.tar")
-	build := exec.CommandContext(ctx, "go", "run", "./cmd/vastimage", "-o", tarball)
+	build := exec.CommandContext(ctx, "go", "run", "./cmd/vastimage", "-o", tarball,
+		"-version", strings.TrimPrefix(testImage, "vastfake:"), "-latest=false")
 	build.Dir = ".."
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -146,6 +158,7 @@ func run(t *testing.T, opts ...testcontainers.ContainerCustomizer) (*containers.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
+	opts = append([]testcontainers.ContainerCustomizer{containers.Image(testImage)}, opts...)
 	c, err := containers.Run(ctx, append(opts, testcontainers.WithLabels(runLabel))...)
 	if c != nil {
 		testcontainers.CleanupContainer(t, c.DockerContainer)

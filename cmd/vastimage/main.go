@@ -9,7 +9,8 @@
 // build as a subprocess, from the module the command runs in) and packs it
 // as the one file of a FROM-scratch image: no shell and nothing else to
 // pull, run as the non-root user 65532, with the binary as the entrypoint.
-// The image is tagged vastfake:<version> and vastfake:latest; the version is
+// The image is tagged vastfake:<version> and vastfake:latest (unless
+// -latest=false); the version is
 // the git tag on HEAD, or dev-<revision> (with -dirty for uncommitted
 // changes), unless -version says otherwise. Its labels are the OCI ones:
 // org.opencontainers.image.source, .version, .revision, .created, .title
@@ -81,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the binary and the image: amd64, arm64, ...")
 	version := fs.String("version", "", "the image's version tag and label; default the git tag on HEAD, or dev-<revision>")
 	binary := fs.String("binary", "", "pack this already built static Linux binary instead of building cmd/vastfake")
+	latest := fs.Bool("latest", true, "tag the image vastfake:latest too; -latest=false leaves that tag to other builds (tests that load a build of their own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,7 +115,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	img := image{
 		Binary: data, Arch: *arch, Version: *version, Revision: rev, Created: when,
-		Tags: []string{Name + ":" + *version, Name + ":latest"},
+		Tags: []string{Name + ":" + *version},
+	}
+	if *latest {
+		img.Tags = append(img.Tags, Name+":latest")
 	}
 	if err := writeFile(*out, img); err != nil {
 		return err

@@ -122,6 +122,10 @@ func TestRunWritesTheFile(t *testing.T) {
 	files, _ := readTar(t, f)
 	assert.Contains(t, string(files["manifest.json"]), `"vastfake:9.9.9"`)
 
+	stdout.Reset()
+	require.NoError(t, run([]string{"-o", out, "-binary", bin, "-version", "mine", "-latest=false"}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), ": vastfake:mine\n", "no latest tag")
+
 	assert.ErrorContains(t, run([]string{"-o", out, "-binary", bin, "-version", "-bad"}, &stdout, &stderr), "not a valid image tag")
 	assert.ErrorContains(t, run([]string{"-binary", bin}, &stdout, &stderr), "want -o FILE")
 	entries, err := os.ReadDir(dir)
