@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -423,4 +425,44 @@ func TestTLS(t *testing.T) {
 	defer cancel()
 	untrusting := client(t, c, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
 	assert.Error(t, untrusting.Ping(short), "the certificate is self-signed: a client must trust it")
+}
+
+// TestHTTPContract follows the Containers page's recipe for languages
+// without a helper, with Testcontainers' generic container and plain HTTP
+// (no containers.Run): expose 9092 and 8080 on random ports, wait for
+// GET /healthz, PUT the mapped address to /advertise; a client then
+// produces through the mapped port.
+func TestHTTPContract(t *testing.T) {
+	t.Parallel()
+	ctx := ctx(t)
+	ctr, err := testcontainers.Run(ctx, testImage,
+		testcontainers.WithExposedPorts("9092/tcp", "8080/tcp"),
+		testcontainers.WithCmdArgs("-topic", "orders:1"),
+		testcontainers.WithLabels(runLabel),
+		testcontainers.WithWaitStrategy(wait.ForHTTP("/healthz").WithPort("8080/tcp")))
+	testcontainers.CleanupContainer(t, ctr)
+	require.NoError(t, err)
+	host, err := ctr.Host(ctx)
+	require.NoError(t, err)
+	kafkaPort, err := ctr.MappedPort(ctx, "9092/tcp")
+	require.NoError(t, err)
+	httpPort, err := ctr.MappedPort(ctx, "8080/tcp")
+	require.NoError(t, err)
+	bootstrap := net.JoinHostPort(host, kafkaPort.Port())
+
+	body := `{"addresses": ["` + bootstrap + `"]}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+net.JoinHostPort(host, httpPort.Port())+"/advertise", strings.NewReader(body))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic("orders"), kgo.DisableIdempotentWrite())
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("through the recipe")).FirstErr())
+	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, bootstrap, net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))))
 }
