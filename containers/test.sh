@@ -6,7 +6,8 @@
 #
 # Without DOCKER_HOST (and no Docker socket) it starts podman's Docker API
 # service (podman system service) on a socket of its own for the run and
-# stops it after; CONTAINERS_CONF, when set, configures that podman. Every
+# stops it after; CONTAINERS_CONF, when set, configures that podman (else,
+# with runc installed, the runc settings .ci/run writes). Every
 # container the tests start carries the label vastfake.test-run=<this run>
 # and is removed at the end, pass, fail or interrupt.
 set -euo pipefail
@@ -38,6 +39,13 @@ if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ]; then
   if ! command -v podman >/dev/null; then
     echo "containers/test.sh: no container engine: set DOCKER_HOST, or install podman (apt-get install -y podman runc)" >&2
     exit 1
+  fi
+  if [ -z "${CONTAINERS_CONF:-}" ] && command -v runc >/dev/null; then
+    # The settings .ci/run uses: crun, podman's default runtime, fails on
+    # some machines (hybrid cgroups, no raising RLIMIT_NOFILE); runc with
+    # cgroupfs and no default ulimits works everywhere.
+    printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n' >"$tmp/containers.conf"
+    export CONTAINERS_CONF="$tmp/containers.conf"
   fi
   podman system service --time=0 "unix://$tmp/podman.sock" 2>"$tmp/service.log" &
   service=$!
