@@ -82,7 +82,8 @@ func Image(ref string) Option { return func(s *settings) { s.image = ref } }
 func Profile(name string) Option { return Args("-profile", name) }
 
 // Brokers makes the broker n broker ids (-brokers), each on its own port
-// in the container (9092, 9093, ...) mapped to its own host port.
+// in the container (9092, 9093, ...) mapped to its own host port. Set it
+// with this option, not Args: Run maps the ports it names.
 func Brokers(n int) Option {
 	return func(s *settings) {
 		s.brokers = n
@@ -178,9 +179,15 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 		testcontainers.WithCmdArgs(s.args...),
 		testcontainers.WithWaitStrategy(healthy{timeout: s.timeout, token: s.token}),
 	}
+	var clientTLS *tls.Config
 	if s.certPEM != nil {
-		// The broker runs as user 65532; the key is readable by it alone
-		// in a container no one else can enter.
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(s.certPEM) {
+			return nil, errors.New("vastfake container: TLS: no PEM certificate in certPEM")
+		}
+		clientTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		// Copied in owned by root: mode 0644 lets the broker, user 65532,
+		// read the key, in a container that runs nothing else.
 		all = append(all, testcontainers.WithFiles(
 			testcontainers.ContainerFile{Reader: bytes.NewReader(s.certPEM), ContainerFilePath: tlsDir + "/cert.pem", FileMode: 0o644},
 			testcontainers.ContainerFile{Reader: bytes.NewReader(s.keyPEM), ContainerFilePath: tlsDir + "/key.pem", FileMode: 0o644},
@@ -190,17 +197,10 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 	ctr, err := testcontainers.Run(ctx, s.image, all...)
 	var c *Container
 	if ctr != nil {
-		c = &Container{DockerContainer: ctr}
+		c = &Container{DockerContainer: ctr, tls: clientTLS}
 	}
 	if err != nil {
 		return c, fmt.Errorf("vastfake container %s: %w", s.image, err)
-	}
-	if s.certPEM != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(s.certPEM) {
-			return c, errors.New("vastfake container: TLS: no certificate in certPEM")
-		}
-		c.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	host, err := ctr.Host(ctx)
 	if err != nil {
