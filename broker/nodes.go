@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,9 @@ func parseAdvertised(a string, minPort int) (*hostPort, error) {
 	}
 	if len(h) > MaxAdvertisedHost {
 		return nil, fmt.Errorf("vastfake: advertise %.40q...: a host of %d bytes, more than %d", a, len(h), MaxAdvertisedHost)
+	}
+	if strings.ContainsFunc(h, func(r rune) bool { return r <= ' ' || r > '~' || r == '/' }) {
+		return nil, fmt.Errorf("vastfake: advertise %q: a host name or IP address has no spaces, slashes or control characters", a)
 	}
 	return &hostPort{host: h, port: int32(port)}, nil
 }

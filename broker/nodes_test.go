@@ -595,6 +595,8 @@ func TestSetAdvertised(t *testing.T) {
 		{"localhost:1", "localhost:65536"},
 		{"localhost:1", ":2"},
 		{"localhost:1", strings.Repeat("h", MaxAdvertisedHost+1) + ":2"},
+		{"localhost:1", "local host:2"},
+		{"localhost:1", "http://localhost:2"},
 	} {
 		assert.Error(t, b.SetAdvertised(bad...), "%q", bad)
 		assert.Equal(t, before, b.Advertised(), "a refused %q changes nothing", bad)

@@ -649,6 +649,7 @@ func TestAdvertise(t *testing.T) {
 		map[string]any{"addresses": []string{"localhost:1", "localhost:2", "localhost:3"}},
 		map[string]any{"addresses": []string{"localhost:1", "localhost"}},
 		map[string]any{"addresses": []string{"localhost:1", "localhost:http"}},
+		map[string]any{"addresses": []string{"localhost:1", "local\nhost:2"}},
 		map[string]any{"addresses": "localhost:1,localhost:2"},
 		map[string]any{"addrs": []string{"localhost:1", "localhost:2"}},
 		map[string]any{},
