@@ -6,7 +6,8 @@
 # (FUZZTIME, 3000x: 3,000 inputs, by default); every benchmark and cmd/vastbench once; then
 # the Python package (python/ and examples/pytest) when /usr/bin/python3 has
 # what it needs, and the JavaScript package (js/) when node and its npm ci
-# are there (both required when CI is set).
+# are there (both required when CI is set), each also from the wheel or npm
+# packages that carry the binary (cmd/vastdist, for this platform).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -69,6 +70,12 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/vastfake" ./cmd/vastfake
+# The wheel and npm packages that carry the binary, for this machine's
+# platform only (docs/packages.md: the one command builds every platform);
+# python/tests/test_wheel.py and js/test/packages.test.js install them
+# offline and run a broker from them with no Go on PATH.
+go run ./cmd/vastdist -o "$tmp/dist" -platforms host >/dev/null
+export VASTFAKE_DIST="$tmp/dist"
 
 # The Python package (python/, with its tests and examples/pytest, the
 # README's first Python test) on /usr/bin/python3 with Debian's pytest,

@@ -281,13 +281,16 @@ export class Broker extends Client {
 
 export function startBroker (options?: StartOptions): Promise<Broker>
 /**
- * The vastfake binary: VASTFAKE_BIN, else vastfake on PATH, else one built
- * with go build from VASTFAKE_SRC or the vastfake checkout the working
- * directory or the package is in, said on stderr and cached on disk
- * (VASTFAKE_CACHE_DIR, else the user's cache directory) until the sources
- * change.
+ * The vastfake binary: VASTFAKE_BIN, else the one the installed platform
+ * package (@vastfake/linux-x64 and so on) carries, else vastfake on PATH,
+ * else one built with go build from VASTFAKE_SRC or the vastfake checkout
+ * the working directory or the package is in, without blocking the event
+ * loop, said on stderr and cached on disk (VASTFAKE_CACHE_DIR, else the
+ * user's cache directory) until the sources change.
  */
-export function findBinary (options?: { buildTimeoutMs?: number }): string
+export function findBinary (options?: { buildTimeoutMs?: number }): Promise<string>
+/** The binary the installed platform package carries, or null when there is none. */
+export function carriedBinary (): string | null
 export function goDuration (d: Duration): string
 
 export class VastfakeError extends Error {}
