@@ -226,7 +226,7 @@ func checkHealthy(t *testing.T, b *Broker, mode uint8) {
 	if err := mdResp.ReadFrom(frames[1][5:]); err != nil { // correlation id, header tags
 		t.Fatalf("health: Metadata answer: %v", err)
 	}
-	if len(mdResp.Brokers) != 1 || mdResp.Brokers[0].Port != b.nodes[0].port || mdResp.Brokers[0].Host != b.nodes[0].host {
+	if host, port := b.nodes[0].advertisedHostPort(); len(mdResp.Brokers) != 1 || mdResp.Brokers[0].Port != port || mdResp.Brokers[0].Host != host {
 		t.Fatalf("health: Metadata brokers %+v, want this broker only", mdResp.Brokers)
 	}
 }

@@ -36,7 +36,8 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		n := b.nodeByID(b.CoordinatorOf(key))
-		c.Key, c.NodeID, c.Host, c.Port = key, n.id, n.host, n.port
+		c.Key, c.NodeID = key, n.id
+		c.Host, c.Port = n.advertisedHostPort()
 		switch req.CoordinatorType {
 		case coordinatorGroup:
 			if key == "" {

@@ -35,8 +35,9 @@ var ErrUnknownBroker = errors.New("vastfake: no broker with that id")
 type node struct {
 	id   int32
 	addr string // the address it listens on
-	host string // advertised host and port
-	port int32
+	// adv is the host and port Metadata, FindCoordinator and leader hints
+	// hand to clients; SetAdvertised replaces it while clients connect.
+	adv atomic.Pointer[hostPort]
 
 	mu         sync.Mutex // guards the fields below
 	ln         net.Listener
@@ -49,8 +50,23 @@ type node struct {
 	stopBlackout func() bool
 }
 
+// hostPort is an advertised address, split as Kafka's answers carry it.
+type hostPort struct {
+	host string
+	port int32
+}
+
+// advertisedHostPort returns n's advertised host and port.
+func (n *node) advertisedHostPort() (string, int32) {
+	a := n.adv.Load()
+	return a.host, a.port
+}
+
 // advertised returns n's advertised host:port.
-func (n *node) advertised() string { return net.JoinHostPort(n.host, strconv.Itoa(int(n.port))) }
+func (n *node) advertised() string {
+	host, port := n.advertisedHostPort()
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
 
 // WithBrokers makes the broker n broker ids, each with its own listener:
 // ids WithNodeID's and the next n-1, listening on the WithListen address
@@ -104,16 +120,73 @@ func (b *Broker) listenNodes() error {
 		a := n.addr
 		if len(adv) > 0 {
 			a = adv[i]
+		} else if h, p, err := net.SplitHostPort(a); err == nil {
+			if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+				// Listening on every interface (0.0.0.0 or ::, as in a
+				// container): that address is no destination, and Kafka
+				// refuses to advertise it, so clients are told localhost
+				// (docker run -p 9092:9092) until -advertise or
+				// SetAdvertised says otherwise.
+				a = net.JoinHostPort("localhost", p)
+			}
 		}
-		h, p, err := net.SplitHostPort(a)
-		port, perr := strconv.Atoi(p)
-		if err != nil || perr != nil || port < 0 || port > 65535 {
+		hp, err := parseAdvertised(a, 0)
+		if err != nil {
 			b.closeListeners()
-			return fmt.Errorf("vastfake: advertise %q: want host:port", a)
+			return err
 		}
-		n.host, n.port = h, int32(port)
+		n.adv.Store(hp)
 	}
 	return nil
+}
+
+// parseAdvertised parses an advertised host:port whose port is at least
+// minPort.
+func parseAdvertised(a string, minPort int) (*hostPort, error) {
+	h, p, err := net.SplitHostPort(a)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || port < minPort || port > 65535 {
+		return nil, fmt.Errorf("vastfake: advertise %q: want host:port", a)
+	}
+	return &hostPort{host: h, port: int32(port)}, nil
+}
+
+// SetAdvertised replaces the host:port each broker id hands to clients, one
+// per broker id in BrokerIDs order, as WithAdvertiseBrokers sets them at
+// start: for a broker in a container, whose mapped host ports are known
+// only once it runs. Metadata, FindCoordinator and leader hints answer the
+// new addresses from the next request on; listeners and open connections
+// are untouched. It returns an error, and changes nothing, unless there is
+// one address per broker, each a host and a port from 1 to 65535.
+func (b *Broker) SetAdvertised(addrs ...string) error {
+	if len(addrs) != len(b.nodes) {
+		return fmt.Errorf("vastfake: %d advertised addresses for %d brokers: give one per broker id, in order", len(addrs), len(b.nodes))
+	}
+	hps := make([]*hostPort, len(addrs))
+	for i, a := range addrs {
+		hp, err := parseAdvertised(a, 1)
+		if err != nil {
+			return err
+		}
+		if hp.host == "" {
+			return fmt.Errorf("vastfake: advertise %q: want a host before the port", a)
+		}
+		hps[i] = hp
+	}
+	for i, n := range b.nodes {
+		n.adv.Store(hps[i])
+	}
+	return nil
+}
+
+// Advertised returns the host:port each broker id hands to clients, in
+// BrokerIDs order.
+func (b *Broker) Advertised() []string {
+	out := make([]string, len(b.nodes))
+	for i, n := range b.nodes {
+		out[i] = n.advertised()
+	}
+	return out
 }
 
 // closeListeners closes the listeners New opened, when it fails.
@@ -657,7 +730,8 @@ func (b *Broker) addLeaderHints(resp kmsg.Response) {
 				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch, n = hint(t.Topic, t.TopicID, p.Partition)
 				if n != nil {
 					br := kmsg.NewProduceResponseBroker()
-					br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+					br.NodeID = n.id
+					br.Host, br.Port = n.advertisedHostPort()
 					resp.Brokers = append(resp.Brokers, br)
 				}
 			}
@@ -674,7 +748,8 @@ func (b *Broker) addLeaderHints(resp kmsg.Response) {
 				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch, n = hint(t.Topic, t.TopicID, p.Partition)
 				if n != nil {
 					br := kmsg.NewFetchResponseBroker()
-					br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+					br.NodeID = n.id
+					br.Host, br.Port = n.advertisedHostPort()
 					resp.Brokers = append(resp.Brokers, br)
 				}
 			}

@@ -562,3 +562,77 @@ func TestDescribeConfigsOfEveryBroker(t *testing.T) {
 	}
 	assert.Error(t, err, "no broker 5")
 }
+
+// TestSetAdvertised: the addresses Metadata and FindCoordinator hand out
+// change at once, on a connection opened before the change, and a client
+// connected before it keeps producing; a list of the wrong length or an
+// address without a port or host changes nothing.
+func TestSetAdvertised(t *testing.T) {
+	b, err := New(WithListen("127.0.0.1:0"), WithBrokers(2), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 2}))
+	require.NoError(t, err)
+	defer b.Close()
+	before := b.Advertised()
+	require.Equal(t, []string{b.BrokerAddr(0), b.BrokerAddr(1)}, before)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("orders"))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr())
+
+	nc, err := net.Dial("tcp", b.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+
+	for _, bad := range [][]string{
+		{"localhost:1"},
+		{"localhost:1", "localhost:2", "localhost:3"},
+		{"localhost:1", "localhost"},
+		{"localhost:1", "localhost:0"},
+		{"localhost:1", "localhost:65536"},
+		{"localhost:1", ":2"},
+	} {
+		assert.Error(t, b.SetAdvertised(bad...), "%q", bad)
+		assert.Equal(t, before, b.Advertised(), "a refused %q changes nothing", bad)
+	}
+
+	// The same ports by another name, so that clients can still reach them.
+	_, p0, _ := net.SplitHostPort(b.BrokerAddr(0))
+	_, p1, _ := net.SplitHostPort(b.BrokerAddr(1))
+	after := []string{"localhost:" + p0, "localhost:" + p1}
+	require.NoError(t, b.SetAdvertised(after...))
+	assert.Equal(t, after, b.Advertised())
+	assert.Equal(t, after[0], b.AdvertisedAddr())
+
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	mdResp := roundTrip(t, nc, md).(*kmsg.MetadataResponse)
+	var got []string
+	for _, br := range mdResp.Brokers {
+		got = append(got, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
+	}
+	assert.ElementsMatch(t, after, got, "Metadata on a connection opened before the change")
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(4)
+	fc.CoordinatorKeys = []string{"g"}
+	fcResp := roundTrip(t, nc, fc).(*kmsg.FindCoordinatorResponse)
+	require.Len(t, fcResp.Coordinators, 1)
+	c := fcResp.Coordinators[0]
+	assert.Equal(t, after[b.CoordinatorOf("g")], net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), "FindCoordinator")
+
+	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("after")).FirstErr(), "a client connected before the change")
+}
+
+// TestAdvertiseUnspecified: a broker listening on every interface (as in a
+// container) advertises localhost with its port, not 0.0.0.0, which Kafka
+// refuses to advertise and no client can reach on every system.
+func TestAdvertiseUnspecified(t *testing.T) {
+	b, err := New(WithListen("0.0.0.0:0"))
+	require.NoError(t, err)
+	defer b.Close()
+	_, port, _ := net.SplitHostPort(b.Addr())
+	assert.Equal(t, "localhost:"+port, b.AdvertisedAddr())
+}

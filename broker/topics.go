@@ -358,7 +358,8 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, n := range b.nodes {
 		br := kmsg.NewMetadataResponseBroker()
-		br.NodeID, br.Host, br.Port = n.id, n.host, n.port
+		br.NodeID = n.id
+		br.Host, br.Port = n.advertisedHostPort()
 		resp.Brokers = append(resp.Brokers, br)
 	}
 	resp.ClusterID = &b.clusterID

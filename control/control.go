@@ -37,6 +37,8 @@
 //	POST   /stale-end-offset                          ?d=30s (0 turns it off)
 //	POST   /topics/{name}/compact                     compact a cleanup.policy=compact topic now; per partition what it did
 //	POST   /topics/{name}/partitions/{p}/skip         ?n=5: the next batch starts n offsets past the end (a gap)
+//	GET    /advertise                                 {"addresses": ["host:port", ...]}: what Metadata tells clients, per broker id
+//	PUT    /advertise                                 {"addresses": [...]}: one per broker id, in order; 400 changes nothing
 //	GET    /clock                                     {"now": ..., "manual": bool}
 //	POST   /clock/advance                             ?d=30s; 409 on the wall clock
 //	GET    /live.json                                 what the live page draws
@@ -118,6 +120,8 @@ func (s *server) routes() []route {
 		{"POST /reset", s.do(b.Reset)},
 		{"POST /restart", s.restart},
 		{"GET /brokers", s.brokers},
+		{"GET /advertise", s.advertised},
+		{"PUT /advertise", s.setAdvertised},
 		{"POST /brokers/{id}/down", s.brokerDownUp(b.BrokerDown)},
 		{"POST /brokers/{id}/up", s.brokerDownUp(b.BrokerUp)},
 		{"POST /brokers/{id}/failover", s.failOverAddress},
@@ -621,6 +625,35 @@ func (s *server) brokerViews() []brokerView {
 		out = append(out, brokerView{ID: id, Addr: s.b.BrokerAddr(id), Down: s.b.BrokerIsDown(id)})
 	}
 	return out
+}
+
+// advertiseBody is GET /advertise's answer and PUT /advertise's body.
+type advertiseBody struct {
+	Addresses []string `json:"addresses"`
+}
+
+// advertised answers the host:port each broker id hands to clients.
+func (s *server) advertised(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, advertiseBody{Addresses: s.b.Advertised()})
+}
+
+// setAdvertised runs Broker.SetAdvertised with the body's addresses, for a
+// broker in a container whose mapped ports are known only once it runs:
+// 400, changing nothing, for a body that is not {"addresses": [...]} with
+// one host:port per broker id.
+func (s *server) setAdvertised(w http.ResponseWriter, r *http.Request) {
+	var body advertiseBody
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, `advertise: want {"addresses": ["host:port", ...]}: `+err.Error())
+		return
+	}
+	if err := s.b.SetAdvertised(body.Addresses...); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, advertiseBody{Addresses: s.b.Advertised()})
 }
 
 // brokerDownUp runs BrokerDown or BrokerUp on the {id} of the path: 400 for

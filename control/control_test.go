@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/control"
 	"github.com/vastfake/vastfake/fixtures"
 )
 
@@ -621,4 +625,68 @@ func TestBrokersDownAndUp(t *testing.T) {
 		assert.Equal(t, "NOT_LEADER_FOR_PARTITION", r["error"], "broker 0 stored nothing after partition 0 moved away")
 	}
 	assert.Equal(t, http.StatusBadRequest, call(t, "GET", url+"/requests?broker=x", nil, &e))
+}
+
+// TestAdvertise: PUT /advertise changes what Metadata tells clients, one
+// address per broker id, and GET /advertise reads it back; a list of the
+// wrong length, an address without a port, or a body that is not
+// {"addresses": [...]} is a 400 with a JSON error and changes nothing;
+// with a token, a PUT without it is a 401.
+func TestAdvertise(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Brokers(2), fixtures.Profile("kafka"), fixtures.Topic("orders", 2))
+	url := serve(t, k)
+	type addresses struct {
+		Addresses []string `json:"addresses"`
+	}
+	var got addresses
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/advertise", nil, &got))
+	before := []string{k.Broker().BrokerAddr(0), k.Broker().BrokerAddr(1)}
+	assert.Equal(t, before, got.Addresses)
+
+	var e errorBody
+	for _, bad := range []any{
+		map[string]any{"addresses": []string{"localhost:1"}},
+		map[string]any{"addresses": []string{"localhost:1", "localhost:2", "localhost:3"}},
+		map[string]any{"addresses": []string{"localhost:1", "localhost"}},
+		map[string]any{"addresses": []string{"localhost:1", "localhost:http"}},
+		map[string]any{"addresses": "localhost:1,localhost:2"},
+		map[string]any{"addrs": []string{"localhost:1", "localhost:2"}},
+		map[string]any{},
+	} {
+		e = errorBody{}
+		assert.Equal(t, http.StatusBadRequest, call(t, "PUT", url+"/advertise", bad, &e), "%v", bad)
+		assert.NotEmpty(t, e.Error, "%v", bad)
+		require.Equal(t, http.StatusOK, call(t, "GET", url+"/advertise", nil, &got))
+		assert.Equal(t, before, got.Addresses, "a refused %v changes nothing", bad)
+	}
+	assert.Equal(t, http.StatusBadRequest, call(t, "PUT", url+"/advertise", "[", &e))
+
+	// The same ports under another name: a new client is sent there by
+	// Metadata, and produces.
+	_, p0, _ := net.SplitHostPort(before[0])
+	_, p1, _ := net.SplitHostPort(before[1])
+	after := []string{"localhost:" + p0, "localhost:" + p1}
+	require.Equal(t, http.StatusOK, call(t, "PUT", url+"/advertise", addresses{after}, &got))
+	assert.Equal(t, after, got.Addresses)
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/advertise", nil, &got))
+	assert.Equal(t, after, got.Addresses)
+	md, err := k.Admin().BrokerMetadata(context.Background())
+	require.NoError(t, err)
+	for i, br := range md.Brokers {
+		assert.Equal(t, after[i], net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
+	}
+	k.Produce("orders", 1, "through the advertised name")
+	var health map[string]string
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/healthz", nil, &health))
+	assert.Equal(t, after[0], health["bootstrap"])
+
+	guarded := httptest.NewServer(control.New(k.Broker(), control.WithToken("s3cret")))
+	t.Cleanup(guarded.Close)
+	status, body, _ := send(t, "PUT", guarded.URL+"/advertise", `{"addresses": ["a:1", "b:2"]}`)
+	assert.Equal(t, http.StatusUnauthorized, status, body)
+	assert.Equal(t, after, k.Broker().Advertised(), "a PUT without the token changes nothing")
+	status, body, _ = send(t, "PUT", guarded.URL+"/advertise", `{"addresses": ["a:1", "b:2"]}`, "Authorization", "Bearer s3cret")
+	assert.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, []string{"a:1", "b:2"}, k.Broker().Advertised())
+	require.NoError(t, k.Broker().SetAdvertised(before...))
 }

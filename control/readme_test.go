@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,17 +13,28 @@ import (
 	"github.com/vastfake/vastfake/control"
 )
 
-// TestReadmeEndpointTable keeps README's endpoint table and the route table
-// one set: every endpoint the table names is served, and every route is in
+// TestReadmeEndpointTable keeps README's endpoint table (with the rows of
+// the docs/ pages' tables) and the route table one set: every endpoint the table names is served, and every route is in
 // the table but the live page itself ("GET /"), which the prose describes.
 // A cell lists "METHOD /path" and may continue with "/path" for the same
 // method; a query ("?d=") is not part of the route.
 func TestReadmeEndpointTable(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+	// README's table, and the rows a page under docs/ adds for the
+	// endpoints it is about (the same header).
+	pages, err := filepath.Glob("../docs/*.md")
 	require.NoError(t, err)
-	_, table, ok := strings.Cut(string(data), "| endpoint | answer |\n| --- | --- |\n")
-	require.True(t, ok, "README.md has the endpoint table")
-	table, _, _ = strings.Cut(table, "\n\n")
+	var table string
+	for i, page := range append([]string{"../README.md"}, pages...) {
+		data, err := os.ReadFile(page)
+		require.NoError(t, err)
+		_, rows, ok := strings.Cut(string(data), "| endpoint | answer |\n| --- | --- |\n")
+		require.True(t, ok || i > 0, "README.md has the endpoint table")
+		rows, _, _ = strings.Cut(rows, "\n\n")
+		if ok {
+			table += strings.TrimSuffix(rows, "\n") + "\n"
+		}
+	}
+	table = strings.TrimSuffix(table, "\n")
 
 	routes := map[string]bool{}
 	for _, p := range control.Routes() {

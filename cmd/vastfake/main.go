@@ -83,11 +83,15 @@ func errorLine(err error) string {
 	return msg
 }
 
+// imageVersion and imageRevision are the container image's version and
+// VCS revision, which cmd/vastimage sets with go build -ldflags -X.
+var imageVersion, imageRevision string
+
 // versionLine is what -version prints: the module version (or "(devel)"
-// for a build from a checkout), the VCS revision when the build recorded
-// one, and the Go version.
+// for a build from a checkout, or the image's version), the VCS revision
+// when the build recorded one, and the Go version.
 func versionLine() string {
-	version, goVersion, revision := "(devel)", runtime.Version(), ""
+	version, goVersion, revision := "(devel)", runtime.Version(), imageRevision
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {
 			version = bi.Main.Version
@@ -101,8 +105,11 @@ func versionLine() string {
 			}
 		}
 	}
+	if imageVersion != "" {
+		version = imageVersion
+	}
 	line := "vastfake " + version
-	if revision != "" && version == "(devel)" {
+	if revision != "" && (version == "(devel)" || version == imageVersion) {
 		line += " revision " + revision
 	}
 	return line + " " + goVersion
