@@ -234,6 +234,10 @@ export class Client {
   dropConnections (broker?: number): Promise<void>
   failover (): Promise<void>
   restart (): Promise<void>
+  /** GET /advertise: the "host:port" Metadata hands to clients for each broker id, in order. */
+  advertised (): Promise<string[]>
+  /** PUT /advertise: one "host:port" per broker id, in order; Metadata answers them at once. Resolves to them. */
+  setAdvertised (addresses: string[]): Promise<string[]>
   brokers (): Promise<Array<{ id: number; addr: string; down: boolean }>>
   /** The address refuses connections while the other brokers serve; ControlPlaneError 404 (no such broker) or 409 (down already). */
   brokerDown (brokerId: number): Promise<void>

@@ -651,6 +651,16 @@ class Client {
   async failover () { await this._post('failover') }
   /** POST /restart: the listener and connections restart, data stays. */
   async restart () { await this._post('restart') }
+  /** GET /advertise: the "host:port" Metadata hands to clients for each broker id, in order. */
+  async advertised () { return (await this._get('advertise')).addresses }
+  /**
+   * PUT /advertise: Metadata hands these addresses to clients from the next
+   * request on, one per broker id in order; open connections stay. For a
+   * broker whose reachable address is known only after it starts (a
+   * container's mapped ports). Rejects with ControlPlaneError (400, changing
+   * nothing) for a list of the wrong length or an address without a port.
+   */
+  async setAdvertised (addresses) { return (await this._call('PUT', 'advertise', undefined, { addresses })).body.addresses }
   /** GET /brokers: each broker id's id, addr and down. */
   async brokers () { return (await this._get('brokers')).brokers }
   /**
