@@ -7,7 +7,10 @@
 # the Python package (python/ and examples/pytest) when /usr/bin/python3 has
 # what it needs, and the JavaScript package (js/) when node and its npm ci
 # are there (both required when CI is set), each also from the wheel or npm
-# packages that carry the binary (cmd/vastdist, for this platform).
+# packages that carry the binary (cmd/vastdist, for this platform); and the
+# container image with its Testcontainers helpers (containers/test.sh: Go,
+# and js/'s under Node.js 22) when there is a container engine: DOCKER_HOST,
+# a Docker socket, or podman (required when CI is set).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -37,6 +40,10 @@ if [ -z "${CI:-}" ]; then
   if ! command -v node >/dev/null || [ ! -f js/node_modules/kafkajs/package.json ]; then
     skip "js/: it needs node on PATH and kafkajs (cd js && npm ci)"
   fi
+fi
+have_engine() { [ -n "${DOCKER_HOST:-}" ] || [ -S /var/run/docker.sock ] || command -v podman >/dev/null; }
+if [ -z "${CI:-}" ] && ! have_engine; then
+  skip "the container image and its Testcontainers helper (containers/): they need podman (apt-get install -y podman runc) or Docker"
 fi
 
 go vet ./...
@@ -96,9 +103,19 @@ fi
 # The JavaScript package (js/, with the README's first JavaScript test)
 # under node --test, with kafkajs from npm ci.
 if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; then
-  (cd js && VASTFAKE_BIN="$tmp/vastfake" node --test test/*.test.js)
+  # containers.test.js runs in containers/test.sh, with a container engine.
+  (cd js && VASTFAKE_BIN="$tmp/vastfake" node --test $(ls test/*.test.js | grep -v '/containers\.test\.js$'))
 elif [ -n "${CI:-}" ]; then
   echo "js/ needs node and its devDependencies: cd js && npm ci" >&2
+  exit 1
+fi
+
+# The container image (go run ./cmd/vastimage) and the Testcontainers
+# helper (containers/), run by a real client through the mapped ports.
+if have_engine; then
+  containers/test.sh
+elif [ -n "${CI:-}" ]; then
+  echo "the container tests need podman (apt-get install -y podman runc) or Docker" >&2
   exit 1
 fi
 

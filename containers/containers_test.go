@@ -31,8 +31,9 @@ import (
 // deadline bounds every wait; it never decides behaviour.
 const deadline = 60 * time.Second
 
-// runLabel marks every container these tests start, so that the script
-// that runs them (test.sh) can remove any a killed test run left behind.
+// runLabel marks every container these tests start with this run's id
+// (VASTFAKE_TEST_RUN, or one made up), so that TestMain, and the script
+// that runs them (test.sh) after a killed run, can remove any left behind.
 var runLabel = map[string]string{"vastfake.test-run": os.Getenv("VASTFAKE_TEST_RUN")}
 
 // TestMain builds the image with cmd/vastimage and loads it into the
@@ -48,7 +49,44 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "container tests:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	if runLabel["vastfake.test-run"] == "" {
+		runLabel["vastfake.test-run"] = fmt.Sprintf("go-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	code := m.Run()
+	if err := removeLeftovers(); err != nil {
+		fmt.Fprintln(os.Stderr, "container tests:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// removeLeftovers removes every container of this run that is still
+// there: each test removes its own, so one left here means a test lost
+// track of it, which fails the run after the removal.
+func removeLeftovers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	label := "vastfake.test-run=" + runLabel["vastfake.test-run"]
+	list, err := cli.ContainerList(ctx, mobyclient.ContainerListOptions{All: true, Filters: mobyclient.Filters{}.Add("label", label)})
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, c := range list.Items {
+		left = append(left, c.ID[:12])
+		if _, err := cli.ContainerRemove(ctx, c.ID, mobyclient.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			return err
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("removed %d containers the tests left behind: %s", len(left), strings.Join(left, " "))
+	}
+	return nil
 }
 
 // loadImage builds and loads the image; code 0 with an error means there
