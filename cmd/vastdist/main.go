@@ -165,7 +165,7 @@ func run(out, only, version, binary string) error {
 		if bin == "" {
 			bin = filepath.Join(bins, p.goos+"-"+p.goarch, p.exe())
 			fmt.Fprintf(os.Stderr, "vastdist: building vastfake for %s\n", p)
-			if err := build(root, p, bin); err != nil {
+			if err := build(root, p, version, bin); err != nil {
 				return err
 			}
 		}
@@ -217,9 +217,14 @@ func checkout() (string, error) {
 
 // build writes a static vastfake binary for p to out: no cgo, so that it
 // runs on any libc, with paths and symbol tables left out to make it
-// smaller.
-func build(root string, p platform, out string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/vastfake")
+// smaller, and the packages' version (and the checkout's revision, when git
+// knows it) stamped in for vastfake -version, as cmd/vastimage does.
+func build(root string, p platform, version, out string) error {
+	ldflags := "-s -w -X main.imageVersion=" + version
+	if rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
+		ldflags += " -X main.imageRevision=" + strings.TrimSpace(string(rev))
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/vastfake")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.goos, "GOARCH="+p.goarch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
