@@ -213,7 +213,10 @@ test('three brokers, each on its own mapped port, with one down', async (t) => {
     await c.brokerDown(1)
     assert.deepStrictEqual((await c.brokers()).map(b => b.down), [false, true, false])
     await produce(kafka, 'orders', [{ value: 'to broker 0', partition: 0 }, { value: 'to broker 2', partition: 2 }])
-    assert.strictEqual(await c.endOffset('orders', 1), 0, 'partition 1 is led by broker 1, which is down')
+    // Partition 1's leader, broker 1, is down: its mapped port refuses.
+    const impatient = new Kafka({ clientId: 'impatient', brokers: [c.bootstrap], logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 1, initialRetryTime: 50 } })
+    await assert.rejects(produce(impatient, 'orders', [{ value: 'to broker 1 while down', partition: 1 }]))
+    assert.strictEqual(await c.endOffset('orders', 1), 0)
     await c.brokerUp(1)
     await produce(kafka, 'orders', [{ value: 'to broker 1', partition: 1 }])
     for (const p of [0, 1, 2]) assert.strictEqual(await c.endOffset('orders', p), 1)
@@ -231,12 +234,30 @@ test('a bad flag fails the start with the broker\'s message and leaves no contai
     return true
   })
   await assert.rejects(start({ env: { VASTFAKE_BROKERS: 'many' }, startTimeoutMs: 30_000 }), e => e instanceof StartError && /VASTFAKE_BROKERS/.test(e.message))
-  // The advertise call is checked, as every control plane call is.
-  const c = await start()
+  assert.deepStrictEqual(await ours(), [], 'a container that did not start was removed')
+})
+
+test('two containers at once, one with a control plane token', async (t) => {
+  if (skip) return t.skip('no container engine')
+  const [a, b] = await Promise.all([start({ topics: ['a:1'], token: 's3cret' }), start({ topics: ['b:2'] })])
   try {
-    await assert.rejects(c.setAdvertised(['a:1', 'b:2']), e => e instanceof ControlPlaneError && e.status === 400)
+    assert.notStrictEqual(a.bootstrap, b.bootstrap)
+    assert.deepStrictEqual((await a.topics()).map(x => x.name), ['a'], 'the client sends the token')
+    assert.deepStrictEqual((await b.topics()).map(x => x.name), ['b'])
+    // Without the token the control plane refuses, advertise included;
+    // a bad advertise list is refused and changes nothing.
+    const { Client } = require('vastfake')
+    const anonymous = new Client(a.url)
+    await assert.rejects(anonymous.setAdvertised(['x:1']), e => e instanceof ControlPlaneError && e.status === 401)
+    await assert.rejects(a.setAdvertised(['a:1', 'b:2']), e => e instanceof ControlPlaneError && e.status === 400)
+    await assert.rejects(a.setAdvertised(['no-port']), e => e instanceof ControlPlaneError && e.status === 400)
+    assert.deepStrictEqual(await a.advertised(), [a.bootstrap])
+    await produce(kafkaFor(a, 'a'), 'a', [{ value: 'to a' }])
+    await produce(kafkaFor(b, 'b'), 'b', [{ value: 'to b', partition: 1 }])
+    assert.deepStrictEqual(await a.values('a'), ['to a'])
+    assert.deepStrictEqual(await b.values('b', 1), ['to b'])
   } finally {
-    await c.stop()
+    await Promise.all([a.stop(), b.stop()])
   }
   assert.deepStrictEqual(await ours(), [], 'every container these tests started was removed')
 })
