@@ -27,6 +27,9 @@ func TestReadsTheRepositorysPackages(t *testing.T) {
 	pkg, err := readPackageJSON("../../js/package.json")
 	require.NoError(t, err)
 	require.Equal(t, proj.version, pkg.version, "js/package.json and python/pyproject.toml")
+	init, err := os.ReadFile("../../python/vastfake/__init__.py")
+	require.NoError(t, err)
+	require.Contains(t, string(init), "\n__version__ = \""+proj.version+"\"\n", "python/vastfake/__init__.py and python/pyproject.toml")
 }
 
 func TestPyprojectRefusesWhatItDoesNotKnow(t *testing.T) {

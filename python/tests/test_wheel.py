@@ -107,3 +107,9 @@ def test_installed_without_go_it_starts_at_once(wheel, tmp_path):
     assert out["got"] == ["a", "b", "c"]
     assert "building" not in run.stderr
     assert not cache.exists(), "nothing was built"
+
+    # python -m vastfake runs the carried binary, for development.
+    version = subprocess.run([sys.executable, "-m", "vastfake", "-version"], cwd=tmp_path, env=env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.startswith("vastfake %s " % wheel.name.split("-")[1]), version.stdout
