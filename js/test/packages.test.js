@@ -98,9 +98,13 @@ test('the npm packages, packed and installed offline, start a broker with no Go 
   const installed = await run(npm, ['install', '--offline', '--no-audit', '--no-fund', ...packed], { cwd: project, env: cleanEnv() })
   assert.strictEqual(installed.status, 0, installed.stderr)
 
-  // The user's test: no Go, no vastfake on PATH, outside any checkout, an
-  // empty build cache; kafkajs from js/'s devDependencies.
+  // The user's test: no Go on PATH, outside any checkout, an empty build
+  // cache; kafkajs from js/'s devDependencies. A vastfake on PATH comes
+  // after the carried binary, which matches the package.
   const cache = path.join(work, 'cache')
+  const other = path.join(work, 'other')
+  fs.mkdirSync(other)
+  fs.writeFileSync(path.join(other, 'vastfake'), '#!/bin/sh\necho "not the carried binary" >&2\nexit 1\n', { mode: 0o755 })
   const script = `
     const { Kafka, logLevel } = require(${JSON.stringify(path.join(jsDir, 'node_modules', 'kafkajs'))})
     const vastfake = require('vastfake')
@@ -131,7 +135,7 @@ test('the npm packages, packed and installed offline, start a broker with no Go 
   `
   const used = await run(process.execPath, ['-e', script], {
     cwd: project,
-    env: cleanEnv({ PATH: pathWithout('go', 'vastfake'), VASTFAKE_CACHE_DIR: cache })
+    env: cleanEnv({ PATH: [other, pathWithout('go', 'vastfake')].join(path.delimiter), VASTFAKE_CACHE_DIR: cache })
   })
   assert.strictEqual(used.status, 0, used.stderr)
   const { found, got } = JSON.parse(used.stdout.trim().split('\n').pop())

@@ -68,11 +68,16 @@ def test_installed_without_go_it_starts_at_once(wheel, tmp_path):
                     "--target", str(site), str(wheel)], check=True, stdin=subprocess.DEVNULL, timeout=300)
     assert os.access(site / "vastfake" / "bin" / EXE, os.X_OK), "pip kept the binary's mode"
 
-    # The user's test: no Go and no vastfake on PATH, outside any checkout,
-    # an empty build cache, the installed package only.
+    # The user's test: no Go on PATH, outside any checkout, an empty build
+    # cache, the installed package only. A vastfake on PATH comes after the
+    # carried binary, which matches the package.
     cache = tmp_path / "cache"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "vastfake").write_text("#!/bin/sh\necho 'not the carried binary' >&2\nexit 1\n")
+    (other / "vastfake").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("VASTFAKE_BIN", "VASTFAKE_SRC", "VASTFAKE_ARGS")}
-    env.update(PATH=path_without("go", "vastfake"), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1",
+    env.update(PATH=os.pathsep.join([str(other), path_without("go", "vastfake")]), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1",
                VASTFAKE_CACHE_DIR=str(cache))
     code = textwrap.dedent("""
         import json, vastfake
