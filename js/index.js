@@ -101,13 +101,21 @@ function executable (file) {
   }
 }
 
+// which finds name on PATH, passing over this package's own command
+// (cli.js, which npm links as node_modules/.bin/vastfake): it runs what
+// findBinary finds, so finding it would run itself.
 function which (name) {
   const exts = process.platform === 'win32' ? ['.exe', ''] : ['']
+  const self = path.join(__dirname, 'cli.js')
   for (const dir of (process.env.PATH || '').split(path.delimiter)) {
     if (!dir) continue
     for (const ext of exts) {
       const file = path.join(dir, name + ext)
-      if (executable(file)) return file
+      if (!executable(file)) continue
+      try {
+        if (fs.realpathSync(file) === fs.realpathSync(self)) continue
+      } catch {}
+      return file
     }
   }
   return null

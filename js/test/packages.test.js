@@ -143,6 +143,31 @@ test('the npm packages, packed and installed offline, start a broker with no Go 
   assert.deepStrictEqual(got, ['a', 'b', 'c'])
   assert.doesNotMatch(used.stderr, /building/)
   assert.ok(!fs.existsSync(cache), 'nothing was built into the cache')
+
+  // npx vastfake runs the carried binary, for development.
+  const version = await run(path.join(project, 'node_modules', '.bin', 'vastfake' + (process.platform === 'win32' ? '.cmd' : '')), ['-version'], {
+    cwd: project,
+    env: cleanEnv({ PATH: [path.dirname(process.execPath), pathWithout('go', 'vastfake')].join(path.delimiter), VASTFAKE_CACHE_DIR: cache })
+  })
+  assert.strictEqual(version.status, 0, version.stderr)
+  const { version: want } = JSON.parse(fs.readFileSync(path.join(d, 'npm', 'vastfake', 'package.json'), 'utf8'))
+  assert.ok(version.stdout.startsWith(`vastfake ${want} `), version.stdout)
+})
+
+test('the vastfake command on PATH is not taken for the binary it runs', { skip: process.platform === 'win32' && 'a symlink stands in for npm\'s shim' }, async (t) => {
+  // npm links node_modules/.bin/vastfake to cli.js, which runs what
+  // findBinary finds: finding the link would run itself.
+  const dir = tmpdir(t)
+  const bin = path.join(dir, 'bin')
+  fs.mkdirSync(bin)
+  fs.symlinkSync(path.join(jsDir, 'cli.js'), path.join(bin, 'vastfake'))
+  const script = `require(${JSON.stringify(jsDir)}).findBinary().then(b => { console.log(b); process.exit(3) }, e => { console.log(e.name); process.exit(0) })`
+  const res = await run(process.execPath, ['-e', script], {
+    cwd: dir,
+    env: cleanEnv({ PATH: [bin, pathWithout('go', 'vastfake')].join(path.delimiter), VASTFAKE_CACHE_DIR: path.join(dir, 'cache') })
+  })
+  assert.strictEqual(res.status, 0, `findBinary found ${res.stdout}`)
+  assert.strictEqual(res.stdout.trim(), 'BinaryNotFoundError')
 })
 
 test('building from source does not block the event loop and says so', { skip: process.platform === 'win32' && 'a shell script stands in for go' }, async (t) => {
