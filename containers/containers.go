@@ -24,7 +24,10 @@
 package containers
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +62,8 @@ type settings struct {
 	args    []string
 	token   string
 	timeout time.Duration
+	// certPEM and keyPEM are TLS's.
+	certPEM, keyPEM []byte
 }
 
 // Option configures Run. It is a testcontainers.ContainerCustomizer, so
@@ -115,6 +120,25 @@ func Token(token string) Option {
 	}
 }
 
+// TLS makes the Kafka listeners speak TLS only (-tls-cert, -tls-key) with
+// the PEM certificate and key given, copied into the container; ClientOpts
+// then trusts that certificate. A client verifies the certificate against
+// the host it dials, which is the advertised host: the container's Host,
+// that is localhost, or the bridge's gateway when the tests run in a
+// container themselves (TESTCONTAINERS_HOST_OVERRIDE sets it). So the
+// certificate must name that host: fixtures.SelfSignedCert(host,
+// "localhost", "127.0.0.1") makes one, with host from the Docker
+// provider's DaemonHost. The control plane stays plain HTTP.
+func TLS(certPEM, keyPEM []byte) Option {
+	return func(s *settings) {
+		s.certPEM, s.keyPEM = certPEM, keyPEM
+		s.args = append(s.args, "-tls-cert", tlsDir+"/cert.pem", "-tls-key", tlsDir+"/key.pem")
+	}
+}
+
+// tlsDir is where TLS puts the certificate and key in the container.
+const tlsDir = "/tmp/tls"
+
 // StartupTimeout bounds how long Run waits for the broker to answer
 // GET /healthz; 60s by default.
 func StartupTimeout(d time.Duration) Option { return func(s *settings) { s.timeout = d } }
@@ -124,6 +148,7 @@ type Container struct {
 	*testcontainers.DockerContainer
 	addrs   []string
 	control *Control
+	tls     *tls.Config // the clients' TLS config, nil without TLS
 }
 
 // Run starts the image and returns once the broker answers GET /healthz
@@ -152,6 +177,14 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 		testcontainers.WithCmdArgs(s.args...),
 		testcontainers.WithWaitStrategy(healthy{timeout: s.timeout, token: s.token}),
 	}
+	if s.certPEM != nil {
+		// The broker runs as user 65532; the key is readable by it alone
+		// in a container no one else can enter.
+		all = append(all, testcontainers.WithFiles(
+			testcontainers.ContainerFile{Reader: bytes.NewReader(s.certPEM), ContainerFilePath: tlsDir + "/cert.pem", FileMode: 0o644},
+			testcontainers.ContainerFile{Reader: bytes.NewReader(s.keyPEM), ContainerFilePath: tlsDir + "/key.pem", FileMode: 0o644},
+		))
+	}
 	all = append(all, customizers...)
 	ctr, err := testcontainers.Run(ctx, s.image, all...)
 	var c *Container
@@ -160,6 +193,13 @@ func Run(ctx context.Context, opts ...testcontainers.ContainerCustomizer) (*Cont
 	}
 	if err != nil {
 		return c, fmt.Errorf("vastfake container %s: %w", s.image, err)
+	}
+	if s.certPEM != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(s.certPEM) {
+			return c, errors.New("vastfake container: TLS: no certificate in certPEM")
+		}
+		c.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	host, err := ctr.Host(ctx)
 	if err != nil {
@@ -195,8 +235,15 @@ func (c *Container) BrokerAddrs() []string { return append([]string(nil), c.addr
 func (c *Container) Control() *Control { return c.control }
 
 // ClientOpts returns franz-go options for this broker that work against
-// VAST Event Broker, as fixtures.ClientOpts does in process.
-func (c *Container) ClientOpts() []kgo.Opt { return fixtures.ClientOpts(c.Bootstrap()) }
+// VAST Event Broker, as fixtures.ClientOpts does in process, and with TLS
+// a dialer that trusts the container's certificate.
+func (c *Container) ClientOpts() []kgo.Opt {
+	opts := fixtures.ClientOpts(c.Bootstrap())
+	if c.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.tls.Clone()))
+	}
+	return opts
+}
 
 // healthy waits until the control plane answers GET /healthz, and fails
 // at once, quoting the end of the container's logs, when the container

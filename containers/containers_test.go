@@ -2,6 +2,7 @@ package containers_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/containers"
+	"github.com/vastfake/vastfake/fixtures"
 )
 
 // deadline bounds every wait; it never decides behaviour.
@@ -361,4 +363,34 @@ func TestToken(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
 	assert.True(t, strings.HasPrefix(c.Control().URL(), "http://"))
+}
+
+// TestTLS: with TLS the listener speaks TLS only, under a certificate that
+// names the advertised host; a client that trusts it produces and reads
+// back, and one that does not trust it fails.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	// The host clients dial is the one Testcontainers reaches the
+	// container on: localhost, or where the tests themselves run in a
+	// container, the bridge's gateway.
+	provider, err := testcontainers.NewDockerProvider()
+	require.NoError(t, err)
+	defer provider.Close()
+	host, err := provider.DaemonHost(ctx(t))
+	require.NoError(t, err)
+	certPEM, keyPEM, err := fixtures.SelfSignedCert(host, "localhost", "127.0.0.1", "::1")
+	require.NoError(t, err)
+	c := start(t, containers.TLS(certPEM, keyPEM), containers.Topic("secure", 1))
+	ctx := ctx(t)
+	cl := client(t, c, kgo.DefaultProduceTopic("secure"), kgo.ConsumeTopics("secure"))
+	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("over TLS")).FirstErr())
+	fs := cl.PollFetches(ctx)
+	require.NoError(t, fs.Err())
+	require.Equal(t, 1, fs.NumRecords())
+	assert.Equal(t, "over TLS", string(fs.Records()[0].Value))
+
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	untrusting := client(t, c, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	assert.Error(t, untrusting.Ping(short), "the certificate is self-signed: a client must trust it")
 }

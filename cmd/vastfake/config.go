@@ -271,6 +271,18 @@ func envName(flagName string) string {
 	return "VASTFAKE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// unhealthyError is -healthcheck's answer when the broker does not answer:
+// the binary exits 1, which a container health check reads as unhealthy
+// (2 is reserved there).
+type unhealthyError struct{ err error }
+
+func (e *unhealthyError) Error() string { return e.err.Error() }
+func (e *unhealthyError) Unwrap() error { return e.err }
+
+// commands are the flags that do something and exit instead of setting
+// something: no environment variable or config file key sets them.
+var commands = map[string]bool{"version": true, "healthcheck": true}
+
 // errDone is returned by parseConfig once it has answered -h or -version
 // on stdout: the binary then exits 0 without starting.
 var errDone = errors.New("done")
@@ -340,11 +352,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	tlsCert := str("tls-cert", "", "PEM certificate file: the listener then speaks TLS only (with -tls-key)")
 	tlsKey := str("tls-key", "", "PEM private key file of -tls-cert")
 	version := fs.Bool("version", false, "print the version and exit")
+	healthcheck := fs.Bool("healthcheck", false, "check that the control plane at the -http address (set by flag, environment or config file) answers GET /healthz, and exit 0 if it does, 1 if not: a container's health check, for an image with no shell or curl")
 
 	// The environment changes the defaults.
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name == "version" {
+		if commands[f.Name] {
 			return // a command, not a setting
 		}
 		if l, ok := f.Value.(*listFlag); ok {
@@ -376,6 +389,12 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	}
 	if *version {
 		fmt.Fprintln(stdout, versionLine())
+		return nil, errDone
+	}
+	if *healthcheck {
+		if err := checkHealth(*httpAddr); err != nil {
+			return nil, &unhealthyError{err}
+		}
 		return nil, errDone
 	}
 	if fs.NArg() > 0 {
@@ -535,7 +554,7 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 			return fail("%q: %v", key, err)
 		}
 		f := fs.Lookup(key)
-		if f == nil || key == "config" || key == "version" {
+		if f == nil || key == "config" || commands[key] {
 			return fail("unknown key %q (keys are flag names)", key)
 		}
 		if seen[key] {

@@ -52,3 +52,30 @@ func serveControl(b *broker.Broker, addr, token string, allowHosts []string, log
 	}
 	return ln.Addr().String(), stop, nil
 }
+
+// checkHealth is -healthcheck: GET /healthz on the control plane at addr
+// (-http; an unspecified host, 0.0.0.0 or ::, is dialled on loopback),
+// with a two-second timeout. It returns nil on 200 and an error saying
+// why otherwise.
+func checkHealth(addr string) error {
+	if addr == "" {
+		return errors.New("-healthcheck: no control plane to ask: set -http (VASTFAKE_HTTP)")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-healthcheck: -http %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get("http://" + net.JoinHostPort(host, port) + "/healthz")
+	if err != nil {
+		return fmt.Errorf("-healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("-healthcheck: GET /healthz: %s", resp.Status)
+	}
+	return nil
+}

@@ -114,3 +114,42 @@ func TestIdleHTTPConnectionsLeaveKafkaItsDescriptors(t *testing.T) {
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte("served")}).FirstErr(),
 		"the Kafka listener accepts while 600 HTTP connections wait")
 }
+
+// TestHealthcheck: -healthcheck asks the control plane at -http (here from
+// VASTFAKE_HTTP, as in the image, on 0.0.0.0) and answers through the
+// error run returns: none while the broker serves, an *unhealthyError
+// (exit code 1) once it is gone or without -http.
+func TestHealthcheck(t *testing.T) {
+	out, w := io.Pipe()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"-listen", "127.0.0.1:0", "-http", "0.0.0.0:0", "-log-level", "warn"}, w, io.Discard, stop)
+		w.Close()
+	}()
+	rd := bufio.NewReader(out)
+	_, err := rd.ReadString('\n') // listening on
+	require.NoError(t, err)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	u := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(line, "control plane on http://")), "/")
+	_, port, err := net.SplitHostPort(u)
+	require.NoError(t, err, line)
+	go io.Copy(io.Discard, rd)
+
+	t.Setenv("VASTFAKE_HTTP", "0.0.0.0:"+port)
+	require.NoError(t, run([]string{"-healthcheck"}, io.Discard, io.Discard, nil))
+	close(stop)
+	require.NoError(t, <-done)
+
+	var ue *unhealthyError
+	assert.ErrorAs(t, run([]string{"-healthcheck"}, io.Discard, io.Discard, nil), &ue, "the broker is gone")
+	t.Setenv("VASTFAKE_HTTP", "")
+	err = run([]string{"-healthcheck"}, io.Discard, io.Discard, nil)
+	assert.ErrorAs(t, err, &ue)
+	assert.ErrorContains(t, err, "set -http")
+	t.Setenv("VASTFAKE_HEALTHCHECK", "true") // a command, not a setting: ignored
+	cfg, err := parseConfig([]string{"-listen", "127.0.0.1:0"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.NotNil(t, cfg)
+}

@@ -46,6 +46,10 @@ func main() {
 		if !errors.As(err, &fe) { // the flag package printed those already
 			fmt.Fprintln(os.Stderr, errorLine(err))
 		}
+		var ue *unhealthyError
+		if errors.As(err, &ue) {
+			os.Exit(1)
+		}
 		os.Exit(2)
 	}
 }
