@@ -61,3 +61,19 @@ fi
 export TESTCONTAINERS_RYUK_DISABLED=true VASTFAKE_TEST_RUN="$run"
 go vet ./...
 go test -race -count=1 "$@" ./... # arguments: go test flags, e.g. -run TestToken
+
+# The JavaScript helper (js/containers.js) against the same engine, with
+# kafkajs: testcontainers 12 needs Node.js 22 or newer, which is
+# VASTFAKE_TEST_NODE (.ci/run installs one) or node on PATH.
+node=${VASTFAKE_TEST_NODE:-node}
+if [ $# -gt 0 ]; then
+  : # go test flags given: the Go tests only
+elif "$node" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' 2>/dev/null &&
+  [ -f ../js/node_modules/testcontainers/package.json ]; then
+  (cd ../js && "$node" --test test/containers.test.js)
+elif [ -n "${CI:-}" ]; then
+  echo "js/test/containers.test.js needs Node.js 22 or newer (set VASTFAKE_TEST_NODE) and cd js && npm ci" >&2
+  exit 1
+else
+  echo "skipping js/test/containers.test.js: it needs Node.js 22 or newer (set VASTFAKE_TEST_NODE to one) and cd js && npm ci" >&2
+fi

@@ -233,6 +233,10 @@ export class Client {
   dropConnections (broker?: number): Promise<void>
   failover (): Promise<void>
   restart (): Promise<void>
+  /** GET /advertise: the "host:port" Metadata hands to clients for each broker id, in order. */
+  advertised (): Promise<string[]>
+  /** PUT /advertise: one "host:port" per broker id, in order; Metadata answers them at once. Resolves to them. */
+  setAdvertised (addresses: string[]): Promise<string[]>
   brokers (): Promise<Array<{ id: number; addr: string; down: boolean }>>
   /** The address refuses connections while the other brokers serve; ControlPlaneError 404 (no such broker) or 409 (down already). */
   brokerDown (brokerId: number): Promise<void>
@@ -280,13 +284,16 @@ export class Broker extends Client {
 
 export function startBroker (options?: StartOptions): Promise<Broker>
 /**
- * The vastfake binary: VASTFAKE_BIN, else vastfake on PATH, else one built
- * with go build from VASTFAKE_SRC or the vastfake checkout the working
- * directory or the package is in, said on stderr and cached on disk
- * (VASTFAKE_CACHE_DIR, else the user's cache directory) until the sources
- * change.
+ * The vastfake binary: VASTFAKE_BIN, else the one the installed platform
+ * package (@vastfake/linux-x64 and so on) carries, else vastfake on PATH,
+ * else one built with go build from VASTFAKE_SRC or the vastfake checkout
+ * the working directory or the package is in, without blocking the event
+ * loop, said on stderr and cached on disk (VASTFAKE_CACHE_DIR, else the
+ * user's cache directory) until the sources change.
  */
-export function findBinary (options?: { buildTimeoutMs?: number }): string
+export function findBinary (options?: { buildTimeoutMs?: number }): Promise<string>
+/** The binary the installed platform package carries, or null when there is none. */
+export function carriedBinary (): string | null
 export function goDuration (d: Duration): string
 
 export class VastfakeError extends Error {}

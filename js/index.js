@@ -11,15 +11,17 @@
 //   await broker.assertNoRefusals()
 //   await broker.stop()
 //
-// The binary is options.binary, else VASTFAKE_BIN, else vastfake on PATH,
-// else one built with `go build` when the working directory (or this
-// package) is inside a vastfake checkout (or VASTFAKE_SRC names one); the
-// build says so on stderr and is cached on disk for later processes.
+// The binary is options.binary, else VASTFAKE_BIN, else the one the
+// platform package npm installed with this one carries (@vastfake/linux-x64
+// and so on, optional dependencies), else vastfake on PATH, else one built
+// with `go build` when the working directory (or this package) is inside a
+// vastfake checkout (or VASTFAKE_SRC names one); the build runs beside the
+// event loop, says so on stderr and is cached on disk for later processes.
 // Every call has a timeout and every wait a deadline: nothing hangs.
 
 'use strict'
 
-const { spawn, spawnSync } = require('node:child_process')
+const { spawn } = require('node:child_process')
 const crypto = require('node:crypto')
 const fs = require('node:fs')
 const http = require('node:http')
@@ -28,10 +30,12 @@ const path = require('node:path')
 const readline = require('node:readline')
 
 const MODULE_LINE = 'module github.com/vastfake/vastfake'
-const INSTALL_HINT = 'build it in a clone of the vastfake repository with `go install ./cmd/vastfake` (then it is ' +
-  '$(go env GOPATH)/bin/vastfake; put that on PATH) or `go build -o /some/dir/vastfake ./cmd/vastfake` and set ' +
-  'VASTFAKE_BIN to it, or set VASTFAKE_SRC to the clone (with go on PATH) to have it built and cached; ' +
-  '`go install github.com/vastfake/vastfake/cmd/vastfake@latest` works once the module is published'
+const INSTALL_HINT = 'install vastfake with its optional dependencies (npm then installs the @vastfake package that ' +
+  'carries the binary for this platform), or build it in a clone of the vastfake repository with ' +
+  '`go install ./cmd/vastfake` (then it is $(go env GOPATH)/bin/vastfake; put that on PATH) or ' +
+  '`go build -o /some/dir/vastfake ./cmd/vastfake` and set VASTFAKE_BIN to it, or set VASTFAKE_SRC to the clone ' +
+  '(with go on PATH) to have it built and cached; `go install github.com/vastfake/vastfake/cmd/vastfake@latest` ' +
+  'works once the module is published'
 // What to run in a checkout to replace a binary older than this package.
 const UPDATE_HINT = 'rebuild it from an up-to-date vastfake clone: go install ./cmd/vastfake (or, once the module ' +
   'is published, go install github.com/vastfake/vastfake/cmd/vastfake@latest)'
@@ -97,19 +101,80 @@ function executable (file) {
   }
 }
 
+// which finds name on PATH, passing over this package's own command
+// (cli.js, which npm links as node_modules/.bin/vastfake): it runs what
+// findBinary finds, so finding it would run itself.
 function which (name) {
   const exts = process.platform === 'win32' ? ['.exe', ''] : ['']
+  const self = path.join(__dirname, 'cli.js')
   for (const dir of (process.env.PATH || '').split(path.delimiter)) {
     if (!dir) continue
     for (const ext of exts) {
       const file = path.join(dir, name + ext)
-      if (executable(file)) return file
+      if (!executable(file)) continue
+      try {
+        if (fs.realpathSync(file) === fs.realpathSync(self)) continue
+      } catch {}
+      return file
     }
   }
   return null
 }
 
-const built = new Map() // checkout -> binary built from it by this process
+const built = new Map() // checkout -> promise of the binary built from it by this process
+
+// The platform packages, one per Node platform and arch, that carry the
+// binary; the main package lists them all as optional dependencies and npm
+// installs the one whose os and cpu fields match.
+const PLATFORM_PACKAGES = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64']
+
+/**
+ * The binary the platform package (@vastfake/linux-x64 and so on) carries,
+ * or null when none is installed: an unlisted platform, an install without
+ * optional dependencies, or a checkout of the sources.
+ */
+function carriedBinary () {
+  const name = `${process.platform}-${process.arch}`
+  if (!PLATFORM_PACKAGES.includes(name)) return null
+  let file
+  try {
+    file = require.resolve(`@vastfake/${name}/bin/vastfake${process.platform === 'win32' ? '.exe' : ''}`)
+  } catch {
+    return null
+  }
+  if (!executable(file)) {
+    // npm keeps the tarball's mode 0755; a tool that drops it leaves a file
+    // this process may still make executable.
+    try {
+      fs.chmodSync(file, 0o755)
+    } catch {}
+    if (!executable(file)) throw new BinaryNotFoundError(`${file} (the binary @vastfake/${name} carries) is not executable: chmod +x it`)
+  }
+  return file
+}
+
+// run spawns cmd and resolves to {status, signal, stdout, stderr, error}
+// when it ends, killing it after timeoutMs: what spawnSync answers,
+// without blocking the event loop while cmd runs.
+function run (cmd, args, { cwd, timeoutMs } = {}) {
+  return new Promise(resolve => {
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    const out = []
+    const err = []
+    let error = null
+    child.stdout.on('data', d => out.push(d))
+    child.stderr.on('data', d => err.push(d))
+    const timer = timeoutMs && setTimeout(() => {
+      error = new Error(`it took over ${timeoutMs} ms`)
+      child.kill('SIGKILL')
+    }, timeoutMs)
+    child.once('error', e => { error = error || e })
+    child.once('close', (status, signal) => {
+      clearTimeout(timer)
+      resolve({ status, signal, error, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') })
+    })
+  })
+}
 
 /**
  * The directory built binaries are cached in: VASTFAKE_CACHE_DIR, else
@@ -159,13 +224,13 @@ function buildFiles (root) {
 // hash of the go version, the environment that changes what it builds, and
 // the path, size and contents of every file buildFiles lists. The Python
 // package computes the same key, so both share the cache.
-function sourceKey (src, go) {
+async function sourceKey (src, go) {
   const h = crypto.createHash('sha256')
-  const v = spawnSync(go, ['version'], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'ignore'] })
+  const v = await run(go, ['version'], { timeoutMs: 60_000 })
   h.update((v.stdout || '').trim() + '\0')
   for (const name of ['GOOS', 'GOARCH', 'GOFLAGS', 'CGO_ENABLED', 'GOEXPERIMENT']) h.update((process.env[name] || '') + '\0')
   for (const rel of buildFiles(src)) {
-    const data = fs.readFileSync(path.join(src, ...rel.split('/')))
+    const data = await fs.promises.readFile(path.join(src, ...rel.split('/')))
     h.update(`${rel}\0${data.length}\0`)
     h.update(data)
   }
@@ -198,13 +263,14 @@ function pruneCache (dir, keep) {
   }
 }
 
-// buildBinary builds ./cmd/vastfake in src into the cache, or returns the
-// cached build of the same sources. Concurrent builders (node --test runs
-// each file in a process of its own) each build to a file of their own and
-// rename it into place, so a reader sees no binary or a whole one.
-function buildBinary (src, go, buildTimeoutMs) {
+// buildBinary builds ./cmd/vastfake in src into the cache, or resolves to
+// the cached build of the same sources. go runs in a child process (spawn,
+// not spawnSync), so timers, servers and other tests go on while it builds. Concurrent builders (node --test runs each file in a
+// process of its own) each build to a file of their own and rename it into
+// place, so a reader sees no binary or a whole one.
+async function buildBinary (src, go, buildTimeoutMs) {
   const exe = process.platform === 'win32' ? '.exe' : ''
-  const key = sourceKey(src, go)
+  const key = await sourceKey(src, go)
   let dir = cacheDir()
   try {
     fs.mkdirSync(dir, { recursive: true })
@@ -223,11 +289,11 @@ function buildBinary (src, go, buildTimeoutMs) {
   const tmp = path.join(dir, `.vastfake-${key}-${process.pid}-${crypto.randomBytes(4).toString('hex')}${exe}`)
   process.stderr.write(`vastfake: building the broker from ${src} (go build ./cmd/vastfake); it is cached in ${dir} ` +
     'until the sources change\n')
-  const run = spawnSync(go, ['build', '-o', tmp, './cmd/vastfake'], { cwd: src, encoding: 'utf8', timeout: buildTimeoutMs, stdio: ['ignore', 'pipe', 'pipe'] })
-  if (run.error || run.status !== 0) {
+  const done = await run(go, ['build', '-o', tmp, './cmd/vastfake'], { cwd: src, timeoutMs: buildTimeoutMs })
+  if (done.error || done.status !== 0) {
     fs.rmSync(tmp, { force: true })
-    if (run.error) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src}: ${run.error.message}`)
-    throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src} failed:\n${run.stderr.slice(-4000)}`)
+    if (done.error) throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src}: ${done.error.message}`)
+    throw new BinaryNotFoundError(`go build ./cmd/vastfake in ${src} failed:\n${done.stderr.slice(-4000)}`)
   }
   fs.renameSync(tmp, out)
   pruneCache(dir, out)
@@ -235,18 +301,19 @@ function buildBinary (src, go, buildTimeoutMs) {
 }
 
 /**
- * The path of a vastfake binary: VASTFAKE_BIN; else vastfake on PATH; else
- * one built with `go build` from VASTFAKE_SRC or from the vastfake checkout
- * the working directory or this package is in. Throws BinaryNotFoundError
- * saying how to get one otherwise.
+ * Resolves to the path of a vastfake binary: VASTFAKE_BIN; else the one the
+ * installed platform package carries; else vastfake on PATH; else one built
+ * with `go build` from VASTFAKE_SRC or from the vastfake checkout the
+ * working directory or this package is in, without blocking the event loop.
+ * Rejects with BinaryNotFoundError saying how to get one otherwise.
  */
-function findBinary ({ buildTimeoutMs = 300_000 } = {}) {
+async function findBinary ({ buildTimeoutMs = 300_000 } = {}) {
   const env = process.env.VASTFAKE_BIN
   if (env) {
     if (!executable(env)) throw new BinaryNotFoundError(`VASTFAKE_BIN=${env} is not an executable file; ${INSTALL_HINT}`)
     return env
   }
-  const onPath = which('vastfake')
+  const onPath = carriedBinary() || which('vastfake')
   if (onPath) return onPath
   let src
   if (process.env.VASTFAKE_SRC) {
@@ -263,10 +330,13 @@ function findBinary ({ buildTimeoutMs = 300_000 } = {}) {
   }
   const go = which('go')
   if (!go) throw new BinaryNotFoundError(`no vastfake binary: ${src} is a vastfake checkout but go is not on PATH to build it; ${INSTALL_HINT}`)
-  if (built.has(src) && executable(built.get(src))) return built.get(src)
-  const out = buildBinary(src, go, buildTimeoutMs)
-  built.set(src, out)
-  return out
+  // One build per checkout however many brokers start at once; a failed
+  // one is tried again by the next call.
+  if (!built.has(src)) built.set(src, buildBinary(src, go, buildTimeoutMs).catch(e => { built.delete(src); throw e }))
+  const out = await built.get(src)
+  if (executable(out)) return out
+  built.delete(src) // removed from the cache since: build it again
+  return findBinary({ buildTimeoutMs })
 }
 
 // ---- durations ----
@@ -589,6 +659,16 @@ class Client {
   async failover () { await this._post('failover') }
   /** POST /restart: the listener and connections restart, data stays. */
   async restart () { await this._post('restart') }
+  /** GET /advertise: the "host:port" Metadata hands to clients for each broker id, in order. */
+  async advertised () { return (await this._get('advertise')).addresses }
+  /**
+   * PUT /advertise: Metadata hands these addresses to clients from the next
+   * request on, one per broker id in order; open connections stay. For a
+   * broker whose reachable address is known only after it starts (a
+   * container's mapped ports). Rejects with ControlPlaneError (400, changing
+   * nothing) for a list of the wrong length or an address without a port.
+   */
+  async setAdvertised (addresses) { return (await this._call('PUT', 'advertise', undefined, { addresses })).body.addresses }
   /** GET /brokers: each broker id's id, addr and down. */
   async brokers () { return (await this._get('brokers')).brokers }
   /**
@@ -931,7 +1011,7 @@ async function startBroker (options = {}) {
     waitTimeoutMs: 30_000,
     ...options
   }
-  const binary = o.binary || findBinary()
+  const binary = o.binary || await findBinary()
   let token = crypto.randomBytes(18).toString('base64url')
   const args = ['-http-token', token, '-listen', o.listen, '-http', o.http, '-exit-on-stdin-close']
   if (o.profile) args.push('-profile', o.profile)
@@ -1022,6 +1102,7 @@ async function startBroker (options = {}) {
 module.exports = {
   startBroker,
   findBinary,
+  carriedBinary,
   goDuration,
   Client,
   Broker,

@@ -15,7 +15,8 @@ const path = require('node:path')
 const vastfake = require('vastfake')
 const { startBroker, findBinary, goDuration, Client } = vastfake
 
-const bin = findBinary()
+let bin
+test.before(async () => { bin = await findBinary() })
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 // refused resolves once nothing listens at hostport any more, or rejects
@@ -109,7 +110,7 @@ test('inside a checkout, with go on PATH, the binary is built once, said and cac
   const env = { ...process.env, PATH: path.dirname(findGo()), VASTFAKE_CACHE_DIR: cache }
   delete env.VASTFAKE_BIN
   delete env.VASTFAKE_SRC
-  const code = "const b = require('vastfake').findBinary(); require('fs').accessSync(b, require('fs').constants.X_OK); console.log(b)"
+  const code = "require('vastfake').findBinary().then(b => { require('fs').accessSync(b, require('fs').constants.X_OK); console.log(b) })"
   const find = () => new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-e', code], { cwd: path.join(__dirname, '..'), env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
@@ -149,7 +150,7 @@ test('the build cache keeps the most recently used', { skip: !findGo() && 'needs
   const env = { ...process.env, PATH: path.dirname(findGo()), VASTFAKE_CACHE_DIR: cache }
   delete env.VASTFAKE_BIN
   delete env.VASTFAKE_SRC
-  const run = spawnSync(process.execPath, ['-e', "console.log(require('vastfake').findBinary())"], { cwd: path.join(__dirname, '..'), env, encoding: 'utf8', timeout: 300_000 })
+  const run = spawnSync(process.execPath, ['-e', "require('vastfake').findBinary().then(console.log)"], { cwd: path.join(__dirname, '..'), env, encoding: 'utf8', timeout: 300_000 })
   assert.strictEqual(run.status, 0, run.stderr)
   assert.deepStrictEqual(fs.readdirSync(cache).sort(), ['.vastfake-building-2-y', path.basename(run.stdout.trim()),
     'vastfake-old0', 'vastfake-old1', 'vastfake-old2', 'vastfake-old3'].sort())

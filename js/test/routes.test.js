@@ -43,6 +43,7 @@ const ARGS = {
   rule: 'MaxGroups',
   what: 'x',
   cond: () => true,
+  addresses: ['127.0.0.1:9092'],
   brokerId: 1,
   broker: 1,
   transactionalId: 'x'

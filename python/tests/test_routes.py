@@ -37,7 +37,7 @@ NOT_SERVED_YET = {
 ARGS = {
     "topic": "t", "name": "t", "group": "g", "partition": 0, "offset": 0, "n": 1, "d": "1s",
     "api": "Produce", "err": "NOT_LEADER_FOR_PARTITION", "rule": "MaxGroups", "what": "x", "cond": lambda: True,
-    "broker_id": 1, "broker": 1, "transactional_id": "x",
+    "broker_id": 1, "broker": 1, "transactional_id": "x", "addresses": ["127.0.0.1:9092"],
 }
 
 

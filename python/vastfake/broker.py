@@ -5,10 +5,11 @@
         ...
         broker.assert_no_refusals()
 
-The binary is VASTFAKE_BIN when set, else ``vastfake`` on PATH, else one
-built with ``go build`` when the current directory (or this package) is
-inside a vastfake checkout (or VASTFAKE_SRC names one); the build says so on
-stderr and is cached on disk for later processes.
+The binary is VASTFAKE_BIN when set, else the one a platform wheel carries
+(vastfake/bin/vastfake), else ``vastfake`` on PATH, else one built with
+``go build`` when the current directory (or this package) is inside a
+vastfake checkout (or VASTFAKE_SRC names one); the build says so on stderr
+and is cached on disk for later processes.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from .errors import BinaryNotFoundError, BrokerDiedError, PortInUseError, StartE
 __all__ = ["Broker", "find_binary"]
 
 MODULE_LINE = "module github.com/vastfake/vastfake"
-INSTALL_HINT = ("build it in a clone of the vastfake repository with `go install ./cmd/vastfake` (then it is "
+INSTALL_HINT = ("install a platform wheel of vastfake, which carries the binary, or "
+                "build it in a clone of the vastfake repository with `go install ./cmd/vastfake` (then it is "
                 "$(go env GOPATH)/bin/vastfake; put that on PATH) or `go build -o /some/dir/vastfake ./cmd/vastfake` "
                 "and set VASTFAKE_BIN to it, or set VASTFAKE_SRC to the clone (with go on PATH) to have it built and "
                 "cached; `go install github.com/vastfake/vastfake/cmd/vastfake@latest` works once the module is "
@@ -70,17 +72,37 @@ def _checkout(start: pathlib.Path) -> Optional[pathlib.Path]:
     return None
 
 
+def carried_binary() -> Optional[str]:
+    """The binary a platform wheel carries (vastfake/bin/vastfake, .exe on
+    Windows), built from the same sources as this package; None when this
+    package was installed from source, which carries none."""
+    exe = pathlib.Path(__file__).resolve().parent / "bin" / ("vastfake.exe" if sys.platform == "win32" else "vastfake")
+    if not exe.is_file():
+        return None
+    if not os.access(exe, os.X_OK):
+        # pip keeps the wheel's mode 0755; an installer that drops it leaves
+        # a file this process may still make executable.
+        try:
+            exe.chmod(exe.stat().st_mode | 0o111)
+        except OSError:
+            pass
+        if not os.access(exe, os.X_OK):
+            raise BinaryNotFoundError("%s (the binary this wheel carries) is not executable: chmod +x it" % exe)
+    return str(exe)
+
+
 def find_binary(build_timeout: float = 300.0) -> str:
-    """Return the path of a vastfake binary: VASTFAKE_BIN; else vastfake
-    on PATH; else one built with ``go build`` from VASTFAKE_SRC, or from the
-    vastfake checkout the current directory or this package is in. Raises
-    BinaryNotFoundError saying how to get one otherwise."""
+    """Return the path of a vastfake binary: VASTFAKE_BIN; else the one the
+    platform wheel carries; else vastfake on PATH; else one built with ``go
+    build`` from VASTFAKE_SRC, or from the vastfake checkout the current
+    directory or this package is in. Raises BinaryNotFoundError saying how
+    to get one otherwise."""
     env = os.environ.get("VASTFAKE_BIN")
     if env:
         if not os.path.isfile(env) or not os.access(env, os.X_OK):
             raise BinaryNotFoundError("VASTFAKE_BIN=%s is not an executable file; %s" % (env, INSTALL_HINT))
         return env
-    found = shutil.which("vastfake")
+    found = carried_binary() or shutil.which("vastfake")
     if found:
         return found
     src: Optional[pathlib.Path] = None

@@ -325,6 +325,20 @@ class Client:
         """POST /restart: the listener and connections restart, data stays."""
         self._post("restart")
 
+    def advertised(self) -> List[str]:
+        """GET /advertise: the ``host:port`` Metadata hands to clients for
+        each broker id, in order."""
+        return self._get("advertise")["addresses"]
+
+    def set_advertised(self, addresses: List[str]) -> List[str]:
+        """PUT /advertise: Metadata hands these addresses to clients from the
+        next request on, one per broker id in order; open connections stay.
+        For a broker whose reachable address is known only after it starts
+        (a container's mapped ports). Raises ControlPlaneError (400, changing
+        nothing) for a list of the wrong length or an address without a port.
+        Returns the addresses as set."""
+        return self._call("PUT", "advertise", None, {"addresses": list(addresses)})[0]["addresses"]
+
     def brokers(self) -> List[Dict[str, Any]]:
         """GET /brokers: each broker id's ``id``, ``addr`` and ``down``."""
         return self._get("brokers")["brokers"]

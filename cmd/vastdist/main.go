@@ -1,0 +1,235 @@
+// Command vastdist builds the Python wheels and npm packages that carry the
+// vastfake binary, so that Python and JavaScript users need no Go toolchain:
+// one static binary (CGO_ENABLED=0) per platform Go cross-compiles to, put in
+// a platform wheel of the python/ package and in an npm package of its own
+// (@vastfake/linux-x64 and so on, with os and cpu fields), which the main
+// vastfake npm package lists as optional dependencies, as esbuild does.
+//
+//	go run ./cmd/vastdist -o dist                        # every platform
+//	go run ./cmd/vastdist -o dist -platforms host        # this machine's only
+//	go run ./cmd/vastdist -o dist -platforms linux/amd64,darwin/arm64
+//
+// It writes, under the -o directory:
+//
+//	python/vastfake-VERSION-py3-none-TAGS.whl   a wheel per platform
+//	npm/vastfake/                                the main package (js/), listing the platform packages built with it
+//	npm/vastfake-linux-x64/ ...                  a platform package per platform, its binary in bin/
+//
+// Each npm directory is ready for `npm pack` or `npm publish`. The version
+// is js/package.json's, which must equal python/pyproject.toml's, unless
+// -version gives one. Run it in the vastfake checkout (or below it).
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// moduleLine is the first line of the vastfake checkout's go.mod.
+const moduleLine = "module github.com/vastfake/vastfake"
+
+// A platform is one GOOS/GOARCH pair with its names in the wheel and npm
+// worlds.
+type platform struct {
+	goos, goarch string
+	// npmOS and npmCPU are Node's process.platform and process.arch, the
+	// platform package's os and cpu fields and its name.
+	npmOS, npmCPU string
+	// wheelTags are the wheel's platform tags: the binary is static, so
+	// it runs on every glibc (manylinux) and musl (musllinux) Linux;
+	// macOS 12 is the oldest Go 1.26 supports.
+	wheelTags []string
+}
+
+var platforms = []platform{
+	{"linux", "amd64", "linux", "x64", []string{"manylinux_2_17_x86_64", "manylinux2014_x86_64", "musllinux_1_1_x86_64"}},
+	{"linux", "arm64", "linux", "arm64", []string{"manylinux_2_17_aarch64", "manylinux2014_aarch64", "musllinux_1_1_aarch64"}},
+	{"darwin", "amd64", "darwin", "x64", []string{"macosx_12_0_x86_64"}},
+	{"darwin", "arm64", "darwin", "arm64", []string{"macosx_12_0_arm64"}},
+	{"windows", "amd64", "win32", "x64", []string{"win_amd64"}},
+}
+
+func (p platform) String() string { return p.goos + "/" + p.goarch }
+
+// exe is the binary's file name on the platform.
+func (p platform) exe() string {
+	if p.goos == "windows" {
+		return "vastfake.exe"
+	}
+	return "vastfake"
+}
+
+// npmName is the platform package's name, npmDir its directory under npm/.
+func (p platform) npmName() string { return "@vastfake/" + p.npmOS + "-" + p.npmCPU }
+func (p platform) npmDir() string  { return "vastfake-" + p.npmOS + "-" + p.npmCPU }
+
+func main() {
+	out := flag.String("o", "", "the directory to write python/ and npm/ into (required)")
+	only := flag.String("platforms", "all", "comma-separated GOOS/GOARCH pairs, \"host\" for this machine's, or \"all\": "+platformList())
+	version := flag.String("version", "", "the packages' version; default js/package.json's, which must equal python/pyproject.toml's")
+	binary := flag.String("binary", "", "use this vastfake binary instead of building one (with a single platform only)")
+	flag.Parse()
+	if *out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/vastdist -o DIR [-platforms all|host|GOOS/GOARCH,...] [-version V]")
+		os.Exit(2)
+	}
+	if err := run(*out, *only, *version, *binary); err != nil {
+		fmt.Fprintln(os.Stderr, "vastdist:", err)
+		os.Exit(1)
+	}
+}
+
+func platformList() string {
+	var names []string
+	for _, p := range platforms {
+		names = append(names, p.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// choose returns the platforms a -platforms value names, in the table's
+// order.
+func choose(spec string) ([]platform, error) {
+	if spec == "all" {
+		return platforms, nil
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(spec, ",") {
+		s = strings.TrimSpace(s)
+		if s == "host" {
+			s = runtime.GOOS + "/" + runtime.GOARCH
+		}
+		if !slices.ContainsFunc(platforms, func(p platform) bool { return p.String() == s }) {
+			return nil, fmt.Errorf("-platforms: no platform %q; the platforms are %s", s, platformList())
+		}
+		want[s] = true
+	}
+	var chosen []platform
+	for _, p := range platforms {
+		if want[p.String()] {
+			chosen = append(chosen, p)
+		}
+	}
+	return chosen, nil
+}
+
+func run(out, only, version, binary string) error {
+	chosen, err := choose(only)
+	if err != nil {
+		return err
+	}
+	if binary != "" && len(chosen) != 1 {
+		return errors.New("-binary needs -platforms to name one platform")
+	}
+	root, err := checkout()
+	if err != nil {
+		return err
+	}
+	project, err := readPyproject(filepath.Join(root, "python", "pyproject.toml"))
+	if err != nil {
+		return err
+	}
+	pkg, err := readPackageJSON(filepath.Join(root, "js", "package.json"))
+	if err != nil {
+		return err
+	}
+	if version == "" {
+		if pkg.version != project.version {
+			return fmt.Errorf("js/package.json has version %s but python/pyproject.toml %s: make them equal or give -version", pkg.version, project.version)
+		}
+		version = pkg.version
+	}
+	project.version = version
+
+	bins, err := os.MkdirTemp("", "vastdist-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bins)
+	if err := os.MkdirAll(filepath.Join(out, "python"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(out, "npm"), 0o755); err != nil {
+		return err
+	}
+	for _, p := range chosen {
+		bin := binary
+		if bin == "" {
+			bin = filepath.Join(bins, p.goos+"-"+p.goarch, p.exe())
+			fmt.Fprintf(os.Stderr, "vastdist: building vastfake for %s\n", p)
+			if err := build(root, p, version, bin); err != nil {
+				return err
+			}
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			return err
+		}
+		whl, err := writeWheel(filepath.Join(out, "python"), filepath.Join(root, "python"), project, p, data)
+		if err != nil {
+			return fmt.Errorf("the wheel for %s: %w", p, err)
+		}
+		fmt.Println(whl)
+		dir, err := writePlatformPackage(filepath.Join(out, "npm"), pkg, p, version, data)
+		if err != nil {
+			return fmt.Errorf("the npm package for %s: %w", p, err)
+		}
+		fmt.Println(dir)
+	}
+	dir, err := writeMainPackage(filepath.Join(out, "npm"), filepath.Join(root, "js"), pkg, version, chosen)
+	if err != nil {
+		return fmt.Errorf("the main npm package: %w", err)
+	}
+	fmt.Println(dir)
+	return nil
+}
+
+// checkout returns the vastfake checkout the working directory is in.
+func checkout() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
+			s := bufio.NewScanner(f)
+			first := s.Scan() && strings.TrimSpace(s.Text()) == moduleLine
+			f.Close()
+			if first {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run it in the vastfake checkout: no go.mod starting " + moduleLine + " here or above")
+		}
+		dir = parent
+	}
+}
+
+// build writes a static vastfake binary for p to out: no cgo, so that it
+// runs on any libc, with paths and symbol tables left out to make it
+// smaller, and the packages' version (and the checkout's revision, when git
+// knows it) stamped in for vastfake -version, as cmd/vastimage does.
+func build(root string, p platform, version, out string) error {
+	ldflags := "-s -w -X main.imageVersion=" + version
+	if rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
+		ldflags += " -X main.imageRevision=" + strings.TrimSpace(string(rev))
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/vastfake")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.goos, "GOARCH="+p.goarch)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build ./cmd/vastfake for %s: %w", p, err)
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"archive/zip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The repository's own files: vastdist reads every field of pyproject.toml
+// it finds (a new one fails here until wheel.go knows it), and the Python
+// and npm packages share a version.
+func TestReadsTheRepositorysPackages(t *testing.T) {
+	proj, err := readPyproject("../../python/pyproject.toml")
+	require.NoError(t, err)
+	require.Equal(t, "vastfake", proj.name)
+	require.Equal(t, []string{"vastfake"}, proj.packages)
+	require.Equal(t, []string{"vastfake.pytest_plugin = vastfake.pytest_plugin"}, proj.entryPoints["pytest11"])
+	pkg, err := readPackageJSON("../../js/package.json")
+	require.NoError(t, err)
+	require.Equal(t, proj.version, pkg.version, "js/package.json and python/pyproject.toml")
+	init, err := os.ReadFile("../../python/vastfake/__init__.py")
+	require.NoError(t, err)
+	require.Contains(t, string(init), "\n__version__ = \""+proj.version+"\"\n", "python/vastfake/__init__.py and python/pyproject.toml")
+}
+
+func TestPyprojectRefusesWhatItDoesNotKnow(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pyproject.toml")
+	require.NoError(t, os.WriteFile(file, []byte("[project]\nname = \"x\"\nversion = \"1\"\ndependencies = [\"requests\"]\n"), 0o644))
+	_, err := readPyproject(file)
+	require.ErrorContains(t, err, "does not know [project] dependencies")
+}
+
+// The wheel is what pip wants (PEP 427): every file in RECORD with its
+// SHA-256 and size, the binary executable, the tags in WHEEL and the name.
+func TestWheel(t *testing.T) {
+	proj, err := readPyproject("../../python/pyproject.toml")
+	require.NoError(t, err)
+	proj.version = "9.8.7"
+	binary := []byte("\x7fELF not really")
+	for _, p := range platforms {
+		t.Run(p.String(), func(t *testing.T) {
+			file, err := writeWheel(t.TempDir(), "../../python", proj, p, binary)
+			require.NoError(t, err)
+			require.Equal(t, "vastfake-9.8.7-py3-none-"+strings.Join(p.wheelTags, ".")+".whl", filepath.Base(file))
+			z, err := zip.OpenReader(file)
+			require.NoError(t, err)
+			defer z.Close()
+			files := map[string][]byte{}
+			for _, f := range z.File {
+				r, err := f.Open()
+				require.NoError(t, err)
+				data, err := io.ReadAll(r)
+				require.NoError(t, err)
+				files[f.Name] = data
+				if f.Name == "vastfake/bin/"+p.exe() {
+					require.Equal(t, os.FileMode(0o755), f.Mode().Perm())
+					require.Equal(t, binary, data)
+				}
+			}
+			require.Contains(t, files, "vastfake/__init__.py")
+			require.Contains(t, files, "vastfake/py.typed")
+			require.Contains(t, files, "vastfake/bin/"+p.exe())
+			wheel := string(files["vastfake-9.8.7.dist-info/WHEEL"])
+			require.Contains(t, wheel, "Root-Is-Purelib: false\n")
+			for _, tag := range p.wheelTags {
+				require.Contains(t, wheel, "Tag: py3-none-"+tag+"\n")
+			}
+			require.Contains(t, string(files["vastfake-9.8.7.dist-info/METADATA"]), "Name: vastfake\nVersion: 9.8.7\n")
+			lines := strings.Split(strings.TrimSpace(string(files["vastfake-9.8.7.dist-info/RECORD"])), "\n")
+			require.Len(t, lines, len(files))
+			for _, line := range lines {
+				fields := strings.Split(line, ",")
+				require.Len(t, fields, 3, line)
+				data, ok := files[fields[0]]
+				require.True(t, ok, "RECORD names %s, which the wheel lacks", fields[0])
+				if fields[0] == "vastfake-9.8.7.dist-info/RECORD" {
+					require.Equal(t, []string{fields[0], "", ""}, fields)
+					continue
+				}
+				sum := sha256.Sum256(data)
+				require.Equal(t, "sha256="+base64.RawURLEncoding.EncodeToString(sum[:]), fields[1], fields[0])
+				require.Equal(t, strconv.Itoa(len(data)), fields[2], fields[0])
+			}
+		})
+	}
+}
+
+// The npm packages: a platform package per platform with os, cpu and its
+// executable binary; the main one js/'s files and package.json, less what
+// only the checkout needs, listing the platform packages.
+func TestNPMPackages(t *testing.T) {
+	pkg, err := readPackageJSON("../../js/package.json")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, p := range platforms {
+		out, err := writePlatformPackage(dir, pkg, p, "9.8.7", []byte("binary"))
+		require.NoError(t, err)
+		var got struct {
+			Name, Version string
+			OS, CPU       []string
+			Files         []string
+		}
+		data, err := os.ReadFile(filepath.Join(out, "package.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &got))
+		require.Equal(t, p.npmName(), got.Name)
+		require.Equal(t, "9.8.7", got.Version)
+		require.Equal(t, []string{p.npmOS}, got.OS)
+		require.Equal(t, []string{p.npmCPU}, got.CPU)
+		require.Equal(t, []string{"bin/" + p.exe()}, got.Files)
+		info, err := os.Stat(filepath.Join(out, "bin", p.exe()))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o755), info.Mode().Perm())
+	}
+	out, err := writeMainPackage(dir, "../../js", pkg, "9.8.7", platforms)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(out, "package.json"))
+	require.NoError(t, err)
+	var main map[string]any
+	require.NoError(t, json.Unmarshal(data, &main))
+	require.Equal(t, "vastfake", main["name"])
+	require.Equal(t, "9.8.7", main["version"])
+	require.NotContains(t, main, "devDependencies")
+	require.NotContains(t, main, "scripts")
+	require.Equal(t, map[string]any{
+		"@vastfake/linux-x64": "9.8.7", "@vastfake/linux-arm64": "9.8.7", "@vastfake/darwin-x64": "9.8.7",
+		"@vastfake/darwin-arm64": "9.8.7", "@vastfake/win32-x64": "9.8.7",
+	}, main["optionalDependencies"])
+	for _, f := range pkg.files {
+		require.FileExists(t, filepath.Join(out, f))
+	}
+}
+
+// js/index.js looks for the platform packages vastdist builds.
+func TestTheLauncherKnowsEveryPlatformPackage(t *testing.T) {
+	src, err := os.ReadFile("../../js/index.js")
+	require.NoError(t, err)
+	_, list, ok := strings.Cut(string(src), "const PLATFORM_PACKAGES = ")
+	require.True(t, ok, "js/index.js has no PLATFORM_PACKAGES")
+	list, _, _ = strings.Cut(list, "\n")
+	var want []string
+	for _, p := range platforms {
+		want = append(want, "'"+p.npmOS+"-"+p.npmCPU+"'")
+	}
+	require.Equal(t, "["+strings.Join(want, ", ")+"]", list)
+}
+
+func TestChoose(t *testing.T) {
+	all, err := choose("all")
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	two, err := choose("windows/amd64,linux/arm64")
+	require.NoError(t, err)
+	require.Equal(t, []string{"linux/arm64", "windows/amd64"}, []string{two[0].String(), two[1].String()})
+	_, err = choose("plan9/386")
+	require.ErrorContains(t, err, `no platform "plan9/386"`)
+}
