@@ -401,7 +401,7 @@ var adviceTable = map[rules.ID]adviceFor{
 		"": "VAST accepts only the topic configs " + vastTopicConfigList() + ": drop the others",
 	},
 	rules.NoOffsetsTopic: {
-		"": "VAST has no __consumer_offsets topic: read committed offsets with OffsetFetch (the consumer's committed(), Admin listConsumerGroupOffsets) instead",
+		"": "VAST has no __consumer_offsets topic, so a lag monitor that reads it (Burrow's consumer module) sees no group: read lag with OffsetFetch (committed offsets: the consumer's committed(), Admin listConsumerGroupOffsets, kafka-consumer-groups.sh --describe) and ListOffsets (end offsets) instead",
 	},
 	rules.AnyAddressServes: {
 		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",

@@ -88,6 +88,8 @@ type Broker struct {
 	faults faultState
 	reqLog requestLog
 	audit  auditLog
+	// offsetsState is what the broker keeps about __consumer_offsets.
+	offsetsState offsetsTopicState
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
@@ -524,6 +526,7 @@ func New(opts ...Option) (*Broker, error) {
 		Logger:                 b.log,
 		Audit:                  b.coordinatorFinding,
 		WriteTxnMarkers:        b.writeTxnMarkers,
+		OffsetsTopic:           b.appendOffsetsRecord,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -437,7 +437,7 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				break
 			}
-			t := b.data.get(res.name)
+			t := b.topicNamed(r, res.name)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
@@ -698,7 +698,7 @@ func (b *Broker) alterTopicConfigs(r *request, typ kmsg.ConfigResourceType, name
 	if typ != kmsg.ConfigResourceTypeTopic {
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("vastfake alters topic configs only; broker configs are fixed at start")
 	}
-	t := b.data.get(name)
+	t := b.topicNamed(r, name)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}

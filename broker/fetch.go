@@ -286,7 +286,7 @@ func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*
 		if version >= 13 {
 			t = b.data.getID(rt.TopicID)
 		} else {
-			t = b.data.get(rt.Topic)
+			t = b.topicNamed(r, rt.Topic)
 		}
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {

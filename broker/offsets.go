@@ -62,7 +62,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 	for _, rt := range topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		describable := b.allowTopic(r, KafkaDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
@@ -137,7 +137,7 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 	for _, rt := range topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		deletable := b.allowTopic(r, KafkaDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
@@ -193,7 +193,7 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 	known.Topics = nil
 	var unknown []kmsg.OffsetCommitResponseTopic
 	for _, rt := range req.Topics {
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		code := kerr.UnknownTopicOrPartition.Code
 		switch {
 		case !groupOK:

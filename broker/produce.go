@@ -109,7 +109,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 		if r.version >= 13 {
 			t = b.data.getID(rt.TopicID)
 		} else {
-			t = b.data.get(rt.Topic)
+			t = b.topicNamed(r, rt.Topic)
 		}
 		var cfg topicConfig
 		name := rt.Topic

@@ -152,8 +152,9 @@ const maxPartitionsPerRequest = 10_000
 // The internal topic Kafka keeps committed offsets in, with its default
 // partition count (offsets.topic.num.partitions) and the configs Kafka
 // creates it with. vastfake lists it (unless the NoOffsetsTopic rule hides
-// it) so that clients find what they find on Kafka; it stays empty, since
-// the coordinator keeps the offsets.
+// it) so that clients find what they find on Kafka, and writes every offset
+// commit and group change to it (offsetstopic.go); the coordinator keeps
+// the offsets it serves.
 const (
 	offsetsTopic           = "__consumer_offsets"
 	offsetsTopicPartitions = 50
@@ -164,6 +165,23 @@ var offsetsTopicConfigs = map[string]string{
 	"compression.type": "producer",
 	"segment.bytes":    "104857600",
 }
+
+// topicNamed returns the topic a request names, or nil. Where the
+// NoOffsetsTopic rule hides __consumer_offsets (VAST), a request naming it
+// is recorded as refused by that rule, not as one naming a topic that
+// happens not to exist. (Audited, the rule records its findings where the
+// topic is read: Metadata and Fetch.)
+func (b *Broker) topicNamed(r *request, name string) *topic {
+	if name == offsetsTopic && b.enforced(rules.NoOffsetsTopic) {
+		refuseFor(r, rules.NoOffsetsTopic.String())
+		return nil
+	}
+	return b.data.get(name)
+}
+
+// noOffsetsTopicMessage is the error message of a request refused because
+// it names __consumer_offsets, where error messages are carried.
+const noOffsetsTopicMessage = "VAST has no __consumer_offsets topic (rule NoOffsetsTopic): read committed offsets with OffsetFetch and end offsets with ListOffsets instead"
 
 // refuseFor records on r that a VAST rule refused it; r is nil when the
 // broker creates its seed topics, which no request asked for.
@@ -179,6 +197,10 @@ func refuseFor(r *request, rule string) {
 func (b *Broker) checkCreate(r *request, name string, partitions int32, configs map[string]string) (int32, topicConfig, int16, string) {
 	if !validTopicName(name) {
 		return 0, topicConfig{}, kerr.InvalidTopicException.Code, "topic name is not legal"
+	}
+	if name == offsetsTopic && b.enforced(rules.NoOffsetsTopic) {
+		refuseFor(r, rules.NoOffsetsTopic.String())
+		return 0, topicConfig{}, kerr.InvalidRequest.Code, noOffsetsTopicMessage
 	}
 	if partitions == -1 {
 		partitions = b.cfg.partitions
@@ -389,8 +411,8 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 					denied = append(denied, *rt.Topic)
 					continue
 				}
-				t = b.data.get(*rt.Topic)
-				autoCreate := t == nil && askedCreate && validTopicName(*rt.Topic) &&
+				t = b.topicNamed(r, *rt.Topic)
+				autoCreate := t == nil && askedCreate && validTopicName(*rt.Topic) && *rt.Topic != offsetsTopic &&
 					!b.vast(r, rules.NoAutoCreateTopics, rules.Refused, *rt.Topic, "", func() string { return "Metadata asked to auto-create topic " + strconv.Quote(*rt.Topic) })
 				if *rt.Topic == offsetsTopic && t != nil {
 					b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", func() string { return "Metadata for __consumer_offsets, which VAST does not have" })
@@ -648,7 +670,7 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 		st.Topic, st.TopicID = tg.name, tg.id
 		var t *topic
 		if tg.name != nil {
-			t = b.data.get(*tg.name)
+			t = b.topicNamed(r, *tg.name)
 		} else {
 			t = b.topicByID(r, tg.id)
 		}
@@ -706,7 +728,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 	}
 	grow := 0
 	for _, rt := range req.Topics {
-		if t := b.data.get(rt.Topic); t != nil && !dups[rt.Topic] && int(rt.Count) > len(t.partitions) {
+		if t := b.topicNamed(r, rt.Topic); t != nil && !dups[rt.Topic] && int(rt.Count) > len(t.partitions) {
 			grow += int(rt.Count) - len(t.partitions)
 		}
 	}

@@ -158,6 +158,13 @@ type Config struct {
 	// partitions (see txn.go). It is called with the coordinator's lock
 	// held and must not call back into the Coordinator. It may be nil.
 	WriteTxnMarkers func(TxnMarkers)
+	// OffsetsTopic receives, for every offset commit and group change, the
+	// record Kafka's group coordinator writes to __consumer_offsets for
+	// it, in Kafka's formats (see offsetstopic.go): key and value, value
+	// nil for a tombstone. It is called with the coordinator's lock held,
+	// in the order the changes happen, and must not call back into the
+	// Coordinator. It may be nil (VAST keeps no such topic).
+	OffsetsTopic func(group string, key, value []byte)
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -198,6 +205,7 @@ type Coordinator struct {
 
 	txns         txns
 	writeMarkers func(TxnMarkers)
+	offsetsLog   func(group string, key, value []byte)
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -231,6 +239,7 @@ func (c *Coordinator) recordRebalance(g *group) {
 		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
 		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
 	})
+	c.logGroup(g)
 }
 
 // Rebalances returns a copy of the last 1,000 finished rebalances of every
@@ -278,6 +287,7 @@ func New(cfg Config) *Coordinator {
 		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
 			pending: make(map[string]map[TopicPartition]int)},
 		writeMarkers: cfg.WriteTxnMarkers,
+		offsetsLog:   cfg.OffsetsTopic,
 	}
 }
 
@@ -496,10 +506,14 @@ func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) boo
 func (c *Coordinator) removeGroup(g *group) {
 	g.state = stateDead
 	g.stopTimers(c)
-	for _, ps := range g.offsets {
+	for t, ps := range g.offsets {
 		c.metaBytes -= metadataBytes(ps)
+		for p := range ps {
+			c.logOffsetGone(g.name, t, p)
+		}
 	}
 	delete(c.groups, g.name)
+	c.logGroupGone(g.name)
 }
 
 func (c *Coordinator) newGroup(name string) *group {
