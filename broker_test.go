@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -689,4 +690,52 @@ func TestFetchByteLimits(t *testing.T) {
 	assert.Equal(t, []int{1, 0, 0}, fetch(1<<20, 1), "only the first partition with data overshoots its limit")
 	assert.Equal(t, []int{1, 0, 0}, fetch(1, 1<<20), "or the response limit")
 	assert.Equal(t, []int{5, 1, 0}, fetch(3500, 1<<20), "the response limit stops at whole batches")
+}
+
+// TestUnsupportedVersionIsRecorded: a request at a version outside the
+// advertised range (ListOffsets v0, which Kafka 4 removed and Burrow 1.2
+// still sends) closes the connection as Kafka does, and the request log,
+// the server log and the audit report name the client and the version.
+func TestUnsupportedVersionIsRecorded(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		var logs lockedBuffer
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1}),
+			broker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		conn := dialRaw(t, b.Addr())
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(0)
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "orders"
+		rt.Partitions = append(rt.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+		req.Topics = append(req.Topics, rt)
+		_, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("burrow-lagcheck")).AppendRequest(nil, req, 1))
+		require.NoError(t, err)
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "closed without an answer, as Kafka 4 does")
+
+		var rec *broker.RequestRecord
+		for _, r := range b.Requests() {
+			if r.API == kmsg.ListOffsets {
+				rec = &r
+			}
+		}
+		require.NotNil(t, rec, "in the request log")
+		assert.Equal(t, int16(0), rec.Version)
+		assert.Equal(t, "burrow-lagcheck", rec.ClientID)
+		assert.Equal(t, kerr.UnsupportedVersion.Code, rec.ErrorCode)
+		assert.True(t, rec.Closed)
+		assert.Contains(t, logs.String(), "client_id=burrow-lagcheck")
+		assert.Contains(t, logs.String(), "version=0")
+
+		rep := b.AuditReport()
+		require.Len(t, rep.Errors, 1)
+		e := rep.Errors[0]
+		assert.Equal(t, "ListOffsets", e.API)
+		assert.Equal(t, "UNSUPPORTED_VERSION", e.Error)
+		assert.Equal(t, "burrow-lagcheck", e.ClientID)
+		assert.Contains(t, e.Advice, "predates Kafka 4")
+		md := rep.Markdown()
+		assert.Contains(t, md, "Errors answered without a rule")
+		assert.Contains(t, md, "1 answer carried an error")
+	})
 }

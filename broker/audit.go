@@ -11,10 +11,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -64,12 +67,130 @@ type findingKey struct {
 	topic, group               string
 }
 
-// auditLog holds the findings.
+// auditLog holds the findings, and the errors answered without a rule.
 type auditLog struct {
 	mu      sync.Mutex
 	byKey   map[findingKey]*Finding
 	order   []*Finding // in the order first seen
 	dropped int64
+
+	errByKey   map[errorKey]*ErrorCount
+	errOrder   []*ErrorCount
+	errDropped int64
+}
+
+// ErrorCount is how often one client got one error from one API where no
+// VAST rule was the cause: a topic that does not exist, a version the
+// broker does not serve, a request Kafka would refuse too. The audit
+// report lists them, so that an app that fails for a reason no rule names
+// never gets a clean-looking report. The JSON names are the control
+// plane's GET /audit contract.
+type ErrorCount struct {
+	// API is the request's name, "ListOffsets"; Error the error's name,
+	// "UNSUPPORTED_VERSION", and Code its number.
+	API   string `json:"api"`
+	Error string `json:"error"`
+	Code  int16  `json:"code"`
+	// ClientID, ClientSoftware and ClientVersion are as in Finding.
+	ClientID       string `json:"clientId"`
+	ClientSoftware string `json:"clientSoftware"`
+	ClientVersion  string `json:"clientVersion"`
+	// Retriable reports whether clients retry the error on their own
+	// (kerr's retriable errors: NOT_COORDINATOR, LEADER_NOT_AVAILABLE...),
+	// so that it shows a passing state rather than a failure.
+	Retriable bool `json:"retriable"`
+	// Count is how many answers carried it; First and Last when, on the
+	// broker's clock.
+	Count int64     `json:"count"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Detail is the first answer's message and version, "ListOffsets v0
+	// is older than ...".
+	Detail string `json:"detail"`
+	// Advice says what the error means for the app and what to change.
+	Advice string `json:"advice"`
+}
+
+// maxErrorCounts bounds the distinct (API, error, client) rows kept;
+// further distinct ones are counted in AuditReport.ErrorsDropped.
+const maxErrorCounts = 1000
+
+type errorKey struct {
+	api                        int16
+	code                       int16
+	clientID, software, swVers string
+}
+
+// recordError counts one answer carrying error code to a request of api
+// that no rule refused. r names the client (nil: none); detail describes
+// the first occurrence and advice says what to do (empty: the error's
+// description).
+func (b *Broker) recordError(r *request, api, code int16, detail func() string, advice func() string) {
+	k := errorKey{api: api, code: code}
+	if r != nil {
+		k.clientID, k.software, k.swVers = b.clientOf(r)
+	}
+	now := b.clock.Now()
+	a := &b.audit
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e := a.errByKey[k]; e != nil {
+		e.Count++
+		e.Last = now
+		return
+	}
+	if len(a.errOrder) >= maxErrorCounts {
+		a.errDropped++
+		return
+	}
+	if a.errByKey == nil {
+		a.errByKey = make(map[errorKey]*ErrorCount)
+	}
+	e := &ErrorCount{API: kmsg.NameForKey(api), Code: code, ClientID: k.clientID, ClientSoftware: k.software,
+		ClientVersion: k.swVers, Count: 1, First: now, Last: now, Detail: logMessage(detail())}
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		e.Error, e.Retriable = ke.Message, ke.Retriable
+		e.Advice = ke.Description
+	}
+	if advice != nil {
+		if s := advice(); s != "" {
+			e.Advice = s
+		}
+	}
+	a.errByKey[k] = e
+	a.errOrder = append(a.errOrder, e)
+}
+
+// routineErrors are answers that are steps of the protocol rather than
+// failures, left out of the error counts: KIP-394's MEMBER_ID_REQUIRED
+// asks every new member to join again with the id it carries.
+func routineError(code int16) bool {
+	return code == kerr.MemberIDRequired.Code
+}
+
+// Errors returns the errors answered without a rule, in the order first
+// seen.
+func (b *Broker) Errors() []ErrorCount {
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	out := make([]ErrorCount, len(b.audit.errOrder))
+	for i, e := range b.audit.errOrder {
+		out[i] = *e
+	}
+	return out
+}
+
+// clientOf returns the client id of r's client and the software it runs,
+// as findings name them.
+func (b *Broker) clientOf(r *request) (clientID, software, version string) {
+	clientID = clip(r.clientID)
+	if r.conn != nil {
+		software, version = r.conn.softwareLabel()
+		if software == "" {
+			software, version = b.clientSoftware.lookup(r.clientID)
+		}
+	}
+	return clientID, software, version
 }
 
 // record adds one occurrence of a finding seen at now; detail describes
@@ -135,13 +256,7 @@ func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
 func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) {
 	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}
 	if r != nil {
-		k.clientID = clip(r.clientID)
-		if r.conn != nil {
-			k.software, k.swVers = r.conn.softwareLabel()
-			if k.software == "" {
-				k.software, k.swVers = b.clientSoftware.lookup(r.clientID)
-			}
-		}
+		k.clientID, k.software, k.swVers = b.clientOf(r)
 		r.finding, r.findings = addRule(r.finding, r.findings, id.String())
 	}
 	b.audit.record(k, detail, b.clock.Now())
@@ -168,11 +283,13 @@ func (b *Broker) FindingsDropped() int64 {
 	return b.audit.dropped
 }
 
-// ResetFindings forgets every finding.
+// ResetFindings forgets every finding, and the errors answered without a
+// rule.
 func (b *Broker) ResetFindings() {
 	b.audit.mu.Lock()
 	defer b.audit.mu.Unlock()
 	b.audit.byKey, b.audit.order, b.audit.dropped = nil, nil, 0
+	b.audit.errByKey, b.audit.errOrder, b.audit.errDropped = nil, nil, 0
 }
 
 // Audited reports whether any rule is audited.
@@ -439,6 +556,12 @@ type AuditReport struct {
 	// request log still holds (Broker.Refusals), with the latest one's
 	// message.
 	Refusals []RuleRefusals `json:"refusals"`
+	// Errors counts the errors answered without a rule, by API, client
+	// and error, in every profile: a report with errors here is not an
+	// all-clear even with no findings. ErrorsDropped counts distinct
+	// ones not kept (the broker keeps 1,000).
+	Errors        []ErrorCount `json:"errors"`
+	ErrorsDropped int64        `json:"errorsDropped,omitempty"`
 }
 
 // RuleRefusals is how many requests one enforced rule refused, as the
@@ -454,7 +577,15 @@ type RuleRefusals struct {
 func (b *Broker) AuditReport() AuditReport {
 	fs := b.Findings()
 	SortFindings(fs)
-	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{}}
+	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{},
+		Errors: b.Errors()}
+	b.audit.mu.Lock()
+	rep.ErrorsDropped = b.audit.errDropped
+	b.audit.mu.Unlock()
+	slices.SortStableFunc(rep.Errors, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(a.API, b.API), cmp.Compare(a.Error, b.Error),
+			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID))
+	})
 	for _, id := range rules.IDs() {
 		switch b.modes.Of(id) {
 		case rules.Audit:
@@ -481,18 +612,23 @@ func (b *Broker) AuditReport() AuditReport {
 // Client describes the client of a finding: its software and version when
 // it said them, and its client id.
 func (f *Finding) Client() string {
+	return clientLabel(f.ClientSoftware, f.ClientVersion, f.ClientID)
+}
+
+// clientLabel describes a client by its software, version and client id.
+func clientLabel(software, version, clientID string) string {
 	var s string
 	switch {
-	case f.ClientSoftware != "" && f.ClientVersion != "":
-		s = f.ClientSoftware + " " + f.ClientVersion
-	case f.ClientSoftware != "":
-		s = f.ClientSoftware
+	case software != "" && version != "":
+		s = software + " " + version
+	case software != "":
+		s = software
 	}
-	if f.ClientID != "" {
+	if clientID != "" {
 		if s != "" {
 			s += ", "
 		}
-		s += "client id " + f.ClientID
+		s += "client id " + clientID
 	}
 	if s == "" {
 		s = "(no client)"
@@ -526,22 +662,28 @@ func (a AuditReport) Markdown() string {
 		for _, r := range a.Refusals {
 			n += r.Count
 		}
-		fmt.Fprintf(&sb, "\n%d requests were refused by enforced rules (as the request log holds them):\n\n| rule | requests | latest message |\n| --- | --- | --- |\n", n)
+		were := "were"
+		if n == 1 {
+			were = "was"
+		}
+		fmt.Fprintf(&sb, "\n%s %s refused by enforced rules (as the request log holds them):\n\n| rule | requests | latest message |\n| --- | --- | --- |\n", count(n, "request"), were)
 		for _, r := range a.Refusals {
 			fmt.Fprintf(&sb, "| %s | %d | %s |\n", mdCell(r.Rule), r.Count, mdCell(r.Message))
 		}
 	}
 	if len(a.Audited) == 0 {
+		a.markdownErrors(&sb)
 		return sb.String()
 	}
 	sb.WriteString("\n")
 	if len(a.Findings) == 0 {
 		sb.WriteString("No findings: nothing the audited rules check would have been refused or answered differently by VAST.\n")
+		a.markdownErrors(&sb)
 		return sb.String()
 	}
-	fmt.Fprintf(&sb, "%d findings: %d that VAST would have refused, %d where VAST would have behaved differently.\n", len(a.Findings), refused, differs)
+	fmt.Fprintf(&sb, "%s: %d that VAST would have refused, %d where VAST would have behaved differently.\n", count(len(a.Findings), "finding"), refused, differs)
 	if a.Dropped > 0 {
-		fmt.Fprintf(&sb, "%d more distinct findings were not kept (the broker keeps %d).\n", a.Dropped, maxFindings)
+		fmt.Fprintf(&sb, "%s more were not kept (the broker keeps %d).\n", count(int(a.Dropped), "distinct finding"), maxFindings)
 	}
 	sb.WriteString("\n| kind | rule | client | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range a.Findings {
@@ -552,7 +694,45 @@ func (a AuditReport) Markdown() string {
 		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(subject),
 			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+rules.MarkdownSource(f.Source)+")"))
 	}
+	a.markdownErrors(&sb)
 	return sb.String()
+}
+
+// markdownErrors writes the section of errors answered without a rule,
+// when there are any.
+func (a AuditReport) markdownErrors(sb *strings.Builder) {
+	if len(a.Errors) == 0 && a.ErrorsDropped == 0 {
+		return
+	}
+	var n, retriable int64
+	for _, e := range a.Errors {
+		n += e.Count
+		if e.Retriable {
+			retriable += e.Count
+		}
+	}
+	fmt.Fprintf(sb, "\n## Errors answered without a rule\n\n%s carried an error that no VAST rule caused (%d of them retriable, which clients retry on their own); the app meets these on VAST too, and one that is not retriable is likely why an app fails:\n\n",
+		count(int(n), "answer"), retriable)
+	if a.ErrorsDropped > 0 {
+		fmt.Fprintf(sb, "%s more were not kept (the broker keeps %d).\n\n", count(int(a.ErrorsDropped), "distinct error"), maxErrorCounts)
+	}
+	sb.WriteString("| API | error | client | count | first answer | advice |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, e := range a.Errors {
+		name := e.Error
+		if e.Retriable {
+			name += " (retriable)"
+		}
+		fmt.Fprintf(sb, "| %s | %s | %s | %d | %s | %s |\n", mdCell(e.API), mdCell(name),
+			mdCell(clientLabel(e.ClientSoftware, e.ClientVersion, e.ClientID)), e.Count, mdCell(e.Detail), mdCell(e.Advice))
+	}
+}
+
+// count writes n and noun in English: "1 finding", "2 findings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // mdCell escapes s for a Markdown table cell.

@@ -406,7 +406,7 @@ func (c *clientConn) handleOne() error {
 			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
 		}
-		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
+		return c.refuseVersion(a, key, version, frame[8:])
 	}
 	if c.software == "" && c.inferred == "" {
 		c.fingerprint(key, version)
@@ -490,6 +490,15 @@ func (c *clientConn) handleOne() error {
 		c.fetchRun, run = logRun{}, nil
 	}
 	c.b.reqLog.addRun(rec, run)
+	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
+		c.b.recordError(req, key, rec.ErrorCode, func() string {
+			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
+			if rec.Message != "" {
+				d += ": " + rec.Message
+			}
+			return d
+		}, func() string { return errorAdvice(key, rec.ErrorCode) })
+	}
 	if req.rule != "" {
 		c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", req.rule, "api", kmsg.NameForKey(key), "version", version)...)
 	} else if req.denied != "" {
@@ -545,6 +554,50 @@ func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	c.b.reqLog.add(rec)
 	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", rule, "api", kmsg.NameForKey(key), "version", version)...)
 	return &closeError{reason: msg}
+}
+
+// refuseVersion closes the connection of a request whose version is
+// outside the range the broker advertises for its API, as Kafka does (it
+// cannot parse it, so it cannot answer it), after recording it in the
+// request log with UNSUPPORTED_VERSION and the client id, logging it, and
+// counting it among the errors answered without a rule with advice: a
+// version below the range is one Kafka 4 removed (KIP-896), so the client
+// predates Kafka 4, and VAST does not accept it either. hdr is the frame
+// after the api key, version and correlation id.
+func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error {
+	c.noteClientID(hdr)
+	name := kmsg.NameForKey(key)
+	msg := name + " v" + strconv.Itoa(int(version)) + " is outside the versions this broker serves (" +
+		strconv.Itoa(int(a.min)) + "-" + strconv.Itoa(int(a.max)) + "): closing the connection, as Kafka does"
+	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
+		ErrorCode: kerr.UnsupportedVersion.Code, Message: msg, User: c.user, Closed: true}
+	c.fetchRun = logRun{}
+	c.b.reqLog.add(rec)
+	c.b.log.Warn("closing connection: unsupported version", c.outcomeAttrs(&rec, "api", name, "version", version)...)
+	c.b.recordError(&request{conn: c, clientID: c.clientID}, key, kerr.UnsupportedVersion.Code,
+		func() string { return msg }, func() string {
+			if version < a.min {
+				return "the client predates Kafka 4: Kafka 4 removed " + name + " v" + strconv.Itoa(int(version)) +
+					" (KIP-896) and VAST does not accept it either, so the app fails on both; upgrade the client (or the tool: Burrow 1.2 sends ListOffsets v0)"
+			}
+			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions"
+		})
+	return &closeError{reason: msg}
+}
+
+// errorAdvice is the advice for an error answered without a rule, or ""
+// for the error's own description.
+func errorAdvice(key, code int16) string {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code:
+		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
+			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
+		}
+	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code,
+		kerr.TransactionalIDAuthorizationFailed.Code:
+		return "an identity policy denies it: grant the user the permission (GET /denials names it)"
+	}
+	return ""
 }
 
 // requireLogin closes a connection that sent a request other than
