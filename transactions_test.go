@@ -412,6 +412,10 @@ func TestTransactionsRefusedOnVAST(t *testing.T) {
 	require.ErrorIs(t, err, kerr.TransactionalIDAuthorizationFailed)
 	k.WaitRefused("NoIdempotence")
 	assert.Empty(t, k.Broker().Transactions())
+	// The refusal says what to do, not only which rule refused.
+	refusals := k.Refusals()
+	require.NotEmpty(t, refusals)
+	assert.Contains(t, refusals[0].Message, "(rule NoIdempotence): remove transactional.id, or run -profile audit")
 }
 
 // TestTransactionsOnSeveralBrokers: with three broker ids in the kafka

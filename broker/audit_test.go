@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -170,4 +171,18 @@ func TestClientSoftwareMemory(t *testing.T) {
 	assert.LessOrEqual(t, len(m.m), maxClientSoftware)
 	sw, _ = m.lookup(strconv.Itoa(3*maxClientSoftware - 1))
 	assert.Equal(t, "kgo", sw, "the newest is kept")
+}
+
+// TestRefusalMessagesNameRuleAndAction: the request log's message of a
+// request any rule refused names the rule and its action, whether the
+// answer carried a message of its own (kept when it already does) or not.
+func TestRefusalMessagesNameRuleAndAction(t *testing.T) {
+	for _, id := range rules.IDs() {
+		for _, msg := range []string{"", "the view already has 256 consumer groups", id.Refusal("VAST refuses it", "")} {
+			got := refusalMessage(id.String(), int16(kmsg.Metadata), msg)
+			assert.Contains(t, got, "(rule "+id.String()+"): "+id.Action(), "%s %q", id, msg)
+			assert.Equal(t, 1, strings.Count(got, "(rule "), got)
+		}
+	}
+	assert.Equal(t, "not refused", refusalMessage("", 0, "not refused"))
 }

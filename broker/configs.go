@@ -185,7 +185,7 @@ func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]stri
 	for k, v := range set {
 		_, vastKey := vastTopicConfigDefaults[k]
 		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", func() string { return "topic config " + strconv.Quote(k) }) {
-			return c, kerr.InvalidConfig.Code, "VAST supports only " + vastTopicConfigList() + "; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
+			return c, kerr.InvalidConfig.Code, rules.VASTTopicConfigsOnly.Refusal("VAST supports only "+vastTopicConfigList()+"; "+strconv.Quote(k)+" is not one", "")
 		}
 		if _, ok := b.defaultFor(k); !ok {
 			return c, kerr.InvalidConfig.Code, "unknown topic config " + strconv.Quote(k)

@@ -483,7 +483,7 @@ func (c *clientConn) handleOne() error {
 		if rec.Message == "" {
 			rec.Message = req.why
 		}
-		rec.Message = logMessage(rec.Message)
+		rec.Message = logMessage(refusalMessage(req.rule, key, rec.Message))
 	}
 	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
 	if !emptyFetch(resp) {
@@ -547,7 +547,10 @@ func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
 func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	rule := c.b.hiddenBy[key]
 	c.noteClientID(hdr)
-	msg := kmsg.NameForKey(key) + " is hidden by rule " + rule + " (not in ApiVersions): closing the connection, as Kafka does for an API it does not serve"
+	msg := kmsg.NameForKey(key) + " is not served by VAST, which leaves it out of ApiVersions; the connection is closed, as Kafka does for an API it does not serve"
+	if id, ok := rules.Lookup(rule); ok {
+		msg = id.Refusal(msg, "")
+	}
 	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
 		Message: msg, Rule: rule, User: c.user, Closed: true}
 	c.fetchRun = logRun{}
@@ -583,6 +586,21 @@ func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error
 			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions"
 		})
 	return &closeError{reason: msg}
+}
+
+// refusalMessage returns the request log's message for a request rule
+// refused (rule empty: not refused, msg as it is): msg when it already
+// names the rule and its action (rules.ID.Refusal), else msg, or the API
+// refused, followed by the rule and its action.
+func refusalMessage(rule string, key int16, msg string) string {
+	id, ok := rules.Lookup(rule)
+	if !ok || strings.Contains(msg, "(rule "+rule+")") {
+		return msg
+	}
+	if msg == "" {
+		msg = kmsg.NameForKey(key) + " refused by VAST"
+	}
+	return id.Refusal(msg, "")
 }
 
 // errorAdvice is the advice for an error answered without a rule, or ""

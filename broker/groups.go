@@ -19,6 +19,10 @@ const (
 	coordinatorTransaction = 1
 )
 
+// noTransactionsAction is what a refusal of a transaction (rule
+// NoIdempotence) asks the app to do.
+const noTransactionsAction = "remove transactional.id, or run -profile audit to find every place the app relies on it"
+
 // handleFindCoordinator answers FindCoordinator v0-v6 for groups and
 // transactional ids: the coordinator of a key is the broker CoordinatorOf
 // names (with one broker, always this one). v4+ look up several keys at
@@ -46,7 +50,7 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 			switch {
 			case b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string { return "FindCoordinator for the transaction coordinator of " + strconv.Quote(key) }):
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				c.ErrorMessage = kmsg.StringPtr("VAST does not support transactions (rule NoIdempotence)")
+				c.ErrorMessage = kmsg.StringPtr(rules.NoIdempotence.Refusal("VAST does not support transactions", noTransactionsAction))
 			case key == "":
 				c.ErrorCode = kerr.InvalidRequest.Code
 			}

@@ -181,7 +181,7 @@ func (b *Broker) topicNamed(r *request, name string) *topic {
 
 // noOffsetsTopicMessage is the error message of a request refused because
 // it names __consumer_offsets, where error messages are carried.
-const noOffsetsTopicMessage = "VAST has no __consumer_offsets topic (rule NoOffsetsTopic): read committed offsets with OffsetFetch and end offsets with ListOffsets instead"
+var noOffsetsTopicMessage = rules.NoOffsetsTopic.Refusal("VAST has no __consumer_offsets topic", "")
 
 // refuseFor records on r that a VAST rule refused it; r is nil when the
 // broker creates its seed topics, which no request asked for.
@@ -226,11 +226,11 @@ func (b *Broker) checkCreate(r *request, name string, partitions int32, configs 
 func (b *Broker) partitionLimits(r *request, topic string, topicTotal, viewTotal int) (int16, string) {
 	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max &&
 		b.vast(r, rules.MaxPartitionsPerTopic, rules.Refused, topic, "", func() string { return itoa(topicTotal) + " partitions in one topic" }) {
-		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
+		return kerr.InvalidPartitions.Code, rules.MaxPartitionsPerTopic.Refusal("VAST allows at most "+itoa(max)+" partitions per topic", "")
 	}
 	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max &&
 		b.vast(r, rules.MaxPartitionsPerView, rules.Refused, topic, "", func() string { return itoa(viewTotal) + " partitions in the view" }) {
-		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
+		return kerr.InvalidPartitions.Code, rules.MaxPartitionsPerView.Refusal("VAST allows at most "+itoa(max)+" partitions per view", "")
 	}
 	return 0, ""
 }
