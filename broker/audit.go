@@ -22,7 +22,7 @@ import (
 )
 
 // Finding is one way an app's requests would fare differently on VAST,
-// grouped by rule, kind, client and topic or group. The JSON names are
+// grouped by rule, kind, client, API and topic or group. The JSON names are
 // the control plane's GET /audit contract.
 type Finding struct {
 	// Rule is the rules.Rules field name, "NoCompression".
@@ -38,6 +38,12 @@ type Finding struct {
 	ClientID       string `json:"clientId"`
 	ClientSoftware string `json:"clientSoftware"`
 	ClientVersion  string `json:"clientVersion"`
+	// API names the requests' API, "InitProducerId": a finding is one
+	// rule, client and API (and topic or group), so that a transactional
+	// app's FindCoordinator, InitProducerId, AddPartitionsToTxn and EndTxn
+	// are rows of their own. It is empty for a finding no request caused
+	// (offsets expiring, the group cleanup).
+	API string `json:"api"`
 	// Topic and Group name what the requests were about, when they name
 	// one.
 	Topic string `json:"topic"`
@@ -63,6 +69,8 @@ const maxFindings = 10_000
 type findingKey struct {
 	rule                       rules.ID
 	kind                       rules.Kind
+	api                        int16 // -1: no request
+	txn                        bool  // NoIdempotence: the request was transactional
 	clientID, software, swVers string
 	topic, group               string
 }
@@ -213,7 +221,10 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 	f := &Finding{Rule: k.rule.String(), Kind: k.kind.String(), Source: k.rule.Source(),
 		ClientID: k.clientID, ClientSoftware: k.software, ClientVersion: k.swVers,
 		Topic: k.topic, Group: k.group, Count: 1, First: now, Last: now,
-		Advice: advice(k.rule, k.kind, clientFamily(k.software, k.clientID)), Detail: logMessage(detail())}
+		Advice: findingAdvice(k), Detail: logMessage(detail())}
+	if k.api >= 0 {
+		f.API = kmsg.NameForKey(k.api)
+	}
 	a.byKey[k] = f
 	a.order = append(a.order, f)
 }
@@ -254,9 +265,13 @@ func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
 
 // recordFinding records a finding of rule id for r (nil: no client).
 func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) {
-	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}
+	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group), api: -1}
 	if r != nil {
 		k.clientID, k.software, k.swVers = b.clientOf(r)
+		if r.kreq != nil {
+			k.api = r.kreq.Key()
+			k.txn = id == rules.NoIdempotence && transactional(r.kreq)
+		}
 		r.finding, r.findings = addRule(r.finding, r.findings, id.String())
 	}
 	b.audit.record(k, detail, b.clock.Now())
@@ -320,7 +335,7 @@ func SortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID),
-			cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group))
+			cmp.Compare(a.API, b.API), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group))
 	})
 }
 
@@ -441,7 +456,7 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.NoIdempotence: {
 		"":               "turn idempotence and transactions off (enable.idempotence=false, no transactional.id)",
 		familyLibrdkafka: "set enable.idempotence=false and no transactional.id",
-		familyFranz:      "add kgo.DisableIdempotentWrite() and no kgo.TransactionalID (against VAST kgo falls back quietly, but its ordering guarantee is gone)",
+		familyFranz:      "add kgo.DisableIdempotentWrite(): against VAST an idempotent kgo producer falls back quietly to plain produces, but its no-duplicates and ordering guarantees are gone",
 		familySarama:     "set config.Producer.Idempotent = false and no Producer.Transaction.ID",
 		familyKafkaJS:    "create the producer without idempotent: true or a transactionalId",
 		familyJava:       "set enable.idempotence=false (true by default since Kafka 3.0) and no transactional.id",
@@ -528,6 +543,48 @@ var adviceTable = map[rules.ID]adviceFor{
 		familyLibrdkafka: "set group.protocol=classic (the default)",
 		familyJava:       "set group.protocol=classic (the default) and use no share consumer",
 	},
+}
+
+// transactional reports whether a request is part of a transaction: the
+// transaction APIs, a transactional produce, an InitProducerId with a
+// transactional id, a FindCoordinator for a transaction coordinator.
+func transactional(req kmsg.Request) bool {
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		return req.TransactionID != nil
+	case *kmsg.InitProducerIDRequest:
+		return req.TransactionalID != nil
+	case *kmsg.FindCoordinatorRequest:
+		return req.CoordinatorType == coordinatorTransaction
+	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest, *kmsg.TxnOffsetCommitRequest:
+		return true
+	}
+	return false
+}
+
+// transactionAdvice is NoIdempotence's advice for a transactional request:
+// a transactional app does not fall back to plain produces as an
+// idempotent one does; it fails.
+var transactionAdvice = adviceFor{
+	"":               "VAST has no transactions: remove transactional.id and commit offsets with the consumer instead of in the transaction (sendOffsetsToTransaction)",
+	familyLibrdkafka: "remove transactional.id: librdkafka fails before sending anything (\"requires broker version >= 0.11.0\"), and commit offsets with the consumer",
+	familyFranz:      "remove kgo.TransactionalID(...) and use BeginTransaction/EndTransaction no more: against VAST a transactional kgo client fails at BeginTransaction with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; it does not fall back",
+	familySarama:     "set no Producer.Transaction.ID and leave Producer.Idempotent false",
+	familyKafkaJS:    "create the producer without a transactionalId and send without producer.transaction()",
+	familyJava:       "remove transactional.id and the initTransactions/beginTransaction calls",
+	familyKafkaPy:    "set no transactional_id",
+}
+
+// findingAdvice returns the advice for a finding.
+func findingAdvice(k findingKey) string {
+	family := clientFamily(k.software, k.clientID)
+	if k.txn {
+		if s, ok := transactionAdvice[family]; ok && family != "" {
+			return s
+		}
+		return transactionAdvice[""]
+	}
+	return advice(k.rule, k.kind, family)
 }
 
 // advice returns the advice for a finding of rule id about a client of
@@ -685,13 +742,13 @@ func (a AuditReport) Markdown() string {
 	if a.Dropped > 0 {
 		fmt.Fprintf(&sb, "%s more were not kept (the broker keeps %d).\n", count(int(a.Dropped), "distinct finding"), maxFindings)
 	}
-	sb.WriteString("\n| kind | rule | client | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	sb.WriteString("\n| kind | rule | client | API | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range a.Findings {
 		subject := f.Topic
 		if f.Group != "" {
 			subject = "group " + f.Group
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(subject),
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(f.API), mdCell(subject),
 			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+rules.MarkdownSource(f.Source)+")"))
 	}
 	a.markdownErrors(&sb)

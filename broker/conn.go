@@ -384,7 +384,7 @@ func (c *clientConn) handleOne() error {
 			// Not served even in Kafka's behaviour (KIP-848, share groups):
 			// the connection closes as for any unknown API, with the finding.
 			c.noteClientID(frame[8:])
-			c.b.recordFinding(&request{conn: c, clientID: c.clientID}, c.b.auditedBy[key], rules.Refused, "", "",
+			c.b.recordFinding(&request{conn: c, clientID: c.clientID, kreq: kmsg.RequestForKey(key)}, c.b.auditedBy[key], rules.Refused, "", "",
 				func() string {
 					return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
 				})
