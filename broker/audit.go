@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -194,9 +195,9 @@ func (b *Broker) clientOf(r *request) (clientID, software, version string) {
 	clientID = clip(r.clientID)
 	if r.conn != nil {
 		software, version = r.conn.softwareLabel()
-		if software == "" {
-			software, version = b.clientSoftware.lookup(r.clientID)
-		}
+	}
+	if software == "" {
+		software, version = b.clientSoftware.lookup(r.clientID)
 	}
 	return clientID, software, version
 }
@@ -305,6 +306,7 @@ func (b *Broker) ResetFindings() {
 	defer b.audit.mu.Unlock()
 	b.audit.byKey, b.audit.order, b.audit.dropped = nil, nil, 0
 	b.audit.errByKey, b.audit.errOrder, b.audit.errDropped = nil, nil, 0
+	b.resetForecast()
 }
 
 // Audited reports whether any rule is audited.
@@ -323,6 +325,13 @@ func (b *Broker) coordinatorFinding(ctx context.Context, id rules.ID, kind rules
 	var r *request
 	if ctx != nil {
 		r, _ = ctx.Value(requestKey{}).(*request)
+	}
+	if r == nil && ctx != nil {
+		// A finding about a group as a whole names its members' clients
+		// (coordinator.WithClient), never "(no client)".
+		if ids, _ := coordinator.ClientFrom(ctx); ids != "" {
+			r = &request{clientID: ids}
+		}
 	}
 	b.recordFinding(r, id, kind, "", group, func() string { return detail })
 }
@@ -619,6 +628,9 @@ type AuditReport struct {
 	// ones not kept (the broker keeps 1,000).
 	Errors        []ErrorCount `json:"errors"`
 	ErrorsDropped int64        `json:"errorsDropped,omitempty"`
+	// Groups says, per client, how many consumer groups it created and
+	// how many of them are empty now: the forecast of rule MaxGroups.
+	Groups []GroupsCreated `json:"groups"`
 }
 
 // RuleRefusals is how many requests one enforced rule refused, as the
@@ -635,7 +647,7 @@ func (b *Broker) AuditReport() AuditReport {
 	fs := b.Findings()
 	SortFindings(fs)
 	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{},
-		Errors: b.Errors()}
+		Errors: b.Errors(), Groups: b.GroupsCreated()}
 	b.audit.mu.Lock()
 	rep.ErrorsDropped = b.audit.errDropped
 	b.audit.mu.Unlock()
@@ -730,12 +742,14 @@ func (a AuditReport) Markdown() string {
 	}
 	if len(a.Audited) == 0 {
 		a.markdownErrors(&sb)
+		a.markdownGroups(&sb)
 		return sb.String()
 	}
 	sb.WriteString("\n")
 	if len(a.Findings) == 0 {
 		sb.WriteString("No findings: nothing the audited rules check would have been refused or answered differently by VAST.\n")
 		a.markdownErrors(&sb)
+		a.markdownGroups(&sb)
 		return sb.String()
 	}
 	fmt.Fprintf(&sb, "%s: %d that VAST would have refused, %d where VAST would have behaved differently.\n", count(len(a.Findings), "finding"), refused, differs)
@@ -752,7 +766,20 @@ func (a AuditReport) Markdown() string {
 			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+rules.MarkdownSource(f.Source)+")"))
 	}
 	a.markdownErrors(&sb)
+	a.markdownGroups(&sb)
 	return sb.String()
+}
+
+// markdownGroups writes the group forecast: how many consumer groups each
+// client created, when any did.
+func (a AuditReport) markdownGroups(sb *strings.Builder) {
+	if len(a.Groups) == 0 {
+		return
+	}
+	sb.WriteString("\n## Consumer groups\n\nVAST keeps at most 256 consumer groups per view and never expires their offsets, so every group an app creates counts until it is deleted:\n\n")
+	for _, g := range a.Groups {
+		fmt.Fprintf(sb, "- %s created %s (%d of them empty now)\n", clientLabel(g.ClientSoftware, g.ClientVersion, g.ClientID), count(g.Created, "group"), g.Empty)
+	}
 }
 
 // markdownErrors writes the section of errors answered without a rule,

@@ -90,6 +90,8 @@ type Broker struct {
 	audit  auditLog
 	// offsetsState is what the broker keeps about __consumer_offsets.
 	offsetsState offsetsTopicState
+	// forecast counts the groups each client created.
+	forecast groupForecast
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
@@ -527,6 +529,7 @@ func New(opts ...Option) (*Broker, error) {
 		Audit:                  b.coordinatorFinding,
 		WriteTxnMarkers:        b.writeTxnMarkers,
 		OffsetsTopic:           b.appendOffsetsRecord,
+		GroupCreated:           b.groupCreated,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

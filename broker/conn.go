@@ -160,6 +160,8 @@ type request struct {
 	closeAfter string // when set, the connection closes after the answer, for this reason
 
 	reads []log.ReadResult // log reads the answer aliases, released once it is written
+
+	createdGroup string // the group the request created (JoinGroup, OffsetCommit), for the group forecast
 }
 
 // releaseReads ends the log reads the request's answer aliased; the answer

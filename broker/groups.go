@@ -107,7 +107,9 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 		req = &merged
 	}
 	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	return b.coord.JoinGroup(ctx, req)
+	resp := b.coord.JoinGroup(ctx, req)
+	b.checkOneRunGroups(r)
+	return resp
 }
 
 // handleSyncGroup answers SyncGroup v0-v5. A follower's call blocks until

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -235,7 +236,8 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 		resp.Topics = unknown
 		return resp
 	}
-	resp := b.coord.OffsetCommit(coordinatorCtx(r), &known)
+	resp := b.coord.OffsetCommit(coordinator.WithClient(coordinatorCtx(r), r.clientID, ""), &known)
+	b.checkOneRunGroups(r)
 	resp.Topics = append(resp.Topics, unknown...)
 	return resp
 }

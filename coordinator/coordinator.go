@@ -165,6 +165,12 @@ type Config struct {
 	// in the order the changes happen, and must not call back into the
 	// Coordinator. It may be nil (VAST keeps no such topic).
 	OffsetsTopic func(group string, key, value []byte)
+	// GroupCreated is told of every group a JoinGroup or OffsetCommit
+	// creates, with the request's ctx, so that the broker can say which
+	// clients create how many groups. It is called with the coordinator's
+	// lock held and must not call back into the Coordinator. It may be
+	// nil.
+	GroupCreated func(ctx context.Context, group string)
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -206,6 +212,7 @@ type Coordinator struct {
 	txns         txns
 	writeMarkers func(TxnMarkers)
 	offsetsLog   func(group string, key, value []byte)
+	groupCreated func(ctx context.Context, group string)
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -288,6 +295,7 @@ func New(cfg Config) *Coordinator {
 			pending: make(map[string]map[TopicPartition]int)},
 		writeMarkers: cfg.WriteTxnMarkers,
 		offsetsLog:   cfg.OffsetsTopic,
+		groupCreated: cfg.GroupCreated,
 	}
 }
 
@@ -427,6 +435,10 @@ type clientInfo struct{ id, host string }
 func WithClient(ctx context.Context, clientID, clientHost string) context.Context {
 	return context.WithValue(ctx, clientKey{}, clientInfo{clientID, clientHost})
 }
+
+// ClientFrom returns the client id and host WithClient put in ctx, or
+// empty strings.
+func ClientFrom(ctx context.Context) (id, host string) { return clientFrom(ctx) }
 
 func clientFrom(ctx context.Context) (id, host string) {
 	if ctx == nil {

@@ -84,6 +84,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		resp.Topics = append(resp.Topics, st)
 	}
 	if g != nil {
+		if id, _ := clientFrom(ctx); id != "" {
+			g.committedBy = id
+		}
 		c.expiryChanged(g)
 	}
 	return resp
@@ -114,7 +117,11 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
 			return nil, errGroupMaxSizeReached
 		}
-		return c.newGroup(req.Group), errNone
+		g = c.newGroup(req.Group)
+		if c.groupCreated != nil {
+			c.groupCreated(ctx, req.Group)
+		}
+		return g, errNone
 	}
 	if generation < 0 && g.state == stateEmpty {
 		return g, errNone
@@ -479,7 +486,7 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
-					c.vast(nil, rules.OffsetsNeverExpire, rules.Differs, "", g.name,
+					c.vast(g.clientsCtx(), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
 						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
 					c.metaBytes -= len(o.meta)
 					delete(ps, p)
