@@ -529,3 +529,38 @@ func TestAuditOneRunGroups(t *testing.T) {
 	assert.Contains(t, rep.Markdown(), "client id console-cli created 4 groups (4 of them empty now)")
 	assert.Contains(t, rep.Markdown(), "1 finding:", "counts read as English")
 }
+
+// TestAuditAdviceInTheAppsTerms: advice speaks the app's own configuration
+// when the client id or software names an app it knows (the OpenTelemetry
+// Collector's kafka receiver, on kgo), and kgo's snappy note comes only
+// with snappy batches.
+func TestAuditAdviceInTheAppsTerms(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("otlp_logs", 1))
+	collector, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("otel-collector"),
+		kgo.ConsumerGroup("otel-collector"), kgo.ConsumeTopics("otlp_logs"))
+	require.NoError(t, err)
+	defer collector.Close()
+	gzipApp, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("gzip-app"), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	require.NoError(t, err)
+	defer gzipApp.Close()
+	snappyApp, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("snappy-app"), kgo.DisableIdempotentWrite())
+	require.NoError(t, err)
+	defer snappyApp.Close()
+	big := strings.Repeat("compress me ", 200)
+	produceWith(t, gzipApp, &kgo.Record{Topic: "otlp_logs", Value: []byte(big)})
+	produceWith(t, snappyApp, &kgo.Record{Topic: "otlp_logs", Value: []byte(big)})
+	ctx := testCtx(t)
+	for n := 0; n < 2; {
+		fs := collector.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		n += fs.NumRecords()
+	}
+	advice := map[string]string{}
+	for _, f := range k.Findings() {
+		advice[f.Rule+" "+f.ClientID] = f.Advice
+	}
+	assert.Contains(t, advice["EagerAssignorsOnly otel-collector"], "group_rebalance_strategies: [range]", "%v", advice)
+	assert.Equal(t, "add kgo.ProducerBatchCompression(kgo.NoCompression())", advice["NoCompression gzip-app"])
+	assert.Contains(t, advice["NoCompression snappy-app"], "snappy by default")
+}

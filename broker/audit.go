@@ -222,7 +222,8 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 	f := &Finding{Rule: k.rule.String(), Kind: k.kind.String(), Source: k.rule.Source(),
 		ClientID: k.clientID, ClientSoftware: k.software, ClientVersion: k.swVers,
 		Topic: k.topic, Group: k.group, Count: 1, First: now, Last: now,
-		Advice: findingAdvice(k), Detail: logMessage(detail())}
+		Detail: logMessage(detail())}
+	f.Advice = findingAdvice(k, f.Detail)
 	if k.api >= 0 {
 		f.API = kmsg.NameForKey(k.api)
 	}
@@ -400,6 +401,67 @@ func (m *clientSoftwareMemory) lookup(clientID string) (software, version string
 	return r.software, r.version
 }
 
+// Apps whose own configuration advice speaks, recognised by their client
+// id or the software name they send (appOf).
+const (
+	appOTelCollector = "otel-collector"
+	appRsyslog       = "rsyslog"
+	appSyslogNG      = "syslog-ng"
+	appKcat          = "kcat"
+)
+
+// appOf names the app a client is, from its software name or client id:
+// the OpenTelemetry Collector's kafka receiver and exporter (client_id
+// "otel-collector" by default), rsyslog's omkafka and imkafka, syslog-ng's
+// kafka() destination and kcat (kafkacat), when their name appears in
+// either; "" for any other.
+func appOf(software, clientID string) string {
+	for _, s := range []string{strings.ToLower(software), strings.ToLower(clientID)} {
+		switch {
+		case strings.Contains(s, "otel-collector"), strings.Contains(s, "otelcol"):
+			return appOTelCollector
+		case strings.Contains(s, "rsyslog"):
+			return appRsyslog
+		case strings.Contains(s, "syslog-ng"), strings.Contains(s, "syslogng"):
+			return appSyslogNG
+		case strings.Contains(s, "kcat"), strings.Contains(s, "kafkacat"):
+			return appKcat
+		}
+	}
+	return ""
+}
+
+// appAdvice is advice in an app's own configuration, per app and rule;
+// a rule an app has none for gets its client library's advice.
+var appAdvice = map[string]map[rules.ID]string{
+	appOTelCollector: {
+		rules.EagerAssignorsOnly:    "in the Collector's kafka receiver, set group_rebalance_strategies: [range] (YAML)",
+		rules.NoCompression:         "in the Collector's kafka exporter, set producer: {compression: none} (YAML)",
+		rules.MaxMessageBytes:       "in the Collector's kafka exporter, keep producer: {max_message_bytes: 1000000} or less (YAML)",
+		rules.NoAutoCreateTopics:    "create the exporter's topics first: the Collector's kafka exporter cannot create them on VAST",
+		rules.IgnoreGroupInstanceID: "in the Collector's kafka receiver, remove group_instance_id: VAST makes the member dynamic, so a restart rebalances",
+	},
+	appRsyslog: {
+		rules.NoCompression:      `in omkafka, set confParam=["compression.type=none"] (compression.codec is its alias: replace either)`,
+		rules.NoIdempotence:      `in omkafka, set confParam=["enable.idempotence=false"] and no transactional.id`,
+		rules.EagerAssignorsOnly: `in imkafka, set confParam=["partition.assignment.strategy=range"]`,
+		rules.MaxMessageBytes:    `in omkafka, keep confParam "message.max.bytes" at 1000000 or less`,
+		rules.NoAutoCreateTopics: "create omkafka's topic first: VAST never creates one on first use",
+	},
+	appSyslogNG: {
+		rules.NoCompression:      `in the kafka() destination, set config("compression.type" => "none") (compression.codec is its alias: replace either)`,
+		rules.NoIdempotence:      `in the kafka() destination, set config("enable.idempotence" => "false")`,
+		rules.MaxMessageBytes:    `in the kafka() destination, keep config("message.max.bytes" => "1000000") or less`,
+		rules.NoAutoCreateTopics: "create the kafka() destination's topic first: VAST never creates one on first use",
+	},
+	appKcat: {
+		rules.NoCompression:      "run kcat with -X compression.type=none (compression.codec is its alias) and without -z",
+		rules.NoIdempotence:      "run kcat with -X enable.idempotence=false",
+		rules.EagerAssignorsOnly: "run kcat with -X partition.assignment.strategy=range",
+		rules.NoAutoCreateTopics: "create the topic first: kcat cannot create it on VAST",
+	},
+}
+
 // Client families advice is written for.
 const (
 	familyLibrdkafka = "librdkafka"
@@ -454,7 +516,7 @@ type adviceFor map[string]string
 var adviceTable = map[rules.ID]adviceFor{
 	rules.NoCompression: {
 		"":               "produce uncompressed batches (compression.type=none)",
-		familyLibrdkafka: "set compression.type=none",
+		familyLibrdkafka: "set compression.type=none (compression.codec is its alias: an app may set either); librdkafka also skips compression that does not shrink a batch, so a small test message can pass where real traffic is refused",
 		familyFranz:      "add kgo.ProducerBatchCompression(kgo.NoCompression()) (kgo compresses with snappy by default)",
 		familySarama:     "set config.Producer.Compression = sarama.CompressionNone",
 		familyKafkaGo:    "leave Writer.Compression unset",
@@ -584,9 +646,19 @@ var transactionAdvice = adviceFor{
 	familyKafkaPy:    "set no transactional_id",
 }
 
-// findingAdvice returns the advice for a finding.
-func findingAdvice(k findingKey) string {
+// findingAdvice returns the advice for a finding whose first request
+// detail describes: in the app's own terms when the app is one appAdvice
+// knows, else in its client library's.
+func findingAdvice(k findingKey, detail string) string {
+	if s := appAdvice[appOf(k.software, k.clientID)][k.rule]; s != "" {
+		return s
+	}
 	family := clientFamily(k.software, k.clientID)
+	if k.rule == rules.NoCompression && family == familyFranz && !strings.Contains(detail, "snappy") {
+		// kgo's default codec is snappy: a batch of another codec is the
+		// app's own choice, so the default is not the cause.
+		return "add kgo.ProducerBatchCompression(kgo.NoCompression())"
+	}
 	if k.txn {
 		if s, ok := transactionAdvice[family]; ok && family != "" {
 			return s

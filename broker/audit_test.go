@@ -186,3 +186,24 @@ func TestRefusalMessagesNameRuleAndAction(t *testing.T) {
 	}
 	assert.Equal(t, "not refused", refusalMessage("", 0, "not refused"))
 }
+
+// TestAppAdvice: advice for apps known by client id or software name
+// speaks their configuration, and librdkafka's advice names the alias an
+// app may use for the canonical key.
+func TestAppAdvice(t *testing.T) {
+	for _, c := range []struct {
+		software, clientID string
+		rule               rules.ID
+		want               string
+	}{
+		{"librdkafka", "rsyslog-omkafka", rules.NoCompression, `confParam=["compression.type=none"]`},
+		{"librdkafka", "rdkafka", rules.NoCompression, "compression.codec is its alias"},
+		{"librdkafka", "syslog-ng", rules.NoCompression, `config("compression.type" => "none")`},
+		{"kcat", "rdkafka", rules.EagerAssignorsOnly, "-X partition.assignment.strategy=range"},
+		{"kgo", "otel-collector", rules.NoCompression, "producer: {compression: none}"},
+		{"kgo", "otel-collector", rules.NoIdempotence, "kgo.DisableIdempotentWrite()"}, // no app advice: the library's
+	} {
+		k := findingKey{rule: c.rule, kind: rules.Refused, software: c.software, clientID: c.clientID}
+		assert.Contains(t, findingAdvice(k, "compressed batch (snappy)"), c.want, "%+v", c)
+	}
+}
