@@ -41,7 +41,17 @@ export interface StartOptions {
 export interface Health { status: string; bootstrap: string }
 export interface Clock { now: string; manual: boolean }
 
-export interface Partition { partition: number; logStartOffset: number; highWatermark: number; bytes: number }
+export interface Partition {
+  partition: number
+  logStartOffset: number
+  highWatermark: number
+  bytes: number
+  /** The broker id that leads it (moveLeader moves it). */
+  leader: number
+  leaderEpoch: number
+}
+/** One broker id of GET /brokers. */
+export interface BrokerInfo { id: number; addr: string; down: boolean }
 export interface Topic { name: string; id: string; configs: Record<string, string>; partitions: Partition[] }
 
 export interface RecordHeader { key: string; value: Buffer | null }
@@ -143,6 +153,11 @@ export interface Request {
   /** What the client was told with the error. */
   message?: string
   repeats?: number
+  /** The audited rule of the first finding the request caused (audit profile). */
+  finding?: string
+  /** Every rule the request broke, when more than one. */
+  rules?: string[]
+  findings?: string[]
 }
 export interface Finding {
   rule: string
@@ -151,6 +166,8 @@ export interface Finding {
   clientId: string
   clientSoftware: string
   clientVersion: string
+  /** The requests' API, "InitProducerID"; "" for a finding no request caused. */
+  api: string
   topic: string
   group: string
   count: number
@@ -234,7 +251,7 @@ export class Client {
   dropConnections (broker?: number): Promise<void>
   failover (): Promise<void>
   restart (): Promise<void>
-  brokers (): Promise<Array<{ id: number; addr: string; down: boolean }>>
+  brokers (): Promise<BrokerInfo[]>
   /** The address refuses connections while the other brokers serve; ControlPlaneError 404 (no such broker) or 409 (down already). */
   brokerDown (brokerId: number): Promise<void>
   /** The broker serves again; ControlPlaneError 404 or 409 (it is up). */

@@ -23,7 +23,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from .errors import ControlPlaneError, WaitTimeout
-from .types import Clock, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic, Transaction
+from .types import BrokerInfo, Clock, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic, Transaction
 
 __all__ = ["Client", "Duration", "go_duration"]
 
@@ -325,9 +325,9 @@ class Client:
         """POST /restart: the listener and connections restart, data stays."""
         self._post("restart")
 
-    def brokers(self) -> List[Dict[str, Any]]:
+    def brokers(self) -> List[BrokerInfo]:
         """GET /brokers: each broker id's ``id``, ``addr`` and ``down``."""
-        return self._get("brokers")["brokers"]
+        return [BrokerInfo.from_json(b) for b in self._get("brokers")["brokers"]]
 
     def broker_down(self, broker_id: int) -> None:
         """POST /brokers/{id}/down: that address refuses connections and

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
-    "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
-    "RebalanceMember", "Record", "Request", "Topic", "parse_time",
+    "BrokerInfo", "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition",
+    "Rebalance", "RebalanceMember", "Record", "Request", "Topic", "parse_time",
 ]
 
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -68,10 +68,32 @@ class Clock:
 
 @dataclass(frozen=True)
 class Partition:
+    """One partition of GET /topics: its offsets, its bytes, and the broker
+    id that leads it with the leader epoch (both move with move_leader)."""
     partition: int
     log_start_offset: int
     high_watermark: int
     bytes: int
+    leader: int = 0
+    leader_epoch: int = 0
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One broker id of GET /brokers: its listen address and whether it is
+    down. Indexing by the JSON name (``b["addr"]``) still works, as it did
+    when brokers() returned dicts."""
+    id: int
+    addr: str
+    down: bool
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "BrokerInfo":
+        return cls(id=d["id"], addr=d.get("addr", ""), down=bool(d.get("down")), raw=d)
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,8 @@ class Topic:
     def from_json(cls, d: Dict[str, Any]) -> "Topic":
         return cls(name=d["name"], id=d.get("id", ""), configs=dict(d.get("configs") or {}),
                    partitions=[Partition(partition=p["partition"], log_start_offset=p["logStartOffset"],
-                                         high_watermark=p["highWatermark"], bytes=p.get("bytes", 0))
+                                         high_watermark=p["highWatermark"], bytes=p.get("bytes", 0),
+                                         leader=p.get("leader", 0), leader_epoch=p.get("leaderEpoch", 0))
                                for p in d.get("partitions") or []],
                    raw=d)
 
@@ -286,6 +309,12 @@ class Request:
     repeats: int
     raw: Dict[str, Any] = field(repr=False, compare=False)
     broker: int = 0  # the broker id that served it
+    # The audited rule of the first finding the request caused (the audit
+    # profile), "" when none; rules and findings list every rule the
+    # request broke when there was more than one.
+    finding: str = ""
+    rules: Tuple[str, ...] = ()
+    findings: Tuple[str, ...] = ()
 
     def __str__(self) -> str:
         s = "%s v%d from client %r" % (self.api, self.version, self.client_id)
@@ -309,7 +338,8 @@ class Request:
                    client_id=d.get("clientId", ""), error_code=d.get("errorCode", 0), error=d.get("error", ""),
                    rule=d.get("rule", ""), fault=bool(d.get("fault")), user=d.get("user", ""),
                    denied=d.get("denied", ""), closed=bool(d.get("closed")), message=d.get("message", ""),
-                   repeats=d.get("repeats", 0), raw=d, broker=d.get("broker", 0))
+                   repeats=d.get("repeats", 0), raw=d, broker=d.get("broker", 0), finding=d.get("finding", ""),
+                   rules=tuple(d.get("rules") or ()), findings=tuple(d.get("findings") or ()))
 
 
 @dataclass(frozen=True)
@@ -325,6 +355,7 @@ class Finding:
     topic: str
     group: str
     count: int
+    api: str
     first: Optional[datetime.datetime]
     last: Optional[datetime.datetime]
     advice: str
@@ -337,6 +368,8 @@ class Finding:
             who += " (%s %s)" % (self.client_software, self.client_version)
         where = ", ".join(x for x in (self.topic and "topic " + self.topic, self.group and "group " + self.group) if x)
         s = "%s [%s] from %s" % (self.rule, self.kind, who)
+        if self.api:
+            s += " in " + self.api
         if where:
             s += " on " + where
         s += ", %d time%s" % (self.count, "" if self.count == 1 else "s")
@@ -356,5 +389,5 @@ class Finding:
         return cls(rule=d.get("rule", ""), kind=d.get("kind", ""), source=d.get("source", ""),
                    client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
                    client_version=d.get("clientVersion", ""), topic=d.get("topic", ""), group=d.get("group", ""),
-                   count=d.get("count", 0), first=t(d.get("first")), last=t(d.get("last")),
+                   count=d.get("count", 0), api=d.get("api", ""), first=t(d.get("first")), last=t(d.get("last")),
                    advice=d.get("advice", ""), detail=d.get("detail", ""), raw=d)
