@@ -739,3 +739,48 @@ func TestUnsupportedVersionIsRecorded(t *testing.T) {
 		assert.Contains(t, md, "1 answer carried an error")
 	})
 }
+
+// TestRefusalLogLines: the server log's line for a rule refusal names the
+// topic and repeats at most once a minute per rule, topic and client on
+// the broker's clock, with the count of the refusals it did not log, so a
+// producer retrying a topic VAST will never auto-create does not flood it.
+func TestRefusalLogLines(t *testing.T) {
+	var logs lockedBuffer
+	k := fixtures.Start(t, fixtures.ManualClock(time.Now()),
+		fixtures.BrokerOptions(broker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+	cl := k.Client(kgo.ClientID("syslog-app"), kgo.AllowAutoTopicCreation(), kgo.MetadataMinAge(10*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	refused := func() int {
+		n := 0
+		for _, r := range k.Refusals() {
+			if r.Rule == "NoAutoCreateTopics" {
+				n++
+			}
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+	defer cancel()
+	go cl.Produce(ctx, &kgo.Record{Topic: "ghost", Value: []byte("x")}, nil)
+	k.WaitFor("three auto-create refusals", func() bool { return refused() >= 3 })
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "refused by VAST rule") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	require.Len(t, lines(), 1, "one line while the clock stands still: %v", lines())
+	assert.Contains(t, lines()[0], "rule=NoAutoCreateTopics topic=ghost")
+	assert.Contains(t, lines()[0], "client_id=syslog-app")
+	assert.Contains(t, lines()[0], "create the topic first")
+
+	before := refused()
+	k.Advance(time.Minute)
+	k.WaitFor("a refusal after the minute", func() bool { return refused() > before })
+	k.WaitFor("a second line", func() bool { return len(lines()) == 2 })
+	assert.Regexp(t, `repeats=\d+`, lines()[1])
+	cancel()
+}

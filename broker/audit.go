@@ -250,6 +250,9 @@ func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group str
 	case rules.Enforce:
 		if kind == rules.Refused && r != nil {
 			r.refuse(id.String())
+			if r.refusedAbout == "" {
+				r.refusedAbout = cmp.Or(topic, group)
+			}
 		}
 		return true
 	case rules.Audit:

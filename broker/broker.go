@@ -92,6 +92,8 @@ type Broker struct {
 	offsetsState offsetsTopicState
 	// forecast counts the groups each client created.
 	forecast groupForecast
+	// refusalLines limits the server log's refusal lines.
+	refusalLines refusalLimiter
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex

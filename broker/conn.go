@@ -162,6 +162,7 @@ type request struct {
 	reads []log.ReadResult // log reads the answer aliases, released once it is written
 
 	createdGroup string // the group the request created (JoinGroup, OffsetCommit), for the group forecast
+	refusedAbout string // the topic (or group) of the first refusal, for the server log
 }
 
 // releaseReads ends the log reads the request's answer aliased; the answer
@@ -502,7 +503,7 @@ func (c *clientConn) handleOne() error {
 		}, func() string { return errorAdvice(key, rec.ErrorCode) })
 	}
 	if req.rule != "" {
-		c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", req.rule, "api", kmsg.NameForKey(key), "version", version)...)
+		c.logRefusal(&rec, req.rule, req.refusedAbout, key, version)
 	} else if req.denied != "" {
 		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user)...)
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
@@ -525,6 +526,82 @@ func (c *clientConn) handleOne() error {
 		return &closeError{reason: req.closeAfter}
 	}
 	return nil
+}
+
+// logRefusal writes the server log's line for a request rule refused,
+// naming the topic (or group) it was about, at most once a minute per rule,
+// topic and client on the broker's clock: a client that retries a refused
+// request every second (a producer waiting for a topic VAST will never
+// auto-create) gets one line a minute, with "repeats" counting the
+// refusals not logged since the last line.
+func (c *clientConn) logRefusal(rec *RequestRecord, rule, about string, key, version int16) {
+	repeats, ok := c.b.refusalLines.allow(refusalLineKey{rule, clip(about), rec.ClientID}, c.b.clock.Now())
+	if !ok {
+		return
+	}
+	attrs := []any{"rule", rule}
+	if about != "" {
+		attrs = append(attrs, "topic", about)
+	}
+	attrs = append(attrs, "api", kmsg.NameForKey(key), "version", version)
+	if repeats > 0 {
+		attrs = append(attrs, "repeats", repeats)
+	}
+	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(rec, attrs...)...)
+}
+
+// refusalLineEvery is how often the server log repeats the line of one
+// rule's refusals of one topic and client.
+const refusalLineEvery = time.Minute
+
+// maxRefusalLines bounds the (rule, topic, client) keys the limiter keeps;
+// when full, keys quiet for refusalLineEvery are dropped, and past that a
+// new key is logged without being kept.
+const maxRefusalLines = 4096
+
+type refusalLineKey struct{ rule, about, clientID string }
+
+type refusalLine struct {
+	at         time.Time // when the last line was written
+	suppressed int64     // refusals since then not logged
+}
+
+// refusalLimiter decides which refusals the server log shows. The zero
+// value is ready to use.
+type refusalLimiter struct {
+	mu    sync.Mutex
+	lines map[refusalLineKey]*refusalLine
+}
+
+// allow reports whether a refusal of k at now gets a log line, and how
+// many refusals of k were not logged since k's last line.
+func (l *refusalLimiter) allow(k refusalLineKey, now time.Time) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.lines[k]; e != nil {
+		if now.Sub(e.at) < refusalLineEvery {
+			e.suppressed++
+			return 0, false
+		}
+		n := e.suppressed
+		e.at, e.suppressed = now, 0
+		return n, true
+	}
+	if l.lines == nil {
+		l.lines = make(map[refusalLineKey]*refusalLine)
+	}
+	if len(l.lines) >= maxRefusalLines {
+		for key, e := range l.lines {
+			if now.Sub(e.at) >= refusalLineEvery {
+				delete(l.lines, key)
+			}
+		}
+		if len(l.lines) >= maxRefusalLines {
+			return 0, true
+		}
+	}
+	l.lines[k] = &refusalLine{at: now}
+	return 0, true
 }
 
 // outcomeAttrs ends the attributes of a refusal's or denial's log line
@@ -557,7 +634,7 @@ func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 		Message: msg, Rule: rule, User: c.user, Closed: true}
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(rec)
-	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", rule, "api", kmsg.NameForKey(key), "version", version)...)
+	c.logRefusal(&rec, rule, "", key, version)
 	return &closeError{reason: msg}
 }
 

@@ -173,7 +173,7 @@ var offsetsTopicConfigs = map[string]string{
 // topic is read: Metadata and Fetch.)
 func (b *Broker) topicNamed(r *request, name string) *topic {
 	if name == offsetsTopic && b.enforced(rules.NoOffsetsTopic) {
-		refuseFor(r, rules.NoOffsetsTopic.String())
+		refuseFor(r, rules.NoOffsetsTopic.String(), offsetsTopic)
 		return nil
 	}
 	return b.data.get(name)
@@ -183,11 +183,14 @@ func (b *Broker) topicNamed(r *request, name string) *topic {
 // it names __consumer_offsets, where error messages are carried.
 var noOffsetsTopicMessage = rules.NoOffsetsTopic.Refusal("VAST has no __consumer_offsets topic", "")
 
-// refuseFor records on r that a VAST rule refused it; r is nil when the
-// broker creates its seed topics, which no request asked for.
-func refuseFor(r *request, rule string) {
+// refuseFor records on r that a VAST rule refused it, about topic; r is
+// nil when the broker creates its seed topics, which no request asked for.
+func refuseFor(r *request, rule, topic string) {
 	if r != nil {
 		r.refuse(rule)
+		if r.refusedAbout == "" {
+			r.refusedAbout = topic
+		}
 	}
 }
 
@@ -199,7 +202,7 @@ func (b *Broker) checkCreate(r *request, name string, partitions int32, configs 
 		return 0, topicConfig{}, kerr.InvalidTopicException.Code, "topic name is not legal"
 	}
 	if name == offsetsTopic && b.enforced(rules.NoOffsetsTopic) {
-		refuseFor(r, rules.NoOffsetsTopic.String())
+		refuseFor(r, rules.NoOffsetsTopic.String(), offsetsTopic)
 		return 0, topicConfig{}, kerr.InvalidRequest.Code, noOffsetsTopicMessage
 	}
 	if partitions == -1 {
