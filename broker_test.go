@@ -784,3 +784,50 @@ func TestRefusalLogLines(t *testing.T) {
 	assert.Regexp(t, `repeats=\d+`, lines()[1])
 	cancel()
 }
+
+// TestFetchDetailInRequestLog: with WithFetchDetail the request log says,
+// per partition of each Fetch, the offset asked for, the records and bytes
+// returned and the high watermark, so a consumer that reads nothing can be
+// diagnosed; without it, no detail is kept.
+func TestFetchDetailInRequestLog(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		k := fixtures.Start(t, fixtures.Topic("orders", 2), fixtures.BrokerOptions(broker.WithFetchDetail(on)))
+		k.Produce("orders", 0, "a", "b", "c")
+		cl := k.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
+		ctx := ctxT(t)
+		for n := 0; n < 3; {
+			fs := cl.PollFetches(ctx)
+			require.NoError(t, ctx.Err())
+			n += fs.NumRecords()
+		}
+		var got, empty *broker.FetchPartition
+		for _, r := range k.Broker().Requests() {
+			if r.API != kmsg.Fetch {
+				continue
+			}
+			if !on {
+				assert.Nil(t, r.Fetch)
+				continue
+			}
+			require.NotNil(t, r.Fetch)
+			for i, p := range r.Fetch.Partitions {
+				switch {
+				case p.Partition == 0 && p.Records > 0:
+					got = &r.Fetch.Partitions[i]
+				case p.Partition == 1:
+					empty = &r.Fetch.Partitions[i]
+				}
+			}
+		}
+		if !on {
+			continue
+		}
+		require.NotNil(t, got)
+		assert.Equal(t, broker.FetchPartition{Topic: "orders", Partition: 0, FetchOffset: 0, Records: 3, Bytes: got.Bytes,
+			HighWatermark: 3}, *got)
+		assert.Positive(t, got.Bytes)
+		require.NotNil(t, empty)
+		assert.Equal(t, int32(0), empty.Records)
+		assert.Equal(t, int64(0), empty.HighWatermark)
+	}
+}

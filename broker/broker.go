@@ -147,6 +147,7 @@ type config struct {
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
 	emptyFetchDelay     time.Duration
+	fetchDetail         bool
 	tlsHandshakeTimeout time.Duration
 	decompressions      int
 	// wrapListener, when set, wraps every listener the broker opens;
@@ -404,6 +405,16 @@ const DefaultEmptyFetchDelay = 20 * time.Millisecond
 // closes during it is let go when it ends, at most d later.
 func WithEmptyFetchDelay(d time.Duration) Option {
 	return func(c *config) { c.emptyFetchDelay = d }
+}
+
+// WithFetchDetail makes the request log keep, for every Fetch, what each
+// partition returned (RequestRecord.Partitions: the fetch offset, the
+// records and bytes returned, the high watermark and the error), so that
+// a consumer that reads nothing can be diagnosed from the request log. It
+// is off by default: it costs an allocation per Fetch answered and up to
+// maxFetchDetail partitions of memory per record.
+func WithFetchDetail(on bool) Option {
+	return func(c *config) { c.fetchDetail = on }
 }
 
 // TopicSpec describes a topic to create at start.

@@ -488,6 +488,11 @@ func (c *clientConn) handleOne() error {
 		}
 		rec.Message = logMessage(refusalMessage(req.rule, key, rec.Message))
 	}
+	if c.b.cfg.fetchDetail && key == int16(kmsg.Fetch) {
+		if fr, ok := resp.(*kmsg.FetchResponse); ok {
+			rec.Fetch = fetchDetail(kreq.(*kmsg.FetchRequest), fr, func(id [16]byte) string { return c.b.topicName("", id) })
+		}
+	}
 	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
 	if !emptyFetch(resp) {
 		c.fetchRun, run = logRun{}, nil

@@ -158,6 +158,21 @@ export interface Request {
   /** Every rule the request broke, when more than one. */
   rules?: string[]
   findings?: string[]
+  /** For a Fetch when the broker runs with -fetch-detail: what each partition returned. */
+  fetch?: FetchDetail
+}
+/** What the partitions of one Fetch returned (-fetch-detail): at most 64, omitted counting more. */
+export interface FetchDetail { partitions: FetchPartition[]; omitted?: number }
+export interface FetchPartition {
+  topic: string
+  partition: number
+  fetchOffset: number
+  /** Records and bytes the answer carried. */
+  records: number
+  bytes: number
+  highWatermark: number
+  errorCode: number
+  error?: string
 }
 export interface Finding {
   rule: string

@@ -37,6 +37,8 @@ test('interfaces match the Go views', () => {
   assert.deepStrictEqual(sorted(tsFields('Request')), sorted(goTags('control/views.go', 'requestView')))
   assert.deepStrictEqual(sorted(tsFields('BrokerInfo')), sorted(goTags('control/control.go', 'brokerView')))
   assert.deepStrictEqual(sorted(tsFields('Finding')), sorted(goTags('broker/audit.go', 'Finding')))
+  assert.deepStrictEqual(sorted(tsFields('FetchDetail')), sorted(goTags('control/views.go', 'fetchView')))
+  assert.deepStrictEqual(sorted(tsFields('FetchPartition')), sorted(goTags('control/views.go', 'fetchPartitionView')))
 })
 
 test('interfaces match a real answer', async () => {

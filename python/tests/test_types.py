@@ -12,7 +12,7 @@ import re
 from confluent_kafka import Consumer, Producer
 
 import vastfake
-from vastfake import BrokerInfo, Finding, Partition, Request, Topic
+from vastfake import BrokerInfo, FetchPartition, Finding, Partition, Request, Topic
 
 # Fields a class keeps that are not JSON keys of its answer.
 NOT_JSON = {"raw"}
@@ -97,3 +97,4 @@ def test_typed_fields_match_the_go_views():
     assert fields(Topic) == go_tags("control/views.go", "topicView")
     assert fields(BrokerInfo) == go_tags("control/control.go", "brokerView")
     assert fields(Finding) == go_tags("broker/audit.go", "Finding")
+    assert fields(FetchPartition) == go_tags("control/views.go", "fetchPartitionView")

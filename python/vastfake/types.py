@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
-    "BrokerInfo", "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition",
+    "BrokerInfo", "Clock", "Compaction", "FetchPartition", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition",
     "Rebalance", "RebalanceMember", "Record", "Request", "Topic", "parse_time",
 ]
 
@@ -292,6 +292,26 @@ class Rebalance:
 
 
 @dataclass(frozen=True)
+class FetchPartition:
+    """What one partition of a Fetch returned, as the request log keeps it
+    when the broker runs with -fetch-detail."""
+    topic: str
+    partition: int
+    fetch_offset: int
+    records: int
+    bytes: int
+    high_watermark: int
+    error_code: int
+    error: str
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "FetchPartition":
+        return cls(topic=d.get("topic", ""), partition=d.get("partition", 0), fetch_offset=d.get("fetchOffset", -1),
+                   records=d.get("records", 0), bytes=d.get("bytes", 0), high_watermark=d.get("highWatermark", -1),
+                   error_code=d.get("errorCode", 0), error=d.get("error", ""))
+
+
+@dataclass(frozen=True)
 class Request:
     """One record of the request log: what a client asked and the answer."""
     time: Optional[datetime.datetime]
@@ -315,6 +335,9 @@ class Request:
     finding: str = ""
     rules: Tuple[str, ...] = ()
     findings: Tuple[str, ...] = ()
+    # For a Fetch when the broker runs with -fetch-detail: what each
+    # partition returned (at most 64; raw["fetch"]["omitted"] counts more).
+    fetch: Tuple[FetchPartition, ...] = ()
 
     def __str__(self) -> str:
         s = "%s v%d from client %r" % (self.api, self.version, self.client_id)
@@ -339,7 +362,8 @@ class Request:
                    rule=d.get("rule", ""), fault=bool(d.get("fault")), user=d.get("user", ""),
                    denied=d.get("denied", ""), closed=bool(d.get("closed")), message=d.get("message", ""),
                    repeats=d.get("repeats", 0), raw=d, broker=d.get("broker", 0), finding=d.get("finding", ""),
-                   rules=tuple(d.get("rules") or ()), findings=tuple(d.get("findings") or ()))
+                   rules=tuple(d.get("rules") or ()), findings=tuple(d.get("findings") or ()),
+                   fetch=tuple(FetchPartition.from_json(p) for p in (d.get("fetch") or {}).get("partitions") or ()))
 
 
 @dataclass(frozen=True)
