@@ -154,6 +154,7 @@ var flagSamples = map[string][][2]string{
 	"empty-fetch-delay":         {{"empty-fetch-delay", "5ms"}},
 	"offset-gap":                {{"offset-gap", "orders:2"}},
 	"manual-clock":              {{"manual-clock", "true"}},
+	"fetch-detail":              {{"fetch-detail", "true"}},
 	"exit-on-stdin-close":       {{"exit-on-stdin-close", "true"}},
 	"http":                      {{"http", "127.0.0.1:0"}},
 	"http-token":                {{"http-token", "secret"}},
