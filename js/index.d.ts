@@ -191,6 +191,24 @@ export interface Finding {
   advice: string
   detail: string
 }
+/** An error answered without a VAST rule: by API, client and error, with counts and advice. */
+export interface ErrorCount {
+  api: string
+  error: string
+  code: number
+  clientId: string
+  clientSoftware: string
+  clientVersion: string
+  /** Clients retry it on their own. */
+  retriable: boolean
+  count: number
+  first: string
+  last: string
+  detail: string
+  advice: string
+}
+/** How many consumer groups a client created, and how many are empty now. */
+export interface GroupsCreated { clientId: string; clientSoftware: string; clientVersion: string; created: number; empty: number }
 /** What compact() did to one partition. */
 export interface Compaction {
   partition: number
@@ -254,6 +272,10 @@ export class Client {
   requests (options?: { rule?: string; api?: string | number; limit?: number; broker?: number }): Promise<Request[]>
   refusals (rule?: string): Promise<Request[]>
   findings (): Promise<Finding[]>
+  /** GET /audit: errors answered without a VAST rule, by API, client and error (every profile). */
+  errors (): Promise<ErrorCount[]>
+  /** GET /audit: consumer groups each client created, most first. */
+  groupsCreated (): Promise<GroupsCreated[]>
   /** DELETE /audit: forget every finding. */
   clearFindings (): Promise<void>
   live (): Promise<Record<string, unknown>>

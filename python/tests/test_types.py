@@ -12,7 +12,7 @@ import re
 from confluent_kafka import Consumer, Producer
 
 import vastfake
-from vastfake import BrokerInfo, FetchPartition, Finding, Partition, Request, Topic
+from vastfake import BrokerInfo, ErrorCount, FetchPartition, Finding, GroupsCreated, Partition, Request, Topic
 
 # Fields a class keeps that are not JSON keys of its answer.
 NOT_JSON = {"raw"}
@@ -79,9 +79,14 @@ def test_typed_fields_match_the_http_answers(vastfake_bin):
         typed = b.brokers()
         assert all(isinstance(x, BrokerInfo) for x in typed) and typed[0]["addr"] == typed[0].addr
 
-        findings = get(b, "audit")["findings"]
+        audit = get(b, "audit")
+        findings = audit["findings"]
         assert findings, "the consumer's cooperative-sticky and the producer's idempotence are findings"
         assert fields(Finding) == keys(findings)
+        assert audit["groups"], "the consumer created its group"
+        assert fields(GroupsCreated) == keys(audit["groups"])
+        assert [g.created for g in b.groups_created()] == [1]
+        assert all(isinstance(e, ErrorCount) for e in b.errors())
 
         requests = get(b, "requests")
         # A request record leaves out the keys that are empty (omitempty):
@@ -98,3 +103,5 @@ def test_typed_fields_match_the_go_views():
     assert fields(BrokerInfo) == go_tags("control/control.go", "brokerView")
     assert fields(Finding) == go_tags("broker/audit.go", "Finding")
     assert fields(FetchPartition) == go_tags("control/views.go", "fetchPartitionView")
+    assert fields(ErrorCount) == go_tags("broker/audit.go", "ErrorCount")
+    assert fields(GroupsCreated) == go_tags("broker/groupforecast.go", "GroupsCreated")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
-    "BrokerInfo", "Clock", "Compaction", "FetchPartition", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition",
+    "BrokerInfo", "Clock", "Compaction", "ErrorCount", "FetchPartition", "Finding", "Group", "GroupsCreated", "GroupPartition", "Health", "Member", "Partition",
     "Rebalance", "RebalanceMember", "Record", "Request", "Topic", "parse_time",
 ]
 
@@ -415,3 +415,58 @@ class Finding:
                    client_version=d.get("clientVersion", ""), topic=d.get("topic", ""), group=d.get("group", ""),
                    count=d.get("count", 0), api=d.get("api", ""), first=t(d.get("first")), last=t(d.get("last")),
                    advice=d.get("advice", ""), detail=d.get("detail", ""), raw=d)
+
+
+def _time_or_none(v: Any) -> Optional[datetime.datetime]:
+    try:
+        return parse_time(v) if isinstance(v, str) else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """One row of GET /audit's errors: how often one client got one error
+    from one API where no VAST rule was the cause (a topic that does not
+    exist, a version the broker does not serve), with advice. A report with
+    no findings but errors here is not an all-clear."""
+    api: str
+    error: str
+    code: int
+    client_id: str
+    client_software: str
+    client_version: str
+    retriable: bool  # clients retry it on their own
+    count: int
+    first: Optional[datetime.datetime]
+    last: Optional[datetime.datetime]
+    detail: str
+    advice: str
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ErrorCount":
+        return cls(api=d.get("api", ""), error=d.get("error", ""), code=d.get("code", 0),
+                   client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
+                   client_version=d.get("clientVersion", ""), retriable=bool(d.get("retriable")),
+                   count=d.get("count", 0), first=_time_or_none(d.get("first")), last=_time_or_none(d.get("last")),
+                   detail=d.get("detail", ""), advice=d.get("advice", ""), raw=d)
+
+
+@dataclass(frozen=True)
+class GroupsCreated:
+    """One line of GET /audit's group forecast: how many consumer groups a
+    client created and how many of them are empty now (VAST keeps at most
+    256 and never expires their offsets)."""
+    client_id: str
+    client_software: str
+    client_version: str
+    created: int
+    empty: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "GroupsCreated":
+        return cls(client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
+                   client_version=d.get("clientVersion", ""), created=d.get("created", 0), empty=d.get("empty", 0),
+                   raw=d)
