@@ -829,7 +829,7 @@ func (a AuditReport) Markdown() string {
 	}
 	fmt.Fprintf(&sb, "%s: %d that VAST would have refused, %d where VAST would have behaved differently.\n", count(len(a.Findings), "finding"), refused, differs)
 	if a.Dropped > 0 {
-		fmt.Fprintf(&sb, "%s more were not kept (the broker keeps %d).\n", count(int(a.Dropped), "distinct finding"), maxFindings)
+		fmt.Fprintf(&sb, "%s not kept (the broker keeps %d).\n", count(int(a.Dropped), "more distinct finding"), maxFindings)
 	}
 	sb.WriteString("\n| kind | rule | client | API | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range a.Findings {
@@ -873,7 +873,7 @@ func (a AuditReport) markdownErrors(sb *strings.Builder) {
 	fmt.Fprintf(sb, "\n## Errors answered without a rule\n\n%s carried an error that no VAST rule caused (%d of them retriable, which clients retry on their own); the app meets these on VAST too, and one that is not retriable is likely why an app fails:\n\n",
 		count(int(n), "answer"), retriable)
 	if a.ErrorsDropped > 0 {
-		fmt.Fprintf(sb, "%s more were not kept (the broker keeps %d).\n\n", count(int(a.ErrorsDropped), "distinct error"), maxErrorCounts)
+		fmt.Fprintf(sb, "%s not kept (the broker keeps %d).\n\n", count(int(a.ErrorsDropped), "more distinct error"), maxErrorCounts)
 	}
 	sb.WriteString("| API | error | client | count | first answer | advice |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, e := range a.Errors {

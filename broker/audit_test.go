@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,4 +207,44 @@ func TestAppAdvice(t *testing.T) {
 		k := findingKey{rule: c.rule, kind: rules.Refused, software: c.software, clientID: c.clientID}
 		assert.Contains(t, findingAdvice(k, "compressed batch (snappy)"), c.want, "%+v", c)
 	}
+}
+
+// TestAuditSideTablesAreBounded: the errors answered without a rule, the
+// group forecast and the refusal-line limiter keep at most their bounds,
+// however many distinct clients a test brings.
+func TestAuditSideTablesAreBounded(t *testing.T) {
+	b, err := New(WithProfile("audit"))
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	for i := range maxErrorCounts + 10 {
+		b.recordError(&request{clientID: "c" + strconv.Itoa(i)}, int16(kmsg.Metadata), 3, func() string { return "x" }, nil)
+	}
+	rep := b.AuditReport()
+	assert.Len(t, rep.Errors, maxErrorCounts)
+	assert.Equal(t, int64(10), rep.ErrorsDropped)
+	assert.Contains(t, rep.Markdown(), "10 more distinct errors not kept (the broker keeps 1000)")
+
+	ctx := context.WithValue(context.Background(), requestKey{}, &request{})
+	for i := range maxForecastClients + 10 {
+		r := &request{clientID: "c" + strconv.Itoa(i)}
+		for j := range keptGroupNames + 5 {
+			b.groupCreated(context.WithValue(ctx, requestKey{}, r), "g"+strconv.Itoa(j))
+		}
+	}
+	assert.Len(t, b.forecast.clients, maxForecastClients)
+	for _, c := range b.forecast.clients {
+		assert.Len(t, c.names, keptGroupNames)
+		assert.Equal(t, keptGroupNames+5, c.created)
+	}
+
+	var l refusalLimiter
+	now := time.Now()
+	for i := range maxRefusalLines + 10 {
+		_, ok := l.allow(refusalLineKey{rule: "NoCompression", clientID: strconv.Itoa(i)}, now)
+		assert.True(t, ok, "a new key is logged")
+	}
+	assert.Len(t, l.lines, maxRefusalLines)
+	_, ok := l.allow(refusalLineKey{rule: "NoCompression", clientID: "new"}, now.Add(refusalLineEvery))
+	assert.True(t, ok)
+	assert.Len(t, l.lines, 1, "keys quiet for a minute make room")
 }
