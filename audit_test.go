@@ -455,4 +455,112 @@ func TestAuditCooperativeChosen(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "cooperative-sticky", g.Protocol, "chosen as on Kafka")
 	assert.Equal(t, []string{"EagerAssignorsOnly differs  billing"}, findingKeys(k.Findings()))
+	f := k.Findings()[0]
+	assert.NotEmpty(t, f.ClientID, "a finding about the group names its members' clients")
+	assert.Equal(t, "kgo", f.ClientSoftware)
+	assert.NotContains(t, k.Broker().AuditReport().Markdown(), "(no client)")
+}
+
+// TestAuditTopicIDAsName: a client that sends a topic ID where the topic
+// name belongs (the npm kafka-console CLI's Fetch v12) gets a NoTopicIDs
+// finding even when a topic of that name exists and is served, and the
+// errors it gets where none exists are in the report.
+func TestAuditTopicIDAsName(t *testing.T) {
+	const id = "00000000-0000-0000-0000-000000000000"
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic(id, 1))
+	c := dialRaw(t, k.Addr())
+	resp := kmsg.NewPtrFetchResponse()
+	roundTrip(t, c, 12, fetchRequest(id), resp, 1)
+	require.Len(t, resp.Topics, 1)
+	assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode, "served, as on Kafka")
+	roundTrip(t, c, 12, fetchRequest("11111111-2222-3333-4444-555555555555"), resp, 2)
+	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[0].Partitions[0].ErrorCode)
+
+	var topics []string
+	for _, f := range k.Findings() {
+		if f.Rule == "NoTopicIDs" {
+			topics = append(topics, f.Topic)
+			assert.Contains(t, f.Detail, "the client sent a topic ID as a name; it cannot fetch from VAST")
+			assert.Equal(t, "Fetch", f.API)
+			assert.Equal(t, "raw-test", f.ClientID)
+		}
+	}
+	assert.ElementsMatch(t, []string{id, "11111111-2222-3333-4444-555555555555"}, topics)
+	rep := k.Broker().AuditReport()
+	require.Len(t, rep.Errors, 1, "%+v", rep.Errors)
+	assert.Equal(t, "UNKNOWN_TOPIC_OR_PARTITION", rep.Errors[0].Error)
+	assert.Equal(t, "Fetch", rep.Errors[0].API)
+	assert.Contains(t, rep.Markdown(), "## Errors answered without a rule")
+
+	// A name that only resembles one is left alone.
+	k.Broker().ResetFindings()
+	roundTrip(t, c, 12, fetchRequest("t-0000-0000-0000-0000-000000000000x"), resp, 3)
+	assert.Empty(t, k.Findings())
+}
+
+// TestAuditOneRunGroups: a client that makes a new group on every run
+// (as CLI consumers with generated group ids do) is named in the report's
+// group forecast, and once it has left three groups empty the audit says
+// it would run out of VAST's 256 groups.
+func TestAuditOneRunGroups(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 1))
+	k.Produce("orders", 0, "a")
+	cl := k.Client(kgo.ClientID("console-cli"))
+	adm := kadm.NewClient(cl)
+	for run := range 4 {
+		_, err := adm.CommitOffsets(testCtx(t), fmt.Sprintf("console-consumer-%d", run), offsetsFor("orders", 0, 1))
+		require.NoError(t, err)
+	}
+	var found *broker.Finding
+	for _, f := range k.Findings() {
+		if f.Rule == "MaxGroups" {
+			found = &f
+		}
+	}
+	require.NotNil(t, found, "findings: %v", findingKeys(k.Findings()))
+	assert.Equal(t, "differs", found.Kind)
+	assert.Equal(t, "console-cli", found.ClientID)
+	assert.Equal(t, "console-consumer-3", found.Group)
+	assert.Contains(t, found.Detail, "created 4 groups, 3 of them left empty")
+	rep := k.Broker().AuditReport()
+	require.NotEmpty(t, rep.Groups)
+	assert.Equal(t, broker.GroupsCreated{ClientID: "console-cli", ClientSoftware: "kgo", ClientVersion: rep.Groups[0].ClientVersion,
+		Created: 4, Empty: 4}, rep.Groups[0])
+	assert.Contains(t, rep.Markdown(), "client id console-cli created 4 groups (4 of them empty now)")
+	assert.Contains(t, rep.Markdown(), "1 finding:", "counts read as English")
+}
+
+// TestAuditAdviceInTheAppsTerms: advice speaks the app's own configuration
+// when the client id or software names an app it knows (the OpenTelemetry
+// Collector's kafka receiver, on kgo), and kgo's snappy note comes only
+// with snappy batches.
+func TestAuditAdviceInTheAppsTerms(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("otlp_logs", 1))
+	collector, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("otel-collector"),
+		kgo.ConsumerGroup("otel-collector"), kgo.ConsumeTopics("otlp_logs"))
+	require.NoError(t, err)
+	defer collector.Close()
+	gzipApp, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("gzip-app"), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	require.NoError(t, err)
+	defer gzipApp.Close()
+	snappyApp, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("snappy-app"), kgo.DisableIdempotentWrite())
+	require.NoError(t, err)
+	defer snappyApp.Close()
+	big := strings.Repeat("compress me ", 200)
+	produceWith(t, gzipApp, &kgo.Record{Topic: "otlp_logs", Value: []byte(big)})
+	produceWith(t, snappyApp, &kgo.Record{Topic: "otlp_logs", Value: []byte(big)})
+	ctx := testCtx(t)
+	for n := 0; n < 2; {
+		fs := collector.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		n += fs.NumRecords()
+	}
+	advice := map[string]string{}
+	for _, f := range k.Findings() {
+		advice[f.Rule+" "+f.ClientID] = f.Advice
+	}
+	assert.Contains(t, advice["EagerAssignorsOnly otel-collector"], "group_rebalance_strategies: [range]", "%v", advice)
+	assert.Equal(t, "add kgo.ProducerBatchCompression(kgo.NoCompression())", advice["NoCompression gzip-app"])
+	assert.Contains(t, advice["NoCompression snappy-app"], "snappy by default")
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -689,4 +690,144 @@ func TestFetchByteLimits(t *testing.T) {
 	assert.Equal(t, []int{1, 0, 0}, fetch(1<<20, 1), "only the first partition with data overshoots its limit")
 	assert.Equal(t, []int{1, 0, 0}, fetch(1, 1<<20), "or the response limit")
 	assert.Equal(t, []int{5, 1, 0}, fetch(3500, 1<<20), "the response limit stops at whole batches")
+}
+
+// TestUnsupportedVersionIsRecorded: a request at a version outside the
+// advertised range (ListOffsets v0, which Kafka 4 removed and Burrow 1.2
+// still sends) closes the connection as Kafka does, and the request log,
+// the server log and the audit report name the client and the version.
+func TestUnsupportedVersionIsRecorded(t *testing.T) {
+	profiles(t, func(t *testing.T, profile string) {
+		var logs lockedBuffer
+		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1}),
+			broker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		conn := dialRaw(t, b.Addr())
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(0)
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "orders"
+		rt.Partitions = append(rt.Partitions, kmsg.NewListOffsetsRequestTopicPartition())
+		req.Topics = append(req.Topics, rt)
+		_, err := conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("burrow-lagcheck")).AppendRequest(nil, req, 1))
+		require.NoError(t, err)
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "closed without an answer, as Kafka 4 does")
+
+		var rec *broker.RequestRecord
+		for _, r := range b.Requests() {
+			if r.API == kmsg.ListOffsets {
+				rec = &r
+			}
+		}
+		require.NotNil(t, rec, "in the request log")
+		assert.Equal(t, int16(0), rec.Version)
+		assert.Equal(t, "burrow-lagcheck", rec.ClientID)
+		assert.Equal(t, kerr.UnsupportedVersion.Code, rec.ErrorCode)
+		assert.True(t, rec.Closed)
+		assert.Contains(t, logs.String(), "client_id=burrow-lagcheck")
+		assert.Contains(t, logs.String(), "version=0")
+
+		rep := b.AuditReport()
+		require.Len(t, rep.Errors, 1)
+		e := rep.Errors[0]
+		assert.Equal(t, "ListOffsets", e.API)
+		assert.Equal(t, "UNSUPPORTED_VERSION", e.Error)
+		assert.Equal(t, "burrow-lagcheck", e.ClientID)
+		assert.Contains(t, e.Advice, "predates Kafka 4")
+		md := rep.Markdown()
+		assert.Contains(t, md, "Errors answered without a rule")
+		assert.Contains(t, md, "1 answer carried an error")
+	})
+}
+
+// TestRefusalLogLines: the server log's line for a rule refusal names the
+// topic and repeats at most once a minute per rule, topic and client on
+// the broker's clock, with the count of the refusals it did not log, so a
+// producer retrying a topic VAST will never auto-create does not flood it.
+func TestRefusalLogLines(t *testing.T) {
+	var logs lockedBuffer
+	k := fixtures.Start(t, fixtures.ManualClock(time.Now()),
+		fixtures.BrokerOptions(broker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
+	cl := k.Client(kgo.ClientID("syslog-app"), kgo.AllowAutoTopicCreation(), kgo.MetadataMinAge(10*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	refused := func() int {
+		n := 0
+		for _, r := range k.Refusals() {
+			if r.Rule == "NoAutoCreateTopics" {
+				n++
+			}
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+	defer cancel()
+	go cl.Produce(ctx, &kgo.Record{Topic: "ghost", Value: []byte("x")}, nil)
+	k.WaitFor("three auto-create refusals", func() bool { return refused() >= 3 })
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "refused by VAST rule") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	require.Len(t, lines(), 1, "one line while the clock stands still: %v", lines())
+	assert.Contains(t, lines()[0], "rule=NoAutoCreateTopics topic=ghost")
+	assert.Contains(t, lines()[0], "client_id=syslog-app")
+	assert.Contains(t, lines()[0], "create the topic first")
+
+	before := refused()
+	k.Advance(time.Minute)
+	k.WaitFor("a refusal after the minute", func() bool { return refused() > before })
+	k.WaitFor("a second line", func() bool { return len(lines()) == 2 })
+	assert.Regexp(t, `repeats=\d+`, lines()[1])
+	cancel()
+}
+
+// TestFetchDetailInRequestLog: with WithFetchDetail the request log says,
+// per partition of each Fetch, the offset asked for, the records and bytes
+// returned and the high watermark, so a consumer that reads nothing can be
+// diagnosed; without it, no detail is kept.
+func TestFetchDetailInRequestLog(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		k := fixtures.Start(t, fixtures.Topic("orders", 2), fixtures.BrokerOptions(broker.WithFetchDetail(on)))
+		k.Produce("orders", 0, "a", "b", "c")
+		cl := k.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
+		ctx := ctxT(t)
+		for n := 0; n < 3; {
+			fs := cl.PollFetches(ctx)
+			require.NoError(t, ctx.Err())
+			n += fs.NumRecords()
+		}
+		var got, empty *broker.FetchPartition
+		for _, r := range k.Broker().Requests() {
+			if r.API != kmsg.Fetch {
+				continue
+			}
+			if !on {
+				assert.Nil(t, r.Fetch)
+				continue
+			}
+			require.NotNil(t, r.Fetch)
+			for i, p := range r.Fetch.Partitions {
+				switch {
+				case p.Partition == 0 && p.Records > 0:
+					got = &r.Fetch.Partitions[i]
+				case p.Partition == 1:
+					empty = &r.Fetch.Partitions[i]
+				}
+			}
+		}
+		if !on {
+			continue
+		}
+		require.NotNil(t, got)
+		assert.Equal(t, broker.FetchPartition{Topic: "orders", Partition: 0, FetchOffset: 0, Records: 3, Bytes: got.Bytes,
+			HighWatermark: 3}, *got)
+		assert.Positive(t, got.Bytes)
+		require.NotNil(t, empty)
+		assert.Equal(t, int32(0), empty.Records)
+		assert.Equal(t, int64(0), empty.HighWatermark)
+	}
 }

@@ -390,16 +390,47 @@ func TestTransactionsAudited(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, txnRequests, int64(5), "InitProducerId, two AddPartitionsToTxn, two EndTxn")
-	var found bool
+	// One row per rule, client and API, each counting its own requests,
+	// with advice true for a transactional kgo app: it fails on VAST.
+	byAPI := map[string]int64{}
 	for _, f := range k.Findings() {
-		if f.Rule == "NoIdempotence" && f.Topic == "" {
-			found = true
-			assert.Equal(t, "kgo", f.ClientSoftware)
-			assert.Contains(t, f.Advice, "kgo.TransactionalID")
-			assert.GreaterOrEqual(t, f.Count, txnRequests)
+		if f.Rule != "NoIdempotence" {
+			continue
+		}
+		assert.Equal(t, "kgo", f.ClientSoftware)
+		byAPI[f.API] += f.Count
+		if f.Topic == "" {
+			assert.Contains(t, f.Advice, "kgo.TransactionalID", f.API)
+			assert.Contains(t, f.Advice, "fails at BeginTransaction", f.API)
+			assert.NotContains(t, f.Advice, "falls back", f.API)
 		}
 	}
-	assert.True(t, found, "findings: %v", findingKeys(k.Findings()))
+	assert.Equal(t, int64(1), byAPI["InitProducerID"], "findings: %v", byAPI)
+	assert.Equal(t, int64(2), byAPI["EndTxn"], "findings: %v", byAPI)
+	assert.GreaterOrEqual(t, byAPI["AddPartitionsToTxn"], int64(1), "findings: %v", byAPI)
+	assert.GreaterOrEqual(t, byAPI["FindCoordinator"], int64(1), "findings: %v", byAPI)
+	md := k.Broker().AuditReport().Markdown()
+	assert.Contains(t, md, "| NoIdempotence | kgo")
+	assert.Contains(t, md, "| EndTxn |")
+}
+
+// TestIdempotenceAdviceKgo: an idempotent (not transactional) kgo
+// producer is told it falls back quietly on VAST, which is true for it.
+func TestIdempotenceAdviceKgo(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("idem", 1))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "idem", Value: []byte("v")}).FirstErr())
+	var saw bool
+	for _, f := range k.Findings() {
+		if f.Rule == "NoIdempotence" {
+			saw = true
+			assert.Contains(t, f.Advice, "kgo.DisableIdempotentWrite()", f.API)
+			assert.Contains(t, f.Advice, "falls back quietly", f.API)
+		}
+	}
+	assert.True(t, saw, "findings: %v", findingKeys(k.Findings()))
 }
 
 // TestTransactionsRefusedOnVAST: VAST has no transactions; the VAST profile
@@ -412,6 +443,10 @@ func TestTransactionsRefusedOnVAST(t *testing.T) {
 	require.ErrorIs(t, err, kerr.TransactionalIDAuthorizationFailed)
 	k.WaitRefused("NoIdempotence")
 	assert.Empty(t, k.Broker().Transactions())
+	// The refusal says what to do, not only which rule refused.
+	refusals := k.Refusals()
+	require.NotEmpty(t, refusals)
+	assert.Contains(t, refusals[0].Message, "(rule NoIdempotence): remove transactional.id, or run -profile audit")
 }
 
 // TestTransactionsOnSeveralBrokers: with three broker ids in the kafka

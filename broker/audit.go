@@ -11,15 +11,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
 // Finding is one way an app's requests would fare differently on VAST,
-// grouped by rule, kind, client and topic or group. The JSON names are
+// grouped by rule, kind, client, API and topic or group. The JSON names are
 // the control plane's GET /audit contract.
 type Finding struct {
 	// Rule is the rules.Rules field name, "NoCompression".
@@ -35,6 +39,12 @@ type Finding struct {
 	ClientID       string `json:"clientId"`
 	ClientSoftware string `json:"clientSoftware"`
 	ClientVersion  string `json:"clientVersion"`
+	// API names the requests' API, "InitProducerId": a finding is one
+	// rule, client and API (and topic or group), so that a transactional
+	// app's FindCoordinator, InitProducerId, AddPartitionsToTxn and EndTxn
+	// are rows of their own. It is empty for a finding no request caused
+	// (offsets expiring, the group cleanup).
+	API string `json:"api"`
 	// Topic and Group name what the requests were about, when they name
 	// one.
 	Topic string `json:"topic"`
@@ -60,16 +70,136 @@ const maxFindings = 10_000
 type findingKey struct {
 	rule                       rules.ID
 	kind                       rules.Kind
+	api                        int16 // -1: no request
+	txn                        bool  // NoIdempotence: the request was transactional
 	clientID, software, swVers string
 	topic, group               string
 }
 
-// auditLog holds the findings.
+// auditLog holds the findings, and the errors answered without a rule.
 type auditLog struct {
 	mu      sync.Mutex
 	byKey   map[findingKey]*Finding
 	order   []*Finding // in the order first seen
 	dropped int64
+
+	errByKey   map[errorKey]*ErrorCount
+	errOrder   []*ErrorCount
+	errDropped int64
+}
+
+// ErrorCount is how often one client got one error from one API where no
+// VAST rule was the cause: a topic that does not exist, a version the
+// broker does not serve, a request Kafka would refuse too. The audit
+// report lists them, so that an app that fails for a reason no rule names
+// never gets a clean-looking report. The JSON names are the control
+// plane's GET /audit contract.
+type ErrorCount struct {
+	// API is the request's name, "ListOffsets"; Error the error's name,
+	// "UNSUPPORTED_VERSION", and Code its number.
+	API   string `json:"api"`
+	Error string `json:"error"`
+	Code  int16  `json:"code"`
+	// ClientID, ClientSoftware and ClientVersion are as in Finding.
+	ClientID       string `json:"clientId"`
+	ClientSoftware string `json:"clientSoftware"`
+	ClientVersion  string `json:"clientVersion"`
+	// Retriable reports whether clients retry the error on their own
+	// (kerr's retriable errors: NOT_COORDINATOR, LEADER_NOT_AVAILABLE...),
+	// so that it shows a passing state rather than a failure.
+	Retriable bool `json:"retriable"`
+	// Count is how many answers carried it; First and Last when, on the
+	// broker's clock.
+	Count int64     `json:"count"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Detail is the first answer's message and version, "ListOffsets v0
+	// is older than ...".
+	Detail string `json:"detail"`
+	// Advice says what the error means for the app and what to change.
+	Advice string `json:"advice"`
+}
+
+// maxErrorCounts bounds the distinct (API, error, client) rows kept;
+// further distinct ones are counted in AuditReport.ErrorsDropped.
+const maxErrorCounts = 1000
+
+type errorKey struct {
+	api                        int16
+	code                       int16
+	clientID, software, swVers string
+}
+
+// recordError counts one answer carrying error code to a request of api
+// that no rule refused. r names the client (nil: none); detail describes
+// the first occurrence and advice says what to do (empty: the error's
+// description).
+func (b *Broker) recordError(r *request, api, code int16, detail func() string, advice func() string) {
+	k := errorKey{api: api, code: code}
+	if r != nil {
+		k.clientID, k.software, k.swVers = b.clientOf(r)
+	}
+	now := b.clock.Now()
+	a := &b.audit
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e := a.errByKey[k]; e != nil {
+		e.Count++
+		e.Last = now
+		return
+	}
+	if len(a.errOrder) >= maxErrorCounts {
+		a.errDropped++
+		return
+	}
+	if a.errByKey == nil {
+		a.errByKey = make(map[errorKey]*ErrorCount)
+	}
+	e := &ErrorCount{API: kmsg.NameForKey(api), Code: code, ClientID: k.clientID, ClientSoftware: k.software,
+		ClientVersion: k.swVers, Count: 1, First: now, Last: now, Detail: logMessage(detail())}
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		e.Error, e.Retriable = ke.Message, ke.Retriable
+		e.Advice = ke.Description
+	}
+	if advice != nil {
+		if s := advice(); s != "" {
+			e.Advice = s
+		}
+	}
+	a.errByKey[k] = e
+	a.errOrder = append(a.errOrder, e)
+}
+
+// routineErrors are answers that are steps of the protocol rather than
+// failures, left out of the error counts: KIP-394's MEMBER_ID_REQUIRED
+// asks every new member to join again with the id it carries.
+func routineError(code int16) bool {
+	return code == kerr.MemberIDRequired.Code
+}
+
+// Errors returns the errors answered without a rule, in the order first
+// seen.
+func (b *Broker) Errors() []ErrorCount {
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	out := make([]ErrorCount, len(b.audit.errOrder))
+	for i, e := range b.audit.errOrder {
+		out[i] = *e
+	}
+	return out
+}
+
+// clientOf returns the client id of r's client and the software it runs,
+// as findings name them.
+func (b *Broker) clientOf(r *request) (clientID, software, version string) {
+	clientID = clip(r.clientID)
+	if r.conn != nil {
+		software, version = r.conn.softwareLabel()
+	}
+	if software == "" {
+		software, version = b.clientSoftware.lookup(r.clientID)
+	}
+	return clientID, software, version
 }
 
 // record adds one occurrence of a finding seen at now; detail describes
@@ -92,7 +222,11 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 	f := &Finding{Rule: k.rule.String(), Kind: k.kind.String(), Source: k.rule.Source(),
 		ClientID: k.clientID, ClientSoftware: k.software, ClientVersion: k.swVers,
 		Topic: k.topic, Group: k.group, Count: 1, First: now, Last: now,
-		Advice: advice(k.rule, k.kind, clientFamily(k.software, k.clientID)), Detail: logMessage(detail())}
+		Detail: logMessage(detail())}
+	f.Advice = findingAdvice(k, f.Detail)
+	if k.api >= 0 {
+		f.API = kmsg.NameForKey(k.api)
+	}
 	a.byKey[k] = f
 	a.order = append(a.order, f)
 }
@@ -116,6 +250,9 @@ func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group str
 	case rules.Enforce:
 		if kind == rules.Refused && r != nil {
 			r.refuse(id.String())
+			if r.refusedAbout == "" {
+				r.refusedAbout = cmp.Or(topic, group)
+			}
 		}
 		return true
 	case rules.Audit:
@@ -133,14 +270,12 @@ func (b *Broker) audited(id rules.ID) bool { return b.modes[id] == rules.Audit }
 
 // recordFinding records a finding of rule id for r (nil: no client).
 func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) {
-	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group)}
+	k := findingKey{rule: id, kind: kind, topic: clip(topic), group: clip(group), api: -1}
 	if r != nil {
-		k.clientID = clip(r.clientID)
-		if r.conn != nil {
-			k.software, k.swVers = r.conn.softwareLabel()
-			if k.software == "" {
-				k.software, k.swVers = b.clientSoftware.lookup(r.clientID)
-			}
+		k.clientID, k.software, k.swVers = b.clientOf(r)
+		if r.kreq != nil {
+			k.api = r.kreq.Key()
+			k.txn = id == rules.NoIdempotence && transactional(r.kreq)
 		}
 		r.finding, r.findings = addRule(r.finding, r.findings, id.String())
 	}
@@ -168,11 +303,14 @@ func (b *Broker) FindingsDropped() int64 {
 	return b.audit.dropped
 }
 
-// ResetFindings forgets every finding.
+// ResetFindings forgets every finding, and the errors answered without a
+// rule.
 func (b *Broker) ResetFindings() {
 	b.audit.mu.Lock()
 	defer b.audit.mu.Unlock()
 	b.audit.byKey, b.audit.order, b.audit.dropped = nil, nil, 0
+	b.audit.errByKey, b.audit.errOrder, b.audit.errDropped = nil, nil, 0
+	b.resetForecast()
 }
 
 // Audited reports whether any rule is audited.
@@ -192,6 +330,13 @@ func (b *Broker) coordinatorFinding(ctx context.Context, id rules.ID, kind rules
 	if ctx != nil {
 		r, _ = ctx.Value(requestKey{}).(*request)
 	}
+	if r == nil && ctx != nil {
+		// A finding about a group as a whole names its members' clients
+		// (coordinator.WithClient), never "(no client)".
+		if ids, _ := coordinator.ClientFrom(ctx); ids != "" {
+			r = &request{clientID: ids}
+		}
+	}
 	b.recordFinding(r, id, kind, "", group, func() string { return detail })
 }
 
@@ -203,7 +348,7 @@ func SortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID),
-			cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group))
+			cmp.Compare(a.API, b.API), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group))
 	})
 }
 
@@ -257,6 +402,67 @@ func (m *clientSoftwareMemory) lookup(clientID string) (software, version string
 	defer m.mu.Unlock()
 	r := m.m[clip(clientID)]
 	return r.software, r.version
+}
+
+// Apps whose own configuration advice speaks, recognised by their client
+// id or the software name they send (appOf).
+const (
+	appOTelCollector = "otel-collector"
+	appRsyslog       = "rsyslog"
+	appSyslogNG      = "syslog-ng"
+	appKcat          = "kcat"
+)
+
+// appOf names the app a client is, from its software name or client id:
+// the OpenTelemetry Collector's kafka receiver and exporter (client_id
+// "otel-collector" by default), rsyslog's omkafka and imkafka, syslog-ng's
+// kafka() destination and kcat (kafkacat), when their name appears in
+// either; "" for any other.
+func appOf(software, clientID string) string {
+	for _, s := range []string{strings.ToLower(software), strings.ToLower(clientID)} {
+		switch {
+		case strings.Contains(s, "otel-collector"), strings.Contains(s, "otelcol"):
+			return appOTelCollector
+		case strings.Contains(s, "rsyslog"):
+			return appRsyslog
+		case strings.Contains(s, "syslog-ng"), strings.Contains(s, "syslogng"):
+			return appSyslogNG
+		case strings.Contains(s, "kcat"), strings.Contains(s, "kafkacat"):
+			return appKcat
+		}
+	}
+	return ""
+}
+
+// appAdvice is advice in an app's own configuration, per app and rule;
+// a rule an app has none for gets its client library's advice.
+var appAdvice = map[string]map[rules.ID]string{
+	appOTelCollector: {
+		rules.EagerAssignorsOnly:    "in the Collector's kafka receiver, set group_rebalance_strategies: [range] (YAML)",
+		rules.NoCompression:         "in the Collector's kafka exporter, set producer: {compression: none} (YAML)",
+		rules.MaxMessageBytes:       "in the Collector's kafka exporter, keep producer: {max_message_bytes: 1000000} or less (YAML)",
+		rules.NoAutoCreateTopics:    "create the exporter's topics first: the Collector's kafka exporter cannot create them on VAST",
+		rules.IgnoreGroupInstanceID: "in the Collector's kafka receiver, remove group_instance_id: VAST makes the member dynamic, so a restart rebalances",
+	},
+	appRsyslog: {
+		rules.NoCompression:      `in omkafka, set confParam=["compression.type=none"] (compression.codec is its alias: replace either)`,
+		rules.NoIdempotence:      `in omkafka, set confParam=["enable.idempotence=false"] and no transactional.id`,
+		rules.EagerAssignorsOnly: `in imkafka, set confParam=["partition.assignment.strategy=range"]`,
+		rules.MaxMessageBytes:    `in omkafka, keep confParam "message.max.bytes" at 1000000 or less`,
+		rules.NoAutoCreateTopics: "create omkafka's topic first: VAST never creates one on first use",
+	},
+	appSyslogNG: {
+		rules.NoCompression:      `in the kafka() destination, set config("compression.type" => "none") (compression.codec is its alias: replace either)`,
+		rules.NoIdempotence:      `in the kafka() destination, set config("enable.idempotence" => "false")`,
+		rules.MaxMessageBytes:    `in the kafka() destination, keep config("message.max.bytes" => "1000000") or less`,
+		rules.NoAutoCreateTopics: "create the kafka() destination's topic first: VAST never creates one on first use",
+	},
+	appKcat: {
+		rules.NoCompression:      "run kcat with -X compression.type=none (compression.codec is its alias) and without -z",
+		rules.NoIdempotence:      "run kcat with -X enable.idempotence=false",
+		rules.EagerAssignorsOnly: "run kcat with -X partition.assignment.strategy=range",
+		rules.NoAutoCreateTopics: "create the topic first: kcat cannot create it on VAST",
+	},
 }
 
 // Client families advice is written for.
@@ -313,7 +519,7 @@ type adviceFor map[string]string
 var adviceTable = map[rules.ID]adviceFor{
 	rules.NoCompression: {
 		"":               "produce uncompressed batches (compression.type=none)",
-		familyLibrdkafka: "set compression.type=none",
+		familyLibrdkafka: "set compression.type=none (compression.codec is its alias: an app may set either); librdkafka also skips compression that does not shrink a batch, so a small test message can pass where real traffic is refused",
 		familyFranz:      "add kgo.ProducerBatchCompression(kgo.NoCompression()) (kgo compresses with snappy by default)",
 		familySarama:     "set config.Producer.Compression = sarama.CompressionNone",
 		familyKafkaGo:    "leave Writer.Compression unset",
@@ -324,7 +530,7 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.NoIdempotence: {
 		"":               "turn idempotence and transactions off (enable.idempotence=false, no transactional.id)",
 		familyLibrdkafka: "set enable.idempotence=false and no transactional.id",
-		familyFranz:      "add kgo.DisableIdempotentWrite() and no kgo.TransactionalID (against VAST kgo falls back quietly, but its ordering guarantee is gone)",
+		familyFranz:      "add kgo.DisableIdempotentWrite(): against VAST an idempotent kgo producer falls back quietly to plain produces, but its no-duplicates and ordering guarantees are gone",
 		familySarama:     "set config.Producer.Idempotent = false and no Producer.Transaction.ID",
 		familyKafkaJS:    "create the producer without idempotent: true or a transactionalId",
 		familyJava:       "set enable.idempotence=false (true by default since Kafka 3.0) and no transactional.id",
@@ -401,7 +607,7 @@ var adviceTable = map[rules.ID]adviceFor{
 		"": "VAST accepts only the topic configs " + vastTopicConfigList() + ": drop the others",
 	},
 	rules.NoOffsetsTopic: {
-		"": "VAST has no __consumer_offsets topic: read committed offsets with OffsetFetch (the consumer's committed(), Admin listConsumerGroupOffsets) instead",
+		"": "VAST has no __consumer_offsets topic, so a lag monitor that reads it (Burrow's consumer module) sees no group: read lag with OffsetFetch (committed offsets: the consumer's committed(), Admin listConsumerGroupOffsets, kafka-consumer-groups.sh --describe) and ListOffsets (end offsets) instead",
 	},
 	rules.AnyAddressServes: {
 		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",
@@ -411,6 +617,58 @@ var adviceTable = map[rules.ID]adviceFor{
 		familyLibrdkafka: "set group.protocol=classic (the default)",
 		familyJava:       "set group.protocol=classic (the default) and use no share consumer",
 	},
+}
+
+// transactional reports whether a request is part of a transaction: the
+// transaction APIs, a transactional produce, an InitProducerId with a
+// transactional id, a FindCoordinator for a transaction coordinator.
+func transactional(req kmsg.Request) bool {
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		return req.TransactionID != nil
+	case *kmsg.InitProducerIDRequest:
+		return req.TransactionalID != nil
+	case *kmsg.FindCoordinatorRequest:
+		return req.CoordinatorType == coordinatorTransaction
+	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest, *kmsg.TxnOffsetCommitRequest:
+		return true
+	}
+	return false
+}
+
+// transactionAdvice is NoIdempotence's advice for a transactional request:
+// a transactional app does not fall back to plain produces as an
+// idempotent one does; it fails.
+var transactionAdvice = adviceFor{
+	"":               "VAST has no transactions: remove transactional.id and commit offsets with the consumer instead of in the transaction (sendOffsetsToTransaction)",
+	familyLibrdkafka: "remove transactional.id: librdkafka fails before sending anything (\"requires broker version >= 0.11.0\"), and commit offsets with the consumer",
+	familyFranz:      "remove kgo.TransactionalID(...) and use BeginTransaction/EndTransaction no more: against VAST a transactional kgo client fails at BeginTransaction with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; it does not fall back",
+	familySarama:     "set no Producer.Transaction.ID and leave Producer.Idempotent false",
+	familyKafkaJS:    "create the producer without a transactionalId and send without producer.transaction()",
+	familyJava:       "remove transactional.id and the initTransactions/beginTransaction calls",
+	familyKafkaPy:    "set no transactional_id",
+}
+
+// findingAdvice returns the advice for a finding whose first request
+// detail describes: in the app's own terms when the app is one appAdvice
+// knows, else in its client library's.
+func findingAdvice(k findingKey, detail string) string {
+	if s := appAdvice[appOf(k.software, k.clientID)][k.rule]; s != "" {
+		return s
+	}
+	family := clientFamily(k.software, k.clientID)
+	if k.rule == rules.NoCompression && family == familyFranz && !strings.Contains(detail, "snappy") {
+		// kgo's default codec is snappy: a batch of another codec is the
+		// app's own choice, so the default is not the cause.
+		return "add kgo.ProducerBatchCompression(kgo.NoCompression())"
+	}
+	if k.txn {
+		if s, ok := transactionAdvice[family]; ok && family != "" {
+			return s
+		}
+		return transactionAdvice[""]
+	}
+	return advice(k.rule, k.kind, family)
 }
 
 // advice returns the advice for a finding of rule id about a client of
@@ -439,6 +697,15 @@ type AuditReport struct {
 	// request log still holds (Broker.Refusals), with the latest one's
 	// message.
 	Refusals []RuleRefusals `json:"refusals"`
+	// Errors counts the errors answered without a rule, by API, client
+	// and error, in every profile: a report with errors here is not an
+	// all-clear even with no findings. ErrorsDropped counts distinct
+	// ones not kept (the broker keeps 1,000).
+	Errors        []ErrorCount `json:"errors"`
+	ErrorsDropped int64        `json:"errorsDropped,omitempty"`
+	// Groups says, per client, how many consumer groups it created and
+	// how many of them are empty now: the forecast of rule MaxGroups.
+	Groups []GroupsCreated `json:"groups"`
 }
 
 // RuleRefusals is how many requests one enforced rule refused, as the
@@ -454,7 +721,15 @@ type RuleRefusals struct {
 func (b *Broker) AuditReport() AuditReport {
 	fs := b.Findings()
 	SortFindings(fs)
-	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{}}
+	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{},
+		Errors: b.Errors(), Groups: b.GroupsCreated()}
+	b.audit.mu.Lock()
+	rep.ErrorsDropped = b.audit.errDropped
+	b.audit.mu.Unlock()
+	slices.SortStableFunc(rep.Errors, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(a.API, b.API), cmp.Compare(a.Error, b.Error),
+			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID))
+	})
 	for _, id := range rules.IDs() {
 		switch b.modes.Of(id) {
 		case rules.Audit:
@@ -481,18 +756,23 @@ func (b *Broker) AuditReport() AuditReport {
 // Client describes the client of a finding: its software and version when
 // it said them, and its client id.
 func (f *Finding) Client() string {
+	return clientLabel(f.ClientSoftware, f.ClientVersion, f.ClientID)
+}
+
+// clientLabel describes a client by its software, version and client id.
+func clientLabel(software, version, clientID string) string {
 	var s string
 	switch {
-	case f.ClientSoftware != "" && f.ClientVersion != "":
-		s = f.ClientSoftware + " " + f.ClientVersion
-	case f.ClientSoftware != "":
-		s = f.ClientSoftware
+	case software != "" && version != "":
+		s = software + " " + version
+	case software != "":
+		s = software
 	}
-	if f.ClientID != "" {
+	if clientID != "" {
 		if s != "" {
 			s += ", "
 		}
-		s += "client id " + f.ClientID
+		s += "client id " + clientID
 	}
 	if s == "" {
 		s = "(no client)"
@@ -526,33 +806,92 @@ func (a AuditReport) Markdown() string {
 		for _, r := range a.Refusals {
 			n += r.Count
 		}
-		fmt.Fprintf(&sb, "\n%d requests were refused by enforced rules (as the request log holds them):\n\n| rule | requests | latest message |\n| --- | --- | --- |\n", n)
+		were := "were"
+		if n == 1 {
+			were = "was"
+		}
+		fmt.Fprintf(&sb, "\n%s %s refused by enforced rules (as the request log holds them):\n\n| rule | requests | latest message |\n| --- | --- | --- |\n", count(n, "request"), were)
 		for _, r := range a.Refusals {
 			fmt.Fprintf(&sb, "| %s | %d | %s |\n", mdCell(r.Rule), r.Count, mdCell(r.Message))
 		}
 	}
 	if len(a.Audited) == 0 {
+		a.markdownErrors(&sb)
+		a.markdownGroups(&sb)
 		return sb.String()
 	}
 	sb.WriteString("\n")
 	if len(a.Findings) == 0 {
 		sb.WriteString("No findings: nothing the audited rules check would have been refused or answered differently by VAST.\n")
+		a.markdownErrors(&sb)
+		a.markdownGroups(&sb)
 		return sb.String()
 	}
-	fmt.Fprintf(&sb, "%d findings: %d that VAST would have refused, %d where VAST would have behaved differently.\n", len(a.Findings), refused, differs)
+	fmt.Fprintf(&sb, "%s: %d that VAST would have refused, %d where VAST would have behaved differently.\n", count(len(a.Findings), "finding"), refused, differs)
 	if a.Dropped > 0 {
-		fmt.Fprintf(&sb, "%d more distinct findings were not kept (the broker keeps %d).\n", a.Dropped, maxFindings)
+		fmt.Fprintf(&sb, "%s not kept (the broker keeps %d).\n", count(int(a.Dropped), "more distinct finding"), maxFindings)
 	}
-	sb.WriteString("\n| kind | rule | client | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	sb.WriteString("\n| kind | rule | client | API | topic or group | count | what happened | advice |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range a.Findings {
 		subject := f.Topic
 		if f.Group != "" {
 			subject = "group " + f.Group
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(subject),
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", f.Kind, mdCell(f.Rule), mdCell(f.Client()), mdCell(f.API), mdCell(subject),
 			f.Count, mdCell(f.Detail), mdCell(f.Advice+" ("+rules.MarkdownSource(f.Source)+")"))
 	}
+	a.markdownErrors(&sb)
+	a.markdownGroups(&sb)
 	return sb.String()
+}
+
+// markdownGroups writes the group forecast: how many consumer groups each
+// client created, when any did.
+func (a AuditReport) markdownGroups(sb *strings.Builder) {
+	if len(a.Groups) == 0 {
+		return
+	}
+	sb.WriteString("\n## Consumer groups\n\nVAST keeps at most 256 consumer groups per view and never expires their offsets, so every group an app creates counts until it is deleted:\n\n")
+	for _, g := range a.Groups {
+		fmt.Fprintf(sb, "- %s created %s (%d of them empty now)\n", clientLabel(g.ClientSoftware, g.ClientVersion, g.ClientID), count(g.Created, "group"), g.Empty)
+	}
+}
+
+// markdownErrors writes the section of errors answered without a rule,
+// when there are any.
+func (a AuditReport) markdownErrors(sb *strings.Builder) {
+	if len(a.Errors) == 0 && a.ErrorsDropped == 0 {
+		return
+	}
+	var n, retriable int64
+	for _, e := range a.Errors {
+		n += e.Count
+		if e.Retriable {
+			retriable += e.Count
+		}
+	}
+	fmt.Fprintf(sb, "\n## Errors answered without a rule\n\n%s carried an error that no VAST rule caused (%d of them retriable, which clients retry on their own); the app meets these on VAST too, and one that is not retriable is likely why an app fails:\n\n",
+		count(int(n), "answer"), retriable)
+	if a.ErrorsDropped > 0 {
+		fmt.Fprintf(sb, "%s not kept (the broker keeps %d).\n\n", count(int(a.ErrorsDropped), "more distinct error"), maxErrorCounts)
+	}
+	sb.WriteString("| API | error | client | count | first answer | advice |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, e := range a.Errors {
+		name := e.Error
+		if e.Retriable {
+			name += " (retriable)"
+		}
+		fmt.Fprintf(sb, "| %s | %s | %s | %d | %s | %s |\n", mdCell(e.API), mdCell(name),
+			mdCell(clientLabel(e.ClientSoftware, e.ClientVersion, e.ClientID)), e.Count, mdCell(e.Detail), mdCell(e.Advice))
+	}
+}
+
+// count writes n and noun in English: "1 finding", "2 findings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // mdCell escapes s for a Markdown table cell.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -170,4 +172,79 @@ func TestClientSoftwareMemory(t *testing.T) {
 	assert.LessOrEqual(t, len(m.m), maxClientSoftware)
 	sw, _ = m.lookup(strconv.Itoa(3*maxClientSoftware - 1))
 	assert.Equal(t, "kgo", sw, "the newest is kept")
+}
+
+// TestRefusalMessagesNameRuleAndAction: the request log's message of a
+// request any rule refused names the rule and its action, whether the
+// answer carried a message of its own (kept when it already does) or not.
+func TestRefusalMessagesNameRuleAndAction(t *testing.T) {
+	for _, id := range rules.IDs() {
+		for _, msg := range []string{"", "the view already has 256 consumer groups", id.Refusal("VAST refuses it", "")} {
+			got := refusalMessage(id.String(), int16(kmsg.Metadata), msg)
+			assert.Contains(t, got, "(rule "+id.String()+"): "+id.Action(), "%s %q", id, msg)
+			assert.Equal(t, 1, strings.Count(got, "(rule "), got)
+		}
+	}
+	assert.Equal(t, "not refused", refusalMessage("", 0, "not refused"))
+}
+
+// TestAppAdvice: advice for apps known by client id or software name
+// speaks their configuration, and librdkafka's advice names the alias an
+// app may use for the canonical key.
+func TestAppAdvice(t *testing.T) {
+	for _, c := range []struct {
+		software, clientID string
+		rule               rules.ID
+		want               string
+	}{
+		{"librdkafka", "rsyslog-omkafka", rules.NoCompression, `confParam=["compression.type=none"]`},
+		{"librdkafka", "rdkafka", rules.NoCompression, "compression.codec is its alias"},
+		{"librdkafka", "syslog-ng", rules.NoCompression, `config("compression.type" => "none")`},
+		{"kcat", "rdkafka", rules.EagerAssignorsOnly, "-X partition.assignment.strategy=range"},
+		{"kgo", "otel-collector", rules.NoCompression, "producer: {compression: none}"},
+		{"kgo", "otel-collector", rules.NoIdempotence, "kgo.DisableIdempotentWrite()"}, // no app advice: the library's
+	} {
+		k := findingKey{rule: c.rule, kind: rules.Refused, software: c.software, clientID: c.clientID}
+		assert.Contains(t, findingAdvice(k, "compressed batch (snappy)"), c.want, "%+v", c)
+	}
+}
+
+// TestAuditSideTablesAreBounded: the errors answered without a rule, the
+// group forecast and the refusal-line limiter keep at most their bounds,
+// however many distinct clients a test brings.
+func TestAuditSideTablesAreBounded(t *testing.T) {
+	b, err := New(WithProfile("audit"))
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	for i := range maxErrorCounts + 10 {
+		b.recordError(&request{clientID: "c" + strconv.Itoa(i)}, int16(kmsg.Metadata), 3, func() string { return "x" }, nil)
+	}
+	rep := b.AuditReport()
+	assert.Len(t, rep.Errors, maxErrorCounts)
+	assert.Equal(t, int64(10), rep.ErrorsDropped)
+	assert.Contains(t, rep.Markdown(), "10 more distinct errors not kept (the broker keeps 1000)")
+
+	ctx := context.WithValue(context.Background(), requestKey{}, &request{})
+	for i := range maxForecastClients + 10 {
+		r := &request{clientID: "c" + strconv.Itoa(i)}
+		for j := range keptGroupNames + 5 {
+			b.groupCreated(context.WithValue(ctx, requestKey{}, r), "g"+strconv.Itoa(j))
+		}
+	}
+	assert.Len(t, b.forecast.clients, maxForecastClients)
+	for _, c := range b.forecast.clients {
+		assert.Len(t, c.names, keptGroupNames)
+		assert.Equal(t, keptGroupNames+5, c.created)
+	}
+
+	var l refusalLimiter
+	now := time.Now()
+	for i := range maxRefusalLines + 10 {
+		_, ok := l.allow(refusalLineKey{rule: "NoCompression", clientID: strconv.Itoa(i)}, now)
+		assert.True(t, ok, "a new key is logged")
+	}
+	assert.Len(t, l.lines, maxRefusalLines)
+	_, ok := l.allow(refusalLineKey{rule: "NoCompression", clientID: "new"}, now.Add(refusalLineEvery))
+	assert.True(t, ok)
+	assert.Len(t, l.lines, 1, "keys quiet for a minute make room")
 }

@@ -52,13 +52,18 @@ func benchBatch(n int) []byte {
 // benchBroker starts a broker holding three-partition topics of the given
 // names.
 func benchBroker(b *testing.B, topics ...string) *Broker {
+	return benchBrokerWith(b, nil, topics...)
+}
+
+// benchBrokerWith is benchBroker with more options.
+func benchBrokerWith(b *testing.B, opts []Option, topics ...string) *Broker {
 	var specs []TopicSpec
 	for _, name := range topics {
 		specs = append(specs, TopicSpec{Name: name, Partitions: 3})
 	}
 	// Empty fetches are answered at once: the benchmarks measure the
 	// broker's work per request, not the pacing of an idle consumer.
-	br, err := New(WithTopics(specs...), WithEmptyFetchDelay(0))
+	br, err := New(append([]Option{WithTopics(specs...), WithEmptyFetchDelay(0)}, opts...)...)
 	require.NoError(b, err)
 	b.Cleanup(func() { br.Close() })
 	return br
@@ -679,6 +684,38 @@ func BenchmarkRoundTripDuringBombs(b *testing.B) {
 			// The heap's address space only grows: its growth is the
 			// most the heap held while the bombs were validated.
 			b.ReportMetric(max(float64(after.HeapSys)-float64(before.HeapSys), 0)/(1<<20), "heap-growth-MiB")
+		})
+	}
+}
+
+// BenchmarkFetchDetail measures what WithFetchDetail costs: the same empty
+// fetch handler and 3 MiB fetch round trip as BenchmarkEmptyFetchHandler
+// and BenchmarkFetchRequest, with the request log keeping every
+// partition's detail and without.
+func BenchmarkFetchDetail(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("empty-handler/detail=%v", on), func(b *testing.B) {
+			br := benchBrokerWith(b, []Option{WithFetchDetail(on)}, "bench")
+			c := newClientConn(br, br.nodes[0], &loopConn{frame: emptyFetchFrame("bench", 3)})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.handleOne(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("3MiB-fetch/detail=%v", on), func(b *testing.B) {
+			roundTrip := dialBench(b, benchBrokerWith(b, []Option{WithFetchDetail(on)}, "bench"))
+			produce := produceFrame("bench", 500)
+			for range 180 {
+				roundTrip(produce)
+			}
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, fetchRequest("bench", 3, 40_000, 1<<20), 1)
+			b.SetBytes(int64(roundTrip(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				roundTrip(frame)
+			}
 		})
 	}
 }

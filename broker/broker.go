@@ -88,6 +88,12 @@ type Broker struct {
 	faults faultState
 	reqLog requestLog
 	audit  auditLog
+	// offsetsState is what the broker keeps about __consumer_offsets.
+	offsetsState offsetsTopicState
+	// forecast counts the groups each client created.
+	forecast groupForecast
+	// refusalLines limits the server log's refusal lines.
+	refusalLines refusalLimiter
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
@@ -141,6 +147,7 @@ type config struct {
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
 	emptyFetchDelay     time.Duration
+	fetchDetail         bool
 	tlsHandshakeTimeout time.Duration
 	decompressions      int
 	// wrapListener, when set, wraps every listener the broker opens;
@@ -400,6 +407,16 @@ func WithEmptyFetchDelay(d time.Duration) Option {
 	return func(c *config) { c.emptyFetchDelay = d }
 }
 
+// WithFetchDetail makes the request log keep, for every Fetch, what each
+// partition returned (RequestRecord.Partitions: the fetch offset, the
+// records and bytes returned, the high watermark and the error), so that
+// a consumer that reads nothing can be diagnosed from the request log. It
+// is off by default: it costs an allocation per Fetch answered and up to
+// maxFetchDetail partitions of memory per record.
+func WithFetchDetail(on bool) Option {
+	return func(c *config) { c.fetchDetail = on }
+}
+
 // TopicSpec describes a topic to create at start.
 type TopicSpec struct {
 	Name       string
@@ -524,6 +541,8 @@ func New(opts ...Option) (*Broker, error) {
 		Logger:                 b.log,
 		Audit:                  b.coordinatorFinding,
 		WriteTxnMarkers:        b.writeTxnMarkers,
+		OffsetsTopic:           b.appendOffsetsRecord,
+		GroupCreated:           b.groupCreated,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

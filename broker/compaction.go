@@ -110,7 +110,7 @@ func (b *Broker) Compact(topic string) ([]PartitionCompaction, error) {
 // compact is logged and left as it was.
 func (b *Broker) compactDirty() {
 	now := b.clock.Now()
-	for _, t := range b.data.all() {
+	for _, t := range b.data.listed() { // __consumer_offsets too
 		cfg := t.config()
 		if !cfg.compact {
 			continue

@@ -190,7 +190,7 @@ func (b *Broker) parseTopicConfigs(r *request, topic string, set map[string]stri
 	for k, v := range set {
 		_, vastKey := vastTopicConfigDefaults[k]
 		if !vastKey && b.rules.VASTTopicConfigsOnly && b.vast(r, rules.VASTTopicConfigsOnly, rules.Refused, topic, "", func() string { return "topic config " + strconv.Quote(k) }) {
-			return c, kerr.InvalidConfig.Code, "VAST supports only " + vastTopicConfigList() + "; " + strconv.Quote(k) + " is not one (rule VASTTopicConfigsOnly)"
+			return c, kerr.InvalidConfig.Code, rules.VASTTopicConfigsOnly.Refusal("VAST supports only "+vastTopicConfigList()+"; "+strconv.Quote(k)+" is not one", "")
 		}
 		if _, ok := b.defaultFor(k); !ok {
 			return c, kerr.InvalidConfig.Code, "unknown topic config " + strconv.Quote(k)
@@ -447,7 +447,7 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				break
 			}
-			t := b.data.get(res.name)
+			t := b.topicNamed(r, res.name)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
@@ -708,7 +708,7 @@ func (b *Broker) alterTopicConfigs(r *request, typ kmsg.ConfigResourceType, name
 	if typ != kmsg.ConfigResourceTypeTopic {
 		return kerr.InvalidRequest.Code, kmsg.StringPtr("vastfake alters topic configs only; broker configs are fixed at start")
 	}
-	t := b.data.get(name)
+	t := b.topicNamed(r, name)
 	if t == nil {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}

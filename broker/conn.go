@@ -160,6 +160,9 @@ type request struct {
 	closeAfter string // when set, the connection closes after the answer, for this reason
 
 	reads []log.ReadResult // log reads the answer aliases, released once it is written
+
+	createdGroup string // the group the request created (JoinGroup, OffsetCommit), for the group forecast
+	refusedAbout string // the topic (or group) of the first refusal, for the server log
 }
 
 // releaseReads ends the log reads the request's answer aliased; the answer
@@ -384,7 +387,7 @@ func (c *clientConn) handleOne() error {
 			// Not served even in Kafka's behaviour (KIP-848, share groups):
 			// the connection closes as for any unknown API, with the finding.
 			c.noteClientID(frame[8:])
-			c.b.recordFinding(&request{conn: c, clientID: c.clientID}, c.b.auditedBy[key], rules.Refused, "", "",
+			c.b.recordFinding(&request{conn: c, clientID: c.clientID, kreq: kmsg.RequestForKey(key)}, c.b.auditedBy[key], rules.Refused, "", "",
 				func() string {
 					return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
 				})
@@ -406,7 +409,7 @@ func (c *clientConn) handleOne() error {
 			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
 			return c.write(corr, resp, false)
 		}
-		return protoErr("api %s version %d outside %d-%d", kmsg.NameForKey(key), version, a.min, a.max)
+		return c.refuseVersion(a, key, version, frame[8:])
 	}
 	if c.software == "" && c.inferred == "" {
 		c.fingerprint(key, version)
@@ -483,15 +486,29 @@ func (c *clientConn) handleOne() error {
 		if rec.Message == "" {
 			rec.Message = req.why
 		}
-		rec.Message = logMessage(rec.Message)
+		rec.Message = logMessage(refusalMessage(req.rule, key, rec.Message))
+	}
+	if c.b.cfg.fetchDetail && key == int16(kmsg.Fetch) {
+		if fr, ok := resp.(*kmsg.FetchResponse); ok {
+			rec.Fetch = fetchDetail(kreq.(*kmsg.FetchRequest), fr, func(id [16]byte) string { return c.b.topicName("", id) })
+		}
 	}
 	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
 	if !emptyFetch(resp) {
 		c.fetchRun, run = logRun{}, nil
 	}
 	c.b.reqLog.addRun(rec, run)
+	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
+		c.b.recordError(req, key, rec.ErrorCode, func() string {
+			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
+			if rec.Message != "" {
+				d += ": " + rec.Message
+			}
+			return d
+		}, func() string { return errorAdvice(key, rec.ErrorCode) })
+	}
 	if req.rule != "" {
-		c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", req.rule, "api", kmsg.NameForKey(key), "version", version)...)
+		c.logRefusal(&rec, req.rule, req.refusedAbout, key, version)
 	} else if req.denied != "" {
 		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user)...)
 	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
@@ -516,6 +533,82 @@ func (c *clientConn) handleOne() error {
 	return nil
 }
 
+// logRefusal writes the server log's line for a request rule refused,
+// naming the topic (or group) it was about, at most once a minute per rule,
+// topic and client on the broker's clock: a client that retries a refused
+// request every second (a producer waiting for a topic VAST will never
+// auto-create) gets one line a minute, with "repeats" counting the
+// refusals not logged since the last line.
+func (c *clientConn) logRefusal(rec *RequestRecord, rule, about string, key, version int16) {
+	repeats, ok := c.b.refusalLines.allow(refusalLineKey{rule, clip(about), rec.ClientID}, c.b.clock.Now())
+	if !ok {
+		return
+	}
+	attrs := []any{"rule", rule}
+	if about != "" {
+		attrs = append(attrs, "topic", about)
+	}
+	attrs = append(attrs, "api", kmsg.NameForKey(key), "version", version)
+	if repeats > 0 {
+		attrs = append(attrs, "repeats", repeats)
+	}
+	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(rec, attrs...)...)
+}
+
+// refusalLineEvery is how often the server log repeats the line of one
+// rule's refusals of one topic and client.
+const refusalLineEvery = time.Minute
+
+// maxRefusalLines bounds the (rule, topic, client) keys the limiter keeps;
+// when full, keys quiet for refusalLineEvery are dropped, and past that a
+// new key is logged without being kept.
+const maxRefusalLines = 4096
+
+type refusalLineKey struct{ rule, about, clientID string }
+
+type refusalLine struct {
+	at         time.Time // when the last line was written
+	suppressed int64     // refusals since then not logged
+}
+
+// refusalLimiter decides which refusals the server log shows. The zero
+// value is ready to use.
+type refusalLimiter struct {
+	mu    sync.Mutex
+	lines map[refusalLineKey]*refusalLine
+}
+
+// allow reports whether a refusal of k at now gets a log line, and how
+// many refusals of k were not logged since k's last line.
+func (l *refusalLimiter) allow(k refusalLineKey, now time.Time) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.lines[k]; e != nil {
+		if now.Sub(e.at) < refusalLineEvery {
+			e.suppressed++
+			return 0, false
+		}
+		n := e.suppressed
+		e.at, e.suppressed = now, 0
+		return n, true
+	}
+	if l.lines == nil {
+		l.lines = make(map[refusalLineKey]*refusalLine)
+	}
+	if len(l.lines) >= maxRefusalLines {
+		for key, e := range l.lines {
+			if now.Sub(e.at) >= refusalLineEvery {
+				delete(l.lines, key)
+			}
+		}
+		if len(l.lines) >= maxRefusalLines {
+			return 0, true
+		}
+	}
+	l.lines[k] = &refusalLine{at: now}
+	return 0, true
+}
+
 // outcomeAttrs ends the attributes of a refusal's or denial's log line
 // with the error the client got, its message, and who sent the request.
 func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
@@ -538,13 +631,75 @@ func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
 func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	rule := c.b.hiddenBy[key]
 	c.noteClientID(hdr)
-	msg := kmsg.NameForKey(key) + " is hidden by rule " + rule + " (not in ApiVersions): closing the connection, as Kafka does for an API it does not serve"
+	msg := kmsg.NameForKey(key) + " is not served by VAST, which leaves it out of ApiVersions; the connection is closed, as Kafka does for an API it does not serve"
+	if id, ok := rules.Lookup(rule); ok {
+		msg = id.Refusal(msg, "")
+	}
 	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
 		Message: msg, Rule: rule, User: c.user, Closed: true}
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(rec)
-	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(&rec, "rule", rule, "api", kmsg.NameForKey(key), "version", version)...)
+	c.logRefusal(&rec, rule, "", key, version)
 	return &closeError{reason: msg}
+}
+
+// refuseVersion closes the connection of a request whose version is
+// outside the range the broker advertises for its API, as Kafka does (it
+// cannot parse it, so it cannot answer it), after recording it in the
+// request log with UNSUPPORTED_VERSION and the client id, logging it, and
+// counting it among the errors answered without a rule with advice: a
+// version below the range is one Kafka 4 removed (KIP-896), so the client
+// predates Kafka 4, and VAST does not accept it either. hdr is the frame
+// after the api key, version and correlation id.
+func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error {
+	c.noteClientID(hdr)
+	name := kmsg.NameForKey(key)
+	msg := name + " v" + strconv.Itoa(int(version)) + " is outside the versions this broker serves (" +
+		strconv.Itoa(int(a.min)) + "-" + strconv.Itoa(int(a.max)) + "): closing the connection, as Kafka does"
+	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
+		ErrorCode: kerr.UnsupportedVersion.Code, Message: msg, User: c.user, Closed: true}
+	c.fetchRun = logRun{}
+	c.b.reqLog.add(rec)
+	c.b.log.Warn("closing connection: unsupported version", c.outcomeAttrs(&rec, "api", name, "version", version)...)
+	c.b.recordError(&request{conn: c, clientID: c.clientID}, key, kerr.UnsupportedVersion.Code,
+		func() string { return msg }, func() string {
+			if version < a.min {
+				return "the client predates Kafka 4: Kafka 4 removed " + name + " v" + strconv.Itoa(int(version)) +
+					" (KIP-896) and VAST does not accept it either, so the app fails on both; upgrade the client (or the tool: Burrow 1.2 sends ListOffsets v0)"
+			}
+			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions"
+		})
+	return &closeError{reason: msg}
+}
+
+// refusalMessage returns the request log's message for a request rule
+// refused (rule empty: not refused, msg as it is): msg when it already
+// names the rule and its action (rules.ID.Refusal), else msg, or the API
+// refused, followed by the rule and its action.
+func refusalMessage(rule string, key int16, msg string) string {
+	id, ok := rules.Lookup(rule)
+	if !ok || strings.Contains(msg, "(rule "+rule+")") {
+		return msg
+	}
+	if msg == "" {
+		msg = kmsg.NameForKey(key) + " refused by VAST"
+	}
+	return id.Refusal(msg, "")
+}
+
+// errorAdvice is the advice for an error answered without a rule, or ""
+// for the error's own description.
+func errorAdvice(key, code int16) string {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code:
+		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
+			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
+		}
+	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code,
+		kerr.TransactionalIDAuthorizationFailed.Code:
+		return "an identity policy denies it: grant the user the permission (GET /denials names it)"
+	}
+	return ""
 }
 
 // requireLogin closes a connection that sent a request other than

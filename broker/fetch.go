@@ -57,6 +57,9 @@ func handleFetch(b *Broker, r *request) kmsg.Response {
 	if b.audited(rules.NoOffsetsTopic) {
 		b.auditOffsetsTopicFetch(r, req)
 	}
+	if r.version <= 12 && b.modes.Of(rules.NoTopicIDs) != rules.Off {
+		b.checkTopicIDsAsNames(r, req)
+	}
 	if req.MinBytes > 1 && req.MaxWaitMillis > 0 {
 		b.vast(r, rules.NoDelayedFetch, rules.Differs, fetchTopic(req), "", func() string {
 			return "fetch.min.bytes=" +
@@ -286,7 +289,7 @@ func (b *Broker) fetchOnce(r *request, req *kmsg.FetchRequest, denied []bool) (*
 		if version >= 13 {
 			t = b.data.getID(rt.TopicID)
 		} else {
-			t = b.data.get(rt.Topic)
+			t = b.topicNamed(r, rt.Topic)
 		}
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
@@ -353,6 +356,48 @@ func fetchTopic(req *kmsg.FetchRequest) string {
 		return ""
 	}
 	return req.Topics[0].Topic
+}
+
+// checkTopicIDsAsNames applies NoTopicIDs to a Fetch of v12 or lower that
+// names a topic that looks like a topic ID ("00000000-0000-0000-0000-
+// 000000000000"): a client that sends the topic ID where the name belongs
+// (the npm kafka-console CLI's Fetch v12) fails on VAST, which serves no
+// version with topic IDs. Audited, the finding is recorded even when a
+// topic of that name exists (an auto-created one was served in its place);
+// enforced, the request is recorded as refused when none exists (it gets
+// UNKNOWN_TOPIC_OR_PARTITION).
+func (b *Broker) checkTopicIDsAsNames(r *request, req *kmsg.FetchRequest) {
+	for i := range req.Topics {
+		name := req.Topics[i].Topic
+		if !looksLikeTopicID(name) || b.enforced(rules.NoTopicIDs) && b.data.get(name) != nil {
+			continue
+		}
+		b.vast(r, rules.NoTopicIDs, rules.Refused, name, "", func() string {
+			return "Fetch v" + strconv.Itoa(int(r.version)) + " named topic " + strconv.Quote(name) +
+				", which looks like a topic ID: the client sent a topic ID as a name; it cannot fetch from VAST"
+		})
+	}
+}
+
+// looksLikeTopicID reports whether a topic name has the form of a UUID as
+// clients print topic IDs: 8-4-4-4-12 hex digits.
+func looksLikeTopicID(name string) bool {
+	if len(name) != 36 {
+		return false
+	}
+	for i, c := range name {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // auditOffsetsTopicFetch records a NoOffsetsTopic finding for a fetch that

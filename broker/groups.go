@@ -19,6 +19,10 @@ const (
 	coordinatorTransaction = 1
 )
 
+// noTransactionsAction is what a refusal of a transaction (rule
+// NoIdempotence) asks the app to do.
+const noTransactionsAction = "remove transactional.id, or run -profile audit to find every place the app relies on it"
+
 // handleFindCoordinator answers FindCoordinator v0-v6 for groups and
 // transactional ids: the coordinator of a key is the broker CoordinatorOf
 // names (with one broker, always this one). v4+ look up several keys at
@@ -47,7 +51,7 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 			switch {
 			case b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string { return "FindCoordinator for the transaction coordinator of " + strconv.Quote(key) }):
 				c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				c.ErrorMessage = kmsg.StringPtr("VAST does not support transactions (rule NoIdempotence)")
+				c.ErrorMessage = kmsg.StringPtr(rules.NoIdempotence.Refusal("VAST does not support transactions", noTransactionsAction))
 			case key == "":
 				c.ErrorCode = kerr.InvalidRequest.Code
 			}
@@ -104,7 +108,9 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 		req = &merged
 	}
 	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	return b.coord.JoinGroup(ctx, req)
+	resp := b.coord.JoinGroup(ctx, req)
+	b.checkOneRunGroups(r)
+	return resp
 }
 
 // handleSyncGroup answers SyncGroup v0-v5. A follower's call blocks until

@@ -5,6 +5,7 @@ package broker
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -356,6 +357,84 @@ type RequestRecord struct {
 	// one record, which moves to the end of the log with each repeat. 0
 	// for a single answer.
 	Repeats int
+	// Fetch is, for a Fetch when the broker keeps fetch detail
+	// (WithFetchDetail), what each partition returned; nil otherwise.
+	Fetch *FetchDetail
+}
+
+// FetchDetail is what the partitions of one Fetch answer returned: at most
+// maxFetchDetail (64) of them, in the order of the answer, and how many
+// more there were.
+type FetchDetail struct {
+	Partitions []FetchPartition
+	Omitted    int
+}
+
+// FetchPartition is what one partition of a Fetch returned, as the request
+// log keeps it with WithFetchDetail.
+type FetchPartition struct {
+	Topic     string
+	Partition int32
+	// FetchOffset is the offset the client asked to read from; Records
+	// and Bytes what the answer carried (records in the batches returned,
+	// control records and records before the fetch offset in the first
+	// batch included, as on the wire); HighWatermark the partition's, -1
+	// with an error.
+	FetchOffset   int64
+	Records       int32
+	Bytes         int32
+	HighWatermark int64
+	ErrorCode     int16
+}
+
+// maxFetchDetail bounds the partitions a request log record keeps.
+const maxFetchDetail = 64
+
+// fetchDetail returns what each partition of a Fetch answer returned.
+func fetchDetail(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, name func([16]byte) string) *FetchDetail {
+	n := 0
+	for i := range resp.Topics {
+		n += len(resp.Topics[i].Partitions)
+	}
+	out := make([]FetchPartition, 0, min(n, maxFetchDetail))
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		topic := rt.Topic
+		if topic == "" && rt.TopicID != [16]byte{} {
+			topic = name(rt.TopicID)
+		}
+		for j := range rt.Partitions {
+			if len(out) == maxFetchDetail {
+				return &FetchDetail{Partitions: out, Omitted: n - maxFetchDetail}
+			}
+			sp := &rt.Partitions[j]
+			fp := FetchPartition{Topic: clip(topic), Partition: sp.Partition, FetchOffset: -1, Bytes: int32(len(sp.RecordBatches)),
+				HighWatermark: sp.HighWatermark, ErrorCode: sp.ErrorCode}
+			log.EachBatch(sp.RecordBatches, func(b log.Batch) bool {
+				fp.Records += b.NumRecords()
+				return true
+			})
+			fp.FetchOffset = requestedOffset(req, rt.Topic, rt.TopicID, sp.Partition)
+			out = append(out, fp)
+		}
+	}
+	return &FetchDetail{Partitions: out}
+}
+
+// requestedOffset is the fetch offset req asked for a partition, or -1.
+func requestedOffset(req *kmsg.FetchRequest, topic string, id [16]byte, partition int32) int64 {
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		if t.Topic != topic || t.TopicID != id {
+			continue
+		}
+		for j := range t.Partitions {
+			if t.Partitions[j].Partition == partition {
+				return t.Partitions[j].FetchOffset
+			}
+		}
+	}
+	return -1
 }
 
 // notable reports whether r goes to the store of refusals, denials,
@@ -367,9 +446,17 @@ func (r *RequestRecord) notable() bool {
 // sameOutcome reports whether b repeats a: the same record but for its time
 // and count.
 func sameOutcome(a, b *RequestRecord) bool {
-	x := *a
-	x.Time, x.Repeats = b.Time, b.Repeats
-	return x == *b
+	x, y := *a, *b
+	x.Time, x.Repeats = y.Time, y.Repeats
+	x.Fetch, y.Fetch = nil, nil
+	if x != y {
+		return false
+	}
+	switch {
+	case a.Fetch == nil || b.Fetch == nil:
+		return a.Fetch == b.Fetch
+	}
+	return a.Fetch.Omitted == b.Fetch.Omitted && slices.Equal(a.Fetch.Partitions, b.Fetch.Partitions)
 }
 
 // maxRequestLog bounds the ordinary records of the request log (a

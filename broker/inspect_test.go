@@ -240,9 +240,9 @@ func TestRefusalMessageIsLogged(t *testing.T) {
 	refusals := b.Refusals()
 	require.Len(t, refusals, 1)
 	assert.Equal(t, "MaxMessageBytes", refusals[0].Rule)
-	assert.Contains(t, refusals[0].Message, "over the 1048576-byte limit (rule MaxMessageBytes)")
+	assert.Contains(t, refusals[0].Message, "over VAST's 1048576-byte limit (rule MaxMessageBytes): keep record batches at most 1 MB")
 	line := logs.String()
-	assert.Contains(t, line, `msg="refused by VAST rule" rule=MaxMessageBytes api=Produce version=9 error=MESSAGE_TOO_LARGE message="record batch of `)
+	assert.Contains(t, line, `msg="refused by VAST rule" rule=MaxMessageBytes topic=t api=Produce version=9 error=MESSAGE_TOO_LARGE message="record batch of `)
 	assert.Contains(t, line, "client_id=big")
 }
 

@@ -431,8 +431,8 @@ func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
 
 // CoordinatorOf returns the broker id FindCoordinator names for a group
 // (or transactional id): unless MoveCoordinator moved it, the leader of
-// the __consumer_offsets partition Kafka would keep it in, abs(Java
-// hashCode of the id) mod 50.
+// the __consumer_offsets partition Kafka would keep it in
+// (OffsetsTopicPartition).
 func (b *Broker) CoordinatorOf(group string) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
@@ -442,7 +442,7 @@ func (b *Broker) CoordinatorOf(group string) int32 {
 			return id
 		}
 	}
-	return b.nodes[int((javaStringHash(group)&0x7fffffff)%offsetsTopicPartitions)%len(b.nodes)].id
+	return b.nodes[int(OffsetsTopicPartition(group))%len(b.nodes)].id
 }
 
 // checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
@@ -766,21 +766,4 @@ func (b *Broker) addLeaderHints(resp kmsg.Response) {
 			}
 		}
 	}
-}
-
-// javaStringHash is Java's String.hashCode over s's UTF-16 code units,
-// which Kafka's partitionFor takes the absolute value of (Utils.abs, which
-// maps MinInt32 to 0 by masking the sign bit).
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 { // a surrogate pair in UTF-16
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
 }

@@ -58,11 +58,17 @@ func TestSeveralBrokersInMetadata(t *testing.T) {
 		require.NoError(t, coords[g].Err, g)
 		assert.Equal(t, b.CoordinatorOf(g), coords[g].NodeID, g)
 	}
-	// The rule is Kafka's partitionFor: Java's hashCode, its sign bit
-	// masked, mod 50, then that partition's leader.
+	// The rule is Kafka's partitionFor: Utils.abs of Java's hashCode
+	// (MinInt32 goes to 0, any other negative hash to its absolute
+	// value, not its sign bit masked), mod 50, then that partition's
+	// leader.
 	assert.Equal(t, int32(99162322), javaStringHash("hello"))
 	assert.Equal(t, int32(1772899), javaStringHash("😀"), "a surrogate pair, as Java sees it")
 	assert.Equal(t, b.LeaderOf(offsetsTopic, int32(99162322%50)), b.CoordinatorOf("hello"))
+	assert.Equal(t, int32(-1906497762), javaStringHash("my-group"))
+	assert.Equal(t, int32(1906497762%50), OffsetsTopicPartition("my-group"))
+	assert.Equal(t, int32(-1<<31), javaStringHash("polygenelubricants"))
+	assert.Equal(t, int32(0), OffsetsTopicPartition("polygenelubricants"))
 }
 
 // TestBrokerDownAndUp: a broker taken down refuses connections and drops the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -62,7 +63,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 	for _, rt := range topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		describable := b.allowTopic(r, KafkaDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
@@ -140,7 +141,7 @@ func handleDeleteRecords(b *Broker, r *request) kmsg.Response {
 	for _, rt := range topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		deletable := b.allowTopic(r, KafkaDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
@@ -198,7 +199,7 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 	known.Topics = nil
 	var unknown []kmsg.OffsetCommitResponseTopic
 	for _, rt := range req.Topics {
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		code := kerr.UnknownTopicOrPartition.Code
 		switch {
 		case !groupOK:
@@ -240,7 +241,8 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 		resp.Topics = unknown
 		return resp
 	}
-	resp := b.coord.OffsetCommit(coordinatorCtx(r), &known)
+	resp := b.coord.OffsetCommit(coordinator.WithClient(coordinatorCtx(r), r.clientID, ""), &known)
+	b.checkOneRunGroups(r)
 	resp.Topics = append(resp.Topics, unknown...)
 	return resp
 }

@@ -96,7 +96,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	if req.TransactionID != nil && b.vast(r, rules.NoIdempotence, rules.Refused, "", "", func() string {
 		return "transactional produce (transactional.id " + strconv.Quote(*req.TransactionID) + ")"
 	}) {
-		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, "VAST does not support transactions (rule NoIdempotence)")
+		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, rules.NoIdempotence.Refusal("VAST does not support transactions", noTransactionsAction))
 	}
 
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
@@ -109,7 +109,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 		if r.version >= 13 {
 			t = b.data.getID(rt.TopicID)
 		} else {
-			t = b.data.get(rt.Topic)
+			t = b.topicNamed(r, rt.Topic)
 		}
 		var cfg topicConfig
 		name := rt.Topic
@@ -315,13 +315,13 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 		return nil, kerr.InvalidRecord.Code, "clients may not produce control batches"
 	}
 	if c := batch.Compression(); c != 0 && b.vast(r, rules.NoCompression, rules.Refused, topic, "", func() string { return "compressed batch (" + codecName(c) + ")" }) {
-		return nil, kerr.UnsupportedCompressionType.Code, "VAST does not accept compressed batches; set compression.type=none (rule NoCompression)"
+		return nil, kerr.UnsupportedCompressionType.Code, rules.NoCompression.Refusal("VAST does not accept compressed batches", "")
 	}
 	if batch.Compression() > 4 {
 		return nil, kerr.UnsupportedCompressionType.Code, ""
 	}
 	if (batch.ProducerID() >= 0 || batch.Transactional()) && b.vast(r, rules.NoIdempotence, rules.Refused, topic, "", func() string { return producerDetail(batch) }) {
-		return nil, kerr.UnsupportedForMessageFormat.Code, "VAST does not support idempotent or transactional producers; set enable.idempotence=false (rule NoIdempotence)"
+		return nil, kerr.UnsupportedForMessageFormat.Code, rules.NoIdempotence.Refusal("VAST does not support idempotent or transactional producers", "set enable.idempotence=false and remove transactional.id, or run -profile audit to find every place the app relies on them")
 	}
 	if batch.ProducerID() >= 0 && batch.BaseSequence() < 0 {
 		return nil, kerr.InvalidRecord.Code, "invalid sequence number " + strconv.Itoa(int(batch.BaseSequence())) + " in a record batch with producer id " + strconv.FormatInt(batch.ProducerID(), 10)
@@ -351,11 +351,11 @@ func (b *Broker) checkBatch(r *request, topic string, raw []byte, cfg topicConfi
 	}
 	if max := b.rules.MaxKeyBytes; max > 0 && stats.MaxKey > max &&
 		b.vast(r, rules.MaxKeyBytes, rules.Refused, topic, "", func() string { return "record key of " + strconv.Itoa(stats.MaxKey) + " bytes" }) {
-		return nil, kerr.MessageTooLarge.Code, "record key of " + strconv.Itoa(stats.MaxKey) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxKeyBytes)"
+		return nil, kerr.MessageTooLarge.Code, rules.MaxKeyBytes.Refusal("record key of "+strconv.Itoa(stats.MaxKey)+" bytes is over VAST's "+strconv.Itoa(max)+"-byte limit", "")
 	}
 	if max := b.rules.MaxValueBytes; max > 0 && stats.MaxValue > max &&
 		b.vast(r, rules.MaxValueBytes, rules.Refused, topic, "", func() string { return "record value of " + strconv.Itoa(stats.MaxValue) + " bytes" }) {
-		return nil, kerr.MessageTooLarge.Code, "record value of " + strconv.Itoa(stats.MaxValue) + " bytes is over the " + strconv.Itoa(max) + "-byte limit (rule MaxValueBytes)"
+		return nil, kerr.MessageTooLarge.Code, rules.MaxValueBytes.Refusal("record value of "+strconv.Itoa(stats.MaxValue)+" bytes is over VAST's "+strconv.Itoa(max)+"-byte limit", "")
 	}
 	if cfg.compact && stats.NullKeys > 0 {
 		*keyless = stats
@@ -439,7 +439,7 @@ func (b *Broker) checkBatchSize(r *request, topicName string, size int, cfg topi
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the topic's max.message.bytes of " + strconv.Itoa(topic)
 	}
 	if vastCap > 0 && size > vastCap && b.vast(r, rules.MaxMessageBytes, rules.Refused, topicName, "", func() string { return "record batch of " + strconv.Itoa(size) + " bytes" }) {
-		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the " + strconv.Itoa(vastCap) + "-byte limit (rule MaxMessageBytes)"
+		return kerr.MessageTooLarge.Code, rules.MaxMessageBytes.Refusal("record batch of "+strconv.Itoa(size)+" bytes is over VAST's "+strconv.Itoa(vastCap)+"-byte limit", "")
 	}
 	if cfg.maxMessageBytes < 0 && enforcedCap <= 0 && size > rules.KafkaMessageMaxBytes {
 		return kerr.MessageTooLarge.Code, "record batch of " + strconv.Itoa(size) + " bytes is over the broker's message.max.bytes of " + strconv.Itoa(rules.KafkaMessageMaxBytes)

@@ -152,8 +152,9 @@ const maxPartitionsPerRequest = 10_000
 // The internal topic Kafka keeps committed offsets in, with its default
 // partition count (offsets.topic.num.partitions) and the configs Kafka
 // creates it with. vastfake lists it (unless the NoOffsetsTopic rule hides
-// it) so that clients find what they find on Kafka; it stays empty, since
-// the coordinator keeps the offsets.
+// it) so that clients find what they find on Kafka, and writes every offset
+// commit and group change to it (offsetstopic.go); the coordinator keeps
+// the offsets it serves.
 const (
 	offsetsTopic           = "__consumer_offsets"
 	offsetsTopicPartitions = 50
@@ -165,11 +166,31 @@ var offsetsTopicConfigs = map[string]string{
 	"segment.bytes":    "104857600",
 }
 
-// refuseFor records on r that a VAST rule refused it; r is nil when the
-// broker creates its seed topics, which no request asked for.
-func refuseFor(r *request, rule string) {
+// topicNamed returns the topic a request names, or nil. Where the
+// NoOffsetsTopic rule hides __consumer_offsets (VAST), a request naming it
+// is recorded as refused by that rule, not as one naming a topic that
+// happens not to exist. (Audited, the rule records its findings where the
+// topic is read: Metadata and Fetch.)
+func (b *Broker) topicNamed(r *request, name string) *topic {
+	if name == offsetsTopic && b.enforced(rules.NoOffsetsTopic) {
+		refuseFor(r, rules.NoOffsetsTopic.String(), offsetsTopic)
+		return nil
+	}
+	return b.data.get(name)
+}
+
+// noOffsetsTopicMessage is the error message of a request refused because
+// it names __consumer_offsets, where error messages are carried.
+var noOffsetsTopicMessage = rules.NoOffsetsTopic.Refusal("VAST has no __consumer_offsets topic", "")
+
+// refuseFor records on r that a VAST rule refused it, about topic; r is
+// nil when the broker creates its seed topics, which no request asked for.
+func refuseFor(r *request, rule, topic string) {
 	if r != nil {
 		r.refuse(rule)
+		if r.refusedAbout == "" {
+			r.refusedAbout = topic
+		}
 	}
 }
 
@@ -179,6 +200,10 @@ func refuseFor(r *request, rule string) {
 func (b *Broker) checkCreate(r *request, name string, partitions int32, configs map[string]string) (int32, topicConfig, int16, string) {
 	if !validTopicName(name) {
 		return 0, topicConfig{}, kerr.InvalidTopicException.Code, "topic name is not legal"
+	}
+	if name == offsetsTopic && b.enforced(rules.NoOffsetsTopic) {
+		refuseFor(r, rules.NoOffsetsTopic.String(), offsetsTopic)
+		return 0, topicConfig{}, kerr.InvalidRequest.Code, noOffsetsTopicMessage
 	}
 	if partitions == -1 {
 		partitions = b.cfg.partitions
@@ -204,11 +229,11 @@ func (b *Broker) checkCreate(r *request, name string, partitions int32, configs 
 func (b *Broker) partitionLimits(r *request, topic string, topicTotal, viewTotal int) (int16, string) {
 	if max := b.rules.MaxPartitionsPerTopic; max > 0 && topicTotal > max &&
 		b.vast(r, rules.MaxPartitionsPerTopic, rules.Refused, topic, "", func() string { return itoa(topicTotal) + " partitions in one topic" }) {
-		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per topic (rule MaxPartitionsPerTopic)"
+		return kerr.InvalidPartitions.Code, rules.MaxPartitionsPerTopic.Refusal("VAST allows at most "+itoa(max)+" partitions per topic", "")
 	}
 	if max := b.rules.MaxPartitionsPerView; max > 0 && viewTotal > max &&
 		b.vast(r, rules.MaxPartitionsPerView, rules.Refused, topic, "", func() string { return itoa(viewTotal) + " partitions in the view" }) {
-		return kerr.InvalidPartitions.Code, "VAST allows at most " + itoa(max) + " partitions per view (rule MaxPartitionsPerView)"
+		return kerr.InvalidPartitions.Code, rules.MaxPartitionsPerView.Refusal("VAST allows at most "+itoa(max)+" partitions per view", "")
 	}
 	return 0, ""
 }
@@ -390,8 +415,8 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 					denied = append(denied, *rt.Topic)
 					continue
 				}
-				t = b.data.get(*rt.Topic)
-				autoCreate := t == nil && askedCreate && validTopicName(*rt.Topic) &&
+				t = b.topicNamed(r, *rt.Topic)
+				autoCreate := t == nil && askedCreate && validTopicName(*rt.Topic) && *rt.Topic != offsetsTopic &&
 					!b.vast(r, rules.NoAutoCreateTopics, rules.Refused, *rt.Topic, "", func() string { return "Metadata asked to auto-create topic " + strconv.Quote(*rt.Topic) })
 				if *rt.Topic == offsetsTopic && t != nil {
 					b.vast(r, rules.NoOffsetsTopic, rules.Differs, offsetsTopic, "", func() string { return "Metadata for __consumer_offsets, which VAST does not have" })
@@ -649,7 +674,7 @@ func handleDeleteTopics(b *Broker, r *request) kmsg.Response {
 		st.Topic, st.TopicID = tg.name, tg.id
 		var t *topic
 		if tg.name != nil {
-			t = b.data.get(*tg.name)
+			t = b.topicNamed(r, *tg.name)
 		} else {
 			t = b.topicByID(r, tg.id)
 		}
@@ -707,7 +732,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 	}
 	grow := 0
 	for _, rt := range req.Topics {
-		if t := b.data.get(rt.Topic); t != nil && !dups[rt.Topic] && int(rt.Count) > len(t.partitions) {
+		if t := b.topicNamed(r, rt.Topic); t != nil && !dups[rt.Topic] && int(rt.Count) > len(t.partitions) {
 			grow += int(rt.Count) - len(t.partitions)
 		}
 	}

@@ -89,7 +89,7 @@ func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
 	refused := false
 	for i, rt := range req.Topics {
 		codes[i] = make([]int16, len(rt.Partitions))
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		allowed := b.allowTopic(r, KafkaWrite, rt.Topic)
 		for j, p := range rt.Partitions {
 			switch {
@@ -177,7 +177,7 @@ func handleTxnOffsetCommit(b *Broker, r *request) kmsg.Response {
 	known.Topics = nil
 	var unknown []kmsg.TxnOffsetCommitResponseTopic
 	for _, rt := range req.Topics {
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		code := int16(0)
 		switch {
 		case !groupOK:
@@ -277,7 +277,7 @@ func handleDescribeProducers(b *Broker, r *request) kmsg.Response {
 	for i, rt := range topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t := b.data.get(rt.Topic)
+		t := b.topicNamed(r, rt.Topic)
 		allowed := b.allowTopic(r, KafkaRead, rt.Topic)
 		found[i] = make([]*log.Partition, len(rt.Partitions))
 		for j, p := range rt.Partitions {

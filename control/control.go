@@ -467,7 +467,10 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}) && (rep.Dropped == 0 || st.raw(",\n  \"dropped\": ") && st.value(rep.Dropped, "  ")) &&
-		st.raw(",\n  \"refusals\": ") && st.value(rep.Refusals, "  ") && st.raw("\n}")
+		st.raw(",\n  \"refusals\": ") && st.value(rep.Refusals, "  ") &&
+		st.raw(",\n  \"errors\": ") && st.value(rep.Errors, "  ") &&
+		(rep.ErrorsDropped == 0 || st.raw(",\n  \"errorsDropped\": ") && st.value(rep.ErrorsDropped, "  ")) &&
+		st.raw(",\n  \"groups\": ") && st.value(rep.Groups, "  ") && st.raw("\n}")
 	st.end()
 }
 

@@ -331,12 +331,49 @@ type requestView struct {
 	Message string `json:"message,omitempty"`
 	// Repeats counts the identical empty fetches folded into this one.
 	Repeats int `json:"repeats,omitempty"`
+	// Fetch is, for a Fetch with -fetch-detail, what each partition
+	// returned.
+	Fetch *fetchView `json:"fetch,omitempty"`
+}
+
+// fetchView is a Fetch's per-partition detail (-fetch-detail).
+type fetchView struct {
+	Partitions []fetchPartitionView `json:"partitions"`
+	// Omitted counts the partitions past the 64 kept.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+type fetchPartitionView struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	FetchOffset   int64  `json:"fetchOffset"`
+	Records       int32  `json:"records"`
+	Bytes         int32  `json:"bytes"`
+	HighWatermark int64  `json:"highWatermark"`
+	ErrorCode     int16  `json:"errorCode"`
+	Error         string `json:"error,omitempty"`
+}
+
+func newFetchView(d *broker.FetchDetail) *fetchView {
+	if d == nil {
+		return nil
+	}
+	v := &fetchView{Partitions: make([]fetchPartitionView, len(d.Partitions)), Omitted: d.Omitted}
+	for i, p := range d.Partitions {
+		v.Partitions[i] = fetchPartitionView{Topic: p.Topic, Partition: p.Partition, FetchOffset: p.FetchOffset,
+			Records: p.Records, Bytes: p.Bytes, HighWatermark: p.HighWatermark, ErrorCode: p.ErrorCode}
+		if p.ErrorCode != 0 {
+			v.Partitions[i].Error = errName(p.ErrorCode)
+		}
+	}
+	return v
 }
 
 func newRequestView(r broker.RequestRecord) requestView {
 	return requestView{Time: r.Time, API: kmsg.NameForKey(int16(r.API)), Version: r.Version, ClientID: r.ClientID, Broker: r.Broker,
 		ErrorCode: r.ErrorCode, Error: errName(r.ErrorCode), Rule: r.Rule, Finding: r.Finding, Rules: all(r.Rule, r.Rules), Findings: all(r.Finding, r.Findings), Fault: r.Fault,
-		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats}
+		User: r.User, Denied: r.Denied, Closed: r.Closed, Message: r.Message, Repeats: r.Repeats,
+		Fetch: newFetchView(r.Fetch)}
 }
 
 // all is every rule of a request record: rules when there were several,

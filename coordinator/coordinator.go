@@ -158,6 +158,19 @@ type Config struct {
 	// partitions (see txn.go). It is called with the coordinator's lock
 	// held and must not call back into the Coordinator. It may be nil.
 	WriteTxnMarkers func(TxnMarkers)
+	// OffsetsTopic receives, for every offset commit and group change, the
+	// record Kafka's group coordinator writes to __consumer_offsets for
+	// it, in Kafka's formats (see offsetstopic.go): key and value, value
+	// nil for a tombstone. It is called with the coordinator's lock held,
+	// in the order the changes happen, and must not call back into the
+	// Coordinator. It may be nil (VAST keeps no such topic).
+	OffsetsTopic func(group string, key, value []byte)
+	// GroupCreated is told of every group a JoinGroup or OffsetCommit
+	// creates, with the request's ctx, so that the broker can say which
+	// clients create how many groups. It is called with the coordinator's
+	// lock held and must not call back into the Coordinator. It may be
+	// nil.
+	GroupCreated func(ctx context.Context, group string)
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -198,6 +211,8 @@ type Coordinator struct {
 
 	txns         txns
 	writeMarkers func(TxnMarkers)
+	offsetsLog   func(group string, key, value []byte)
+	groupCreated func(ctx context.Context, group string)
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -231,6 +246,7 @@ func (c *Coordinator) recordRebalance(g *group) {
 		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
 		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
 	})
+	c.logGroup(g)
 }
 
 // Rebalances returns a copy of the last 1,000 finished rebalances of every
@@ -278,6 +294,8 @@ func New(cfg Config) *Coordinator {
 		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
 			pending: make(map[string]map[TopicPartition]int)},
 		writeMarkers: cfg.WriteTxnMarkers,
+		offsetsLog:   cfg.OffsetsTopic,
+		groupCreated: cfg.GroupCreated,
 	}
 }
 
@@ -418,6 +436,10 @@ func WithClient(ctx context.Context, clientID, clientHost string) context.Contex
 	return context.WithValue(ctx, clientKey{}, clientInfo{clientID, clientHost})
 }
 
+// ClientFrom returns the client id and host WithClient put in ctx, or
+// empty strings.
+func ClientFrom(ctx context.Context) (id, host string) { return clientFrom(ctx) }
+
 func clientFrom(ctx context.Context) (id, host string) {
 	if ctx == nil {
 		return "", ""
@@ -496,10 +518,14 @@ func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) boo
 func (c *Coordinator) removeGroup(g *group) {
 	g.state = stateDead
 	g.stopTimers(c)
-	for _, ps := range g.offsets {
+	for t, ps := range g.offsets {
 		c.metaBytes -= metadataBytes(ps)
+		for p := range ps {
+			c.logOffsetGone(g.name, t, p)
+		}
 	}
 	delete(c.groups, g.name)
+	c.logGroupGone(g.name)
 }
 
 func (c *Coordinator) newGroup(name string) *group {

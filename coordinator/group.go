@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -67,6 +68,27 @@ type group struct {
 
 	offsets    map[string]map[int32]offset
 	emptySince time.Time
+	// committedBy is the client id of the last OffsetCommit, when the
+	// broker named it (WithClient), so that findings about the offsets of
+	// an empty group name a client.
+	committedBy string
+}
+
+// clientsCtx returns a ctx naming, as WithClient does, the client ids of
+// g's members (comma-separated, in join order, each once), or else of the
+// client that last committed its offsets: a finding about the group as a
+// whole, which no one request caused, names them.
+func (g *group) clientsCtx() context.Context {
+	var ids []string
+	for _, m := range g.ordered() {
+		if !slices.Contains(ids, m.clientID) {
+			ids = append(ids, m.clientID)
+		}
+	}
+	if len(ids) == 0 && g.committedBy != "" {
+		ids = append(ids, g.committedBy)
+	}
+	return WithClient(context.Background(), strings.Join(ids, ", "), "")
 }
 
 // member is one joined member.
@@ -495,6 +517,9 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 			return fail(errGroupMaxSizeReached)
 		}
 		g = c.newGroup(req.Group)
+		if c.groupCreated != nil {
+			c.groupCreated(ctx, req.Group)
+		}
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
 		return fail(errInconsistentGroupProtocol)
@@ -838,7 +863,7 @@ func (c *Coordinator) auditCooperativeChoice(g *group) {
 			return
 		}
 	}
-	c.vast(nil, rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
+	c.vast(g.clientsCtx(), rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
 		"the group chose "+g.protocol+"; VAST leaves it out of the vote, so the group would rebalance eagerly with another protocol its members offer")
 }
 

@@ -79,10 +79,14 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				g.offsets[t.Topic] = ps
 			}
 			ps[p.Partition] = o
+			c.logOffset(g.name, t.Topic, p.Partition, o)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	if g != nil {
+		if id, _ := clientFrom(ctx); id != "" {
+			g.committedBy = id
+		}
 		c.expiryChanged(g)
 	}
 	return resp
@@ -113,7 +117,11 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
 			return nil, errGroupMaxSizeReached
 		}
-		return c.newGroup(req.Group), errNone
+		g = c.newGroup(req.Group)
+		if c.groupCreated != nil {
+			c.groupCreated(ctx, req.Group)
+		}
+		return g, errNone
 	}
 	if generation < 0 && g.state == stateEmpty {
 		return g, errNone
@@ -299,6 +307,9 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
 				sp.ErrorCode = errGroupSubscribedToTopic
 			} else if ps := g.offsets[t.Topic]; ps != nil {
+				if _, ok := ps[p.Partition]; ok {
+					c.logOffsetGone(g.name, t.Topic, p.Partition)
+				}
 				c.metaBytes -= len(ps[p.Partition].meta)
 				delete(ps, p.Partition)
 				if len(ps) == 0 {
@@ -347,6 +358,9 @@ func (c *Coordinator) TopicDeleted(topic string) {
 	defer c.unlock()
 	for _, g := range c.groups {
 		c.metaBytes -= metadataBytes(g.offsets[topic])
+		for p := range g.offsets[topic] {
+			c.logOffsetGone(g.name, topic, p)
+		}
 		delete(g.offsets, topic)
 		c.expiryChanged(g)
 	}
@@ -360,8 +374,11 @@ func (c *Coordinator) Failover() {
 	c.mu.Lock()
 	defer c.unlock()
 	for _, g := range c.groups {
-		for _, ps := range g.offsets {
+		for t, ps := range g.offsets {
 			c.metaBytes -= metadataBytes(ps)
+			for p := range ps {
+				c.logOffsetGone(g.name, t, p)
+			}
 		}
 		g.offsets = make(map[string]map[int32]offset)
 		c.expiryChanged(g)
@@ -469,10 +486,11 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
-					c.vast(nil, rules.OffsetsNeverExpire, rules.Differs, "", g.name,
+					c.vast(g.clientsCtx(), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
 						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
 					c.metaBytes -= len(o.meta)
 					delete(ps, p)
+					c.logOffsetGone(g.name, t, p)
 				}
 			}
 			if len(ps) == 0 {

@@ -519,6 +519,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 			}
 			c.metaBytes += len(o.meta) - len(ps[tp.Partition].meta)
 			ps[tp.Partition] = o
+			c.logOffset(g.name, tp.Topic, tp.Partition, o)
 		}
 		if g != nil {
 			c.expiryChanged(g)

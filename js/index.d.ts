@@ -40,7 +40,17 @@ export interface StartOptions {
 export interface Health { status: string; bootstrap: string }
 export interface Clock { now: string; manual: boolean }
 
-export interface Partition { partition: number; logStartOffset: number; highWatermark: number; bytes: number }
+export interface Partition {
+  partition: number
+  logStartOffset: number
+  highWatermark: number
+  bytes: number
+  /** The broker id that leads it (moveLeader moves it). */
+  leader: number
+  leaderEpoch: number
+}
+/** One broker id of GET /brokers. */
+export interface BrokerInfo { id: number; addr: string; down: boolean }
 export interface Topic { name: string; id: string; configs: Record<string, string>; partitions: Partition[] }
 
 export interface RecordHeader { key: string; value: Buffer | null }
@@ -142,6 +152,26 @@ export interface Request {
   /** What the client was told with the error. */
   message?: string
   repeats?: number
+  /** The audited rule of the first finding the request caused (audit profile). */
+  finding?: string
+  /** Every rule the request broke, when more than one. */
+  rules?: string[]
+  findings?: string[]
+  /** For a Fetch when the broker runs with -fetch-detail: what each partition returned. */
+  fetch?: FetchDetail
+}
+/** What the partitions of one Fetch returned (-fetch-detail): at most 64, omitted counting more. */
+export interface FetchDetail { partitions: FetchPartition[]; omitted?: number }
+export interface FetchPartition {
+  topic: string
+  partition: number
+  fetchOffset: number
+  /** Records and bytes the answer carried. */
+  records: number
+  bytes: number
+  highWatermark: number
+  errorCode: number
+  error?: string
 }
 export interface Finding {
   rule: string
@@ -150,6 +180,8 @@ export interface Finding {
   clientId: string
   clientSoftware: string
   clientVersion: string
+  /** The requests' API, "InitProducerID"; "" for a finding no request caused. */
+  api: string
   topic: string
   group: string
   count: number
@@ -158,6 +190,24 @@ export interface Finding {
   advice: string
   detail: string
 }
+/** An error answered without a VAST rule: by API, client and error, with counts and advice. */
+export interface ErrorCount {
+  api: string
+  error: string
+  code: number
+  clientId: string
+  clientSoftware: string
+  clientVersion: string
+  /** Clients retry it on their own. */
+  retriable: boolean
+  count: number
+  first: string
+  last: string
+  detail: string
+  advice: string
+}
+/** How many consumer groups a client created, and how many are empty now. */
+export interface GroupsCreated { clientId: string; clientSoftware: string; clientVersion: string; created: number; empty: number }
 /** What compact() did to one partition. */
 export interface Compaction {
   partition: number
@@ -221,6 +271,10 @@ export class Client {
   requests (options?: { rule?: string; api?: string | number; limit?: number; broker?: number }): Promise<Request[]>
   refusals (rule?: string): Promise<Request[]>
   findings (): Promise<Finding[]>
+  /** GET /audit: errors answered without a VAST rule, by API, client and error (every profile). */
+  errors (): Promise<ErrorCount[]>
+  /** GET /audit: consumer groups each client created, most first. */
+  groupsCreated (): Promise<GroupsCreated[]>
   /** DELETE /audit: forget every finding. */
   clearFindings (): Promise<void>
   live (): Promise<Record<string, unknown>>
@@ -237,7 +291,7 @@ export class Client {
   advertised (): Promise<string[]>
   /** PUT /advertise: one "host:port" per broker id, in order; Metadata answers them at once. Resolves to them. */
   setAdvertised (addresses: string[]): Promise<string[]>
-  brokers (): Promise<Array<{ id: number; addr: string; down: boolean }>>
+  brokers (): Promise<BrokerInfo[]>
   /** The address refuses connections while the other brokers serve; ControlPlaneError 404 (no such broker) or 409 (down already). */
   brokerDown (brokerId: number): Promise<void>
   /** The broker serves again; ControlPlaneError 404 or 409 (it is up). */

@@ -607,6 +607,10 @@ class Client {
     const body = (await this._get('audit')) || {}
     return { findings: body.findings || [], dropped: body.dropped || 0 }
   }
+  /** GET /audit: the errors answered without a VAST rule, by API, client and error, with counts and advice. */
+  async errors () { return ((await this._get('audit')) || {}).errors || [] }
+  /** GET /audit: how many consumer groups each client created and how many are empty now. */
+  async groupsCreated () { return ((await this._get('audit')) || {}).groups || [] }
   /** DELETE /audit: forget every finding, e.g. between the phases of a test. */
   async clearFindings () { await this._call('DELETE', 'audit') }
   /** GET /live.json: topics, groups and the latest rebalances at once. */

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -421,4 +422,24 @@ func (b Batch) setLogAppendTime(nowMillis int64) {
 	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(nowMillis))
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32c))
+}
+
+// RecordBatch returns a plain batch of one record, as a broker writes to
+// an internal topic: no producer id, no compression, timestamped now. A
+// nil value is a tombstone.
+func RecordBatch(key, value []byte, now time.Time) Batch {
+	rec := kmsg.NewRecord()
+	rec.Key, rec.Value = key, value
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the body: a zero Length encodes as one byte
+	rb := kmsg.NewRecordBatch()
+	rb.PartitionLeaderEpoch = -1
+	rb.Magic = 2
+	rb.FirstTimestamp, rb.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
+	rb.NumRecords = 1
+	rb.Records = rec.AppendTo(nil)
+	out := rb.AppendTo(make([]byte, 0, BatchHeaderSize+len(rb.Records)))
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
+	return Batch(out)
 }

@@ -102,6 +102,53 @@ var idSources = [numIDs]string{
 	NoOffsetsTopic: sourceConsume, AnyAddressServes: sourceChoice,
 }
 
+// idActions are the one thing to do about each rule, in any client's
+// terms, as every refusal message ends with it.
+var idActions = [numIDs]string{
+	ClassicGroupsOnly:     "use the classic consumer-group protocol (group.protocol=classic, the default)",
+	EagerAssignorsOnly:    "offer an eager assignor such as range (partition.assignment.strategy=range)",
+	IgnoreGroupInstanceID: "do not rely on static membership: a restart of a member with group.instance.id rebalances the group",
+	MaxGroups:             "delete the groups tests and tools leave behind (DeleteGroups) and reuse group ids",
+	OffsetsNeverExpire:    "do not rely on committed offsets expiring: commit the offset to restart from",
+	NoOffsetDelete:        "commit the offset to restart from, or delete the whole group (DeleteGroups)",
+	NoFetchSessions:       "nothing: the client falls back to full fetches (or turn fetch sessions off in the client)",
+	NoDelayedFetch:        "keep fetch.min.bytes=1 (the default) and do not count on fetches gathering larger batches",
+	NoTopicIDs:            "name topics by name: let the client pick Produce and Fetch versions (v12 or lower) from ApiVersions",
+	StaleEndOffset:        "do not compare the end offset with what was just produced; wait for the consumer to read the records",
+	NoIdempotence:         "set enable.idempotence=false and remove transactional.id, or run -profile audit to find every place the app relies on them",
+	NoCompression:         "set compression.type=none",
+	MaxMessageBytes:       "keep record batches at most 1 MB (batch.size, max.request.size, message.max.bytes)",
+	MaxKeyBytes:           "keep record keys at most 126 KB",
+	MaxValueBytes:         "keep record values at most 126 KB: split large payloads, or store them elsewhere and send a reference",
+	NoAutoCreateTopics:    "create the topic first (CreateTopics, the VAST UI or API)",
+	FixedPartitions:       "create the topic with the partitions it needs",
+	MaxPartitionsPerTopic: "create the topic with fewer partitions",
+	MaxPartitionsPerView:  "delete unused topics or create fewer partitions",
+	VASTTopicConfigsOnly:  "drop the other topic configs",
+	NoOffsetsTopic:        "read committed offsets with OffsetFetch and end offsets with ListOffsets",
+	AnyAddressServes:      "nothing: the client retries on the broker Metadata names",
+}
+
+// Action returns the one thing to do about the rule, as a refusal
+// message ends with it: "set compression.type=none".
+func (id ID) Action() string {
+	if id == 0 || id >= numIDs {
+		return ""
+	}
+	return idActions[id]
+}
+
+// Refusal returns the message of a request the rule refused: what VAST
+// refuses, the rule's name and one action (action, or else Action),
+// "VAST does not accept compressed batches (rule NoCompression): set
+// compression.type=none".
+func (id ID) Refusal(what, action string) string {
+	if action == "" {
+		action = id.Action()
+	}
+	return what + " (rule " + id.String() + "): " + action
+}
+
 // String returns the rule's field name in Rules, "NoCompression".
 func (id ID) String() string {
 	if id == 0 || id >= numIDs {

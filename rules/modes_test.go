@@ -85,3 +85,14 @@ func TestMarkdownSourceLinks(t *testing.T) {
 	assert.Contains(t, md, "[VAST's Kafka protocol support page](https://kb.vastdata.com/documentation/docs/kafka-protocol-support)")
 	assert.Contains(t, md, "VAST's Consume events page")
 }
+
+// TestEveryRuleHasAnAction: every rule's refusal message names the rule
+// and one thing to do, as the compression refusal always did.
+func TestEveryRuleHasAnAction(t *testing.T) {
+	for _, id := range IDs() {
+		assert.NotEmpty(t, id.Action(), "rule %s", id)
+		assert.Equal(t, "VAST refuses it (rule "+id.String()+"): "+id.Action(), id.Refusal("VAST refuses it", ""))
+		assert.Equal(t, "VAST refuses it (rule "+id.String()+"): do this", id.Refusal("VAST refuses it", "do this"))
+	}
+	assert.Empty(t, ID(0).Action())
+}

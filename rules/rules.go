@@ -139,10 +139,14 @@ type Rules struct {
 	VASTTopicConfigsOnly bool
 
 	// NoOffsetsTopic leaves __consumer_offsets out of Metadata: VAST keeps
-	// committed offsets in the cluster, not in a Kafka topic [Consume events]. With it
-	// off the broker lists __consumer_offsets as Kafka does, internal, with
-	// 50 empty partitions (offsets.topic.num.partitions), so that clients
-	// that look for it (regex consumers skip it, tools describe it) find it.
+	// committed offsets in the cluster, not in a Kafka topic [Consume events],
+	// and a request naming it is refused under this rule. With it off the
+	// broker keeps __consumer_offsets as Kafka does, internal and
+	// read-only to clients, with 50 partitions
+	// (offsets.topic.num.partitions) holding a record in Kafka's format
+	// for every offset commit and group change, so that clients that look
+	// for it (regex consumers skip it, tools describe it, lag monitors such
+	// as Burrow read it) find it.
 	NoOffsetsTopic bool
 
 	// ---- Broker addresses ----

@@ -99,41 +99,49 @@ func TestAuditReportAtExit(t *testing.T) {
 	checkReadmeExcerpt(t, string(md))
 }
 
-// readmeBlock is the report excerpt in docs/audit.md, between these markers.
-// auditPage is the page with the excerpt, relative to this package.
-const auditPage = "../../docs/audit.md"
-
+// readmeBlock is the report excerpt in the docs (README.md or a page of
+// docs/), between these markers.
 var readmeBlock = regexp.MustCompile("(?s)<!-- audit-report begin -->\n(.*?)<!-- audit-report end -->")
 
-// checkReadmeExcerpt keeps the report excerpt in docs/audit.md what the binary prints:
-// every table row of the excerpt must be a row of md, counts aside (they
-// depend on how the client batched). VASTFAKE_UPDATE_README=1 rewrites it.
+// checkReadmeExcerpt keeps the docs' report excerpt what the binary
+// prints: every table row of the excerpt must be a row of md, counts aside
+// (they depend on how the client batched). VASTFAKE_UPDATE_README=1
+// rewrites it, in whichever file holds it.
 func checkReadmeExcerpt(t *testing.T, md string) {
 	t.Helper()
-	readme, err := os.ReadFile(auditPage)
+	pages, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
-	m := readmeBlock.FindSubmatchIndex(readme)
-	require.NotNil(t, m, "docs/audit.md has no <!-- audit-report begin --> block")
-	if os.Getenv("VASTFAKE_UPDATE_README") != "" {
-		updated := string(readme[:m[2]]) + "```markdown\n" + md + "```\n" + string(readme[m[3]:])
-		require.NoError(t, os.WriteFile(auditPage, []byte(updated), 0o644))
-		return
-	}
-	count := regexp.MustCompile(`\| \d+ \|`)
-	rows := map[string]bool{}
-	for _, l := range strings.Split(md, "\n") {
-		rows[count.ReplaceAllString(l, "| N |")] = true
-	}
-	excerpt := string(readme[m[2]:m[3]])
-	n := 0
-	for _, l := range strings.Split(excerpt, "\n") {
-		if !strings.HasPrefix(l, "| refused") && !strings.HasPrefix(l, "| differs") {
+	found := 0
+	for _, path := range append([]string{"../../README.md"}, pages...) {
+		doc, err := os.ReadFile(path)
+		require.NoError(t, err)
+		m := readmeBlock.FindSubmatchIndex(doc)
+		if m == nil {
 			continue
 		}
-		n++
-		assert.True(t, rows[count.ReplaceAllString(l, "| N |")], "docs/audit.md's report row is not what the binary prints (VASTFAKE_UPDATE_README=1 rewrites it):\n%s", l)
+		found++
+		if os.Getenv("VASTFAKE_UPDATE_README") != "" {
+			updated := string(doc[:m[2]]) + "```markdown\n" + md + "```\n" + string(doc[m[3]:])
+			require.NoError(t, os.WriteFile(path, []byte(updated), 0o644))
+			continue
+		}
+		count := regexp.MustCompile(`\| \d+ \|`)
+		rows := map[string]bool{}
+		for _, l := range strings.Split(md, "\n") {
+			rows[count.ReplaceAllString(l, "| N |")] = true
+		}
+		excerpt := string(doc[m[2]:m[3]])
+		n := 0
+		for _, l := range strings.Split(excerpt, "\n") {
+			if !strings.HasPrefix(l, "| refused") && !strings.HasPrefix(l, "| differs") {
+				continue
+			}
+			n++
+			assert.True(t, rows[count.ReplaceAllString(l, "| N |")], "%s: the report row is not what the binary prints (VASTFAKE_UPDATE_README=1 rewrites it):\n%s", path, l)
+		}
+		assert.Positive(t, n, "%s: the excerpt has no finding rows", path)
 	}
-	assert.Positive(t, n, "the docs/audit.md excerpt has no finding rows")
+	assert.Positive(t, found, "no <!-- audit-report begin --> block in README.md or docs/")
 }
 
 // TestRuleModes: -rule Name=audit audits one rule of any profile,

@@ -54,6 +54,7 @@ type config struct {
 	ProducerIDExpiration   time.Duration
 	EmptyFetchDelay        time.Duration
 	ManualClock            bool
+	FetchDetail            bool
 	// ExitOnStdinClose makes the binary close when its stdin reaches end of
 	// file, so that a launcher's child dies with the launcher.
 	ExitOnStdinClose bool
@@ -329,6 +330,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
 	emptyFetch := dur("empty-fetch-delay", "vast profile: answer a fetch that finds no records after this long (or half its fetch.wait.max.ms if shorter), standing in for a network round trip; new records end it at once; default 20ms, 0 answers at once")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
+	fetchDetail := fs.Bool("fetch-detail", false, "keep, in the request log (GET /requests), what each partition of every Fetch returned: fetch offset, records and bytes, high watermark, error; for a consumer that reads nothing; costs memory (env VASTFAKE_FETCH_DETAIL)")
 	exitOnStdinClose := fs.Bool("exit-on-stdin-close", false, "close the broker when stdin reaches end of file, so that it dies with the launcher holding the other end of the pipe, however that ends (env VASTFAKE_EXIT_ON_STDIN_CLOSE)")
 	httpAddr := str("http", "", "host:port of the HTTP control plane and live page; off unless set")
 	httpToken := str("http-token", "", "token the control plane requires (Authorization: Bearer <token>, or ?token=); with -user and no token, one is generated and printed on stdout")
@@ -410,8 +412,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		Listen: *listen, Advertise: *advertise, Profile: *profile, HTTP: *httpAddr, HTTPToken: *httpToken,
 		HTTPAllowHosts: splitPlain(*httpAllowHosts),
 		ReadyFile:      *ready, AuditReport: *auditReport, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
-		ExitOnStdinClose: *exitOnStdinClose,
-		DefaultDeny:      *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
+		ExitOnStdinClose: *exitOnStdinClose, FetchDetail: *fetchDetail,
+		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		IdleTimeout:            broker.DefaultIdleTimeout,
 		RetentionCheckInterval: broker.DefaultRetentionCheckInterval,
 		ProducerIDExpiration:   broker.DefaultProducerIDExpiration,

@@ -38,15 +38,37 @@ func usageFlags(t *testing.T) map[string]string {
 	return flags
 }
 
-// readmeFlagTable returns the rows of the flag table in docs/binary.md: each row's flags
-// and the environment variables it names.
+// readmeFlagTable returns the rows of the docs' flag tables (README.md's
+// and any docs/ page's): each row's flags and the environment variables it
+// names.
 func readmeFlagTable(t *testing.T) (rows []struct{ flags, envs []string }) {
 	t.Helper()
-	data, err := os.ReadFile("../../docs/binary.md")
+	pages, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
-	_, table, ok := strings.Cut(string(data), "| flag | env | default | meaning |\n| --- | --- | --- | --- |\n")
-	require.True(t, ok, "docs/binary.md has the flag table")
-	table, _, _ = strings.Cut(table, "\n\n")
+	const header = "| flag | env | default | meaning |\n| --- | --- | --- | --- |\n"
+	found := false
+	for _, path := range append([]string{"../../README.md"}, pages...) {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		rest := string(data)
+		for {
+			var table string
+			var ok bool
+			_, table, ok = strings.Cut(rest, header)
+			if !ok {
+				break
+			}
+			found = true
+			table, rest, _ = strings.Cut(table, "\n\n")
+			rows = append(rows, flagRows(t, table)...)
+		}
+	}
+	require.True(t, found, "README.md or a docs/ page has the flag table")
+	return rows
+}
+
+// flagRows parses the rows of one flag table.
+func flagRows(t *testing.T, table string) (rows []struct{ flags, envs []string }) {
 	tick := regexp.MustCompile("`([^`]+)`")
 	for _, line := range strings.Split(table, "\n") {
 		cells := strings.Split(line, " | ")
@@ -136,6 +158,7 @@ var flagSamples = map[string][][2]string{
 	"empty-fetch-delay":         {{"empty-fetch-delay", "5ms"}},
 	"offset-gap":                {{"offset-gap", "orders:2"}},
 	"manual-clock":              {{"manual-clock", "true"}},
+	"fetch-detail":              {{"fetch-detail", "true"}},
 	"exit-on-stdin-close":       {{"exit-on-stdin-close", "true"}},
 	"http":                      {{"http", "127.0.0.1:0"}},
 	"http-token":                {{"http-token", "secret"}},

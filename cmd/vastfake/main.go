@@ -155,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithLogger(logger),
 		broker.WithIdleTimeout(cfg.IdleTimeout),
 		broker.WithProducerIDExpiration(cfg.ProducerIDExpiration),
-		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay),
+		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay), broker.WithFetchDetail(cfg.FetchDetail),
 	}
 	opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval), broker.WithCompactionInterval(cfg.CompactionInterval), broker.WithOffsetGaps(cfg.OffsetGaps...))
 	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),

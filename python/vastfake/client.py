@@ -23,7 +23,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from .errors import ControlPlaneError, WaitTimeout
-from .types import Clock, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic, Transaction
+from .types import BrokerInfo, Clock, ErrorCount, GroupsCreated, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic, Transaction
 
 __all__ = ["Client", "Duration", "go_duration"]
 
@@ -256,6 +256,18 @@ class Client:
         body = self._get("audit") or {}
         return [Finding.from_json(f) for f in body.get("findings") or []], int(body.get("dropped") or 0)
 
+    def errors(self) -> List[ErrorCount]:
+        """GET /audit: the errors answered without a VAST rule, by API,
+        client and error, with counts and advice (every profile)."""
+        body = self._get("audit") or {}
+        return [ErrorCount.from_json(e) for e in body.get("errors") or []]
+
+    def groups_created(self) -> List[GroupsCreated]:
+        """GET /audit: how many consumer groups each client created and how
+        many are empty now, most first."""
+        body = self._get("audit") or {}
+        return [GroupsCreated.from_json(g) for g in body.get("groups") or []]
+
     def clear_findings(self) -> None:
         """DELETE /audit: forget every finding, e.g. between the phases of a
         test that asserts no findings for each."""
@@ -339,9 +351,9 @@ class Client:
         Returns the addresses as set."""
         return self._call("PUT", "advertise", None, {"addresses": list(addresses)})[0]["addresses"]
 
-    def brokers(self) -> List[Dict[str, Any]]:
+    def brokers(self) -> List[BrokerInfo]:
         """GET /brokers: each broker id's ``id``, ``addr`` and ``down``."""
-        return self._get("brokers")["brokers"]
+        return [BrokerInfo.from_json(b) for b in self._get("brokers")["brokers"]]
 
     def broker_down(self, broker_id: int) -> None:
         """POST /brokers/{id}/down: that address refuses connections and

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
-    "Clock", "Compaction", "Finding", "Group", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
-    "RebalanceMember", "Record", "Request", "Topic", "parse_time",
+    "BrokerInfo", "Clock", "Compaction", "ErrorCount", "FetchPartition", "Finding", "Group", "GroupsCreated", "GroupPartition", "Health", "Member", "Partition",
+    "Rebalance", "RebalanceMember", "Record", "Request", "Topic", "parse_time",
 ]
 
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -68,10 +68,32 @@ class Clock:
 
 @dataclass(frozen=True)
 class Partition:
+    """One partition of GET /topics: its offsets, its bytes, and the broker
+    id that leads it with the leader epoch (both move with move_leader)."""
     partition: int
     log_start_offset: int
     high_watermark: int
     bytes: int
+    leader: int = 0
+    leader_epoch: int = 0
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One broker id of GET /brokers: its listen address and whether it is
+    down. Indexing by the JSON name (``b["addr"]``) still works, as it did
+    when brokers() returned dicts."""
+    id: int
+    addr: str
+    down: bool
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "BrokerInfo":
+        return cls(id=d["id"], addr=d.get("addr", ""), down=bool(d.get("down")), raw=d)
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,8 @@ class Topic:
     def from_json(cls, d: Dict[str, Any]) -> "Topic":
         return cls(name=d["name"], id=d.get("id", ""), configs=dict(d.get("configs") or {}),
                    partitions=[Partition(partition=p["partition"], log_start_offset=p["logStartOffset"],
-                                         high_watermark=p["highWatermark"], bytes=p.get("bytes", 0))
+                                         high_watermark=p["highWatermark"], bytes=p.get("bytes", 0),
+                                         leader=p.get("leader", 0), leader_epoch=p.get("leaderEpoch", 0))
                                for p in d.get("partitions") or []],
                    raw=d)
 
@@ -269,6 +292,26 @@ class Rebalance:
 
 
 @dataclass(frozen=True)
+class FetchPartition:
+    """What one partition of a Fetch returned, as the request log keeps it
+    when the broker runs with -fetch-detail."""
+    topic: str
+    partition: int
+    fetch_offset: int
+    records: int
+    bytes: int
+    high_watermark: int
+    error_code: int
+    error: str
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "FetchPartition":
+        return cls(topic=d.get("topic", ""), partition=d.get("partition", 0), fetch_offset=d.get("fetchOffset", -1),
+                   records=d.get("records", 0), bytes=d.get("bytes", 0), high_watermark=d.get("highWatermark", -1),
+                   error_code=d.get("errorCode", 0), error=d.get("error", ""))
+
+
+@dataclass(frozen=True)
 class Request:
     """One record of the request log: what a client asked and the answer."""
     time: Optional[datetime.datetime]
@@ -286,6 +329,15 @@ class Request:
     repeats: int
     raw: Dict[str, Any] = field(repr=False, compare=False)
     broker: int = 0  # the broker id that served it
+    # The audited rule of the first finding the request caused (the audit
+    # profile), "" when none; rules and findings list every rule the
+    # request broke when there was more than one.
+    finding: str = ""
+    rules: Tuple[str, ...] = ()
+    findings: Tuple[str, ...] = ()
+    # For a Fetch when the broker runs with -fetch-detail: what each
+    # partition returned (at most 64; raw["fetch"]["omitted"] counts more).
+    fetch: Tuple[FetchPartition, ...] = ()
 
     def __str__(self) -> str:
         s = "%s v%d from client %r" % (self.api, self.version, self.client_id)
@@ -309,7 +361,9 @@ class Request:
                    client_id=d.get("clientId", ""), error_code=d.get("errorCode", 0), error=d.get("error", ""),
                    rule=d.get("rule", ""), fault=bool(d.get("fault")), user=d.get("user", ""),
                    denied=d.get("denied", ""), closed=bool(d.get("closed")), message=d.get("message", ""),
-                   repeats=d.get("repeats", 0), raw=d, broker=d.get("broker", 0))
+                   repeats=d.get("repeats", 0), raw=d, broker=d.get("broker", 0), finding=d.get("finding", ""),
+                   rules=tuple(d.get("rules") or ()), findings=tuple(d.get("findings") or ()),
+                   fetch=tuple(FetchPartition.from_json(p) for p in (d.get("fetch") or {}).get("partitions") or ()))
 
 
 @dataclass(frozen=True)
@@ -325,6 +379,7 @@ class Finding:
     topic: str
     group: str
     count: int
+    api: str
     first: Optional[datetime.datetime]
     last: Optional[datetime.datetime]
     advice: str
@@ -337,6 +392,8 @@ class Finding:
             who += " (%s %s)" % (self.client_software, self.client_version)
         where = ", ".join(x for x in (self.topic and "topic " + self.topic, self.group and "group " + self.group) if x)
         s = "%s [%s] from %s" % (self.rule, self.kind, who)
+        if self.api:
+            s += " in " + self.api
         if where:
             s += " on " + where
         s += ", %d time%s" % (self.count, "" if self.count == 1 else "s")
@@ -356,5 +413,60 @@ class Finding:
         return cls(rule=d.get("rule", ""), kind=d.get("kind", ""), source=d.get("source", ""),
                    client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
                    client_version=d.get("clientVersion", ""), topic=d.get("topic", ""), group=d.get("group", ""),
-                   count=d.get("count", 0), first=t(d.get("first")), last=t(d.get("last")),
+                   count=d.get("count", 0), api=d.get("api", ""), first=t(d.get("first")), last=t(d.get("last")),
                    advice=d.get("advice", ""), detail=d.get("detail", ""), raw=d)
+
+
+def _time_or_none(v: Any) -> Optional[datetime.datetime]:
+    try:
+        return parse_time(v) if isinstance(v, str) else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """One row of GET /audit's errors: how often one client got one error
+    from one API where no VAST rule was the cause (a topic that does not
+    exist, a version the broker does not serve), with advice. A report with
+    no findings but errors here is not an all-clear."""
+    api: str
+    error: str
+    code: int
+    client_id: str
+    client_software: str
+    client_version: str
+    retriable: bool  # clients retry it on their own
+    count: int
+    first: Optional[datetime.datetime]
+    last: Optional[datetime.datetime]
+    detail: str
+    advice: str
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ErrorCount":
+        return cls(api=d.get("api", ""), error=d.get("error", ""), code=d.get("code", 0),
+                   client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
+                   client_version=d.get("clientVersion", ""), retriable=bool(d.get("retriable")),
+                   count=d.get("count", 0), first=_time_or_none(d.get("first")), last=_time_or_none(d.get("last")),
+                   detail=d.get("detail", ""), advice=d.get("advice", ""), raw=d)
+
+
+@dataclass(frozen=True)
+class GroupsCreated:
+    """One line of GET /audit's group forecast: how many consumer groups a
+    client created and how many of them are empty now (VAST keeps at most
+    256 and never expires their offsets)."""
+    client_id: str
+    client_software: str
+    client_version: str
+    created: int
+    empty: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "GroupsCreated":
+        return cls(client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
+                   client_version=d.get("clientVersion", ""), created=d.get("created", 0), empty=d.get("empty", 0),
+                   raw=d)

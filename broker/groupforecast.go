@@ -1,0 +1,166 @@
+package broker
+
+// Group forecast: which clients create how many consumer groups. VAST keeps
+// at most 256 groups per view (rule MaxGroups) and never expires their
+// offsets (OffsetsNeverExpire), so an app that makes a new group on every
+// run (a CLI consumer with a generated group id) works for 256 runs and then
+// fails; on Kafka its groups expire and it never does. The audit report
+// carries a line per client, and the audit records a MaxGroups finding when
+// one client keeps creating groups that are left empty after one run.
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/vastfake/vastfake/rules"
+)
+
+// GroupsCreated is how many consumer groups one client created (with
+// JoinGroup or OffsetCommit) and how many of them are empty or gone now.
+// The JSON names are the control plane's GET /audit contract.
+type GroupsCreated struct {
+	ClientID       string `json:"clientId"`
+	ClientSoftware string `json:"clientSoftware"`
+	ClientVersion  string `json:"clientVersion"`
+	Created        int    `json:"created"`
+	// Empty counts the groups among the last 64 it created that have no
+	// member now, or were deleted.
+	Empty int `json:"empty"`
+}
+
+// Bounds of the group forecast: clients remembered (further ones are not
+// counted), and group names kept per client to check whether they are
+// still in use.
+const (
+	maxForecastClients = 1024
+	keptGroupNames     = 64
+)
+
+// oneRunGroups is how many groups one client must have created, and left
+// empty, before the audit calls it an app that creates a group per run.
+const oneRunGroups = 3
+
+type clientGroups struct {
+	software, version string
+	created           int
+	names             []string // the last keptGroupNames created
+}
+
+// groupForecast remembers, per client id, the groups it created. The zero
+// value is ready to use.
+type groupForecast struct {
+	mu      sync.Mutex
+	clients map[string]*clientGroups
+}
+
+// groupCreated is the coordinator's Config.GroupCreated: it counts the
+// group for the client of the request ctx carries. It is called with the
+// coordinator's lock held.
+func (b *Broker) groupCreated(ctx context.Context, group string) {
+	r, _ := ctx.Value(requestKey{}).(*request)
+	if r == nil {
+		return
+	}
+	id, sw, v := b.clientOf(r)
+	f := &b.forecast
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.clients[id]
+	if c == nil {
+		if len(f.clients) >= maxForecastClients {
+			return
+		}
+		if f.clients == nil {
+			f.clients = make(map[string]*clientGroups)
+		}
+		c = &clientGroups{}
+		f.clients[id] = c
+	}
+	if sw != "" {
+		c.software, c.version = sw, v
+	}
+	c.created++
+	if len(c.names) == keptGroupNames {
+		c.names = slices.Delete(c.names, 0, 1)
+	}
+	c.names = append(c.names, clip(group))
+	r.createdGroup = group
+}
+
+// emptyGroups counts the groups among names that have no member now or
+// are gone, leaving out except.
+func (b *Broker) emptyGroups(names []string, except string) int {
+	n := 0
+	for _, name := range names {
+		if name == except {
+			continue
+		}
+		if g, ok := b.coord.Group(name); !ok || len(g.Members) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// checkOneRunGroups records a MaxGroups finding when the client of r,
+// which just created a group, created oneRunGroups or more before it that
+// are empty now: it looks like an app that makes a group per run, which
+// VAST, keeping 256 and never expiring their offsets, refuses after 256
+// runs. Call it after the coordinator answered, without its lock.
+func (b *Broker) checkOneRunGroups(r *request) {
+	if r.createdGroup == "" || b.modes.Of(rules.MaxGroups) != rules.Audit {
+		return
+	}
+	id, _, _ := b.clientOf(r)
+	b.forecast.mu.Lock()
+	c := b.forecast.clients[id]
+	var names []string
+	created := 0
+	if c != nil {
+		names, created = slices.Clone(c.names), c.created
+	}
+	b.forecast.mu.Unlock()
+	if empty := b.emptyGroups(names, r.createdGroup); empty >= oneRunGroups {
+		b.vast(r, rules.MaxGroups, rules.Differs, "", r.createdGroup, func() string {
+			return "this client has created " + strconv.Itoa(created) + " groups, " + strconv.Itoa(empty) +
+				" of them left empty after one run: VAST keeps at most " + strconv.Itoa(b.rules.MaxGroups) +
+				" groups per view and never expires their offsets, so an app that creates a group per run fails on VAST once they are used up"
+		})
+	}
+}
+
+// GroupsCreated returns, per client, how many groups it created and how
+// many of those are empty now, most first.
+func (b *Broker) GroupsCreated() []GroupsCreated {
+	type entry struct {
+		id string
+		c  clientGroups
+	}
+	b.forecast.mu.Lock()
+	entries := make([]entry, 0, len(b.forecast.clients))
+	for id, c := range b.forecast.clients {
+		e := entry{id: id, c: *c}
+		e.c.names = slices.Clone(c.names)
+		entries = append(entries, e)
+	}
+	b.forecast.mu.Unlock()
+	out := make([]GroupsCreated, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, GroupsCreated{ClientID: e.id, ClientSoftware: e.c.software, ClientVersion: e.c.version,
+			Created: e.c.created, Empty: b.emptyGroups(e.c.names, "")})
+	}
+	slices.SortFunc(out, func(a, b GroupsCreated) int {
+		return cmp.Or(cmp.Compare(b.Created, a.Created), cmp.Compare(a.ClientID, b.ClientID))
+	})
+	return out
+}
+
+// resetForecast forgets the groups clients created.
+func (b *Broker) resetForecast() {
+	b.forecast.mu.Lock()
+	b.forecast.clients = nil
+	b.forecast.mu.Unlock()
+}

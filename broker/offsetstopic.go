@@ -1,0 +1,97 @@
+package broker
+
+// __consumer_offsets: in the kafka profile the broker keeps Kafka's internal
+// topic as Kafka does. The coordinator hands out a record for every offset
+// commit and group change (coordinator.Config.OffsetsTopic), in Kafka's
+// key/value formats, and the broker appends it to the partition of the
+// group, so that lag monitors that read the topic (Burrow's consumer module,
+// scripts that tail it) see groups and commits. Committed offsets are served
+// from the coordinator, never read back from the topic. Clients cannot write
+// to it (lookupWritable). The VAST profile has no such topic
+// (rules.NoOffsetsTopic).
+
+import (
+	"sync/atomic"
+
+	"github.com/vastfake/vastfake/log"
+)
+
+// OffsetsTopicPartition returns the partition of __consumer_offsets that
+// Kafka keeps a group's records in (and whose leader coordinates the
+// group, and a transactional id's transaction state, in
+// __transaction_state, by the same formula): Kafka's partitionFor,
+// Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions (50), where
+// hashCode is Java's String.hashCode and Utils.abs maps MinInt32 to 0.
+// This is the one place vastfake computes it.
+func OffsetsTopicPartition(group string) int32 {
+	h := javaStringHash(group)
+	if h == -1<<31 {
+		return 0
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h % offsetsTopicPartitions
+}
+
+// javaStringHash is Java's String.hashCode over s's UTF-16 code units.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 { // a surrogate pair in UTF-16
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// offsetsCompactMinBytes bounds what __consumer_offsets holds beyond its
+// live records: a partition is compacted once it holds this much more than
+// after its last compaction, or twice as much, whichever is more, as
+// Kafka's log cleaner keeps the topic compacted (its dirty ratio is 0.5).
+// Without it every commit of a long-running consumer would stay in memory.
+const offsetsCompactMinBytes = 1 << 20
+
+// offsetsTopicState is what the broker keeps about __consumer_offsets'
+// partitions: their bytes after the last compaction.
+type offsetsTopicState struct {
+	compacted [offsetsTopicPartitions]atomic.Int64
+}
+
+// appendOffsetsRecord appends one record the coordinator hands out to the
+// group's partition of __consumer_offsets, when the topic exists (not in
+// the VAST profile), and compacts that partition when it has grown past
+// its bound. The coordinator calls it with its lock held.
+func (b *Broker) appendOffsetsRecord(group string, key, value []byte) {
+	t := b.data.get(offsetsTopic)
+	if t == nil || !t.internal {
+		return
+	}
+	p := OffsetsTopicPartition(group)
+	part := t.partition(p)
+	if part == nil {
+		return
+	}
+	now := b.clock.Now()
+	batch := log.RecordBatch(key, value, now)
+	b.appendMu.Lock()
+	part.Append(batch, log.AppendOptions{Now: now})
+	b.appendMu.Unlock()
+	b.notifyData()
+
+	base := b.offsetsState.compacted[p].Load()
+	if size := part.Bytes(); size >= max(base+offsetsCompactMinBytes, 2*base) {
+		cfg := t.config()
+		opts := cfg.compactOptions(now)
+		opts.MinDirtyRatio = 0
+		if _, err := part.Compact(opts); err != nil {
+			b.log.Error("compaction failed", "topic", offsetsTopic, "partition", p, "err", err)
+			return
+		}
+		b.offsetsState.compacted[p].Store(part.Bytes())
+	}
+}
