@@ -367,5 +367,4 @@ func withoutCode(page string) string {
 var pendingPages = map[string]bool{
 	"docs/consumer-protocol.md": true,
 	"docs/replication.md":       true,
-	"docs/lag-monitors.md":      true,
 }
