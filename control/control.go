@@ -551,8 +551,11 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.b.InjectFault(f); err != nil {
 		status := http.StatusConflict
-		if errors.Is(err, broker.ErrUnknownBroker) {
+		switch {
+		case errors.Is(err, broker.ErrUnknownBroker):
 			status = http.StatusNotFound
+		case errors.Is(err, broker.ErrNameTooLong):
+			status = http.StatusBadRequest
 		}
 		writeError(w, status, "fault: "+err.Error())
 		return
@@ -735,7 +738,8 @@ func (s *server) moveLeader(w http.ResponseWriter, r *http.Request) {
 }
 
 // moveCoordinator moves a group's coordinator (Broker.MoveCoordinator):
-// 400 without a broker id, 404 for no such broker.
+// 400 without a broker id or for a name over Kafka's group id bound, 404
+// for no such broker, 409 past the bound on moved coordinators.
 func (s *server) moveCoordinator(w http.ResponseWriter, r *http.Request) {
 	id, err := brokerParam(r)
 	if err != nil {
@@ -743,7 +747,14 @@ func (s *server) moveCoordinator(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.b.MoveCoordinator(r.PathValue("name"), id); err != nil {
-		writeError(w, http.StatusNotFound, err.Error())
+		status := http.StatusNotFound
+		switch {
+		case errors.Is(err, broker.ErrNameTooLong):
+			status = http.StatusBadRequest
+		case errors.Is(err, broker.ErrTooManyMoves):
+			status = http.StatusConflict
+		}
+		writeError(w, status, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"group": r.PathValue("name"), "coordinator": id})

@@ -30,6 +30,7 @@ const (
 	errTransactionalIDNotFound   int16 = 105
 	errProducerFenced            int16 = 90
 	errUnstableOffsetCommit      int16 = 88
+	errInvalidRequest            int16 = 42
 )
 
 // DefaultTransactionMaxTimeout is Kafka's transaction.max.timeout.ms: an
@@ -45,6 +46,21 @@ const DefaultTransactionMaxTimeout = 15 * time.Minute
 // InitProducerId gets COORDINATOR_NOT_AVAILABLE, which clients retry: open
 // transactions end within their timeout.
 const MaxTransactionalIDs = 10_000
+
+// MaxTransactionalIDBytes bounds the length of a transactional id. Kafka
+// writes the id into the key of its __transaction_state records as a
+// string with a 16-bit length, so no id it can keep is longer; a longer
+// one's InitProducerId gets INVALID_REQUEST, the code Kafka gives an id it
+// cannot take (an empty one).
+const MaxTransactionalIDBytes = 32767
+
+// TransactionalIDTotalMaxBytes bounds the bytes of all the transactional
+// ids the coordinator keeps together: a new id that does not fit takes the
+// place of the least recently used ids with no open transaction, as one past
+// MaxTransactionalIDs does, and gets COORDINATOR_NOT_AVAILABLE when every id
+// kept has an open transaction. Kafka keeps ids on disk and has no such
+// bound; 10,000 ids of 32,767 bytes would otherwise keep 320 MiB.
+const TransactionalIDTotalMaxBytes = 16 << 20
 
 // MaxTransactionGroups bounds the consumer groups one transaction commits
 // offsets for (AddOffsetsToTxn). Kafka has no such bound (a transaction
@@ -153,6 +169,9 @@ type txns struct {
 	// pending counts, per group and partition, the open transactions
 	// holding an offset for it, for OffsetFetch's require_stable.
 	pending map[string]map[TopicPartition]int
+	// idBytes is the length of every id in byID together
+	// (TransactionalIDTotalMaxBytes), idleBytes of those in idle.
+	idBytes, idleBytes int
 }
 
 // addPending and dropPending keep txns.pending; call them with c.mu held.
@@ -215,16 +234,19 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	switch {
 	case c.closed:
 		return -1, -1, errCoordinatorNotAvailable
+	case len(id) > MaxTransactionalIDBytes:
+		return -1, -1, errInvalidRequest
 	case timeout <= 0 || timeout > DefaultTransactionMaxTimeout:
 		return -1, -1, errInvalidTransactionTimeout
 	}
 	t := c.txns.byID[id]
 	if t == nil {
-		if !c.roomForTxn() {
+		if !c.roomForTxn(len(id)) {
 			return -1, -1, errCoordinatorNotAvailable
 		}
 		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
 		c.txns.byID[id] = t
+		c.txns.idBytes += len(id)
 		c.txns.byPID[t.producerID] = t
 	} else {
 		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
@@ -241,20 +263,29 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	return t.producerID, t.epoch, errNone
 }
 
-// roomForTxn makes room for one more transactional id under
-// MaxTransactionalIDs, forgetting the least recently used id with no open
-// transaction, and reports whether there is room.
-func (c *Coordinator) roomForTxn() bool {
-	if len(c.txns.byID) < MaxTransactionalIDs {
+// roomForTxn makes room for one more transactional id of size bytes under
+// MaxTransactionalIDs and TransactionalIDTotalMaxBytes, forgetting the least
+// recently used ids with no open transaction, and reports whether there is
+// room. It forgets nothing when forgetting every idle id would not make
+// room.
+func (c *Coordinator) roomForTxn(size int) bool {
+	full := func() bool {
+		return len(c.txns.byID) >= MaxTransactionalIDs || c.txns.idBytes+size > TransactionalIDTotalMaxBytes
+	}
+	if !full() {
 		return true
 	}
-	front := c.txns.idle.Front()
-	if front == nil {
+	if c.txns.idBytes-c.txns.idleBytes+size > TransactionalIDTotalMaxBytes ||
+		len(c.txns.byID)-c.txns.idle.Len() >= MaxTransactionalIDs {
 		return false
 	}
-	oldest := c.txns.idle.Remove(front).(*transaction)
-	delete(c.txns.byID, oldest.id)
-	delete(c.txns.byPID, oldest.producerID)
+	for full() {
+		oldest := c.txns.idle.Remove(c.txns.idle.Front()).(*transaction)
+		c.txns.idleBytes -= len(oldest.id)
+		delete(c.txns.byID, oldest.id)
+		delete(c.txns.byPID, oldest.producerID)
+		c.txns.idBytes -= len(oldest.id)
+	}
 	return true
 }
 
@@ -280,10 +311,12 @@ func (c *Coordinator) bumpEpoch(t *transaction, newID func() int64) {
 func (c *Coordinator) touch(t *transaction) {
 	if t.idle != nil {
 		c.txns.idle.Remove(t.idle)
+		c.txns.idleBytes -= len(t.id)
 		t.idle = nil
 	}
 	if t.state != TxnOngoing {
 		t.idle = c.txns.idle.PushBack(t)
+		c.txns.idleBytes += len(t.id)
 	}
 }
 
@@ -342,6 +375,9 @@ func (c *Coordinator) AddPartitionsToTxn(id string, producerID int64, epoch int1
 func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, group string) int16 {
 	c.mu.Lock()
 	defer c.unlock()
+	if group == "" || len(group) > MaxGroupIDBytes {
+		return errInvalidGroupID
+	}
 	t, code := c.producer(id, producerID, epoch)
 	if t == nil {
 		return code
@@ -414,6 +450,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 
 // txnCommitCheck checks a TxnOffsetCommit against t and its group.
 func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) int16 {
+	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
+		return errInvalidGroupID
+	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
 		return errInvalidTxnState
 	}
