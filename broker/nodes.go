@@ -253,7 +253,18 @@ func (b *Broker) BrokerUp(id int32) error {
 	}
 	n.down = false
 	n.gen++
+	n.endBlackout()
 	return nil
+}
+
+// endBlackout stops the timer of a blackout (FailOverAddress) that BrokerUp
+// ended early, so that it does not wait on the clock for an end that
+// already came. Call it with n.mu held.
+func (n *node) endBlackout() {
+	if n.stopBlackout != nil {
+		n.stopBlackout()
+		n.stopBlackout = nil
+	}
 }
 
 // FailOverAddress emulates a VAST virtual-IP failover of broker id: every
@@ -295,6 +306,9 @@ func (b *Broker) FailOverAddress(id int32, blackout time.Duration) error {
 		b.background(func() {
 			n.mu.Lock()
 			defer n.mu.Unlock()
+			if n.gen == gen {
+				n.stopBlackout = nil
+			}
 			if n.gen != gen || b.ctx.Err() != nil {
 				return // brought up (or down again) meanwhile, or closed
 			}
