@@ -374,15 +374,9 @@ func (s *server) transactions(w http.ResponseWriter, r *http.Request) {
 	st.end()
 }
 
+// eachTransaction adds each transactional id's view, copying one at a time.
 func (s *server) eachTransaction(openOnly bool, add func(any) bool) {
-	for _, t := range s.b.Transactions() {
-		if openOnly && t.State != coordinator.TxnOngoing {
-			continue
-		}
-		if !add(newTransactionView(t)) {
-			return
-		}
-	}
+	s.b.EachTransaction(openOnly, func(t coordinator.TxnInfo) bool { return add(newTransactionView(t)) })
 }
 
 func (s *server) transaction(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ package coordinator
 import (
 	"container/list"
 	"math"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -137,7 +138,7 @@ type transaction struct {
 	state      TxnState
 	start      time.Time
 	idle       *list.Element // in txns.idle while no transaction is open
-	parts      map[TopicPartition]struct{}
+	parts      partSet       // of the open transaction
 	groups     map[string]struct{}
 	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
 	timer      *timer
@@ -194,17 +195,7 @@ func (x *txns) dropPending(group string, tp TopicPartition) {
 
 // sortedParts returns the partitions of t's open transaction by topic and
 // partition.
-func (t *transaction) sortedParts() []TopicPartition {
-	var out []TopicPartition
-	for p := range t.parts {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-	})
-	return out
-}
+func (t *transaction) sortedParts() []TopicPartition { return t.parts.all() }
 
 func (t *transaction) info() TxnInfo {
 	out := TxnInfo{
@@ -349,7 +340,7 @@ func (c *Coordinator) begin(t *transaction) {
 	t.number++
 	t.open.Store(t.number)
 	c.touch(t) // no longer idle
-	t.parts, t.groups, t.offsets = make(map[TopicPartition]struct{}), make(map[string]struct{}), nil
+	t.parts, t.groups, t.offsets = partSet{}, make(map[string]struct{}), nil
 	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
 }
 
@@ -364,9 +355,7 @@ func (c *Coordinator) AddPartitionsToTxn(id string, producerID int64, epoch int1
 		return code
 	}
 	c.begin(t)
-	for _, p := range parts {
-		t.parts[p] = struct{}{}
-	}
+	t.parts.add(parts)
 	return errNone
 }
 
@@ -408,7 +397,7 @@ func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartit
 	case epoch > t.epoch || t.state != TxnOngoing:
 		return errInvalidTxnState, nil
 	}
-	if _, ok := t.parts[p]; !ok {
+	if !t.parts.has(p) {
 		return errInvalidTxnState, nil
 	}
 	n := t.number
@@ -570,7 +559,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 		t.state = TxnCompleteAbort
 		t.aborted++
 	}
-	t.parts, t.groups, t.offsets = nil, nil, nil
+	t.parts, t.groups, t.offsets = partSet{}, nil, nil
 	c.touch(t)
 }
 
@@ -585,11 +574,7 @@ func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool 
 // transaction. Call it with c.mu held.
 func (c *Coordinator) txnTopicDeleted(topic string) {
 	for _, t := range c.txns.byID {
-		for p := range t.parts {
-			if p.Topic == topic {
-				delete(t.parts, p)
-			}
-		}
+		t.parts.dropTopic(topic)
 		for group, offs := range t.offsets {
 			for tp, o := range offs {
 				if tp.Topic == topic {
@@ -603,15 +588,36 @@ func (c *Coordinator) txnTopicDeleted(topic string) {
 }
 
 // Transactions returns every transactional id the coordinator keeps, by id.
+// See EachTransaction for a walk that copies one at a time.
 func (c *Coordinator) Transactions() []TxnInfo {
-	c.mu.Lock()
-	defer c.unlock()
-	out := make([]TxnInfo, 0, len(c.txns.byID))
-	for _, t := range c.txns.byID {
-		out = append(out, t.info())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].TransactionalID < out[j].TransactionalID })
+	var out []TxnInfo
+	c.EachTransaction(false, func(t TxnInfo) bool { out = append(out, t); return true })
 	return out
+}
+
+// EachTransaction calls fn with a copy of each transactional id's state, by
+// id, or only of those with an open transaction when openOnly is set, until
+// fn returns false. It takes the ids under the coordinator's lock, then
+// copies one id's state at a time, and holds no lock while fn runs: a slow
+// or large walk holds up other clients of the coordinator for one copy at
+// most. An id forgotten meanwhile is left out, one that ended or opened
+// its transaction meanwhile shows as it is when copied.
+func (c *Coordinator) EachTransaction(openOnly bool, fn func(TxnInfo) bool) {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.txns.byID))
+	for id, t := range c.txns.byID {
+		if !openOnly || t.state == TxnOngoing {
+			ids = append(ids, id)
+		}
+	}
+	c.unlock()
+	slices.Sort(ids)
+	for _, id := range ids {
+		info, ok := c.Transaction(id)
+		if ok && (!openOnly || info.State == TxnOngoing) && !fn(info) {
+			return
+		}
+	}
 }
 
 // Transaction returns one transactional id's state, and false if the

@@ -221,3 +221,29 @@ func TestTransactionalIDBytesBound(t *testing.T) {
 	req.Topics = append(req.Topics, rt)
 	assert.Equal(t, errInvalidGroupID, h.c.TxnOffsetCommit(req).Topics[0].Partitions[0].ErrorCode)
 }
+
+// TestEachTransactionCopiesOneAtATime: EachTransaction holds no lock while
+// its function runs (which may call the coordinator) and copies each id when
+// it reaches it, so a transaction that ends meanwhile shows as it is then.
+func TestEachTransactionCopiesOneAtATime(t *testing.T) {
+	h := newTxnHarness(t)
+	pids := map[string]int64{}
+	for _, id := range []string{"a", "b", "c"} {
+		pid, epoch := h.init(id)
+		pids[id] = pid
+		require.Zero(t, h.c.AddPartitionsToTxn(id, pid, epoch, []TopicPartition{{"t", 2}, {"t", 0}, {"s", 1}, {"t", 0}}))
+	}
+	var seen []string
+	h.c.EachTransaction(false, func(info TxnInfo) bool {
+		seen = append(seen, info.TransactionalID+":"+info.State.String())
+		if info.TransactionalID == "a" {
+			assert.Equal(t, []TopicPartition{{"s", 1}, {"t", 0}, {"t", 2}}, info.Partitions, "sorted, each once")
+			require.Zero(t, h.c.EndTxn("b", pids["b"], 0, true), "the coordinator serves while the walk is in its function")
+		}
+		return true
+	})
+	assert.Equal(t, []string{"a:Ongoing", "b:CompleteCommit", "c:Ongoing"}, seen)
+	seen = nil
+	h.c.EachTransaction(true, func(info TxnInfo) bool { seen = append(seen, info.TransactionalID); return true })
+	assert.Equal(t, []string{"a", "c"}, seen)
+}
