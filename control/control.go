@@ -7,6 +7,11 @@
 // New returns an http.Handler, so a test serves it with httptest and the
 // binary with its -http listener. Every answer is JSON; an error is
 // {"error": "..."} with a 4xx or 5xx status.
+// A string a client chose (a transactional id, a group, member or client
+// id, offset metadata, a record header's key) that is not UTF-8 shows as
+// text with U+FFFD in place of its bad bytes and, beside it, as the field's
+// name with "Base64" appended ("transactionalIdBase64"), as a record's key
+// and value do.
 //
 // Every body is bounded by MaxBodyBytes and every list is streamed
 // (server.go, stream.go); NewServer and LimitListener bound the server's
@@ -452,12 +457,12 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		st.raw(",\n  \"enforced\": ") && st.value(rep.Enforced, "  ") &&
 		st.raw(",\n  \"findings\": ") && st.array(1, func(add func(any) bool) {
 		for i := range rep.Findings {
-			if !add(&rep.Findings[i]) {
+			if !add(findingView(rep.Findings[i])) {
 				return
 			}
 		}
 	}) && (rep.Dropped == 0 || st.raw(",\n  \"dropped\": ") && st.value(rep.Dropped, "  ")) &&
-		st.raw(",\n  \"refusals\": ") && st.value(rep.Refusals, "  ") && st.raw("\n}")
+		st.raw(",\n  \"refusals\": ") && st.value(newAuditView(broker.AuditReport{Refusals: rep.Refusals}).Refusals, "  ") && st.raw("\n}")
 	st.end()
 }
 

@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -175,4 +176,59 @@ func TestUnreadTransactionListsHoldLittle(t *testing.T) {
 	}
 	t.Logf("heap grew by %d KiB with sixteen unread lists of %d transactions × %d partitions", grown>>10, txns, parts)
 	assert.Less(t, grown, int64(16<<20))
+}
+
+// TestClientBytesThatAreNotUTF8: a transactional id, group name, client id
+// and offset metadata that are not UTF-8 show in JSON as text (with U+FFFD
+// where the bytes are not UTF-8) and, beside it, as base64 of the bytes
+// themselves, so two ids that differ only there are told apart.
+func TestClientBytesThatAreNotUTF8(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("t", 1))
+	url := serve(t, k)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	const txn, group, client, meta = "tx\xff", "g\xfe", "c\xfd", "m\xfc"
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	cl := k.Client(kgo.ClientID(client))
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(txn), 60_000
+	ir, err := init.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Zero(t, ir.ErrorCode)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = group, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Metadata = kmsg.StringPtr(meta)
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	cr, err := commit.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Zero(t, cr.Topics[0].Partitions[0].ErrorCode)
+
+	var txns []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/transactions", nil, &txns))
+	require.Len(t, txns, 1)
+	assert.Equal(t, "tx\uFFFD", txns[0]["transactionalId"])
+	assert.Equal(t, b64(txn), txns[0]["transactionalIdBase64"])
+
+	var groups []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups", nil, &groups))
+	require.Len(t, groups, 1)
+	assert.Equal(t, b64(group), groups[0]["nameBase64"])
+	parts := groups[0]["partitions"].([]any)
+	require.Len(t, parts, 1)
+	assert.Equal(t, b64(meta), parts[0].(map[string]any)["metadataBase64"])
+
+	var reqs []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/requests?api=InitProducerId", nil, &reqs))
+	require.NotEmpty(t, reqs)
+	assert.Equal(t, b64(client), reqs[0]["clientIdBase64"])
+	_, ok := reqs[0]["userBase64"]
+	assert.False(t, ok, "UTF-8 strings have no base64 beside them")
+
+	var live map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/live.json", nil, &live))
+	assert.Equal(t, b64(group), live["groups"].([]any)[0].(map[string]any)["nameBase64"])
 }
