@@ -11,6 +11,7 @@
 package broker
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -91,6 +92,11 @@ type Broker struct {
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
+	// readers are free large read buffers (takeReader), closedConns the
+	// connections closed since the last collection (connClosed).
+	readersMu   sync.Mutex
+	readers     []*bufio.Reader
+	closedConns int
 	// largeTurn holds the one turn to decode and handle a large request
 	// (startLarge).
 	largeTurn chan struct{}
