@@ -561,8 +561,10 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 	}
 	out := map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
-		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group, "dropAnswer": f.DropAnswer,
+		"partitions": f.Partitions, "dropAnswer": f.DropAnswer,
 	}
+	putText(out, "topic", f.Topic)
+	putText(out, "group", f.Group)
 	if f.Broker != nil {
 		out["broker"] = *f.Broker
 	}
@@ -756,7 +758,9 @@ func (s *server) moveCoordinator(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"group": r.PathValue("name"), "coordinator": id})
+	out := map[string]any{"coordinator": id}
+	putText(out, "group", r.PathValue("name"))
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) staleEndOffset(w http.ResponseWriter, r *http.Request) {

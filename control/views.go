@@ -166,6 +166,15 @@ func withBase64(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// putText sets m[key] to s and, when s is not UTF-8, m[key+"Base64"] to its
+// bytes in base64, as withBase64 shows a view's strings.
+func putText(m map[string]any, key, s string) {
+	m[key] = s
+	if !utf8.ValidString(s) {
+		m[key+"Base64"] = base64.StdEncoding.EncodeToString([]byte(s))
+	}
+}
+
 // emptyJSON reports whether encoding/json's omitempty leaves v out.
 func emptyJSON(v reflect.Value) bool {
 	switch v.Kind() {
