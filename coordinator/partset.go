@@ -57,8 +57,14 @@ func compareTP(a, b TopicPartition) int {
 	return cmp.Compare(a.Partition, b.Partition)
 }
 
+// insertMax is the most partitions add inserts one at a time (a move of
+// the arrays' tails each, no allocation); more are merged into new arrays.
+const insertMax = 16
+
 // add adds partitions to s. Partitions that sort after all of s's are
-// appended in place; others are merged into new arrays of the exact size.
+// appended in place, a few others inserted in place, more merged into new
+// arrays of the exact size: a client adding its partitions one request at
+// a time costs a move of the arrays' tails per partition.
 func (s *partSet) add(add []TopicPartition) {
 	add = slices.Clone(add)
 	slices.SortFunc(add, compareTP)
@@ -70,6 +76,12 @@ func (s *partSet) add(add []TopicPartition) {
 	if n := len(s.topics); n == 0 || compareTP(TopicPartition{s.topics[n-1], s.parts[len(s.parts)-1]}, add[0]) < 0 {
 		for _, p := range add {
 			s.push(p)
+		}
+		return
+	}
+	if len(add) <= insertMax {
+		for _, p := range add {
+			s.insert(p)
 		}
 		return
 	}
@@ -102,6 +114,25 @@ func (s *partSet) push(p TopicPartition) {
 	}
 	s.parts = append(s.parts, p.Partition)
 	s.ends[len(s.ends)-1] = int32(len(s.parts))
+}
+
+// insert adds p, which s does not hold, in its place.
+func (s *partSet) insert(p TopicPartition) {
+	i, ok := slices.BinarySearch(s.topics, p.Topic)
+	if !ok {
+		start := int32(0)
+		if i > 0 {
+			start = s.ends[i-1]
+		}
+		s.topics = slices.Insert(s.topics, i, p.Topic)
+		s.ends = slices.Insert(s.ends, i, start)
+	}
+	lo, hi := s.of(i)
+	at, _ := slices.BinarySearch(s.parts[lo:hi], p.Partition)
+	s.parts = slices.Insert(s.parts, lo+at, p.Partition)
+	for k := i; k < len(s.ends); k++ {
+		s.ends[k]++
+	}
 }
 
 // dropTopic removes topic's partitions from s.

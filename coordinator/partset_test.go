@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPartSetIsASet: adds in any order, repeats and topic drops leave a
-// partSet holding what a map would, sorted.
+// TestPartSetIsASet: adds in any order and of any size (appended, inserted
+// one at a time, merged), repeats and topic drops leave a partSet holding
+// what a map would, sorted.
 func TestPartSetIsASet(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	topics := []string{"a", "b", "c", "d", "e"}
@@ -28,8 +29,8 @@ func TestPartSetIsASet(t *testing.T) {
 				continue
 			}
 			var add []TopicPartition
-			for range rng.IntN(8) {
-				add = append(add, TopicPartition{topics[rng.IntN(len(topics))], rng.Int32N(10)})
+			for range rng.IntN(3 * insertMax) {
+				add = append(add, TopicPartition{topics[rng.IntN(len(topics))], rng.Int32N(40)})
 			}
 			s.add(add)
 			for _, p := range add {
@@ -49,7 +50,7 @@ func TestPartSetIsASet(t *testing.T) {
 		}
 		require.Equal(t, len(exp), s.len())
 		for _, topic := range topics {
-			for p := range int32(10) {
+			for p := range int32(40) {
 				require.Equal(t, want[TopicPartition{topic, p}], s.has(TopicPartition{topic, p}))
 			}
 		}
