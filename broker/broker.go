@@ -11,6 +11,7 @@
 package broker
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -57,9 +58,9 @@ type Broker struct {
 	closeOnce   sync.Once
 	connsMu     sync.Mutex
 	conns       map[*clientConn]struct{}
-	stopSweep   func() bool
-	stopExpire  func() bool
-	stopCompact func() bool
+	stopSweep   func()
+	stopExpire  func()
+	stopCompact func()
 	sweepMu     sync.Mutex
 	data        *store
 	apis        []api // the table, with the rules applied
@@ -97,6 +98,11 @@ type Broker struct {
 	// reclaimMu lets one connection at a time collect after a large
 	// request (reclaimLarge).
 	reclaimMu sync.Mutex
+	// readers are free large read buffers (takeReader), closedConns the
+	// connections closed since the last collection (connClosed).
+	readersMu   sync.Mutex
+	readers     []*bufio.Reader
+	closedConns int
 	// largeTurn holds the one turn to decode and handle a large request
 	// (startLarge).
 	largeTurn chan struct{}
@@ -695,17 +701,15 @@ func (b *Broker) acceptLoop(n *node, ln net.Listener) {
 }
 
 // scheduleRetention runs retention over every partition every
-// retention-check interval on the broker's clock.
+// retention-check interval on the broker's clock (once for many intervals
+// that pass in one advance of a manual clock: clock.Every).
 func (b *Broker) scheduleRetention() {
 	b.sweepMu.Lock()
 	defer b.sweepMu.Unlock()
 	if b.ctx.Err() != nil || b.cfg.retentionEv <= 0 {
 		return
 	}
-	b.stopSweep = b.clock.AfterFunc(b.cfg.retentionEv, func() {
-		b.background(b.ApplyRetention)
-		b.scheduleRetention()
-	})
+	b.stopSweep = clock.Every(b.clock, b.cfg.retentionEv, func() { b.background(b.ApplyRetention) })
 }
 
 // producerExpiryCheck is how often, on the broker's clock, producer state
@@ -723,10 +727,7 @@ func (b *Broker) scheduleProducerExpiry() {
 	if b.ctx.Err() != nil {
 		return
 	}
-	b.stopExpire = b.clock.AfterFunc(producerExpiryCheck, func() {
-		b.background(b.expireProducers)
-		b.scheduleProducerExpiry()
-	})
+	b.stopExpire = clock.Every(b.clock, producerExpiryCheck, func() { b.background(b.expireProducers) })
 }
 
 // background runs fn, a timer's work, as work the broker owns: Close waits

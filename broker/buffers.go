@@ -301,9 +301,11 @@ func (b *Broker) startLarge(done <-chan struct{}) func() {
 // the kernel, after a request of reclaimAfter bytes or more was answered:
 // its decoded copy (as large as the request again) and its frame must not
 // stay resident until the runtime gets round to them, nor add up across
-// requests before a collection. It blocks the calling connection, after
-// its answer was written, for one collection; while one runs, other
-// connections skip theirs, as it covers them or the next one does.
+// requests before a collection; and after reclaimConns connections closed
+// (connClosed), for what a burst of them left. It blocks the calling
+// connection, after its answer was written, for one collection; while one
+// runs, other connections skip theirs, as it covers them or the next one
+// does.
 func (b *Broker) reclaimLarge() {
 	if !b.reclaimMu.TryLock() {
 		return

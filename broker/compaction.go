@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/log"
 )
 
@@ -136,10 +137,7 @@ func (b *Broker) scheduleCompaction() {
 	if b.ctx.Err() != nil || b.cfg.compactionEv <= 0 {
 		return
 	}
-	b.stopCompact = b.clock.AfterFunc(b.cfg.compactionEv, func() {
-		b.background(b.compactDirty)
-		b.scheduleCompaction()
-	})
+	b.stopCompact = clock.Every(b.clock, b.cfg.compactionEv, func() { b.background(b.compactDirty) })
 }
 
 // SkipOffsets makes the next batch produced to a partition start n offsets

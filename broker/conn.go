@@ -47,6 +47,7 @@ type clientConn struct {
 	lastFrame  int       // the size of the last whole frame read
 	keepFrames bool      // the last produce request was mostly batches the log could keep in place
 	reclaim    bool      // the request just answered was large and stored nothing: serve collects its garbage
+	readBytes  int64     // the bytes of the frames read so far, for the read buffer's size (readSize)
 	out        []byte    // the answer buffer for small answers, reused across requests
 	lastAnswer int       // the size of the last answer written
 
@@ -84,23 +85,61 @@ func newClientConn(b *Broker, n *node, nc net.Conn) *clientConn {
 		cancel: cancel,
 		remote: nc.RemoteAddr().String(),
 	}
-	size := readBufferSize
-	if b.saslRequired() {
-		size = readBufferBeforeAuth // until authenticated: see readSize
-	}
-	c.r = bufio.NewReaderSize(&c.rd, size)
+	c.r = bufio.NewReaderSize(&c.rd, readBufferBeforeAuth) // see readSize
 	return c
 }
 
-// readBufferSize is a connection's read buffer: several small requests
-// arrive with one read. Before SASL authentication, when only small
-// ApiVersions and SASL requests may come, a connection has a
-// readBufferBeforeAuth one, so that connections that never log in hold
-// little.
+// readBufferSize is the read buffer of a connection that has sent at least
+// as many bytes (and authenticated, when SASL is required): several small
+// requests arrive with one read. Until then a connection has a
+// readBufferBeforeAuth one, so that its buffer is never larger than what it
+// sent: a burst of connections that each send a request or two (and ones
+// that never log in) hold little. A closed connection's large buffer goes
+// to a free list of at most maxFreeReaders for the next connection that
+// needs one; the rest is garbage, which the broker collects once
+// reclaimConns connections have closed since it last did.
 const (
 	readBufferSize       = 64 << 10
 	readBufferBeforeAuth = 4 << 10
+	maxFreeReaders       = 128
+	reclaimConns         = 1024
 )
+
+// takeReader returns a free large read buffer reading r, or a new one.
+func (b *Broker) takeReader(r io.Reader) *bufio.Reader {
+	b.readersMu.Lock()
+	defer b.readersMu.Unlock()
+	if n := len(b.readers); n > 0 {
+		br := b.readers[n-1]
+		b.readers[n-1] = nil
+		b.readers = b.readers[:n-1]
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReaderSize(r, readBufferSize)
+}
+
+// connClosed gives a closed connection's large read buffer back to the free
+// list, if it has room, and every reclaimConns closed connections collects
+// the garbage they left: a burst of connections must not leave its buffers
+// resident until the heap goal they raised is reached again.
+func (b *Broker) connClosed(c *clientConn) {
+	b.readersMu.Lock()
+	if c.r.Size() == readBufferSize && len(b.readers) < maxFreeReaders {
+		c.r.Reset(nil)
+		b.readers = append(b.readers, c.r)
+	}
+	c.r = nil
+	b.closedConns++
+	reclaim := b.closedConns >= reclaimConns
+	if reclaim {
+		b.closedConns = 0
+	}
+	b.readersMu.Unlock()
+	if reclaim {
+		b.reclaimLarge()
+	}
+}
 
 // deadlineReader reads a connection with a read deadline renewed before
 // every read: between requests (waiting for a request's first byte) a read
@@ -298,6 +337,7 @@ func protoErr(format string, args ...any) error {
 // the broker closes. A panic in a handler is logged and closes this
 // connection only.
 func (c *clientConn) serve() {
+	defer c.b.connClosed(c)
 	defer c.cancel()
 	defer c.nc.Close()
 	defer func() {
@@ -873,8 +913,9 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 // the first byte, then the read timeout for each later read until the
 // frame is complete. It returns io.ErrUnexpectedEOF for a size cut short.
 func (c *clientConn) readSize() (int32, error) {
-	if c.authenticated && c.r.Size() < readBufferSize && c.r.Buffered() == 0 {
-		c.r = bufio.NewReaderSize(&c.rd, readBufferSize)
+	if c.r.Size() < readBufferSize && c.r.Buffered() == 0 && c.readBytes >= readBufferSize &&
+		(c.authenticated || !c.b.saslRequired()) {
+		c.r = c.b.takeReader(&c.rd)
 	}
 	c.rd.betweenReq = true
 	first, err := c.r.ReadByte()
@@ -893,6 +934,7 @@ func (c *clientConn) readSize() (int32, error) {
 		}
 		size = size<<8 | uint32(b)
 	}
+	c.readBytes += 4 + int64(size)
 	return int32(size), nil
 }
 

@@ -196,7 +196,8 @@ func TestFrameBuffersHoldAtMostTwiceWhatArrived(t *testing.T) {
 }
 
 // TestSmallReadBufferBeforeAuthentication: a connection that must log in
-// reads through a small buffer until it has, then a full-size one.
+// reads through a small buffer until it has, and until it has sent
+// readBufferSize bytes, then a full-size one.
 func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}, ctx: context.Background()}
 	server, client := net.Pipe()
@@ -206,12 +207,43 @@ func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 	defer c.cancel()
 	assert.LessOrEqual(t, c.r.Size(), 4<<10, "read buffer before authentication")
 
-	c.authenticated = true
-	go client.Write([]byte{0, 0, 0, 8})
+	c.readBytes = readBufferSize
+	go client.Write([]byte{0, 0, 0, 8, 0, 0, 0, 8})
 	size, err := c.readSize()
 	require.NoError(t, err)
 	assert.Equal(t, int32(8), size)
+	assert.LessOrEqual(t, c.r.Size(), 4<<10, "read buffer of a connection that sent enough but has not logged in")
+
+	c.authenticated = true
+	c.r.Discard(c.r.Buffered())
+	go client.Write([]byte{0, 0, 0, 8})
+	size, err = c.readSize()
+	require.NoError(t, err)
+	assert.Equal(t, int32(8), size)
 	assert.Equal(t, readBufferSize, c.r.Size(), "read buffer after authentication")
+}
+
+// TestReadBufferFollowsWhatWasSent: without SASL a connection reads through
+// a small buffer until it has sent readBufferSize bytes, then a full-size
+// one, which goes back to the broker's free list when it closes.
+func TestReadBufferFollowsWhatWasSent(t *testing.T) {
+	b := &Broker{ctx: context.Background()}
+	server, client := net.Pipe()
+	defer client.Close()
+	c := newClientConn(b, nil, server)
+	defer c.cancel()
+	go client.Write([]byte{0, 0, 0, 8})
+	_, err := c.readSize()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, c.r.Size(), 4<<10, "a connection that sent 12 bytes")
+	c.readBytes = readBufferSize
+	go client.Write([]byte{0, 0, 0, 8})
+	_, err = c.readSize()
+	require.NoError(t, err)
+	assert.Equal(t, readBufferSize, c.r.Size(), "a connection that sent readBufferSize bytes")
+	server.Close()
+	b.connClosed(c)
+	assert.Len(t, b.readers, 1, "its buffer is free for the next connection")
 }
 
 // failingListener fails Accept with EMFILE, as accept does when the process

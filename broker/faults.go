@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/coordinator"
 )
 
 // Fault makes the broker answer matching requests with an error instead of
@@ -85,8 +87,13 @@ var ErrTooManyFaults = fmt.Errorf("vastfake: too many faults (at most %d at once
 // InjectFault adds a fault. Faults are tried in the order added; a request
 // matches at most one. It returns ErrTooManyFaults, adding nothing, when the
 // broker already holds MaxFaults faults or f names more than
-// MaxFaultPartitions partitions.
+// MaxFaultPartitions partitions, and ErrNameTooLong for a topic name over
+// 249 bytes or a group name over coordinator.MaxGroupIDBytes (neither could
+// ever match).
 func (b *Broker) InjectFault(f Fault) error {
+	if len(f.Topic) > 249 || len(f.Group) > coordinator.MaxGroupIDBytes {
+		return fmt.Errorf("%w: a fault's topic is at most 249 bytes, its group at most %d", ErrNameTooLong, coordinator.MaxGroupIDBytes)
+	}
 	if f.Broker != nil {
 		if b.nodeByID(*f.Broker) == nil {
 			return fmt.Errorf("%w: %d", ErrUnknownBroker, *f.Broker)

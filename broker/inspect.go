@@ -286,6 +286,14 @@ func (b *Broker) Group(name string) (coordinator.GroupInfo, bool) { return b.coo
 // partitions and groups of its open transaction.
 func (b *Broker) Transactions() []coordinator.TxnInfo { return b.coord.Transactions() }
 
+// EachTransaction calls fn with a copy of each transactional id's state, by
+// id (only those with an open transaction when openOnly is set), until fn
+// returns false; it copies one id at a time and holds no lock while fn
+// runs.
+func (b *Broker) EachTransaction(openOnly bool, fn func(coordinator.TxnInfo) bool) {
+	b.coord.EachTransaction(openOnly, fn)
+}
+
 // Transaction returns one transactional id's state, and false if the
 // broker does not know it.
 func (b *Broker) Transaction(id string) (coordinator.TxnInfo, bool) { return b.coord.Transaction(id) }

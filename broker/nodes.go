@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -335,7 +336,18 @@ func (b *Broker) BrokerUp(id int32) error {
 	}
 	n.down = false
 	n.gen++
+	n.endBlackout()
 	return nil
+}
+
+// endBlackout stops the timer of a blackout (FailOverAddress) that BrokerUp
+// ended early, so that it does not wait on the clock for an end that
+// already came. Call it with n.mu held.
+func (n *node) endBlackout() {
+	if n.stopBlackout != nil {
+		n.stopBlackout()
+		n.stopBlackout = nil
+	}
 }
 
 // FailOverAddress emulates a VAST virtual-IP failover of broker id: every
@@ -377,6 +389,9 @@ func (b *Broker) FailOverAddress(id int32, blackout time.Duration) error {
 		b.background(func() {
 			n.mu.Lock()
 			defer n.mu.Unlock()
+			if n.gen == gen {
+				n.stopBlackout = nil
+			}
 			if n.gen != gen || b.ctx.Err() != nil {
 				return // brought up (or down again) meanwhile, or closed
 			}
@@ -467,6 +482,7 @@ type moves struct {
 	mu           sync.RWMutex
 	leaders      map[topicPartition]movedLeader
 	coordinators map[string]int32
+	coordBytes   int // the length of every name in coordinators together
 }
 
 type topicPartition struct {
@@ -504,26 +520,51 @@ func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
 }
 
 // MaxCoordinatorMoves bounds the groups MoveCoordinator keeps a moved
-// coordinator for (leader moves are bounded by the partitions).
-const MaxCoordinatorMoves = 10_000
+// coordinator for (leader moves are bounded by the partitions), and
+// MaxCoordinatorMoveBytes the bytes of their names together; a name is at
+// most coordinator.MaxGroupIDBytes long, Kafka's bound on a group id (a
+// transactional id's is the same). These are vastfake's own guards.
+const (
+	MaxCoordinatorMoves     = 10_000
+	MaxCoordinatorMoveBytes = 16 << 20
+)
+
+// ErrTooManyMoves is MoveCoordinator's answer past MaxCoordinatorMoves
+// groups or MaxCoordinatorMoveBytes of names.
+var ErrTooManyMoves = fmt.Errorf("vastfake: too many moved coordinators (at most %d groups, %d bytes of names together)",
+	MaxCoordinatorMoves, MaxCoordinatorMoveBytes)
+
+// ErrNameTooLong is the answer to a call naming a group, transactional id
+// or topic longer than any the broker can hold: coordinator.MaxGroupIDBytes
+// for a group or transactional id, 249 bytes for a topic.
+var ErrNameTooLong = errors.New("vastfake: name too long")
 
 // MoveCoordinator makes broker id the coordinator of group: FindCoordinator
 // names it, and in the kafka profile the old coordinator answers the
 // group's requests with NOT_COORDINATOR, so clients look it up again. The
 // group's members, generation and committed offsets stay. It returns
-// ErrUnknownBroker for an id the broker does not have, and an error past
-// MaxCoordinatorMoves groups.
+// ErrUnknownBroker for an id the broker does not have, ErrNameTooLong for a
+// group name over coordinator.MaxGroupIDBytes, and ErrTooManyMoves past
+// MaxCoordinatorMoves groups or MaxCoordinatorMoveBytes of names.
 func (b *Broker) MoveCoordinator(group string, id int32) error {
 	if b.nodeByID(id) == nil {
 		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
 	}
+	if len(group) > coordinator.MaxGroupIDBytes {
+		return fmt.Errorf("%w: a group name of %d bytes, over the %d bytes of Kafka's group ids", ErrNameTooLong, len(group), coordinator.MaxGroupIDBytes)
+	}
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
-	if _, ok := b.moves.coordinators[group]; !ok && len(b.moves.coordinators) >= MaxCoordinatorMoves {
-		return fmt.Errorf("vastfake: coordinators of %d groups moved already, the most kept", MaxCoordinatorMoves)
+	if _, ok := b.moves.coordinators[group]; !ok &&
+		(len(b.moves.coordinators) >= MaxCoordinatorMoves || b.moves.coordBytes+len(group) > MaxCoordinatorMoveBytes) {
+		return ErrTooManyMoves
 	}
 	if b.moves.coordinators == nil {
 		b.moves.coordinators = map[string]int32{}
+	}
+	if _, ok := b.moves.coordinators[group]; !ok {
+		group = strings.Clone(group)
+		b.moves.coordBytes += len(group)
 	}
 	b.moves.coordinators[group] = id
 	b.moves.any.Store(true)

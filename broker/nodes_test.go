@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/coordinator"
 )
 
 // TestSeveralBrokersInMetadata: three broker ids on three addresses, every
@@ -508,8 +509,10 @@ func TestFaultsOnOneBroker(t *testing.T) {
 }
 
 // TestCoordinatorMovesAreBounded: the control plane cannot make the broker
-// keep a moved coordinator for unboundedly many groups; moving one again
-// is always allowed.
+// keep a moved coordinator for unboundedly many groups, nor names of
+// unbounded size: a name over Kafka's group id bound gets ErrNameTooLong,
+// and past MaxCoordinatorMoves groups or MaxCoordinatorMoveBytes of names
+// a new one gets ErrTooManyMoves; moving one again is always allowed.
 func TestCoordinatorMovesAreBounded(t *testing.T) {
 	b, err := New(WithBrokers(2))
 	require.NoError(t, err)
@@ -517,9 +520,21 @@ func TestCoordinatorMovesAreBounded(t *testing.T) {
 	for i := range MaxCoordinatorMoves {
 		require.NoError(t, b.MoveCoordinator("g"+strconv.Itoa(i), 1))
 	}
-	assert.ErrorContains(t, b.MoveCoordinator("one-more", 1), "the most kept")
+	assert.ErrorIs(t, b.MoveCoordinator("one-more", 1), ErrTooManyMoves)
 	assert.NoError(t, b.MoveCoordinator("g0", 0), "a group already moved moves again")
 	assert.Equal(t, int32(0), b.CoordinatorOf("g0"))
+
+	b2, err := New(WithBrokers(2))
+	require.NoError(t, err)
+	defer b2.Close()
+	long := strings.Repeat("g", coordinator.MaxGroupIDBytes)
+	assert.ErrorIs(t, b2.MoveCoordinator(long+"g", 1), ErrNameTooLong)
+	n := MaxCoordinatorMoveBytes / len(long)
+	for i := range n {
+		require.NoError(t, b2.MoveCoordinator(fmt.Sprintf("%08d", i)+long[8:], 1))
+	}
+	assert.ErrorIs(t, b2.MoveCoordinator(fmt.Sprintf("%08d", n)+long[8:], 1), ErrTooManyMoves)
+	assert.NoError(t, b2.MoveCoordinator("short", 1), "a short name still fits")
 }
 
 // TestGroupThroughAFailOver: a kgo consumer group reads on through a VAST

@@ -98,7 +98,9 @@ func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
 			case t == nil || t.partition(p) == nil:
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 			default:
-				parts = append(parts, coordinator.TopicPartition{Topic: rt.Topic, Partition: p})
+				// The topic's own name, not the request's copy: an open
+				// transaction keeps it.
+				parts = append(parts, coordinator.TopicPartition{Topic: t.name, Partition: p})
 				continue
 			}
 			refused = true

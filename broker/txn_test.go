@@ -2,7 +2,9 @@ package broker
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"net"
 	"testing"
 	"time"
 
@@ -65,3 +67,98 @@ func TestBatchOfAnEndedTransactionIsNotAppended(t *testing.T) {
 	assert.Equal(t, part.HighWatermark(), part.LastStableOffset(), "no transaction left open")
 	assert.Empty(t, part.OpenTransactions())
 }
+
+// TestMemoryOfTransactionPartitions: what open transactions keep for their
+// partitions follows the bytes their AddPartitionsToTxn requests sent: about
+// as much with many partitions per topic (100 transactions × 10,000
+// partitions of one topic), and at most 3 times as much with one partition
+// per topic (100 transactions × 2,000 topics); a set of partitions per
+// transaction kept 28 times the bytes sent.
+func TestMemoryOfTransactionPartitions(t *testing.T) {
+	for _, shape := range []struct {
+		name   string
+		topics int
+		parts  int32
+		txns   int
+		factor float64
+	}{
+		{"many partitions per topic", 1, 10_000, 100, 1.5},
+		{"one partition per topic", 2000, 1, 100, 3},
+	} {
+		t.Run(shape.name, func(t *testing.T) {
+			var specs []TopicSpec
+			for i := range shape.topics {
+				specs = append(specs, TopicSpec{Name: fmt.Sprintf("t%04d", i), Partitions: shape.parts})
+			}
+			b, err := New(WithProfile("kafka"), WithClock(clock.NewManual(time.Unix(1_700_000_000, 0))), WithTopics(specs...))
+			require.NoError(t, err)
+			defer b.Close()
+			nc, err := net.Dial("tcp", b.Addr())
+			require.NoError(t, err)
+			defer nc.Close()
+			require.NoError(t, nc.SetDeadline(time.Now().Add(2*time.Minute)))
+			add := kmsg.NewPtrAddPartitionsToTxnRequest()
+			add.SetVersion(3)
+			for _, spec := range specs {
+				at := kmsg.NewAddPartitionsToTxnRequestTopic()
+				at.Topic = spec.Name
+				for p := range spec.Partitions {
+					at.Partitions = append(at.Partitions, p)
+				}
+				add.Topics = append(add.Topics, at)
+			}
+			sent := 0
+			before := liveHeap()
+			for i := range shape.txns {
+				init := kmsg.NewPtrInitProducerIDRequest()
+				init.SetVersion(4)
+				init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(fmt.Sprintf("tx-%05d", i)), 60_000
+				ir := roundTrip(t, nc, init).(*kmsg.InitProducerIDResponse)
+				require.Zero(t, ir.ErrorCode)
+				add.TransactionalID, add.ProducerID, add.ProducerEpoch = *init.TransactionalID, ir.ProducerID, ir.ProducerEpoch
+				sent += len(kmsg.NewRequestFormatter(kmsg.FormatterClientID("repeat")).AppendRequest(nil, add, 1))
+				ar := roundTrip(t, nc, add).(*kmsg.AddPartitionsToTxnResponse)
+				require.Zero(t, ar.Topics[0].Partitions[0].ErrorCode)
+			}
+			kept := int64(liveHeap()) - int64(before) - int64(b.buffers.freeBytes())
+			t.Logf("%d transactions: AddPartitionsToTxn sent %d KiB, the broker keeps %d KiB (%.2f×)",
+				shape.txns, sent>>10, kept>>10, float64(kept)/float64(sent))
+			assert.Less(t, float64(kept), shape.factor*float64(sent))
+		})
+	}
+}
+
+// TestMemoryOfCommitMarkers: each commit marker a transaction's end writes
+// in one of its partitions costs a bounded amount of memory: its 78-byte
+// batch, its index entry, its share of the partition's chunks and of the
+// producer-state table (at most MaxProducerStates entries), at most
+// markerCostBound bytes (docs/limits.md); retention bounds markers as it
+// bounds the records they end. 20 transactions of 10,000 partitions each,
+// which wrote nothing there, are the dearest shape: 20 markers in a
+// partition's first 4 KiB chunk.
+func TestMemoryOfCommitMarkers(t *testing.T) {
+	const txns, parts = 20, 10_000
+	b, err := New(WithProfile("kafka"), WithClock(clock.NewManual(time.Unix(1_700_000_000, 0))),
+		WithTopics(TopicSpec{Name: "t", Partitions: parts}))
+	require.NoError(t, err)
+	defer b.Close()
+	var all []coordinator.TopicPartition
+	for p := range int32(parts) {
+		all = append(all, coordinator.TopicPartition{Topic: "t", Partition: p})
+	}
+	before := liveHeap()
+	for i := range txns {
+		id := fmt.Sprintf("tx-%d", i)
+		pid, epoch, code := b.coord.InitProducerID(id, time.Minute, -1, -1, func() int64 { return b.nextProducerID.Add(1) })
+		require.Zero(t, code)
+		require.Zero(t, b.coord.AddPartitionsToTxn(id, pid, epoch, all))
+		require.Zero(t, b.coord.EndTxn(id, pid, epoch, true))
+	}
+	kept := int64(liveHeap()) - int64(before)
+	t.Logf("%d markers: %d KiB kept, %d B a marker", txns*parts, kept>>10, kept/(txns*parts))
+	assert.Less(t, kept/(txns*parts), int64(markerCostBound))
+}
+
+// markerCostBound is the most memory one commit or abort marker may cost
+// (measured: 489 bytes with 20 markers a partition, 397 with 200).
+const markerCostBound = 512

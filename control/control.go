@@ -7,6 +7,11 @@
 // New returns an http.Handler, so a test serves it with httptest and the
 // binary with its -http listener. Every answer is JSON; an error is
 // {"error": "..."} with a 4xx or 5xx status.
+// A string a client chose (a transactional id, a group, member or client
+// id, offset metadata, a record header's key) that is not UTF-8 shows as
+// text with U+FFFD in place of its bad bytes and, beside it, as the field's
+// name with "Base64" appended ("transactionalIdBase64"), as a record's key
+// and value do.
 //
 // Every body is bounded by MaxBodyBytes and every list is streamed
 // (server.go, stream.go); NewServer and LimitListener bound the server's
@@ -378,15 +383,9 @@ func (s *server) transactions(w http.ResponseWriter, r *http.Request) {
 	st.end()
 }
 
+// eachTransaction adds each transactional id's view, copying one at a time.
 func (s *server) eachTransaction(openOnly bool, add func(any) bool) {
-	for _, t := range s.b.Transactions() {
-		if openOnly && t.State != coordinator.TxnOngoing {
-			continue
-		}
-		if !add(newTransactionView(t)) {
-			return
-		}
-	}
+	s.b.EachTransaction(openOnly, func(t coordinator.TxnInfo) bool { return add(newTransactionView(t)) })
 }
 
 func (s *server) transaction(w http.ResponseWriter, r *http.Request) {
@@ -462,12 +461,12 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		st.raw(",\n  \"enforced\": ") && st.value(rep.Enforced, "  ") &&
 		st.raw(",\n  \"findings\": ") && st.array(1, func(add func(any) bool) {
 		for i := range rep.Findings {
-			if !add(&rep.Findings[i]) {
+			if !add(findingView(rep.Findings[i])) {
 				return
 			}
 		}
 	}) && (rep.Dropped == 0 || st.raw(",\n  \"dropped\": ") && st.value(rep.Dropped, "  ")) &&
-		st.raw(",\n  \"refusals\": ") && st.value(rep.Refusals, "  ") &&
+		st.raw(",\n  \"refusals\": ") && st.value(newAuditView(broker.AuditReport{Refusals: rep.Refusals}).Refusals, "  ") &&
 		st.raw(",\n  \"errors\": ") && st.value(rep.Errors, "  ") &&
 		(rep.ErrorsDropped == 0 || st.raw(",\n  \"errorsDropped\": ") && st.value(rep.ErrorsDropped, "  ")) &&
 		st.raw(",\n  \"groups\": ") && st.value(rep.Groups, "  ") && st.raw("\n}")
@@ -558,16 +557,21 @@ func (s *server) injectFault(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.b.InjectFault(f); err != nil {
 		status := http.StatusConflict
-		if errors.Is(err, broker.ErrUnknownBroker) {
+		switch {
+		case errors.Is(err, broker.ErrUnknownBroker):
 			status = http.StatusNotFound
+		case errors.Is(err, broker.ErrNameTooLong):
+			status = http.StatusBadRequest
 		}
 		writeError(w, status, "fault: "+err.Error())
 		return
 	}
 	out := map[string]any{
 		"api": kmsg.NameForKey(int16(api)), "err": errName(code), "count": f.Count,
-		"topic": f.Topic, "partitions": f.Partitions, "group": f.Group, "dropAnswer": f.DropAnswer,
+		"partitions": f.Partitions, "dropAnswer": f.DropAnswer,
 	}
+	putText(out, "topic", f.Topic)
+	putText(out, "group", f.Group)
 	if f.Broker != nil {
 		out["broker"] = *f.Broker
 	}
@@ -771,7 +775,8 @@ func (s *server) moveLeader(w http.ResponseWriter, r *http.Request) {
 }
 
 // moveCoordinator moves a group's coordinator (Broker.MoveCoordinator):
-// 400 without a broker id, 404 for no such broker.
+// 400 without a broker id or for a name over Kafka's group id bound, 404
+// for no such broker, 409 past the bound on moved coordinators.
 func (s *server) moveCoordinator(w http.ResponseWriter, r *http.Request) {
 	id, err := brokerParam(r)
 	if err != nil {
@@ -779,10 +784,19 @@ func (s *server) moveCoordinator(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.b.MoveCoordinator(r.PathValue("name"), id); err != nil {
-		writeError(w, http.StatusNotFound, err.Error())
+		status := http.StatusNotFound
+		switch {
+		case errors.Is(err, broker.ErrNameTooLong):
+			status = http.StatusBadRequest
+		case errors.Is(err, broker.ErrTooManyMoves):
+			status = http.StatusConflict
+		}
+		writeError(w, status, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"group": r.PathValue("name"), "coordinator": id})
+	out := map[string]any{"coordinator": id}
+	putText(out, "group", r.PathValue("name"))
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) staleEndOffset(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -347,6 +348,28 @@ func TestClockAdvance(t *testing.T) {
 		var e errorBody
 		assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/clock/advance", nil, &e))
 	})
+}
+
+// TestClockAdvanceOfAnyLength: POST /clock/advance answers for any d up to
+// the largest duration, since periodic work (retention, producer expiry)
+// runs once for the intervals that pass rather than once per interval; its
+// effects are there (retention dropped the records) and the broker serves
+// on.
+func TestClockAdvanceOfAnyLength(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := fixtures.Start(t, fixtures.ManualClock(start), fixtures.Topic("ret", 1, "retention.ms", "60000"))
+	url := serve(t, k)
+	k.Produce("ret", 0, "a", "b")
+	largest := time.Duration(math.MaxInt64)
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/clock/advance?d="+largest.String(), nil, nil))
+	assert.True(t, k.Broker().Clock().Now().Equal(start.Add(largest)))
+	ti, ok := k.Broker().Topic("ret")
+	require.True(t, ok)
+	assert.Equal(t, int64(2), ti.Partitions[0].LogStartOffset, "retention ran in the advance")
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/clock/advance?d=2400h", nil, nil))
+	k.Produce("ret", 0, "c")
+	ti, _ = k.Broker().Topic("ret")
+	assert.Equal(t, int64(3), ti.Partitions[0].HighWatermark)
 }
 
 // TestReset empties a broker with topics, records, a group and offsets;

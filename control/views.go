@@ -4,8 +4,11 @@ package control
 // copies.
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -85,6 +88,147 @@ func text(b []byte) (*string, string) {
 		return &s, ""
 	}
 	return nil, base64.StdEncoding.EncodeToString(b)
+}
+
+// withBase64 encodes the view struct v as encoding/json would, and beside
+// each string field holding bytes that are not UTF-8 (which JSON can only
+// show with U+FFFD in their place, so two different ids would look the
+// same) adds the field's name with "Base64" appended and the bytes in
+// base64, as records show keys and values; for an array of strings, an
+// array of the same length with the base64 of each such string and "" for
+// the others. Client-named strings (transactional ids, group, member and
+// client ids, offset metadata...) are shown so; the views' MarshalJSON
+// methods call it.
+func withBase64(v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	rt := rv.Type()
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	field := func(name string, value any) error {
+		b, err := json.Marshal(value)
+		if err != nil {
+			return err
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(b)
+		return nil
+	}
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fv := rv.Field(i)
+		if strings.Contains(opts, "omitempty") && emptyJSON(fv) {
+			continue
+		}
+		if err := field(name, fv.Interface()); err != nil {
+			return nil, err
+		}
+		switch {
+		case fv.Kind() == reflect.String && !utf8.ValidString(fv.String()):
+			err := field(name+"Base64", base64.StdEncoding.EncodeToString([]byte(fv.String())))
+			if err != nil {
+				return nil, err
+			}
+		case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.String && !fv.IsNil() && !utf8.ValidString(fv.Elem().String()):
+			err := field(name+"Base64", base64.StdEncoding.EncodeToString([]byte(fv.Elem().String())))
+			if err != nil {
+				return nil, err
+			}
+		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String:
+			var b64 []string
+			for j := range fv.Len() {
+				if e := fv.Index(j).String(); !utf8.ValidString(e) {
+					if b64 == nil {
+						b64 = make([]string, fv.Len())
+					}
+					b64[j] = base64.StdEncoding.EncodeToString([]byte(e))
+				}
+			}
+			if b64 != nil {
+				if err := field(name+"Base64", b64); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// putText sets m[key] to s and, when s is not UTF-8, m[key+"Base64"] to its
+// bytes in base64, as withBase64 shows a view's strings.
+func putText(m map[string]any, key, s string) {
+	m[key] = s
+	if !utf8.ValidString(s) {
+		m[key+"Base64"] = base64.StdEncoding.EncodeToString([]byte(s))
+	}
+}
+
+// emptyJSON reports whether encoding/json's omitempty leaves v out.
+func emptyJSON(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return v.IsZero()
+}
+
+// The views that carry strings a client chose encode through withBase64.
+func (v transactionView) MarshalJSON() ([]byte, error)     { return withBase64(v) }
+func (v groupView) MarshalJSON() ([]byte, error)           { return withBase64(v) }
+func (v memberView) MarshalJSON() ([]byte, error)          { return withBase64(v) }
+func (v groupPartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
+func (v rebalanceView) MarshalJSON() ([]byte, error)       { return withBase64(v) }
+func (v rebalanceMemberView) MarshalJSON() ([]byte, error) { return withBase64(v) }
+func (v requestView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
+func (v headerView) MarshalJSON() ([]byte, error)          { return withBase64(v) }
+func (v findingView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
+func (v refusalsView) MarshalJSON() ([]byte, error)        { return withBase64(v) }
+
+// findingView is an audit finding as GET /audit shows it.
+type findingView broker.Finding
+
+// refusalsView is a rule's refusals as GET /audit shows them.
+type refusalsView broker.RuleRefusals
+
+// auditView is broker.AuditReport with its client strings shown as the
+// other views show them.
+type auditView struct {
+	Audited  []string       `json:"audited"`
+	Enforced []string       `json:"enforced"`
+	Findings []findingView  `json:"findings"`
+	Dropped  int64          `json:"dropped,omitempty"`
+	Refusals []refusalsView `json:"refusals"`
+}
+
+func newAuditView(a broker.AuditReport) auditView {
+	v := auditView{Audited: a.Audited, Enforced: a.Enforced, Dropped: a.Dropped}
+	if a.Findings != nil {
+		v.Findings = make([]findingView, len(a.Findings))
+		for i, f := range a.Findings {
+			v.Findings[i] = findingView(f)
+		}
+	}
+	if a.Refusals != nil {
+		v.Refusals = make([]refusalsView, len(a.Refusals))
+		for i, r := range a.Refusals {
+			v.Refusals[i] = refusalsView(r)
+		}
+	}
+	return v
 }
 
 func newRecordView(r broker.Record) recordView {
@@ -413,7 +557,7 @@ func (s *server) writeLive(st *jsonStream) {
 		st.raw(",\n  \"rebalances\": ") && st.array(1, func(add func(any) bool) {
 		rs := s.b.Rebalances()
 		eachRebalance(rs[max(0, len(rs)-liveRebalances):], "", add)
-	}) && (!s.b.Audited() || st.raw(",\n  \"audit\": ") && st.value(s.liveAudit(), "  ")) && st.raw("\n}")
+	}) && (!s.b.Audited() || st.raw(",\n  \"audit\": ") && st.value(newAuditView(s.liveAudit()), "  ")) && st.raw("\n}")
 	st.end()
 }
 

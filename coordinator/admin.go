@@ -161,4 +161,5 @@ func (c *Coordinator) Reset() {
 	clear(c.txns.byPID)
 	clear(c.txns.pending)
 	c.txns.idle.Init()
+	c.txns.idBytes, c.txns.idleBytes = 0, 0
 }

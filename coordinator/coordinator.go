@@ -514,7 +514,8 @@ func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) boo
 }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets
-// COORDINATOR_NOT_AVAILABLE, and it is Dead. Call it with c.mu held.
+// COORDINATOR_NOT_AVAILABLE, and it is Dead; once no group is left, the
+// expiry timer (scheduleExpiry) stops too. Call it with c.mu held.
 func (c *Coordinator) removeGroup(g *group) {
 	g.state = stateDead
 	g.stopTimers(c)
@@ -526,6 +527,10 @@ func (c *Coordinator) removeGroup(g *group) {
 	}
 	delete(c.groups, g.name)
 	c.logGroupGone(g.name)
+	if len(c.groups) == 0 {
+		c.expiry.cancel()
+		c.expiry = nil
+	}
 }
 
 func (c *Coordinator) newGroup(name string) *group {

@@ -14,6 +14,7 @@ package coordinator
 import (
 	"container/list"
 	"math"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ const (
 	errTransactionalIDNotFound   int16 = 105
 	errProducerFenced            int16 = 90
 	errUnstableOffsetCommit      int16 = 88
+	errInvalidRequest            int16 = 42
 )
 
 // DefaultTransactionMaxTimeout is Kafka's transaction.max.timeout.ms: an
@@ -45,6 +47,21 @@ const DefaultTransactionMaxTimeout = 15 * time.Minute
 // InitProducerId gets COORDINATOR_NOT_AVAILABLE, which clients retry: open
 // transactions end within their timeout.
 const MaxTransactionalIDs = 10_000
+
+// MaxTransactionalIDBytes bounds the length of a transactional id. Kafka
+// writes the id into the key of its __transaction_state records as a
+// string with a 16-bit length, so no id it can keep is longer; a longer
+// one's InitProducerId gets INVALID_REQUEST, the code Kafka gives an id it
+// cannot take (an empty one).
+const MaxTransactionalIDBytes = 32767
+
+// TransactionalIDTotalMaxBytes bounds the bytes of all the transactional
+// ids the coordinator keeps together: a new id that does not fit takes the
+// place of the least recently used ids with no open transaction, as one past
+// MaxTransactionalIDs does, and gets COORDINATOR_NOT_AVAILABLE when every id
+// kept has an open transaction. Kafka keeps ids on disk and has no such
+// bound; 10,000 ids of 32,767 bytes would otherwise keep 320 MiB.
+const TransactionalIDTotalMaxBytes = 16 << 20
 
 // MaxTransactionGroups bounds the consumer groups one transaction commits
 // offsets for (AddOffsetsToTxn). Kafka has no such bound (a transaction
@@ -121,7 +138,7 @@ type transaction struct {
 	state      TxnState
 	start      time.Time
 	idle       *list.Element // in txns.idle while no transaction is open
-	parts      map[TopicPartition]struct{}
+	parts      partSet       // of the open transaction
 	groups     map[string]struct{}
 	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
 	timer      *timer
@@ -153,6 +170,9 @@ type txns struct {
 	// pending counts, per group and partition, the open transactions
 	// holding an offset for it, for OffsetFetch's require_stable.
 	pending map[string]map[TopicPartition]int
+	// idBytes is the length of every id in byID together
+	// (TransactionalIDTotalMaxBytes), idleBytes of those in idle.
+	idBytes, idleBytes int
 }
 
 // addPending and dropPending keep txns.pending; call them with c.mu held.
@@ -175,17 +195,7 @@ func (x *txns) dropPending(group string, tp TopicPartition) {
 
 // sortedParts returns the partitions of t's open transaction by topic and
 // partition.
-func (t *transaction) sortedParts() []TopicPartition {
-	var out []TopicPartition
-	for p := range t.parts {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-	})
-	return out
-}
+func (t *transaction) sortedParts() []TopicPartition { return t.parts.all() }
 
 func (t *transaction) info() TxnInfo {
 	out := TxnInfo{
@@ -215,16 +225,19 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	switch {
 	case c.closed:
 		return -1, -1, errCoordinatorNotAvailable
+	case len(id) > MaxTransactionalIDBytes:
+		return -1, -1, errInvalidRequest
 	case timeout <= 0 || timeout > DefaultTransactionMaxTimeout:
 		return -1, -1, errInvalidTransactionTimeout
 	}
 	t := c.txns.byID[id]
 	if t == nil {
-		if !c.roomForTxn() {
+		if !c.roomForTxn(len(id)) {
 			return -1, -1, errCoordinatorNotAvailable
 		}
 		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
 		c.txns.byID[id] = t
+		c.txns.idBytes += len(id)
 		c.txns.byPID[t.producerID] = t
 	} else {
 		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
@@ -241,20 +254,29 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	return t.producerID, t.epoch, errNone
 }
 
-// roomForTxn makes room for one more transactional id under
-// MaxTransactionalIDs, forgetting the least recently used id with no open
-// transaction, and reports whether there is room.
-func (c *Coordinator) roomForTxn() bool {
-	if len(c.txns.byID) < MaxTransactionalIDs {
+// roomForTxn makes room for one more transactional id of size bytes under
+// MaxTransactionalIDs and TransactionalIDTotalMaxBytes, forgetting the least
+// recently used ids with no open transaction, and reports whether there is
+// room. It forgets nothing when forgetting every idle id would not make
+// room.
+func (c *Coordinator) roomForTxn(size int) bool {
+	full := func() bool {
+		return len(c.txns.byID) >= MaxTransactionalIDs || c.txns.idBytes+size > TransactionalIDTotalMaxBytes
+	}
+	if !full() {
 		return true
 	}
-	front := c.txns.idle.Front()
-	if front == nil {
+	if c.txns.idBytes-c.txns.idleBytes+size > TransactionalIDTotalMaxBytes ||
+		len(c.txns.byID)-c.txns.idle.Len() >= MaxTransactionalIDs {
 		return false
 	}
-	oldest := c.txns.idle.Remove(front).(*transaction)
-	delete(c.txns.byID, oldest.id)
-	delete(c.txns.byPID, oldest.producerID)
+	for full() {
+		oldest := c.txns.idle.Remove(c.txns.idle.Front()).(*transaction)
+		c.txns.idleBytes -= len(oldest.id)
+		delete(c.txns.byID, oldest.id)
+		delete(c.txns.byPID, oldest.producerID)
+		c.txns.idBytes -= len(oldest.id)
+	}
 	return true
 }
 
@@ -280,10 +302,12 @@ func (c *Coordinator) bumpEpoch(t *transaction, newID func() int64) {
 func (c *Coordinator) touch(t *transaction) {
 	if t.idle != nil {
 		c.txns.idle.Remove(t.idle)
+		c.txns.idleBytes -= len(t.id)
 		t.idle = nil
 	}
 	if t.state != TxnOngoing {
 		t.idle = c.txns.idle.PushBack(t)
+		c.txns.idleBytes += len(t.id)
 	}
 }
 
@@ -316,7 +340,7 @@ func (c *Coordinator) begin(t *transaction) {
 	t.number++
 	t.open.Store(t.number)
 	c.touch(t) // no longer idle
-	t.parts, t.groups, t.offsets = make(map[TopicPartition]struct{}), make(map[string]struct{}), nil
+	t.parts, t.groups, t.offsets = partSet{}, make(map[string]struct{}), nil
 	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
 }
 
@@ -331,9 +355,7 @@ func (c *Coordinator) AddPartitionsToTxn(id string, producerID int64, epoch int1
 		return code
 	}
 	c.begin(t)
-	for _, p := range parts {
-		t.parts[p] = struct{}{}
-	}
+	t.parts.add(parts)
 	return errNone
 }
 
@@ -342,6 +364,9 @@ func (c *Coordinator) AddPartitionsToTxn(id string, producerID int64, epoch int1
 func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, group string) int16 {
 	c.mu.Lock()
 	defer c.unlock()
+	if group == "" || len(group) > MaxGroupIDBytes {
+		return errInvalidGroupID
+	}
 	t, code := c.producer(id, producerID, epoch)
 	if t == nil {
 		return code
@@ -372,7 +397,7 @@ func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartit
 	case epoch > t.epoch || t.state != TxnOngoing:
 		return errInvalidTxnState, nil
 	}
-	if _, ok := t.parts[p]; !ok {
+	if !t.parts.has(p) {
 		return errInvalidTxnState, nil
 	}
 	n := t.number
@@ -414,6 +439,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 
 // txnCommitCheck checks a TxnOffsetCommit against t and its group.
 func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) int16 {
+	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
+		return errInvalidGroupID
+	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
 		return errInvalidTxnState
 	}
@@ -532,7 +560,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 		t.state = TxnCompleteAbort
 		t.aborted++
 	}
-	t.parts, t.groups, t.offsets = nil, nil, nil
+	t.parts, t.groups, t.offsets = partSet{}, nil, nil
 	c.touch(t)
 }
 
@@ -547,11 +575,7 @@ func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool 
 // transaction. Call it with c.mu held.
 func (c *Coordinator) txnTopicDeleted(topic string) {
 	for _, t := range c.txns.byID {
-		for p := range t.parts {
-			if p.Topic == topic {
-				delete(t.parts, p)
-			}
-		}
+		t.parts.dropTopic(topic)
 		for group, offs := range t.offsets {
 			for tp, o := range offs {
 				if tp.Topic == topic {
@@ -565,15 +589,36 @@ func (c *Coordinator) txnTopicDeleted(topic string) {
 }
 
 // Transactions returns every transactional id the coordinator keeps, by id.
+// See EachTransaction for a walk that copies one at a time.
 func (c *Coordinator) Transactions() []TxnInfo {
-	c.mu.Lock()
-	defer c.unlock()
-	out := make([]TxnInfo, 0, len(c.txns.byID))
-	for _, t := range c.txns.byID {
-		out = append(out, t.info())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].TransactionalID < out[j].TransactionalID })
+	var out []TxnInfo
+	c.EachTransaction(false, func(t TxnInfo) bool { out = append(out, t); return true })
 	return out
+}
+
+// EachTransaction calls fn with a copy of each transactional id's state, by
+// id, or only of those with an open transaction when openOnly is set, until
+// fn returns false. It takes the ids under the coordinator's lock, then
+// copies one id's state at a time, and holds no lock while fn runs: a slow
+// or large walk holds up other clients of the coordinator for one copy at
+// most. An id forgotten meanwhile is left out, one that ended or opened
+// its transaction meanwhile shows as it is when copied.
+func (c *Coordinator) EachTransaction(openOnly bool, fn func(TxnInfo) bool) {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.txns.byID))
+	for id, t := range c.txns.byID {
+		if !openOnly || t.state == TxnOngoing {
+			ids = append(ids, id)
+		}
+	}
+	c.unlock()
+	slices.Sort(ids)
+	for _, id := range ids {
+		info, ok := c.Transaction(id)
+		if ok && (!openOnly || info.State == TxnOngoing) && !fn(info) {
+			return
+		}
+	}
 }
 
 // Transaction returns one transactional id's state, and false if the

@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +172,78 @@ func TestTxnCheckClosesWithTheTransaction(t *testing.T) {
 	assert.False(t, still(), "a new transaction is not the one checked")
 	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 1})
 	assert.Equal(t, errInvalidTxnState, code, "a partition not added")
+}
+
+// TestTransactionalIDBytesBound: an id longer than MaxTransactionalIDBytes
+// gets INVALID_REQUEST and is not kept; ids together are bounded by
+// TransactionalIDTotalMaxBytes as their count is by MaxTransactionalIDs: a
+// new id that does not fit forgets the least recently used idle ids, or gets
+// COORDINATOR_NOT_AVAILABLE while every id kept has an open transaction. A
+// group name longer than MaxGroupIDBytes gets INVALID_GROUP_ID from
+// AddOffsetsToTxn and TxnOffsetCommit.
+func TestTransactionalIDBytesBound(t *testing.T) {
+	h := newTxnHarness(t)
+	long := strings.Repeat("x", MaxTransactionalIDBytes)
+	_, _, code := h.c.InitProducerID(long+"x", time.Minute, -1, -1, h.newID)
+	assert.Equal(t, errInvalidRequest, code)
+	assert.Empty(t, h.c.Transactions())
+
+	n := TransactionalIDTotalMaxBytes / MaxTransactionalIDBytes
+	pids := make([]int64, n)
+	id := func(i int) string { return fmt.Sprintf("%08d", i) + long[8:] }
+	for i := range n {
+		pid, epoch := h.init(id(i))
+		pids[i] = pid
+		require.Zero(t, h.c.AddPartitionsToTxn(id(i), pid, epoch, []TopicPartition{{"t", 0}}))
+	}
+	_, _, code = h.c.InitProducerID(id(n), time.Minute, -1, -1, h.newID)
+	assert.Equal(t, errCoordinatorNotAvailable, code, "every id kept has an open transaction")
+	_, _, code = h.c.InitProducerID("short", time.Minute, -1, -1, h.newID)
+	assert.Zero(t, code, "a short id still fits")
+
+	require.Zero(t, h.c.EndTxn(id(3), pids[3], 0, false))
+	h.init(id(n))
+	_, ok := h.c.Transaction(id(3))
+	assert.False(t, ok, "the idle ids made room")
+	_, ok = h.c.Transaction("short")
+	assert.False(t, ok, "the least recently used idle id went first")
+	_, ok = h.c.Transaction(id(4))
+	assert.True(t, ok, "ids with an open transaction are kept")
+
+	pid, epoch := h.init("short")
+	require.Zero(t, h.c.AddPartitionsToTxn("short", pid, epoch, []TopicPartition{{"t", 0}}))
+	assert.Equal(t, errInvalidGroupID, h.c.AddOffsetsToTxn("short", pid, epoch, strings.Repeat("g", MaxGroupIDBytes+1)))
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "short", strings.Repeat("g", MaxGroupIDBytes+1), pid, epoch
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	assert.Equal(t, errInvalidGroupID, h.c.TxnOffsetCommit(req).Topics[0].Partitions[0].ErrorCode)
+}
+
+// TestEachTransactionCopiesOneAtATime: EachTransaction holds no lock while
+// its function runs (which may call the coordinator) and copies each id when
+// it reaches it, so a transaction that ends meanwhile shows as it is then.
+func TestEachTransactionCopiesOneAtATime(t *testing.T) {
+	h := newTxnHarness(t)
+	pids := map[string]int64{}
+	for _, id := range []string{"a", "b", "c"} {
+		pid, epoch := h.init(id)
+		pids[id] = pid
+		require.Zero(t, h.c.AddPartitionsToTxn(id, pid, epoch, []TopicPartition{{"t", 2}, {"t", 0}, {"s", 1}, {"t", 0}}))
+	}
+	var seen []string
+	h.c.EachTransaction(false, func(info TxnInfo) bool {
+		seen = append(seen, info.TransactionalID+":"+info.State.String())
+		if info.TransactionalID == "a" {
+			assert.Equal(t, []TopicPartition{{"s", 1}, {"t", 0}, {"t", 2}}, info.Partitions, "sorted, each once")
+			require.Zero(t, h.c.EndTxn("b", pids["b"], 0, true), "the coordinator serves while the walk is in its function")
+		}
+		return true
+	})
+	assert.Equal(t, []string{"a:Ongoing", "b:CompleteCommit", "c:Ongoing"}, seen)
+	seen = nil
+	h.c.EachTransaction(true, func(info TxnInfo) bool { seen = append(seen, info.TransactionalID); return true })
+	assert.Equal(t, []string{"a", "c"}, seen)
 }
