@@ -27,6 +27,9 @@ var namedRoutes = map[string]storedName{
 	"POST /groups/{name}/coordinator": {coordinator.MaxGroupIDBytes, func(url, name string) (string, string, any) {
 		return "POST", url + "/groups/" + name + "/coordinator?broker=1", nil
 	}},
+	"PUT /advertise": {broker.MaxAdvertisedHost, func(url, name string) (string, string, any) {
+		return "PUT", url + "/advertise", map[string]any{"addresses": []string{name + ":9092", name + ":9093"}}
+	}},
 	"POST /faults": {coordinator.MaxGroupIDBytes, func(url, name string) (string, string, any) {
 		return "POST", url + "/faults", map[string]any{"api": "OffsetCommit", "err": "NOT_COORDINATOR", "group": name}
 	}},

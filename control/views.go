@@ -197,6 +197,9 @@ func (v requestView) MarshalJSON() ([]byte, error)         { return withBase64(v
 func (v headerView) MarshalJSON() ([]byte, error)          { return withBase64(v) }
 func (v findingView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
 func (v refusalsView) MarshalJSON() ([]byte, error)        { return withBase64(v) }
+func (v errorCountView) MarshalJSON() ([]byte, error)      { return withBase64(v) }
+func (v groupsCreatedView) MarshalJSON() ([]byte, error)   { return withBase64(v) }
+func (v fetchPartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
 
 // findingView is an audit finding as GET /audit shows it.
 type findingView broker.Finding
@@ -212,7 +215,16 @@ type auditView struct {
 	Findings []findingView  `json:"findings"`
 	Dropped  int64          `json:"dropped,omitempty"`
 	Refusals []refusalsView `json:"refusals"`
+	// Errors and Groups are filled for GET /audit, which streams them.
+	Errors []errorCountView    `json:"-"`
+	Groups []groupsCreatedView `json:"-"`
 }
+
+// errorCountView is an error answered without a rule, as GET /audit shows it.
+type errorCountView broker.ErrorCount
+
+// groupsCreatedView is a client's group forecast, as GET /audit shows it.
+type groupsCreatedView broker.GroupsCreated
 
 func newAuditView(a broker.AuditReport) auditView {
 	v := auditView{Audited: a.Audited, Enforced: a.Enforced, Dropped: a.Dropped}
@@ -226,6 +238,18 @@ func newAuditView(a broker.AuditReport) auditView {
 		v.Refusals = make([]refusalsView, len(a.Refusals))
 		for i, r := range a.Refusals {
 			v.Refusals[i] = refusalsView(r)
+		}
+	}
+	if a.Errors != nil {
+		v.Errors = make([]errorCountView, len(a.Errors))
+		for i, e := range a.Errors {
+			v.Errors[i] = errorCountView(e)
+		}
+	}
+	if a.Groups != nil {
+		v.Groups = make([]groupsCreatedView, len(a.Groups))
+		for i, g := range a.Groups {
+			v.Groups[i] = groupsCreatedView(g)
 		}
 	}
 	return v
