@@ -35,7 +35,11 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	}
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		n := b.nodeByID(b.CoordinatorOf(key))
+		coordinatorOf := b.CoordinatorOf
+		if req.CoordinatorType == coordinatorTransaction {
+			coordinatorOf = b.TxnCoordinatorOf
+		}
+		n := b.nodeByID(coordinatorOf(key))
 		c.Key, c.NodeID, c.Host, c.Port = key, n.id, n.host, n.port
 		switch req.CoordinatorType {
 		case coordinatorGroup:

@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/vastfake/vastfake/rules"
 )
 
 // MaxBrokers bounds WithBrokers: a listener and an accept goroutine each.
@@ -361,6 +358,13 @@ func (b *Broker) CoordinatorOf(group string) int32 {
 	return b.nodes[int((javaStringHash(group)&0x7fffffff)%offsetsTopicPartitions)%len(b.nodes)].id
 }
 
+// TxnCoordinatorOf returns the broker id FindCoordinator names for a
+// transactional id: the leader of the __transaction_state partition Kafka
+// would keep it in, abs(Java hashCode of the id) mod 50.
+func (b *Broker) TxnCoordinatorOf(id string) int32 {
+	return b.CoordinatorOf(id)
+}
+
 // checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
 // partition says it knows (-1: none) against the partition's, as Kafka
 // does: an older one gets FENCED_LEADER_EPOCH (the client's metadata is
@@ -458,173 +462,6 @@ func (b *Broker) forgetMoves(topic string) {
 			delete(b.moves.leaders, tp)
 		}
 	}
-}
-
-// leaderAPIs are the APIs a partition's leader serves, coordinatorAPIs
-// those a group's coordinator serves: with AnyAddressServes off, another
-// broker refuses them as Kafka does.
-var leaderAPIs = map[int16]bool{
-	int16(kmsg.Produce): true, int16(kmsg.Fetch): true, int16(kmsg.ListOffsets): true, int16(kmsg.DeleteRecords): true,
-	int16(kmsg.DescribeProducers): true,
-}
-
-var coordinatorAPIs = map[int16]bool{
-	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
-	int16(kmsg.OffsetCommit): true, int16(kmsg.OffsetFetch): true, int16(kmsg.DescribeGroups): true,
-	int16(kmsg.DeleteGroups): true, int16(kmsg.OffsetDelete): true, int16(kmsg.TxnOffsetCommit): true,
-}
-
-// txnCoordinatorAPIs are the requests a transactional id's coordinator
-// serves.
-var txnCoordinatorAPIs = map[int16]bool{
-	int16(kmsg.InitProducerID): true, int16(kmsg.AddPartitionsToTxn): true, int16(kmsg.AddOffsetsToTxn): true,
-	int16(kmsg.EndTxn): true,
-}
-
-// transactionalIDsOf returns the transactional ids a transaction request
-// names.
-func transactionalIDsOf(kreq kmsg.Request) []string {
-	switch req := kreq.(type) {
-	case *kmsg.InitProducerIDRequest:
-		if req.TransactionalID != nil {
-			return []string{*req.TransactionalID}
-		}
-	case *kmsg.AddPartitionsToTxnRequest:
-		return []string{req.TransactionalID}
-	case *kmsg.AddOffsetsToTxnRequest:
-		return []string{req.TransactionalID}
-	case *kmsg.EndTxnRequest:
-		return []string{req.TransactionalID}
-	}
-	return nil
-}
-
-// misdirected answers r when it reached a broker other than the leader of
-// a partition it names or the coordinator of every group it names, and
-// AnyAddressServes does not serve it there: the partitions led elsewhere
-// get NOT_LEADER_OR_FOLLOWER (with the current leader, where the version
-// carries it) while the others are handled; a group request gets
-// NOT_COORDINATOR. A request naming several groups is served whole when
-// this broker coordinates one of them. It returns nil when r is served
-// here as usual.
-func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
-	here, ok := b.servesOnlyOwn(r)
-	if !ok || !b.mayBeMisdirected(r.kreq, here) {
-		return nil
-	}
-	v := reflect.ValueOf(r.kreq).Elem()
-	switch {
-	case coordinatorAPIs[key]:
-		groups := groupsOf(v)
-		if len(groups) == 0 || slices.ContainsFunc(groups, func(g string) bool { return b.CoordinatorOf(g) == here }) {
-			return nil
-		}
-		if b.vast(r, rules.AnyAddressServes, rules.Differs, "", groups[0], func() string {
-			return kmsg.NameForKey(key) + " for group " + groups[0] + " reached broker " + strconv.Itoa(int(here)) +
-				", not its coordinator " + strconv.Itoa(int(b.CoordinatorOf(groups[0]))) + "; Kafka answers NOT_COORDINATOR, VAST serves it (assumed)"
-		}) {
-			return nil
-		}
-		return errorAnswer(r, kerr.NotCoordinator.Code)
-	case txnCoordinatorAPIs[key]:
-		ids := transactionalIDsOf(r.kreq)
-		if len(ids) == 0 || slices.ContainsFunc(ids, func(id string) bool { return b.CoordinatorOf(id) == here }) {
-			return nil
-		}
-		if b.vast(r, rules.AnyAddressServes, rules.Differs, "", "", func() string {
-			return kmsg.NameForKey(key) + " for transactional id " + ids[0] + " reached broker " + strconv.Itoa(int(here)) +
-				", not its coordinator " + strconv.Itoa(int(b.CoordinatorOf(ids[0]))) + "; Kafka answers NOT_COORDINATOR, VAST serves it (assumed)"
-		}) {
-			return nil
-		}
-		resp := errorAnswer(r, kerr.NotCoordinator.Code)
-		if init, ok := resp.(*kmsg.InitProducerIDResponse); ok {
-			init.ProducerID, init.ProducerEpoch = -1, -1
-		}
-		return resp
-	case leaderAPIs[key]:
-		elsewhere := func(topic string, p int32) bool { return b.LeaderOf(topic, p) != here }
-		first, firstP := "", int32(0)
-		eachTopic(v, b.topicNameOf, func(topic string, parts reflect.Value) {
-			for i := 0; i < parts.Len() && first == ""; i++ {
-				if p := partitionOf(parts.Index(i)); elsewhere(topic, p) {
-					first, firstP = topic, p
-				}
-			}
-		})
-		if first == "" {
-			return nil
-		}
-		if b.vast(r, rules.AnyAddressServes, rules.Differs, first, "", func() string {
-			return kmsg.NameForKey(key) + " for partition " + strconv.Itoa(int(firstP)) + " reached broker " + strconv.Itoa(int(here)) +
-				", not its leader " + strconv.Itoa(int(b.LeaderOf(first, firstP))) + "; Kafka answers NOT_LEADER_OR_FOLLOWER, VAST serves it (assumed)"
-		}) {
-			return nil
-		}
-		resp := b.splitAnswer(a, r, elsewhere, kerr.NotLeaderForPartition.Code)
-		b.addLeaderHints(resp)
-		return resp
-	}
-	return nil
-}
-
-// servesOnlyOwn returns the broker r reached, and true when that broker
-// serves only the partitions it leads and the keys it coordinates: with
-// several brokers, unless VAST's AnyAddressServes is enforced (every
-// address serves everything, and there is nothing to record).
-func (b *Broker) servesOnlyOwn(r *request) (int32, bool) {
-	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
-		return 0, false
-	}
-	return r.conn.node.id, true
-}
-
-// mayBeMisdirected is the cheap first look for the produce and fetch paths:
-// false when every partition of a Produce or Fetch request is led by here,
-// so that misdirected's reflection runs only for requests that need it;
-// true for every other request.
-func (b *Broker) mayBeMisdirected(kreq kmsg.Request, here int32) bool {
-	elsewhere := func(name string, id [16]byte, p int32) bool { return b.LeaderOf(b.topicName(name, id), p) != here }
-	switch req := kreq.(type) {
-	case *kmsg.ProduceRequest:
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				if elsewhere(t.Topic, t.TopicID, p.Partition) {
-					return true
-				}
-			}
-		}
-		return false
-	case *kmsg.FetchRequest:
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				if elsewhere(t.Topic, t.TopicID, p.Partition) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return true
-}
-
-// groupsOf returns the group ids a group request names.
-func groupsOf(v reflect.Value) []string {
-	var out []string
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String {
-		out = append(out, g.String())
-	}
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice {
-		for i := 0; i < gs.Len(); i++ {
-			switch e := gs.Index(i); e.Kind() {
-			case reflect.String:
-				out = append(out, e.String())
-			case reflect.Struct:
-				out = append(out, groupsOf(e)...)
-			}
-		}
-	}
-	return out
 }
 
 // addLeaderHints names the current leader of each partition answered
