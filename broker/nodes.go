@@ -19,7 +19,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
 )
 
 // MaxBrokers bounds WithBrokers: a listener and an accept goroutine each.
