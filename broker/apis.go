@@ -112,6 +112,7 @@ var apiTable = []api{
 	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, share: anyBroker, beforeAuth: true},
 	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, share: anyBroker, hiddenBy: "FixedPartitions"},
 	{key: 42, min: 0, max: 2, handle: handleDeleteGroups, share: groupCoordinator},
+	{key: 43, min: 0, max: 2, handle: handleElectLeaders, share: anyBroker},
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs, share: anyBroker},
 	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, share: groupCoordinator, hiddenBy: "NoOffsetDelete"},
 	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, share: partitionLeader, hiddenBy: "NoIdempotence"},

@@ -39,8 +39,12 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 		if req.CoordinatorType == coordinatorTransaction {
 			coordinatorOf = b.TxnCoordinatorOf
 		}
-		n := b.nodeByID(coordinatorOf(key))
-		c.Key, c.NodeID, c.Host, c.Port = key, n.id, n.host, n.port
+		c.Key = key
+		if n := b.nodeByID(coordinatorOf(key)); n != nil {
+			c.NodeID, c.Host, c.Port = n.id, n.host, n.port
+		} else { // its partition is offline: every replica is down
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
 		switch req.CoordinatorType {
 		case coordinatorGroup:
 			if key == "" {

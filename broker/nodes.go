@@ -222,6 +222,7 @@ func (b *Broker) BrokerDown(id int32) error {
 	b.stopNode(n)
 	n.down = true
 	n.gen++
+	b.scheduleFence(n, n.gen)
 	return nil
 }
 
@@ -247,6 +248,7 @@ func (b *Broker) BrokerUp(id int32) error {
 	}
 	n.down = false
 	n.gen++
+	b.rejoin(n.id)
 	return nil
 }
 
@@ -321,11 +323,8 @@ func (b *Broker) BrokerIsDown(id int32) bool {
 func (b *Broker) LeaderOf(topic string, p int32) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
-		l, ok := b.moves.leaders[topicPartition{topic, p}]
-		b.moves.mu.RUnlock()
-		if ok {
-			return l.id
-		}
+		defer b.moves.mu.RUnlock()
+		return b.stateLocked(topic, p).id
 	}
 	return b.nodes[int(max(p, 0))%len(b.nodes)].id
 }
@@ -338,7 +337,7 @@ func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
 	}
 	b.moves.mu.RLock()
 	defer b.moves.mu.RUnlock()
-	return b.moves.leaders[topicPartition{topic, p}].epoch
+	return b.stateLocked(topic, p).epoch
 }
 
 // CoordinatorOf returns the broker id FindCoordinator names for a group
@@ -354,14 +353,22 @@ func (b *Broker) CoordinatorOf(group string) int32 {
 			return id
 		}
 	}
-	return b.nodes[int((javaStringHash(group)&0x7fffffff)%offsetsTopicPartitions)%len(b.nodes)].id
+	return b.LeaderOf(offsetsTopic, (javaStringHash(group)&0x7fffffff)%offsetsTopicPartitions)
 }
 
 // TxnCoordinatorOf returns the broker id FindCoordinator names for a
 // transactional id: the leader of the __transaction_state partition Kafka
 // would keep it in, abs(Java hashCode of the id) mod 50.
 func (b *Broker) TxnCoordinatorOf(id string) int32 {
-	return b.CoordinatorOf(id)
+	if b.moves.any.Load() {
+		b.moves.mu.RLock()
+		c, ok := b.moves.coordinators[id]
+		b.moves.mu.RUnlock()
+		if ok {
+			return c
+		}
+	}
+	return b.LeaderOf(transactionStateTopic, (javaStringHash(id)&0x7fffffff)%transactionStatePartitions)
 }
 
 // checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
@@ -393,7 +400,12 @@ type topicPartition struct {
 	partition int32
 }
 
-type movedLeader struct{ id, epoch int32 }
+// movedLeader is a partition's leader (-1: none), leader epoch and
+// in-sync replicas once a move or an election changed them.
+type movedLeader struct {
+	id, epoch int32
+	isr       []int32
+}
 
 // MoveLeader makes broker id the leader of partition p of topic, with the
 // leader epoch one higher, as when Kafka elects a new leader: Metadata
@@ -413,12 +425,9 @@ func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
 	}
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
-	if b.moves.leaders == nil {
-		b.moves.leaders = map[topicPartition]movedLeader{}
-	}
-	tp := topicPartition{topic, p}
-	b.moves.leaders[tp] = movedLeader{id: id, epoch: b.moves.leaders[tp].epoch + 1}
-	b.moves.any.Store(true)
+	st := b.stateLocked(topic, p)
+	st.id, st.epoch = id, st.epoch+1
+	b.storeLocked(topic, p, st)
 	return nil
 }
 
@@ -449,11 +458,9 @@ func (b *Broker) MoveCoordinator(group string, id int32) error {
 	return nil
 }
 
-// forgetMoves drops the leader moves of a deleted topic.
+// forgetMoves drops the leader moves, elections and replication factor of
+// a deleted topic.
 func (b *Broker) forgetMoves(topic string) {
-	if !b.moves.any.Load() {
-		return
-	}
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
 	for tp := range b.moves.leaders {
@@ -461,6 +468,7 @@ func (b *Broker) forgetMoves(topic string) {
 			delete(b.moves.leaders, tp)
 		}
 	}
+	delete(b.repl.factors, topic)
 }
 
 // addLeaderHints names the current leader of each partition answered

@@ -44,6 +44,10 @@ func TestEveryAPIHasAShare(t *testing.T) {
 			// It names the group whose offsets the transaction will
 			// commit, but adds them to the transaction at its coordinator.
 			want = txnCoordinator
+		case a.key == int16(kmsg.ElectLeaders):
+			// It names partitions, for the controller to elect their
+			// leaders; any broker forwards it there.
+			want = anyBroker
 		case has(req, "Group") || has(req, "Groups"):
 			want = groupCoordinator
 		case has(req, "TransactionalID") || has(req, "TransactionalIDs"):

@@ -439,10 +439,11 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 			p := &mt.Partitions[i]
 			*p = kmsg.NewMetadataResponseTopicPartition()
 			p.Partition = int32(i)
-			p.Leader = b.LeaderOf(t.name, int32(i))
-			p.LeaderEpoch = b.LeaderEpochOf(t.name, int32(i))
-			p.Replicas = []int32{p.Leader}
-			p.ISR = []int32{p.Leader}
+			p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = b.PartitionState(t.name, int32(i))
+			p.OfflineReplicas = b.offlineReplicas(p.Replicas)
+			if p.Leader == -1 {
+				p.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
@@ -547,10 +548,15 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		}
 		var code int16
 		var msg string
+		factor := rt.ReplicationFactor
+		if len(rt.ReplicaAssignment) > 0 {
+			factor = int16(len(rt.ReplicaAssignment[0].Replicas))
+		}
 		if tooMany {
 			code, msg = kerr.PolicyViolation.Code, "Excessively large number of partitions per request."
 		} else if !b.allowCreate(r, rt.Topic) {
 			code, msg = kerr.TopicAuthorizationFailed.Code, "denied by the identity policies: KafkaCreate on "+TopicResource(b.cfg.view, rt.Topic)
+		} else if code, msg = b.checkReplicationFactor(factor); code != 0 {
 		} else {
 			code, msg = b.createTopic(r, rt.Topic, partitions, configs, req.ValidateOnly)
 		}
@@ -563,8 +569,14 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 				partitions = b.cfg.partitions
 			}
 			st.NumPartitions = partitions
-			st.ReplicationFactor = rt.ReplicationFactor
-			if st.ReplicationFactor == -1 {
+			st.ReplicationFactor = factor
+			if b.elects() {
+				if factor == -1 {
+					st.ReplicationFactor = b.defaultReplicationFactor()
+				} else if !req.ValidateOnly {
+					b.setReplicationFactor(rt.Topic, factor)
+				}
+			} else if factor == -1 {
 				st.ReplicationFactor = 1
 			}
 			if t := b.data.get(rt.Topic); t != nil && !req.ValidateOnly {
