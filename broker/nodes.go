@@ -324,7 +324,12 @@ func (b *Broker) LeaderOf(topic string, p int32) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
 		defer b.moves.mu.RUnlock()
-		return b.stateLocked(topic, p).id
+		if l, ok := b.moves.leaders[topicPartition{topic, p}]; ok || len(b.repl.fenced) > 0 {
+			if !ok {
+				l = b.stateLocked(topic, p)
+			}
+			return l.id
+		}
 	}
 	return b.nodes[int(max(p, 0))%len(b.nodes)].id
 }

@@ -88,6 +88,23 @@ func (b *Broker) defaultReplicationFactor() int16 {
 	return min(n, int16(len(b.nodes)))
 }
 
+// electionDelay is WithElectionDelay's, or DefaultElectionDelay.
+func (b *Broker) electionDelay() time.Duration {
+	if b.cfg.electionDelaySet {
+		return b.cfg.electionDelay
+	}
+	return DefaultElectionDelay
+}
+
+// replicationFactorConfig is default.replication.factor as DescribeConfigs
+// reports it: 1 without elections (VAST, or one broker).
+func (b *Broker) replicationFactorConfig() int16 {
+	if !b.elects() {
+		return 1
+	}
+	return b.defaultReplicationFactor()
+}
+
 // replicasLocked returns partition p's replicas, the preferred leader
 // first: with replication factor f, the f brokers from p mod N on, in
 // BrokerIDs order (wrapping). Without elections it is the leader alone.
@@ -148,6 +165,17 @@ func (b *Broker) PartitionState(topic string, p int32) (leader, epoch int32, rep
 	return st.id, st.epoch, replicas, slices.Clone(st.isr)
 }
 
+// isFenced reports whether broker id went down and was fenced (and has
+// not come back): Metadata leaves it out of its brokers, as Kafka does.
+func (b *Broker) isFenced(id int32) bool {
+	if !b.moves.any.Load() {
+		return false
+	}
+	b.moves.mu.RLock()
+	defer b.moves.mu.RUnlock()
+	return b.repl.fenced[id]
+}
+
 // offlineReplicas returns the replicas of a partition on fenced brokers.
 func (b *Broker) offlineReplicas(replicas []int32) []int32 {
 	b.moves.mu.RLock()
@@ -189,10 +217,7 @@ func (b *Broker) scheduleFence(n *node, gen int) {
 	if !b.elects() {
 		return
 	}
-	delay := DefaultElectionDelay
-	if b.cfg.electionDelaySet {
-		delay = b.cfg.electionDelay
-	}
+	delay := b.electionDelay()
 	if delay <= 0 {
 		b.fence(n.id)
 		return

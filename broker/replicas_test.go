@@ -226,8 +226,8 @@ func TestReplicationFactor(t *testing.T) {
 
 // TestProduceAndConsumeThroughAnElection: a kgo producer with acks=all
 // and a consumer group carry on through a broker going down, without
-// waiting for it to come back: the partitions it led get new leaders,
-// and every acknowledged record is read once.
+// waiting for it to come back: the partitions it led and the group's
+// coordinator get new leaders, and every acknowledged record is read once.
 func TestProduceAndConsumeThroughAnElection(t *testing.T) {
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(200*time.Millisecond),
 		WithTopics(TopicSpec{Name: "orders", Partitions: 6}))
@@ -239,7 +239,8 @@ func TestProduceAndConsumeThroughAnElection(t *testing.T) {
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 	require.NoError(t, err)
 	defer p.Close()
-	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
+	group := groupsCoordinatedBy(b, 1)[2][0] // its coordinator goes down too
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 	require.NoError(t, err)
 	defer c.Close()
@@ -276,4 +277,5 @@ func TestProduceAndConsumeThroughAnElection(t *testing.T) {
 	for part := range int32(6) {
 		assert.NotEqual(t, int32(2), b.LeaderOf("orders", part))
 	}
+	assert.NotEqual(t, int32(2), b.CoordinatorOf(group))
 }

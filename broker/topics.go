@@ -357,6 +357,9 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, n := range b.nodes {
+		if b.isFenced(n.id) {
+			continue // as Kafka lists only the brokers registered and unfenced
+		}
 		br := kmsg.NewMetadataResponseBroker()
 		br.NodeID, br.Host, br.Port = n.id, n.host, n.port
 		resp.Brokers = append(resp.Brokers, br)

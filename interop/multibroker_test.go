@@ -28,9 +28,13 @@ import (
 )
 
 // threeBrokers starts a kafka-profile broker with three broker ids and the
-// topic "orders" of three partitions: partition p is led by broker p.
+// topic "orders" of three partitions: partition p is led by broker p. A
+// broker taken down keeps its partitions for an hour (the election delay),
+// as a Kafka broker back within its session timeout does: these scenarios
+// are about a leader that comes back (election_test.go elects).
 func threeBrokers(t *testing.T) *broker.Broker {
-	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
+	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithElectionDelay(time.Hour),
+		broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
 	for p := range int32(3) {
 		require.Equal(t, p, b.LeaderOf("orders", p))
 	}
