@@ -11,7 +11,10 @@ package interop_test
 import (
 	"context"
 	"maps"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +219,42 @@ func TestKafkaGoThroughAnElection(t *testing.T) {
 		return maps.Clone(seen)
 	})
 	assert.LessOrEqual(t, dups, 30, "at least once: what one rejoin can read again")
+}
+
+// electionBinaryArgs start the vastfake binary as electionBrokers starts
+// the broker, for the client scripts.
+var electionBinaryArgs = []string{"-brokers", "3", "-profile", "kafka", "-election-delay", electionDelay.String(),
+	"-initial-rebalance-delay", "0", "-topic", "orders:3"}
+
+// TestPythonClientsThroughAnElection runs the election scenario with the
+// Confluent Python client (election/confluent.py) and kafka-python
+// (election/kafka_python.py), each against its own vastfake binary: the
+// group's coordinator, which leads a partition too, goes down for good
+// through the control plane, and every record produced with acks=all
+// before and after is read by the group. Like TestPythonClientMatrix it
+// needs Debian's python3-confluent-kafka and python3-kafka: skipped
+// without them, failed when CI is set.
+func TestPythonClientsThroughAnElection(t *testing.T) {
+	needConfluentPython(t)
+	bin := buildVastfake(t)
+	t.Run("confluent-kafka-python", func(t *testing.T) {
+		runScript(t, bin, "election", "expected.txt", pythonWithConfluent, "confluent.py", electionBinaryArgs...)
+	})
+	t.Run("kafka-python", func(t *testing.T) {
+		needKafkaPython(t)
+		runScript(t, bin, "election", "expected.txt", pythonWithConfluent, "kafka_python.py", electionBinaryArgs...)
+	})
+}
+
+// needKafkaPython skips the test without kafka-python (Debian's
+// python3-kafka), or fails it when CI is set.
+func needKafkaPython(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(pythonWithConfluent, "-c", "import kafka").CombinedOutput(); err != nil {
+		msg := t.Name() + " needs " + pythonWithConfluent + " with kafka-python (apt-get install -y python3-kafka): " + strings.TrimSpace(string(out))
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
 }
