@@ -258,3 +258,12 @@ func needKafkaPython(t *testing.T) {
 		t.Skip(msg)
 	}
 }
+
+// TestKafkaJSThroughAnElection runs the election scenario with kafkajs
+// (kafkajs/election.js): its output must be the Python clients'
+// (election/expected.txt). It needs node and kafkajs/node_modules, as
+// TestKafkaJSMatrix does.
+func TestKafkaJSThroughAnElection(t *testing.T) {
+	node := needKafkaJS(t)
+	runScript(t, buildVastfake(t), "kafkajs", "../election/expected.txt", node, "election.js", electionBinaryArgs...)
+}
