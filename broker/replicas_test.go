@@ -279,3 +279,28 @@ func TestProduceAndConsumeThroughAnElection(t *testing.T) {
 	}
 	assert.NotEqual(t, int32(2), b.CoordinatorOf(group))
 }
+
+// TestElectionByProfile: the VAST profile keeps leadership where it is when
+// a broker goes down (its virtual IPs move instead: FailOverAddress) and
+// lists one replica per partition; the audit profile elects as Kafka and
+// records a finding of AnyAddressServes.
+func TestElectionByProfile(t *testing.T) {
+	vb, err := New(WithBrokers(3), WithNodeID(1), WithElectionDelay(0), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
+	require.NoError(t, err)
+	defer vb.Close()
+	require.NoError(t, vb.BrokerDown(2))
+	assert.Equal(t, state{2, 0, []int32{2}, []int32{2}}, stateOf(vb, "t", 1), "VAST: leadership stays")
+	assert.Empty(t, vb.Findings())
+
+	ab, err := New(WithBrokers(3), WithNodeID(1), WithProfile("audit"), WithElectionDelay(0), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
+	require.NoError(t, err)
+	defer ab.Close()
+	require.NoError(t, ab.BrokerDown(2))
+	assert.Equal(t, state{3, 1, []int32{2, 3, 1}, []int32{3, 1}}, stateOf(ab, "t", 1), "audit: elected as in Kafka")
+	var found []string
+	for _, f := range ab.Findings() {
+		found = append(found, f.Rule+": "+f.Detail)
+	}
+	require.Len(t, found, 1)
+	assert.Contains(t, found[0], "AnyAddressServes: broker 2 went down: Kafka elected new leaders")
+}
