@@ -6,7 +6,10 @@ package broker
 // front one cluster. Metadata lists every node and names a leader for each
 // partition, FindCoordinator a coordinator for each group, by rules a test
 // can compute (LeaderOf, CoordinatorOf). A node can be taken down and
-// brought back (BrokerDown, BrokerUp) while the others serve.
+// brought back (BrokerDown, BrokerUp) while the others serve; in the kafka
+// profile leaders and coordinators then move by election (replicas.go), and
+// which broker answers which request is the API table's share column
+// (share.go).
 
 import (
 	"errors"
@@ -202,8 +205,11 @@ func (b *Broker) BrokerAddr(id int32) string {
 
 // BrokerDown takes broker id down: its listener closes, so the address
 // refuses connections, and the connections it has are dropped; the other
-// brokers serve on, and leadership stays where it is, as when a VAST node
-// fails before its virtual IPs move. It returns ErrUnknownBroker for an id
+// brokers serve on. In the VAST profile leadership stays where it is, as
+// when a VAST node fails before its virtual IPs move; in the kafka profile
+// the broker is fenced after the election delay (WithElectionDelay) and
+// its partitions and coordinators move to the next in-sync replicas
+// (replicas.go), unless it is back up first. It returns ErrUnknownBroker for an id
 // the broker does not have, an error when the broker is already down, and
 // ErrClosed after Close.
 func (b *Broker) BrokerDown(id int32) error {
@@ -226,7 +232,8 @@ func (b *Broker) BrokerDown(id int32) error {
 	return nil
 }
 
-// BrokerUp brings broker id back on the same address after BrokerDown. It
+// BrokerUp brings broker id back on the same address after BrokerDown; a
+// broker that was fenced rejoins the in-sync sets as a follower. It
 // returns ErrUnknownBroker for an id the broker does not have, an error
 // when the broker is up or its address cannot be bound again (another
 // process took the port), and ErrClosed after Close.
@@ -318,8 +325,9 @@ func (b *Broker) BrokerIsDown(id int32) bool {
 
 // LeaderOf returns the broker id that leads partition p of topic: broker i
 // of the N (in BrokerIDs order) leads the partitions p with p mod N = i,
-// unless MoveLeader moved it. Clients send produce and fetch requests to
-// the leader Metadata names.
+// unless MoveLeader, an election (a broker fenced: see WithElectionDelay)
+// or ElectPreferredLeader moved it; -1 while it is offline. Clients send
+// produce and fetch requests to the leader Metadata names.
 func (b *Broker) LeaderOf(topic string, p int32) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
@@ -345,10 +353,11 @@ func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
 	return b.stateLocked(topic, p).epoch
 }
 
-// CoordinatorOf returns the broker id FindCoordinator names for a group
-// (or transactional id): unless MoveCoordinator moved it, the leader of
-// the __consumer_offsets partition Kafka would keep it in, abs(Java
-// hashCode of the id) mod 50.
+// CoordinatorOf returns the broker id FindCoordinator names for a group:
+// unless MoveCoordinator moved it, the leader of the __consumer_offsets
+// partition Kafka would keep it in, abs(Java hashCode of the id) mod 50,
+// so that it moves when that partition's leader does; -1 while the
+// partition is offline.
 func (b *Broker) CoordinatorOf(group string) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
