@@ -304,3 +304,44 @@ func TestElectionByProfile(t *testing.T) {
 	require.Len(t, found, 1)
 	assert.Contains(t, found[0], "AnyAddressServes: broker 2 went down: Kafka elected new leaders")
 }
+
+// TestTransactionThroughAnElection: the broker that coordinates a
+// transactional id, and leads a partition of its open transaction, goes
+// down; the transaction coordinator moves with its __transaction_state
+// partition, the producer carries on at the new leader and coordinator,
+// and the commit makes every record readable at read_committed.
+func TestTransactionThroughAnElection(t *testing.T) {
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := ""
+	for i := 0; id == ""; i++ {
+		if s := "tx-" + strconv.Itoa(i); b.TxnCoordinatorOf(s) == 2 {
+			id = s
+		}
+	}
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.BeginTransaction())
+	for _, part := range []int32{0, 1} {
+		require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: part, Value: []byte("before")}).FirstErr())
+	}
+	require.NoError(t, b.BrokerDown(2))
+	assert.NotEqual(t, int32(2), b.TxnCoordinatorOf(id), "the coordinator moved with its __transaction_state partition")
+	require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: 1, Value: []byte("after")}).FirstErr())
+	require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeTopics("t"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer c.Close()
+	var got []string
+	for len(got) < 3 && ctx.Err() == nil {
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	assert.ElementsMatch(t, []string{"before", "before", "after"}, got)
+}
