@@ -347,11 +347,12 @@ func (b *Broker) setReplicationFactor(topic string, f int16) {
 
 // checkReplicationFactor returns INVALID_REPLICATION_FACTOR and Kafka's
 // message for a CreateTopics replication factor the cluster cannot have:
-// 0, below -1, or above the broker count. Without elections (VAST) the
-// replication factor is not a concept and any is accepted.
+// 0, below -1, or above the broker count (one broker too, as Kafka's).
+// With AnyAddressServes enforced (VAST) the replication factor is not a
+// concept and any is accepted.
 func (b *Broker) checkReplicationFactor(f int16) (int16, string) {
 	switch {
-	case !b.elects():
+	case b.enforced(rules.AnyAddressServes):
 		return 0, ""
 	case f == 0 || f < -1:
 		return kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."

@@ -345,3 +345,24 @@ func TestTransactionThroughAnElection(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"before", "before", "after"}, got)
 }
+
+// TestReplicationFactorAtOneBroker: one broker in the kafka profile refuses
+// a replication factor of 2 as Kafka does, and accepts 1 and -1.
+func TestReplicationFactorAtOneBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := New(WithProfile("kafka"))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	_, err = adm.CreateTopic(ctx, 1, 2, nil, "two")
+	assert.ErrorIs(t, err, kerr.InvalidReplicationFactor)
+	for _, f := range []int16{1, -1} {
+		r, err := adm.CreateTopic(ctx, 1, f, nil, "rf"+strconv.Itoa(int(f)))
+		require.NoError(t, err)
+		assert.Equal(t, int16(1), r.ReplicationFactor)
+	}
+}
