@@ -343,7 +343,8 @@ func (b *Broker) LeaderOf(topic string, p int32) int32 {
 }
 
 // LeaderEpochOf returns partition p's leader epoch: 0, one more for each
-// MoveLeader.
+// MoveLeader, election (a fenced leader's partition moving or going
+// offline, an offline one getting a leader) and preferred election.
 func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
 	if !b.moves.any.Load() {
 		return 0

@@ -366,3 +366,69 @@ func TestReplicationFactorAtOneBroker(t *testing.T) {
 		assert.Equal(t, int16(1), r.ReplicationFactor)
 	}
 }
+
+// TestFlappingBrokerWithClients: a kgo producer (acks=all) and consumer
+// group carry on while the broker leading a partition and coordinating the
+// group flaps down and up faster than the election delay (nothing moves,
+// no epoch changes), then stays down past it: its partition and the
+// group's coordinator move, and every acknowledged record is read once.
+func TestFlappingBrokerWithClients(t *testing.T) {
+	clk := clock.NewManual(time.Now())
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithClock(clk), WithElectionDelay(time.Second),
+		WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	backoff := kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), backoff)
+	require.NoError(t, err)
+	defer p.Close()
+	group := groupsCoordinatedBy(b, 1)[2][0]
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), backoff)
+	require.NoError(t, err)
+	defer c.Close()
+
+	const n = 300
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			wg.Add(1)
+			p.Produce(ctx, &kgo.Record{Topic: "orders", Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	for round := range 5 {
+		produce(round*n/6, (round+1)*n/6)
+		require.NoError(t, b.BrokerDown(2))
+		clk.Advance(600 * time.Millisecond)
+		require.NoError(t, b.BrokerUp(2))
+		clk.Advance(600 * time.Millisecond)
+		assert.Equal(t, state{2, 0, []int32{2, 3, 1}, []int32{2, 3, 1}}, stateOf(b, "orders", 1), "round %d: nothing moved", round)
+	}
+	require.NoError(t, b.BrokerDown(2))
+	clk.Advance(time.Second)
+	produce(5*n/6, n)
+	seen := map[string]int{}
+	for len(seen) < n && ctx.Err() == nil {
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	wg.Wait()
+	require.Empty(t, errs)
+	require.Len(t, seen, n, "every acknowledged record is read")
+	for v, count := range seen {
+		assert.Equal(t, 1, count, "record %s read once", v)
+	}
+	assert.Equal(t, state{3, 1, []int32{2, 3, 1}, []int32{3, 1}}, stateOf(b, "orders", 1))
+	assert.NotEqual(t, int32(2), b.CoordinatorOf(group))
+}
