@@ -627,6 +627,7 @@ func (b *Broker) Close() error {
 			}
 			n.mu.Unlock()
 		}
+		b.stopFenceTimers(-1)
 		b.connsMu.Lock()
 		for c := range b.conns {
 			c.nc.Close()

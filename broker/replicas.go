@@ -72,6 +72,9 @@ type replication struct {
 	// factors are the replication factors CreateTopics asked for, by
 	// topic; the others have the default.
 	factors map[string]int16
+	// stopFence cancels the fence timer of a broker that is down and not
+	// fenced yet, by broker id.
+	stopFence map[int32]func() bool
 }
 
 // elects reports whether leaders move when a broker goes down: several
@@ -222,7 +225,7 @@ func (b *Broker) scheduleFence(n *node, gen int) {
 		b.fence(n.id)
 		return
 	}
-	b.clock.AfterFunc(delay, func() {
+	stop := b.clock.AfterFunc(delay, func() {
 		b.background(func() {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -232,6 +235,25 @@ func (b *Broker) scheduleFence(n *node, gen int) {
 			b.fence(n.id)
 		})
 	})
+	b.moves.mu.Lock()
+	defer b.moves.mu.Unlock()
+	if b.repl.stopFence == nil {
+		b.repl.stopFence = map[int32]func() bool{}
+	}
+	b.repl.stopFence[n.id] = stop
+}
+
+// stopFenceTimers cancels the fence timers of brokers that are down and
+// not fenced yet: of broker id, or of every broker when id is -1 (Close).
+func (b *Broker) stopFenceTimers(id int32) {
+	b.moves.mu.Lock()
+	defer b.moves.mu.Unlock()
+	for k, stop := range b.repl.stopFence {
+		if id == -1 || k == id {
+			stop()
+			delete(b.repl.stopFence, k)
+		}
+	}
 }
 
 // fence takes broker id out of every in-sync set and elects a new leader
@@ -242,6 +264,7 @@ func (b *Broker) scheduleFence(n *node, gen int) {
 func (b *Broker) fence(id int32) {
 	moved := 0
 	b.moves.mu.Lock()
+	delete(b.repl.stopFence, id)
 	if b.repl.fenced == nil {
 		b.repl.fenced = map[int32]bool{}
 	}
@@ -288,6 +311,7 @@ func (b *Broker) fence(id int32) {
 // partition's in-sync set does not lead it (no unclean election). Call
 // with the node's mu held.
 func (b *Broker) rejoin(id int32) {
+	b.stopFenceTimers(id)
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
 	if !b.repl.fenced[id] {
