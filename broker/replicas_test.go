@@ -73,6 +73,7 @@ func TestElectionOnBrokerDown(t *testing.T) {
 	assert.Equal(t, []int32{2, 3, 1}, p1.Replicas)
 	assert.Equal(t, []int32{3, 1}, p1.ISR)
 	assert.Equal(t, []int32{2}, p1.OfflineReplicas)
+	assert.NotContains(t, md.Brokers.NodeIDs(), int32(2), "a fenced broker is not listed")
 	coords := adm.FindGroupCoordinators(ctx, group)
 	require.NoError(t, coords[group].Err)
 	assert.Equal(t, b.CoordinatorOf(group), coords[group].NodeID)
@@ -133,6 +134,8 @@ func TestEveryBrokerDown(t *testing.T) {
 		assert.Equal(t, kerr.LeaderNotAvailable.Code, p.ErrorCode, "partition %d", p.Partition)
 		assert.Equal(t, int32(-1), p.Leader)
 	}
+	require.Len(t, resp.Brokers, 1, "brokers 2 and 3 are fenced")
+	assert.Equal(t, int32(1), resp.Brokers[0].NodeID)
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey = "some-group"
 	fresp, err := fc.RequestWith(ctx, cl)
@@ -431,4 +434,33 @@ func TestFlappingBrokerWithClients(t *testing.T) {
 	}
 	assert.Equal(t, state{3, 1, []int32{2, 3, 1}, []int32{3, 1}}, stateOf(b, "orders", 1))
 	assert.NotEqual(t, int32(2), b.CoordinatorOf(group))
+}
+
+// TestControllerDown: with the broker Metadata names as controller fenced,
+// Metadata names another, so that admin requests (which clients send to
+// the controller) go on.
+func TestControllerDown(t *testing.T) {
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0))
+	require.NoError(t, err)
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.BrokerAddr(2)))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	controller := func() int32 {
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.ControllerID
+	}
+	require.Equal(t, int32(1), controller())
+	require.NoError(t, b.BrokerDown(1))
+	assert.Equal(t, int32(2), controller())
+	r, err := adm.CreateTopic(ctx, 3, -1, nil, "after")
+	require.NoError(t, err)
+	assert.Equal(t, int16(3), r.ReplicationFactor)
+	leader, _, _, isr := b.PartitionState("after", 0)
+	assert.Equal(t, int32(2), leader, "partition 0's preferred replica is fenced: the next leads")
+	assert.Equal(t, []int32{2, 3}, isr)
 }

@@ -366,6 +366,11 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	}
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = b.cfg.nodeID
+	if b.isFenced(resp.ControllerID) && len(resp.Brokers) > 0 {
+		// Admin clients send CreateTopics and the like to the
+		// controller: name one that is up, as Kafka names a live broker.
+		resp.ControllerID = resp.Brokers[0].NodeID
+	}
 
 	var topics []*topic
 	var missing []string
