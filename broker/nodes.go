@@ -484,6 +484,11 @@ func (b *Broker) forgetMoves(topic string) {
 		}
 	}
 	delete(b.repl.factors, topic)
+	for tp := range b.repl.assigned {
+		if tp.topic == topic {
+			delete(b.repl.assigned, tp)
+		}
+	}
 }
 
 // addLeaderHints names the current leader of each partition answered

@@ -72,6 +72,9 @@ type replication struct {
 	// factors are the replication factors CreateTopics asked for, by
 	// topic; the others have the default.
 	factors map[string]int16
+	// assigned are the replicas CreateTopics or CreatePartitions assigned
+	// explicitly, by partition.
+	assigned map[topicPartition][]int32
 	// stopFence cancels the fence timer of a broker that is down and not
 	// fenced yet, by broker id.
 	stopFence map[int32]func() bool
@@ -115,6 +118,9 @@ func (b *Broker) replicationFactorConfig() int16 {
 func (b *Broker) replicasLocked(topic string, p int32) []int32 {
 	if !b.elects() {
 		return nil
+	}
+	if a, ok := b.repl.assigned[topicPartition{topic, p}]; ok {
+		return a
 	}
 	f := b.defaultReplicationFactor()
 	switch {
@@ -384,6 +390,62 @@ func (b *Broker) checkReplicationFactor(f int16) (int16, string) {
 		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", f, f, len(b.nodes))
 	}
 	return 0, ""
+}
+
+// checkAssignment returns INVALID_REPLICA_ASSIGNMENT and a message like
+// Kafka's for explicit replica assignments (CreateTopics, CreatePartitions)
+// the cluster cannot have: an empty list, a broker named twice or one that
+// does not exist, or lists of different lengths (or of another length than
+// factor, when it is above 0). Without elections (VAST) assignments are
+// accepted and ignored.
+func (b *Broker) checkAssignment(assign [][]int32, factor int) (int16, string) {
+	if b.enforced(rules.AnyAddressServes) {
+		return 0, ""
+	}
+	for i, reps := range assign {
+		switch {
+		case len(reps) == 0:
+			return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes a partition with no replicas."
+		case factor > 0 && len(reps) != factor:
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Inconsistent replication factor between partitions: %d, not %d.", len(reps), factor)
+		}
+		if i == 0 && factor <= 0 {
+			factor = len(reps)
+		}
+		for j, id := range reps {
+			if b.nodeByID(id) == nil {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+			}
+			if slices.Contains(reps[:j], id) {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+			}
+		}
+	}
+	return 0, ""
+}
+
+// setAssignment records explicit replica assignments of topic's
+// partitions from first on.
+func (b *Broker) setAssignment(topic string, first int32, assign [][]int32) {
+	if !b.elects() || len(assign) == 0 {
+		return
+	}
+	b.moves.mu.Lock()
+	defer b.moves.mu.Unlock()
+	if b.repl.assigned == nil {
+		b.repl.assigned = map[topicPartition][]int32{}
+	}
+	for i, reps := range assign {
+		b.repl.assigned[topicPartition{topic, first + int32(i)}] = slices.Clone(reps)
+	}
+}
+
+// replicationFactorOf returns the replication factor of topic's partition
+// 0, the one its new partitions get.
+func (b *Broker) replicationFactorOf(topic string) int {
+	b.moves.mu.RLock()
+	defer b.moves.mu.RUnlock()
+	return len(b.replicasLocked(topic, 0))
 }
 
 // ErrElectionNotNeeded and ErrPreferredLeaderNotAvailable are what

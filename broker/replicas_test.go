@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -463,4 +464,71 @@ func TestControllerDown(t *testing.T) {
 	leader, _, _, isr := b.PartitionState("after", 0)
 	assert.Equal(t, int32(2), leader, "partition 0's preferred replica is fenced: the next leads")
 	assert.Equal(t, []int32{2, 3}, isr)
+}
+
+// TestReplicaAssignment: CreateTopics and CreatePartitions with explicit
+// replica assignments list those replicas in Metadata (librdkafka's
+// 0081_admin checks them); an assignment naming an unknown broker or one
+// broker twice, of inconsistent lengths, or given with a partition count,
+// is refused as Kafka refuses it.
+func TestReplicaAssignment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"))
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer cl.Close()
+	create := func(name string, partitions int32, factor int16, assign ...[]int32) kmsg.CreateTopicsResponseTopic {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, factor
+		for p, reps := range assign {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = int32(p), reps
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.Topics[0]
+	}
+	st := create("assigned", -1, -1, []int32{3, 1}, []int32{1, 2})
+	require.Zero(t, st.ErrorCode)
+	assert.Equal(t, int16(2), st.ReplicationFactor)
+	assert.Equal(t, state{3, 0, []int32{3, 1}, []int32{3, 1}}, stateOf(b, "assigned", 0))
+	assert.Equal(t, state{1, 0, []int32{1, 2}, []int32{1, 2}}, stateOf(b, "assigned", 1))
+	for name, tc := range map[string]struct {
+		partitions int32
+		factor     int16
+		assign     [][]int32
+		code       int16
+	}{
+		"unknown broker":  {-1, -1, [][]int32{{1, 9}}, kerr.InvalidReplicaAssignment.Code},
+		"broker twice":    {-1, -1, [][]int32{{1, 1}}, kerr.InvalidReplicaAssignment.Code},
+		"lengths differ":  {-1, -1, [][]int32{{1, 2}, {3}}, kerr.InvalidReplicaAssignment.Code},
+		"with partitions": {2, -1, [][]int32{{1, 2}, {2, 3}}, kerr.InvalidRequest.Code},
+	} {
+		assert.Equal(t, tc.code, create("bad-"+strings.ReplaceAll(name, " ", "-"), tc.partitions, tc.factor, tc.assign...).ErrorCode, name)
+	}
+
+	grow := func(count int32, assign ...[]int32) int16 {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = "assigned", count
+		for _, reps := range assign {
+			a := kmsg.NewCreatePartitionsRequestTopicAssignment()
+			a.Replicas = reps
+			rt.Assignment = append(rt.Assignment, a)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.Topics[0].ErrorCode
+	}
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(4, []int32{2, 3}), "two partitions, one assignment")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(3, []int32{2}), "replication factor 1, not 2")
+	require.Zero(t, grow(3, []int32{2, 3}))
+	assert.Equal(t, state{2, 0, []int32{2, 3}, []int32{2, 3}}, stateOf(b, "assigned", 2))
 }
