@@ -556,15 +556,18 @@ func (b *Broker) storeLocked(topic string, p int32, st movedLeader) {
 func handleElectLeaders(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-	if b.authz.active() && !b.allow(r, KafkaAlterConfigs, ViewResource(b.cfg.view)) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp
-	}
-	if req.ElectionType != 0 && req.ElectionType != 1 {
+	denied := b.authz.active() && !b.allow(r, KafkaAlterConfigs, ViewResource(b.cfg.view))
+	switch {
+	case denied:
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // v0 has none: each partition has it below
+	case req.ElectionType != 0 && req.ElectionType != 1:
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
 	topics := req.Topics
+	if topics == nil && denied {
+		return resp
+	}
 	if topics == nil {
 		for _, t := range b.data.all() {
 			rt := kmsg.NewElectLeadersRequestTopic()
@@ -585,7 +588,9 @@ func handleElectLeaders(b *Broker, r *request) kmsg.Response {
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewElectLeadersResponseTopicPartition()
 			sp.Partition = p
-			if t == nil || t.partition(p) == nil {
+			if denied {
+				sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			} else if t == nil || t.partition(p) == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if err := b.elect(rt.Topic, p, req.ElectionType == 1); err != nil {
 				if ke, ok := err.(*kerr.Error); ok {
