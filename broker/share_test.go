@@ -176,3 +176,56 @@ func TestListingsPerBroker(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeProducersPerBroker: in the kafka profile at 3 brokers a
+// DescribeProducers naming every partition is answered for the partitions
+// the broker leads, and NOT_LEADER_OR_FOLLOWER for the others; ListTransactions
+// lists the transactional ids the broker coordinates.
+func TestDescribeProducersPerBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
+	require.NoError(t, err)
+	defer b.Close()
+	ids := map[int32]string{}
+	for i := 0; len(ids) < 3; i++ {
+		id := fmt.Sprintf("tx-%d", i)
+		if c := b.TxnCoordinatorOf(id); ids[c] == "" {
+			ids[c] = id
+		}
+	}
+	for _, id := range ids {
+		p, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		require.NoError(t, err)
+		defer p.Close()
+		require.NoError(t, p.BeginTransaction())
+		for part := range int32(3) {
+			require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: part, Value: []byte(id)}).FirstErr())
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer cl.Close()
+	for _, here := range b.BrokerIDs() {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0, 1, 2}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(here)))
+		require.NoError(t, err)
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if b.LeaderOf("t", sp.Partition) == here {
+					assert.Zero(t, sp.ErrorCode, "broker %d leads partition %d", here, sp.Partition)
+					assert.Len(t, sp.ActiveProducers, 3)
+				} else {
+					assert.Equal(t, kerr.NotLeaderForPartition.Code, sp.ErrorCode, "broker %d, partition %d", here, sp.Partition)
+				}
+			}
+		}
+		list, err := kmsg.NewPtrListTransactionsRequest().RequestWith(ctx, cl.Broker(int(here)))
+		require.NoError(t, err)
+		require.Len(t, list.TransactionStates, 1, "broker %d", here)
+		assert.Equal(t, ids[here], list.TransactionStates[0].TransactionalID)
+	}
+}
