@@ -182,12 +182,22 @@ func TestConfluentThroughAnElection(t *testing.T) {
 	assert.LessOrEqual(t, dups, 30, "at least once: what one rejoin can read again")
 }
 
-// TestKafkaGoThroughAnElection: kafka-go writers (acks=all) and a Reader
-// in a group, committing each message, ride through the election.
+// TestKafkaGoThroughAnElection: kafka-go writers (acks=all), one per
+// partition, and a Reader in a group, committing each message, ride through
+// the election.
 func TestKafkaGoThroughAnElection(t *testing.T) {
 	b := electionBrokers(t)
 	group := groupOn(b, 1)
-	send := kafkaGoSend(t, b)
+	var ws []*kafkago.Writer
+	for partition := range 3 {
+		// A short batch timeout: each record is written on its own and
+		// waited for (kafka-go waits a second for more by default).
+		w := &kafkago.Writer{Addr: kafkago.TCP(b.Addr()), Topic: "orders", RequiredAcks: kafkago.RequireAll, BatchTimeout: 5 * time.Millisecond,
+			MaxAttempts: 100, WriteBackoffMin: 20 * time.Millisecond, WriteBackoffMax: 100 * time.Millisecond,
+			Balancer: kafkago.BalancerFunc(func(kafkago.Message, ...int) int { return partition })}
+		t.Cleanup(func() { w.Close() })
+		ws = append(ws, w)
+	}
 	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{b.Addr()}, GroupID: group, Topic: "orders",
 		StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
 		ReadBackoffMin: 20 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
@@ -208,12 +218,14 @@ func TestKafkaGoThroughAnElection(t *testing.T) {
 				continue
 			}
 			mu.Lock()
-			seen[string(m.Value)]++ // kafkaGoSend's value is the record's key
+			seen[string(m.Key)]++
 			mu.Unlock()
 		}
 	}()
 	defer func() { cancel(); <-done; r.Close() }()
-	dups := throughAnElection(t, b, group, func(i int) error { return send(int32(i%3), key(i)) }, func() map[string]int {
+	dups := throughAnElection(t, b, group, func(i int) error {
+		return ws[i%3].WriteMessages(ctxT(t), kafkago.Message{Key: []byte(key(i)), Value: []byte(value(i))})
+	}, func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()
 		return maps.Clone(seen)
