@@ -134,6 +134,9 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 	gs := v.FieldByName("Groups")
 	if len(elsewhere) == len(keys) || !gs.IsValid() || gs.Kind() != reflect.Slice {
 		resp := errorAnswer(r, kerr.NotCoordinator.Code)
+		// The top-level error too, where the version has one (OffsetFetch
+		// v2-v7, OffsetDelete): clients read it first.
+		setErr(reflect.ValueOf(resp).Elem(), kerr.NotCoordinator.Code)
 		if init, ok := resp.(*kmsg.InitProducerIDResponse); ok {
 			init.ProducerID, init.ProducerEpoch = -1, -1
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/vastfake/vastfake/rules"
 )
@@ -228,4 +229,32 @@ func TestDescribeProducersPerBroker(t *testing.T) {
 		require.Len(t, list.TransactionStates, 1, "broker %d", here)
 		assert.Equal(t, ids[here], list.TransactionStates[0].TransactionalID)
 	}
+}
+
+// TestOffsetFetchAtAnotherBroker: an OffsetFetch v2-v7 for a group another
+// broker coordinates gets NOT_COORDINATOR at the top level, where clients
+// look first, and in each partition it names.
+func TestOffsetFetchAtAnotherBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
+	require.NoError(t, err)
+	defer b.Close()
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(int16(kmsg.OffsetFetch), 7)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.MaxVersions(versions))
+	require.NoError(t, err)
+	defer cl.Close()
+	group := groupsCoordinatedBy(b, 1)[2][0]
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = "t", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(1))
+	require.NoError(t, err)
+	require.Equal(t, int16(7), resp.Version)
+	assert.Equal(t, kerr.NotCoordinator.Code, resp.ErrorCode)
+	require.Len(t, resp.Topics, 1)
+	assert.Equal(t, kerr.NotCoordinator.Code, resp.Topics[0].Partitions[0].ErrorCode)
 }
