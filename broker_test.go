@@ -389,8 +389,16 @@ func TestVASTRules(t *testing.T) {
 				// Kafka's controller refuses over 10,000 partitions in one request.
 				assert.ErrorIs(t, err, kerr.PolicyViolation)
 			}
-			_, err = adm.CreateTopic(ctxT(t), 2, 3, nil, "grow") // replication factor 3 is accepted and ignored
-			require.NoError(t, err)
+			// A replication factor above the broker count: VAST accepts and
+			// ignores it (not a VAST concept), Kafka refuses it.
+			_, err = adm.CreateTopic(ctxT(t), 2, 3, nil, "grow")
+			if profile == "vast" {
+				require.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, kerr.InvalidReplicationFactor)
+				_, err = adm.CreateTopic(ctxT(t), 2, 1, nil, "grow")
+				require.NoError(t, err)
+			}
 			cp, err := adm.CreatePartitions(ctxT(t), 2, "grow")
 			if profile == "vast" {
 				assert.Error(t, err, "CreatePartitions is not served: partitions are fixed")

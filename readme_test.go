@@ -366,5 +366,4 @@ func withoutCode(page string) string {
 // land. Remove a name here once its page is in the tree.
 var pendingPages = map[string]bool{
 	"docs/consumer-protocol.md": true,
-	"docs/replication.md":       true,
 }

@@ -530,6 +530,11 @@ func TestDefaultDeny(t *testing.T) {
 	assert.ErrorIs(t, err, kerr.GroupAuthorizationFailed, "KafkaRead does not grant KafkaDelete")
 	_, err = appAdm.CreateTopic(ctxT(t), 1, 1, nil, "app-topic")
 	assert.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	elect := kmsg.NewPtrElectLeadersRequest()
+	elect.SetVersion(1) // v1+ carries the top-level error code
+	electResp, err := elect.RequestWith(ctxT(t), app)
+	require.NoError(t, err)
+	assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, electResp.ErrorCode, "ElectLeaders needs KafkaAlterConfigs on the view")
 
 	ops := kadm.NewClient(k.ClientAs("ops", "ops-secret"))
 	resp, err := ops.DeleteGroup(ctxT(t), "billing")

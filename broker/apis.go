@@ -15,6 +15,10 @@ type api struct {
 	key      int16
 	min, max int16
 	handle   func(*Broker, *request) kmsg.Response
+	// share says which broker answers the API when each broker serves
+	// only its own share (several brokers, AnyAddressServes off); every
+	// row with a handler names one (TestEveryAPIHasAShare).
+	share share
 	// hiddenBy, when set, names the rule (a bool field of rules.Rules)
 	// that removes this API: while the rule is enforced, the API is
 	// neither advertised nor served, and a client that sends it anyway has
@@ -44,45 +48,76 @@ type api struct {
 
 const maxAPIKey = kmsg.MaxKey
 
+// share is which broker answers an API when several brokers each serve
+// their own share, as Kafka's do: partitions are served by their leader,
+// groups and transactional ids by their coordinator, and a listing lists
+// what the broker that answers coordinates (admin clients ask every
+// broker and add the answers up). Broker.serve decides by it, in one
+// place; with AnyAddressServes enforced (VAST) every broker answers
+// everything whole.
+type share uint8
+
+const (
+	shareUnset share = iota
+	// anyBroker: every broker answers it whole (metadata, topic and
+	// config admin, which Kafka's brokers forward to the controller).
+	anyBroker
+	// partitionLeader: each partition by its leader; the others get
+	// NOT_LEADER_OR_FOLLOWER.
+	partitionLeader
+	// groupCoordinator: each group by its coordinator; the others get
+	// NOT_COORDINATOR, group by group in a request that names several.
+	groupCoordinator
+	// txnCoordinator: each transactional id by its coordinator; the
+	// others get NOT_COORDINATOR, id by id.
+	txnCoordinator
+	// ownGroups: lists the groups the broker coordinates.
+	ownGroups
+	// ownTransactions: lists the transactional ids the broker
+	// coordinates.
+	ownTransactions
+)
+
 // apiTable is every Kafka API vastfake serves, in key order, and the ones a
 // VAST rule hides that vastfake never serves (no handler). ApiVersions is
 // derived from it, so the broker can never advertise an API it does not
 // serve. Minimum versions follow Kafka 4.x, which dropped the pre-2.1
 // versions (and with them message formats v0 and v1).
 var apiTable = []api{
-	{key: 0, min: 3, max: 13, handle: handleProduce, capBy: "NoTopicIDs", capTo: 12, advertiseV0: true},
-	{key: 1, min: 4, max: 16, handle: handleFetch, capBy: "NoTopicIDs", capTo: 12},
-	{key: 2, min: 1, max: 10, handle: handleListOffsets},
-	{key: 3, min: 0, max: 12, handle: handleMetadata},
-	{key: 8, min: 2, max: 9, handle: handleOffsetCommit},
-	{key: 9, min: 1, max: 9, handle: handleOffsetFetch},
-	{key: 10, min: 0, max: 6, handle: handleFindCoordinator},
-	{key: 11, min: 0, max: 9, handle: handleJoinGroup},
-	{key: 12, min: 0, max: 4, handle: handleHeartbeat},
-	{key: 13, min: 0, max: 5, handle: handleLeaveGroup},
-	{key: 14, min: 0, max: 5, handle: handleSyncGroup},
-	{key: 15, min: 0, max: 5, handle: handleDescribeGroups},
-	{key: 16, min: 0, max: 5, handle: handleListGroups},
-	{key: 17, min: 0, max: 1, handle: handleSaslHandshake, beforeAuth: true},
-	{key: 18, min: 0, max: 4, handle: handleApiVersions, beforeAuth: true},
-	{key: 19, min: 2, max: 7, handle: handleCreateTopics},
-	{key: 20, min: 1, max: 6, handle: handleDeleteTopics},
-	{key: 21, min: 0, max: 2, handle: handleDeleteRecords},
-	{key: 22, min: 0, max: 5, handle: handleInitProducerID, hiddenBy: "NoIdempotence"},
-	{key: 24, min: 0, max: 3, handle: handleAddPartitionsToTxn, hiddenBy: "NoIdempotence"},
-	{key: 25, min: 0, max: 3, handle: handleAddOffsetsToTxn, hiddenBy: "NoIdempotence"},
-	{key: 26, min: 0, max: 3, handle: handleEndTxn, hiddenBy: "NoIdempotence"},
-	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit, hiddenBy: "NoIdempotence"},
-	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs},
-	{key: 33, min: 0, max: 2, handle: handleAlterConfigs},
-	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, beforeAuth: true},
-	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, hiddenBy: "FixedPartitions"},
-	{key: 42, min: 0, max: 2, handle: handleDeleteGroups},
-	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs},
-	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, hiddenBy: "NoOffsetDelete"},
-	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, hiddenBy: "NoIdempotence"},
-	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, hiddenBy: "NoIdempotence"},
-	{key: 66, min: 0, max: 1, handle: handleListTransactions, hiddenBy: "NoIdempotence"},
+	{key: 0, min: 3, max: 13, handle: handleProduce, share: partitionLeader, capBy: "NoTopicIDs", capTo: 12, advertiseV0: true},
+	{key: 1, min: 4, max: 16, handle: handleFetch, share: partitionLeader, capBy: "NoTopicIDs", capTo: 12},
+	{key: 2, min: 1, max: 10, handle: handleListOffsets, share: partitionLeader},
+	{key: 3, min: 0, max: 12, handle: handleMetadata, share: anyBroker},
+	{key: 8, min: 2, max: 9, handle: handleOffsetCommit, share: groupCoordinator},
+	{key: 9, min: 1, max: 9, handle: handleOffsetFetch, share: groupCoordinator},
+	{key: 10, min: 0, max: 6, handle: handleFindCoordinator, share: anyBroker},
+	{key: 11, min: 0, max: 9, handle: handleJoinGroup, share: groupCoordinator},
+	{key: 12, min: 0, max: 4, handle: handleHeartbeat, share: groupCoordinator},
+	{key: 13, min: 0, max: 5, handle: handleLeaveGroup, share: groupCoordinator},
+	{key: 14, min: 0, max: 5, handle: handleSyncGroup, share: groupCoordinator},
+	{key: 15, min: 0, max: 5, handle: handleDescribeGroups, share: groupCoordinator},
+	{key: 16, min: 0, max: 5, handle: handleListGroups, share: ownGroups},
+	{key: 17, min: 0, max: 1, handle: handleSaslHandshake, share: anyBroker, beforeAuth: true},
+	{key: 18, min: 0, max: 4, handle: handleApiVersions, share: anyBroker, beforeAuth: true},
+	{key: 19, min: 2, max: 7, handle: handleCreateTopics, share: anyBroker},
+	{key: 20, min: 1, max: 6, handle: handleDeleteTopics, share: anyBroker},
+	{key: 21, min: 0, max: 2, handle: handleDeleteRecords, share: partitionLeader},
+	{key: 22, min: 0, max: 5, handle: handleInitProducerID, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 24, min: 0, max: 3, handle: handleAddPartitionsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 25, min: 0, max: 3, handle: handleAddOffsetsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 26, min: 0, max: 3, handle: handleEndTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit, share: groupCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs, share: anyBroker},
+	{key: 33, min: 0, max: 2, handle: handleAlterConfigs, share: anyBroker},
+	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, share: anyBroker, beforeAuth: true},
+	{key: 37, min: 0, max: 3, handle: handleCreatePartitions, share: anyBroker, hiddenBy: "FixedPartitions"},
+	{key: 42, min: 0, max: 2, handle: handleDeleteGroups, share: groupCoordinator},
+	{key: 43, min: 0, max: 2, handle: handleElectLeaders, share: anyBroker},
+	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs, share: anyBroker},
+	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, share: groupCoordinator, hiddenBy: "NoOffsetDelete"},
+	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, share: partitionLeader, hiddenBy: "NoIdempotence"},
+	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 66, min: 0, max: 1, handle: handleListTransactions, share: ownTransactions, hiddenBy: "NoIdempotence"},
 	{key: 68, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupHeartbeat (KIP-848)
 	{key: 69, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupDescribe
 	{key: 76, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupHeartbeat (KIP-932)

@@ -49,7 +49,8 @@ type Broker struct {
 	// nodes are the broker ids and their listeners (nodes.go); the first
 	// is the bootstrap address.
 	nodes       []*node
-	moves       moves // MoveLeader and MoveCoordinator
+	moves       moves       // MoveLeader and MoveCoordinator
+	repl        replication // replicas and elections (replicas.go), guarded by moves.mu
 	clusterID   string
 	coord       *coordinator.Coordinator
 	ctx         context.Context
@@ -156,6 +157,10 @@ type config struct {
 	fetchDetail         bool
 	tlsHandshakeTimeout time.Duration
 	decompressions      int
+
+	electionDelay     time.Duration // WithElectionDelay
+	electionDelaySet  bool
+	replicationFactor int16 // default.replication.factor; 0: 3, capped at the broker count
 	// wrapListener, when set, wraps every listener the broker opens;
 	// tests use it to make Accept fail.
 	wrapListener func(net.Listener) net.Listener
@@ -428,6 +433,11 @@ type TopicSpec struct {
 	Name       string
 	Partitions int32
 	Configs    map[string]string
+	// ReplicationFactor is the topic's replication factor in the kafka
+	// profile with several brokers; 0 takes default.replication.factor
+	// (WithDefaultReplicationFactor), and New fails for one above the
+	// broker count.
+	ReplicationFactor int16
 }
 
 // ErrClosed is returned by calls on a closed broker.
@@ -534,6 +544,18 @@ func New(opts ...Option) (*Broker, error) {
 	if err := b.listenNodes(); err != nil {
 		return nil, err
 	}
+	for _, t := range cfg.topics {
+		if t.ReplicationFactor == 0 {
+			continue
+		}
+		if code, msg := b.checkReplicationFactor(t.ReplicationFactor); code != 0 {
+			b.closeListeners()
+			return nil, fmt.Errorf("vastfake: topic %q: %s: %s", t.Name, errName(code), msg)
+		}
+		if b.elects() {
+			b.setReplicationFactor(t.Name, t.ReplicationFactor)
+		}
+	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.coord = coordinator.New(coordinator.Config{
 		Rules:                 cfg.rules,
@@ -630,6 +652,7 @@ func (b *Broker) Close() error {
 			}
 			n.mu.Unlock()
 		}
+		b.stopFenceTimers(-1)
 		b.connsMu.Lock()
 		for c := range b.conns {
 			c.nc.Close()

@@ -402,6 +402,8 @@ func (b *Broker) brokerConfigs() map[string]string {
 		"connections.max.idle.ms":          strconv.FormatInt(b.cfg.idleTimeout.Milliseconds(), 10),
 		"log.retention.ms":                 strconv.FormatInt(defaultRetention.Milliseconds(), 10),
 		"producer.id.expiration.ms":        strconv.FormatInt(cmp.Or(b.cfg.producerExp.Milliseconds(), math.MaxInt32), 10), // 0: never, Kafka's largest
+		"default.replication.factor":       strconv.Itoa(int(b.replicationFactorConfig())),
+		"broker.session.timeout.ms":        strconv.FormatInt(b.electionDelay().Milliseconds(), 10),
 	}
 }
 

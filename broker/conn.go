@@ -503,8 +503,8 @@ func (c *clientConn) handleOne() error {
 	fault := c.b.takeFault(key, kreq, c.brokerID())
 	if fault != nil && !fault.DropAnswer {
 		resp = c.b.applyFault(fault, a, req)
-	} else if resp = c.b.misdirected(a, req, key); resp == nil {
-		resp = a.handle(c.b, req)
+	} else {
+		resp = c.b.serve(a, req)
 	}
 	endLarge() // handled: a slow reader of the answer does not hold the turn
 	if !c.remembered {

@@ -39,9 +39,17 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	}
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		n := b.nodeByID(b.CoordinatorOf(key))
-		c.Key, c.NodeID = key, n.id
-		c.Host, c.Port = n.advertisedHostPort()
+		coordinatorOf := b.CoordinatorOf
+		if req.CoordinatorType == coordinatorTransaction {
+			coordinatorOf = b.TxnCoordinatorOf
+		}
+		c.Key = key
+		if n := b.nodeByID(coordinatorOf(key)); n != nil {
+			c.NodeID = n.id
+			c.Host, c.Port = n.advertisedHostPort()
+		} else { // its partition is offline: every replica is down
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
 		switch req.CoordinatorType {
 		case coordinatorGroup:
 			if key == "" {

@@ -32,8 +32,11 @@ type PartitionInfo struct {
 	// Bytes is the size of the stored batches.
 	Bytes int64
 	// Leader and LeaderEpoch are what Metadata answers: the broker id that
-	// leads the partition (LeaderOf) and its epoch.
+	// leads the partition (LeaderOf; -1 when offline) and its epoch.
 	Leader, LeaderEpoch int32
+	// Replicas (the preferred leader first) and ISR, the in-sync ones,
+	// as Metadata lists them (PartitionState).
+	Replicas, ISR []int32
 }
 
 // Record is one stored record, decoded: the "topic as a table" view of
@@ -90,8 +93,9 @@ func (b *Broker) topicInfo(t *topic) TopicInfo {
 	}
 	for i, p := range t.partitions {
 		start, hwm := p.Watermarks()
-		ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: int32(i), LogStartOffset: start, HighWatermark: hwm, Bytes: p.Bytes(),
-			Leader: b.LeaderOf(t.name, int32(i)), LeaderEpoch: b.LeaderEpochOf(t.name, int32(i))})
+		pi := PartitionInfo{Partition: int32(i), LogStartOffset: start, HighWatermark: hwm, Bytes: p.Bytes()}
+		pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = b.PartitionState(t.name, int32(i))
+		ti.Partitions = append(ti.Partitions, pi)
 	}
 	return ti
 }

@@ -6,14 +6,15 @@ package broker
 // front one cluster. Metadata lists every node and names a leader for each
 // partition, FindCoordinator a coordinator for each group, by rules a test
 // can compute (LeaderOf, CoordinatorOf). A node can be taken down and
-// brought back (BrokerDown, BrokerUp) while the others serve.
+// brought back (BrokerDown, BrokerUp) while the others serve; in the kafka
+// profile leaders and coordinators then move by election (replicas.go), and
+// which broker answers which request is the API table's share column
+// (share.go).
 
 import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/coordinator"
-	"github.com/vastfake/vastfake/rules"
 )
 
 // MaxBrokers bounds WithBrokers: a listener and an accept goroutine each.
@@ -291,8 +291,11 @@ func (b *Broker) BrokerAddr(id int32) string {
 
 // BrokerDown takes broker id down: its listener closes, so the address
 // refuses connections, and the connections it has are dropped; the other
-// brokers serve on, and leadership stays where it is, as when a VAST node
-// fails before its virtual IPs move. It returns ErrUnknownBroker for an id
+// brokers serve on. In the VAST profile leadership stays where it is, as
+// when a VAST node fails before its virtual IPs move; in the kafka profile
+// the broker is fenced after the election delay (WithElectionDelay) and
+// its partitions and coordinators move to the next in-sync replicas
+// (replicas.go), unless it is back up first. It returns ErrUnknownBroker for an id
 // the broker does not have, an error when the broker is already down, and
 // ErrClosed after Close.
 func (b *Broker) BrokerDown(id int32) error {
@@ -311,10 +314,12 @@ func (b *Broker) BrokerDown(id int32) error {
 	b.stopNode(n)
 	n.down = true
 	n.gen++
+	b.scheduleFence(n, n.gen)
 	return nil
 }
 
-// BrokerUp brings broker id back on the same address after BrokerDown. It
+// BrokerUp brings broker id back on the same address after BrokerDown; a
+// broker that was fenced rejoins the in-sync sets as a follower. It
 // returns ErrUnknownBroker for an id the broker does not have, an error
 // when the broker is up or its address cannot be bound again (another
 // process took the port), and ErrClosed after Close.
@@ -337,6 +342,7 @@ func (b *Broker) BrokerUp(id int32) error {
 	n.down = false
 	n.gen++
 	n.endBlackout()
+	b.rejoin(n.id)
 	return nil
 }
 
@@ -419,14 +425,17 @@ func (b *Broker) BrokerIsDown(id int32) bool {
 
 // LeaderOf returns the broker id that leads partition p of topic: broker i
 // of the N (in BrokerIDs order) leads the partitions p with p mod N = i,
-// unless MoveLeader moved it. Clients send produce and fetch requests to
-// the leader Metadata names.
+// unless MoveLeader, an election (a broker fenced: see WithElectionDelay)
+// or ElectPreferredLeader moved it; -1 while it is offline. Clients send
+// produce and fetch requests to the leader Metadata names.
 func (b *Broker) LeaderOf(topic string, p int32) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
-		l, ok := b.moves.leaders[topicPartition{topic, p}]
-		b.moves.mu.RUnlock()
-		if ok {
+		defer b.moves.mu.RUnlock()
+		if l, ok := b.moves.leaders[topicPartition{topic, p}]; ok || len(b.repl.fenced) > 0 {
+			if !ok {
+				l = b.stateLocked(topic, p)
+			}
 			return l.id
 		}
 	}
@@ -434,20 +443,22 @@ func (b *Broker) LeaderOf(topic string, p int32) int32 {
 }
 
 // LeaderEpochOf returns partition p's leader epoch: 0, one more for each
-// MoveLeader.
+// MoveLeader, election (a fenced leader's partition moving or going
+// offline, an offline one getting a leader) and preferred election.
 func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
 	if !b.moves.any.Load() {
 		return 0
 	}
 	b.moves.mu.RLock()
 	defer b.moves.mu.RUnlock()
-	return b.moves.leaders[topicPartition{topic, p}].epoch
+	return b.stateLocked(topic, p).epoch
 }
 
-// CoordinatorOf returns the broker id FindCoordinator names for a group
-// (or transactional id): unless MoveCoordinator moved it, the leader of
-// the __consumer_offsets partition Kafka would keep it in
-// (OffsetsTopicPartition).
+// CoordinatorOf returns the broker id FindCoordinator names for a group:
+// unless MoveCoordinator moved it, the leader of the __consumer_offsets
+// partition Kafka would keep it in, abs(Java hashCode of the id) mod 50,
+// so that it moves when that partition's leader does; -1 while the
+// partition is offline.
 func (b *Broker) CoordinatorOf(group string) int32 {
 	if b.moves.any.Load() {
 		b.moves.mu.RLock()
@@ -457,7 +468,22 @@ func (b *Broker) CoordinatorOf(group string) int32 {
 			return id
 		}
 	}
-	return b.nodes[int(OffsetsTopicPartition(group))%len(b.nodes)].id
+	return b.LeaderOf(offsetsTopic, OffsetsTopicPartition(group))
+}
+
+// TxnCoordinatorOf returns the broker id FindCoordinator names for a
+// transactional id: the leader of the __transaction_state partition Kafka
+// would keep it in, abs(Java hashCode of the id) mod 50.
+func (b *Broker) TxnCoordinatorOf(id string) int32 {
+	if b.moves.any.Load() {
+		b.moves.mu.RLock()
+		c, ok := b.moves.coordinators[id]
+		b.moves.mu.RUnlock()
+		if ok {
+			return c
+		}
+	}
+	return b.LeaderOf(transactionStateTopic, TransactionStatePartition(id))
 }
 
 // checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
@@ -490,7 +516,12 @@ type topicPartition struct {
 	partition int32
 }
 
-type movedLeader struct{ id, epoch int32 }
+// movedLeader is a partition's leader (-1: none), leader epoch and
+// in-sync replicas once a move or an election changed them.
+type movedLeader struct {
+	id, epoch int32
+	isr       []int32
+}
 
 // MoveLeader makes broker id the leader of partition p of topic, with the
 // leader epoch one higher, as when Kafka elects a new leader: Metadata
@@ -510,12 +541,9 @@ func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
 	}
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
-	if b.moves.leaders == nil {
-		b.moves.leaders = map[topicPartition]movedLeader{}
-	}
-	tp := topicPartition{topic, p}
-	b.moves.leaders[tp] = movedLeader{id: id, epoch: b.moves.leaders[tp].epoch + 1}
-	b.moves.any.Store(true)
+	st := b.stateLocked(topic, p)
+	st.id, st.epoch = id, st.epoch+1
+	b.storeLocked(topic, p, st)
 	return nil
 }
 
@@ -571,11 +599,9 @@ func (b *Broker) MoveCoordinator(group string, id int32) error {
 	return nil
 }
 
-// forgetMoves drops the leader moves of a deleted topic.
+// forgetMoves drops the leader moves, elections and replication factor of
+// a deleted topic.
 func (b *Broker) forgetMoves(topic string) {
-	if !b.moves.any.Load() {
-		return
-	}
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
 	for tp := range b.moves.leaders {
@@ -583,173 +609,12 @@ func (b *Broker) forgetMoves(topic string) {
 			delete(b.moves.leaders, tp)
 		}
 	}
-}
-
-// leaderAPIs are the APIs a partition's leader serves, coordinatorAPIs
-// those a group's coordinator serves: with AnyAddressServes off, another
-// broker refuses them as Kafka does.
-var leaderAPIs = map[int16]bool{
-	int16(kmsg.Produce): true, int16(kmsg.Fetch): true, int16(kmsg.ListOffsets): true, int16(kmsg.DeleteRecords): true,
-	int16(kmsg.DescribeProducers): true,
-}
-
-var coordinatorAPIs = map[int16]bool{
-	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
-	int16(kmsg.OffsetCommit): true, int16(kmsg.OffsetFetch): true, int16(kmsg.DescribeGroups): true,
-	int16(kmsg.DeleteGroups): true, int16(kmsg.OffsetDelete): true, int16(kmsg.TxnOffsetCommit): true,
-}
-
-// txnCoordinatorAPIs are the requests a transactional id's coordinator
-// serves.
-var txnCoordinatorAPIs = map[int16]bool{
-	int16(kmsg.InitProducerID): true, int16(kmsg.AddPartitionsToTxn): true, int16(kmsg.AddOffsetsToTxn): true,
-	int16(kmsg.EndTxn): true,
-}
-
-// transactionalIDsOf returns the transactional ids a transaction request
-// names.
-func transactionalIDsOf(kreq kmsg.Request) []string {
-	switch req := kreq.(type) {
-	case *kmsg.InitProducerIDRequest:
-		if req.TransactionalID != nil {
-			return []string{*req.TransactionalID}
-		}
-	case *kmsg.AddPartitionsToTxnRequest:
-		return []string{req.TransactionalID}
-	case *kmsg.AddOffsetsToTxnRequest:
-		return []string{req.TransactionalID}
-	case *kmsg.EndTxnRequest:
-		return []string{req.TransactionalID}
-	}
-	return nil
-}
-
-// misdirected answers r when it reached a broker other than the leader of
-// a partition it names or the coordinator of every group it names, and
-// AnyAddressServes does not serve it there: the partitions led elsewhere
-// get NOT_LEADER_OR_FOLLOWER (with the current leader, where the version
-// carries it) while the others are handled; a group request gets
-// NOT_COORDINATOR. A request naming several groups is served whole when
-// this broker coordinates one of them. It returns nil when r is served
-// here as usual.
-func (b *Broker) misdirected(a *api, r *request, key int16) kmsg.Response {
-	here, ok := b.servesOnlyOwn(r)
-	if !ok || !b.mayBeMisdirected(r.kreq, here) {
-		return nil
-	}
-	v := reflect.ValueOf(r.kreq).Elem()
-	switch {
-	case coordinatorAPIs[key]:
-		groups := groupsOf(v)
-		if len(groups) == 0 || slices.ContainsFunc(groups, func(g string) bool { return b.CoordinatorOf(g) == here }) {
-			return nil
-		}
-		if b.vast(r, rules.AnyAddressServes, rules.Differs, "", groups[0], func() string {
-			return kmsg.NameForKey(key) + " for group " + groups[0] + " reached broker " + strconv.Itoa(int(here)) +
-				", not its coordinator " + strconv.Itoa(int(b.CoordinatorOf(groups[0]))) + "; Kafka answers NOT_COORDINATOR, VAST serves it (assumed)"
-		}) {
-			return nil
-		}
-		return errorAnswer(r, kerr.NotCoordinator.Code)
-	case txnCoordinatorAPIs[key]:
-		ids := transactionalIDsOf(r.kreq)
-		if len(ids) == 0 || slices.ContainsFunc(ids, func(id string) bool { return b.CoordinatorOf(id) == here }) {
-			return nil
-		}
-		if b.vast(r, rules.AnyAddressServes, rules.Differs, "", "", func() string {
-			return kmsg.NameForKey(key) + " for transactional id " + ids[0] + " reached broker " + strconv.Itoa(int(here)) +
-				", not its coordinator " + strconv.Itoa(int(b.CoordinatorOf(ids[0]))) + "; Kafka answers NOT_COORDINATOR, VAST serves it (assumed)"
-		}) {
-			return nil
-		}
-		resp := errorAnswer(r, kerr.NotCoordinator.Code)
-		if init, ok := resp.(*kmsg.InitProducerIDResponse); ok {
-			init.ProducerID, init.ProducerEpoch = -1, -1
-		}
-		return resp
-	case leaderAPIs[key]:
-		elsewhere := func(topic string, p int32) bool { return b.LeaderOf(topic, p) != here }
-		first, firstP := "", int32(0)
-		eachTopic(v, b.topicNameOf, func(topic string, parts reflect.Value) {
-			for i := 0; i < parts.Len() && first == ""; i++ {
-				if p := partitionOf(parts.Index(i)); elsewhere(topic, p) {
-					first, firstP = topic, p
-				}
-			}
-		})
-		if first == "" {
-			return nil
-		}
-		if b.vast(r, rules.AnyAddressServes, rules.Differs, first, "", func() string {
-			return kmsg.NameForKey(key) + " for partition " + strconv.Itoa(int(firstP)) + " reached broker " + strconv.Itoa(int(here)) +
-				", not its leader " + strconv.Itoa(int(b.LeaderOf(first, firstP))) + "; Kafka answers NOT_LEADER_OR_FOLLOWER, VAST serves it (assumed)"
-		}) {
-			return nil
-		}
-		resp := b.splitAnswer(a, r, elsewhere, kerr.NotLeaderForPartition.Code)
-		b.addLeaderHints(resp)
-		return resp
-	}
-	return nil
-}
-
-// servesOnlyOwn returns the broker r reached, and true when that broker
-// serves only the partitions it leads and the keys it coordinates: with
-// several brokers, unless VAST's AnyAddressServes is enforced (every
-// address serves everything, and there is nothing to record).
-func (b *Broker) servesOnlyOwn(r *request) (int32, bool) {
-	if len(b.nodes) < 2 || r.conn == nil || r.conn.node == nil || b.enforced(rules.AnyAddressServes) {
-		return 0, false
-	}
-	return r.conn.node.id, true
-}
-
-// mayBeMisdirected is the cheap first look for the produce and fetch paths:
-// false when every partition of a Produce or Fetch request is led by here,
-// so that misdirected's reflection runs only for requests that need it;
-// true for every other request.
-func (b *Broker) mayBeMisdirected(kreq kmsg.Request, here int32) bool {
-	elsewhere := func(name string, id [16]byte, p int32) bool { return b.LeaderOf(b.topicName(name, id), p) != here }
-	switch req := kreq.(type) {
-	case *kmsg.ProduceRequest:
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				if elsewhere(t.Topic, t.TopicID, p.Partition) {
-					return true
-				}
-			}
-		}
-		return false
-	case *kmsg.FetchRequest:
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				if elsewhere(t.Topic, t.TopicID, p.Partition) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return true
-}
-
-// groupsOf returns the group ids a group request names.
-func groupsOf(v reflect.Value) []string {
-	var out []string
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String {
-		out = append(out, g.String())
-	}
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice {
-		for i := 0; i < gs.Len(); i++ {
-			switch e := gs.Index(i); e.Kind() {
-			case reflect.String:
-				out = append(out, e.String())
-			case reflect.Struct:
-				out = append(out, groupsOf(e)...)
-			}
+	delete(b.repl.factors, topic)
+	for tp := range b.repl.assigned {
+		if tp.topic == topic {
+			delete(b.repl.assigned, tp)
 		}
 	}
-	return out
 }
 
 // addLeaderHints names the current leader of each partition answered

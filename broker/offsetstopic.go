@@ -24,14 +24,27 @@ import (
 // hashCode is Java's String.hashCode and Utils.abs maps MinInt32 to 0.
 // This is the one place vastfake computes it.
 func OffsetsTopicPartition(group string) int32 {
-	h := javaStringHash(group)
+	return kafkaPartitionFor(group, offsetsTopicPartitions)
+}
+
+// TransactionStatePartition returns the partition of __transaction_state
+// Kafka keeps a transactional id in, and so which broker coordinates it:
+// Utils.abs(transactionalId.hashCode()) % transaction.state.log.num.partitions (50).
+func TransactionStatePartition(id string) int32 {
+	return kafkaPartitionFor(id, transactionStatePartitions)
+}
+
+// kafkaPartitionFor is Utils.abs(id.hashCode()) % n, with Java's
+// String.hashCode and Utils.abs, which maps MinInt32 to 0.
+func kafkaPartitionFor(id string, n int32) int32 {
+	h := javaStringHash(id)
 	if h == -1<<31 {
 		return 0
 	}
 	if h < 0 {
 		h = -h
 	}
-	return h % offsetsTopicPartitions
+	return h % n
 }
 
 // javaStringHash is Java's String.hashCode over s's UTF-16 code units.

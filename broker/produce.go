@@ -133,6 +133,11 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 				sp.ErrorCode = code
 				continue
 			}
+			if req.Acks == -1 {
+				if sp.ErrorCode = b.minInsyncCode(name, rp.Partition, cfg); sp.ErrorCode != 0 {
+					continue
+				}
+			}
 			var keyless log.RecordStats
 			batch, code, msg := b.checkBatch(r, name, rp.Records, cfg, now.UnixMilli(), &keyless)
 			if msg == keylessMessage {

@@ -5,6 +5,7 @@ package broker
 
 import (
 	"crypto/rand"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -382,6 +383,9 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, n := range b.nodes {
+		if b.isFenced(n.id) {
+			continue // as Kafka lists only the brokers registered and unfenced
+		}
 		br := kmsg.NewMetadataResponseBroker()
 		br.NodeID = n.id
 		br.Host, br.Port = n.advertisedHostPort()
@@ -389,6 +393,11 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 	}
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = b.cfg.nodeID
+	if b.isFenced(resp.ControllerID) && len(resp.Brokers) > 0 {
+		// Admin clients send CreateTopics and the like to the
+		// controller: name one that is up, as Kafka names a live broker.
+		resp.ControllerID = resp.Brokers[0].NodeID
+	}
 
 	var topics []*topic
 	var missing []string
@@ -465,10 +474,11 @@ func handleMetadata(b *Broker, r *request) kmsg.Response {
 			p := &mt.Partitions[i]
 			*p = kmsg.NewMetadataResponseTopicPartition()
 			p.Partition = int32(i)
-			p.Leader = b.LeaderOf(t.name, int32(i))
-			p.LeaderEpoch = b.LeaderEpochOf(t.name, int32(i))
-			p.Replicas = []int32{p.Leader}
-			p.ISR = []int32{p.Leader}
+			p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = b.PartitionState(t.name, int32(i))
+			p.OfflineReplicas = b.offlineReplicas(p.Replicas)
+			if p.Leader == -1 {
+				p.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
@@ -573,10 +583,32 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		}
 		var code int16
 		var msg string
+		factor := rt.ReplicationFactor
+		var assign [][]int32
+		assignCode, assignMsg := int16(0), ""
+		if len(rt.ReplicaAssignment) > 0 {
+			factor = int16(len(rt.ReplicaAssignment[0].Replicas))
+			assign = make([][]int32, len(rt.ReplicaAssignment))
+			for _, ra := range rt.ReplicaAssignment {
+				if ra.Partition < 0 || int(ra.Partition) >= len(assign) || assign[ra.Partition] != nil {
+					assignCode, assignMsg = kerr.InvalidReplicaAssignment.Code, "Partitions should be a consecutive 0-based integer sequence."
+					break
+				}
+				assign[ra.Partition] = ra.Replicas
+			}
+			if assignCode == 0 {
+				assignCode, assignMsg = b.checkAssignment(assign, 0)
+			}
+			if assignCode == 0 && !b.enforced(rules.AnyAddressServes) && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1) {
+				assignCode, assignMsg = kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+			}
+		}
 		if tooMany {
 			code, msg = kerr.PolicyViolation.Code, "Excessively large number of partitions per request."
 		} else if !b.allowCreate(r, rt.Topic) {
 			code, msg = kerr.TopicAuthorizationFailed.Code, "denied by the identity policies: KafkaCreate on "+TopicResource(b.cfg.view, rt.Topic)
+		} else if code, msg = b.checkReplicationFactor(factor); code != 0 {
+		} else if code, msg = assignCode, assignMsg; code != 0 {
 		} else {
 			code, msg = b.createTopic(r, rt.Topic, partitions, configs, req.ValidateOnly)
 		}
@@ -589,8 +621,15 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 				partitions = b.cfg.partitions
 			}
 			st.NumPartitions = partitions
-			st.ReplicationFactor = rt.ReplicationFactor
-			if st.ReplicationFactor == -1 {
+			st.ReplicationFactor = factor
+			if b.elects() {
+				if factor == -1 {
+					st.ReplicationFactor = b.defaultReplicationFactor()
+				} else if !req.ValidateOnly {
+					b.setReplicationFactor(rt.Topic, factor)
+					b.setAssignment(rt.Topic, 0, assign)
+				}
+			} else if factor == -1 {
 				st.ReplicationFactor = 1
 			}
 			if t := b.data.get(rt.Topic); t != nil && !req.ValidateOnly {
@@ -753,6 +792,19 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
+		var assign [][]int32
+		for _, a := range rt.Assignment {
+			assign = append(assign, a.Replicas)
+		}
+		assignCode, assignMsg := int16(0), ""
+		if t := b.data.get(rt.Topic); t != nil && len(assign) > 0 && !b.enforced(rules.AnyAddressServes) {
+			if grow := int(rt.Count) - len(t.partitions); grow > 0 && grow != len(assign) {
+				assignCode, assignMsg = kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", grow, len(assign))
+			} else {
+				assignCode, assignMsg = b.checkAssignment(assign, b.replicationFactorOf(rt.Topic))
+			}
+		}
+		assignFrom := int32(-1) // where the new partitions start, once grown
 		s := b.data
 		s.mu.Lock()
 		t := s.byName[rt.Topic]
@@ -773,8 +825,11 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			st.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
 		case limitCode != 0:
 			st.ErrorCode, st.ErrorMessage = limitCode, kmsg.StringPtr(limitMsg)
+		case assignCode != 0:
+			st.ErrorCode, st.ErrorMessage = assignCode, kmsg.StringPtr(assignMsg)
 		case req.ValidateOnly:
 		default:
+			assignFrom = int32(len(t.partitions))
 			grown := make([]*log.Partition, rt.Count)
 			copy(grown, t.partitions)
 			for i := len(t.partitions); i < len(grown); i++ {
@@ -790,6 +845,9 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			s.byID[t.id] = nt
 		}
 		s.mu.Unlock()
+		if assignFrom >= 0 {
+			b.setAssignment(rt.Topic, assignFrom, assign) // not under s.mu: elections take it after b.moves.mu
+		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp

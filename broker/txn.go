@@ -22,7 +22,6 @@ package broker
 // as a finding.
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -227,16 +226,7 @@ func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
 		merged.TransactionalIDs = ids
 		req = &merged
 	}
-	resp := b.coord.DescribeTransactions(req)
-	if here, ok := b.servesOnlyOwn(r); ok {
-		for i := range resp.TransactionStates {
-			if st := &resp.TransactionStates[i]; b.CoordinatorOf(st.TransactionalID) != here {
-				*st = kmsg.NewDescribeTransactionsResponseTransactionState()
-				st.TransactionalID, st.ErrorCode = req.TransactionalIDs[i], kerr.NotCoordinator.Code
-			}
-		}
-	}
-	return resp
+	return b.coord.DescribeTransactions(req)
 }
 
 // handleListTransactions answers ListTransactions v0-v1; see
@@ -245,13 +235,7 @@ func handleDescribeTransactions(b *Broker, r *request) kmsg.Response {
 // ask every broker).
 // VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func handleListTransactions(b *Broker, r *request) kmsg.Response {
-	resp := b.coord.ListTransactions(r.kreq.(*kmsg.ListTransactionsRequest))
-	if here, ok := b.servesOnlyOwn(r); ok {
-		resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(st kmsg.ListTransactionsResponseTransactionState) bool {
-			return b.CoordinatorOf(st.TransactionalID) != here
-		})
-	}
-	return resp
+	return b.coord.ListTransactions(r.kreq.(*kmsg.ListTransactionsRequest))
 }
 
 // handleDescribeProducers answers DescribeProducers v0, for admin tools

@@ -755,12 +755,29 @@ func brokerParam(r *http.Request) (int32, error) {
 }
 
 // moveLeader moves a partition's leader (Broker.MoveLeader): 400 without a
-// broker id, 404 for no such partition or broker.
+// broker id, 404 for no such partition or broker. ?broker=preferred runs a
+// preferred election instead (Broker.ElectPreferredLeader): 200 with
+// "elected" false when the preferred replica leads already, 409 when it
+// cannot lead (fenced, or not in sync).
 func (s *server) moveLeader(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	p, err := strconv.ParseInt(r.PathValue("p"), 10, 32)
 	if err != nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("topic %s has no partition %s", name, r.PathValue("p")))
+		return
+	}
+	if r.URL.Query().Get("broker") == "preferred" {
+		err := s.b.ElectPreferredLeader(name, int32(p))
+		switch {
+		case errors.Is(err, broker.ErrUnknownPartition):
+			writeError(w, http.StatusNotFound, err.Error())
+			return
+		case errors.Is(err, broker.ErrPreferredLeaderNotAvailable):
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"topic": name, "partition": p, "leader": s.b.LeaderOf(name, int32(p)),
+			"leaderEpoch": s.b.LeaderEpochOf(name, int32(p)), "elected": err == nil})
 		return
 	}
 	id, err := brokerParam(r)

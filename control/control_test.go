@@ -629,6 +629,22 @@ func TestBrokersDownAndUp(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/orders/partitions/9/leader?broker=2", nil, &e))
 	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=9", nil, &e))
 	assert.Equal(t, http.StatusBadRequest, call(t, "POST", url+"/topics/orders/partitions/0/leader", nil, &e))
+	// A preferred election moves it back, once.
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=preferred", nil, &moved))
+	assert.Equal(t, map[string]any{"topic": "orders", "partition": float64(0), "leader": float64(0), "leaderEpoch": float64(2), "elected": true}, moved)
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=preferred", nil, &moved))
+	assert.Equal(t, false, moved["elected"], "the preferred replica leads already")
+	var topic struct {
+		Partitions []struct {
+			Replicas []int32 `json:"replicas"`
+			ISR      []int32 `json:"isr"`
+		} `json:"partitions"`
+	}
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/topics/orders", nil, &topic))
+	assert.Equal(t, []int32{0, 1, 2}, topic.Partitions[0].Replicas, "three replicas, the preferred leader first")
+	assert.Equal(t, []int32{0, 1, 2}, topic.Partitions[0].ISR)
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/topics/orders/partitions/9/leader?broker=preferred", nil, &e))
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/orders/partitions/0/leader?broker=2", nil, &moved))
 	require.Equal(t, http.StatusOK, call(t, "POST", url+"/groups/billing/coordinator?broker=1", nil, nil))
 	assert.Equal(t, int32(1), k.Broker().CoordinatorOf("billing"))
 	assert.Equal(t, http.StatusNotFound, call(t, "POST", url+"/groups/billing/coordinator?broker=9", nil, &e))

@@ -30,12 +30,14 @@ type topicView struct {
 }
 
 type partitionView struct {
-	Partition      int32 `json:"partition"`
-	LogStartOffset int64 `json:"logStartOffset"`
-	HighWatermark  int64 `json:"highWatermark"`
-	Bytes          int64 `json:"bytes"`
-	Leader         int32 `json:"leader"`
-	LeaderEpoch    int32 `json:"leaderEpoch"`
+	Partition      int32   `json:"partition"`
+	LogStartOffset int64   `json:"logStartOffset"`
+	HighWatermark  int64   `json:"highWatermark"`
+	Bytes          int64   `json:"bytes"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leaderEpoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
 }
 
 func newTopicView(t broker.TopicInfo) topicView {

@@ -702,7 +702,8 @@ func TestStaticMembersShareTheFirstGeneration(t *testing.T) {
 // partitions wait, the others are acknowledged) and after it is back; a
 // consumer group then reads every acknowledged record once.
 func TestProduceThroughABrokerDown(t *testing.T) {
-	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 6}))
+	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithElectionDelay(time.Hour),
+		broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 6}))
 	down := b.BrokerIDs()[1]
 	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all", "partitioner": "murmur2_random",
 		"reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 200})

@@ -11,6 +11,7 @@ package interop_test
 import (
 	"context"
 	"maps"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,9 +29,13 @@ import (
 )
 
 // threeBrokers starts a kafka-profile broker with three broker ids and the
-// topic "orders" of three partitions: partition p is led by broker p.
+// topic "orders" of three partitions: partition p is led by broker p. A
+// broker taken down keeps its partitions for an hour (the election delay),
+// as a Kafka broker back within its session timeout does: these scenarios
+// are about a leader that comes back (election_test.go elects).
 func threeBrokers(t *testing.T) *broker.Broker {
-	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
+	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithElectionDelay(time.Hour),
+		broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
 	for p := range int32(3) {
 		require.Equal(t, p, b.LeaderOf("orders", p))
 	}
@@ -339,5 +344,46 @@ func TestConfluentGroupThroughMoves(t *testing.T) {
 	require.Len(t, seen, 90)
 	for k, n := range seen {
 		assert.Equal(t, 1, n, "%s read once", k)
+	}
+}
+
+// TestConfluentListConsumerGroupsAtThreeBrokers: librdkafka's
+// ListConsumerGroups asks every broker and adds the answers up; in the
+// kafka profile each broker lists only the groups it coordinates, so each
+// group is counted once, and DescribeConsumerGroups finds each at its
+// coordinator. In the VAST profile every address lists every group, as
+// VAST's virtual IPs front one cluster; librdkafka's sum repeats each.
+func TestConfluentListConsumerGroupsAtThreeBrokers(t *testing.T) {
+	for _, profile := range []string{"kafka", "vast"} {
+		t.Run(profile, func(t *testing.T) {
+			b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
+			adm := ckAdmin(t, b.Addr())
+			var groups []string
+			for i := range 12 {
+				g := "listed-" + strconv.Itoa(i)
+				offs := []kafka.TopicPartition{{Topic: ckPtr("orders"), Partition: 0, Offset: 1}}
+				_, err := adm.AlterConsumerGroupOffsets(ctxCK(t), []kafka.ConsumerGroupTopicPartitions{{Group: g, Partitions: offs}})
+				require.NoError(t, err, g)
+				groups = append(groups, g)
+			}
+			res, err := adm.ListConsumerGroups(ctxCK(t))
+			require.NoError(t, err)
+			require.Empty(t, res.Errors)
+			var listed []string
+			for _, g := range res.Valid {
+				listed = append(listed, g.GroupID)
+			}
+			if profile == "vast" {
+				assert.Len(t, listed, 3*len(groups), "VAST: each of the three addresses lists every group")
+				return
+			}
+			assert.ElementsMatch(t, groups, listed, "each group once")
+			desc, err := adm.DescribeConsumerGroups(ctxCK(t), groups)
+			require.NoError(t, err)
+			for _, d := range desc.ConsumerGroupDescriptions {
+				assert.Equal(t, kafka.ErrNoError, d.Error.Code(), d.GroupID)
+				assert.Equal(t, b.CoordinatorOf(d.GroupID), int32(d.Coordinator.ID), d.GroupID)
+			}
+		})
 	}
 }

@@ -48,6 +48,10 @@ export interface Partition {
   /** The broker id that leads it (moveLeader moves it). */
   leader: number
   leaderEpoch: number
+  /** Broker ids holding a replica, the preferred leader first. */
+  replicas: number[]
+  /** Broker ids in the in-sync replica set. */
+  isr: number[]
 }
 /** One broker id of GET /brokers. */
 export interface BrokerInfo { id: number; addr: string; down: boolean }

@@ -53,8 +53,14 @@ type config struct {
 	IdleTimeout            time.Duration
 	ProducerIDExpiration   time.Duration
 	EmptyFetchDelay        time.Duration
-	ManualClock            bool
-	FetchDetail            bool
+	// ElectionDelay is how long a broker taken down keeps its partitions
+	// before new leaders are elected (kafka profile, several brokers);
+	// ElectionDelaySet says -election-delay was given.
+	ElectionDelay            time.Duration
+	ElectionDelaySet         bool
+	DefaultReplicationFactor int
+	ManualClock              bool
+	FetchDetail              bool
 	// ExitOnStdinClose makes the binary close when its stdin reaches end of
 	// file, so that a launcher's child dies with the launcher.
 	ExitOnStdinClose bool
@@ -329,6 +335,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
 	emptyFetch := dur("empty-fetch-delay", "vast profile: answer a fetch that finds no records after this long (or half its fetch.wait.max.ms if shorter), standing in for a network round trip; new records end it at once; default 20ms, 0 answers at once")
+	election := dur("election-delay", "kafka profile with several brokers: how long a broker taken down (POST /brokers/{id}/down) keeps leading its partitions before it is fenced and their next in-sync replicas lead, on the broker's clock; default 9s (broker.session.timeout.ms), 0 elects at once")
+	replFactor := fs.Int("default-replication-factor", 0, "default.replication.factor: replicas of a topic created without a replication factor (kafka profile with several brokers); default 0, which is 3 capped at the broker count (env VASTFAKE_DEFAULT_REPLICATION_FACTOR)")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
 	fetchDetail := fs.Bool("fetch-detail", false, "keep, in the request log (GET /requests), what each partition of every Fetch returned: fetch offset, records and bytes, high watermark, error; for a consumer that reads nothing; costs memory (env VASTFAKE_FETCH_DETAIL)")
 	exitOnStdinClose := fs.Bool("exit-on-stdin-close", false, "close the broker when stdin reaches end of file, so that it dies with the launcher holding the other end of the pipe, however that ends (env VASTFAKE_EXIT_ON_STDIN_CLOSE)")
@@ -446,6 +454,11 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-brokers %d: want 1 to %d", *brokers, broker.MaxBrokers)
 	}
 	cfg.Brokers = *brokers
+	cfg.ElectionDelaySet = *election != ""
+	if *replFactor < 0 || *replFactor > broker.MaxBrokers {
+		return nil, fmt.Errorf("-default-replication-factor %d: want 0 (default) to %d", *replFactor, broker.MaxBrokers)
+	}
+	cfg.DefaultReplicationFactor = *replFactor
 	if *offsetMD < 0 || *offsetMD > math.MaxInt32 {
 		return nil, fmt.Errorf("-offset-metadata-max-bytes %d: want 0 to %d", *offsetMD, math.MaxInt32)
 	}
@@ -477,6 +490,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"idle-timeout", *idle, &cfg.IdleTimeout},
 		{"producer-id-expiration", *producerExp, &cfg.ProducerIDExpiration},
 		{"empty-fetch-delay", *emptyFetch, &cfg.EmptyFetchDelay},
+		{"election-delay", *election, &cfg.ElectionDelay},
 	} {
 		if d.val == "" {
 			continue

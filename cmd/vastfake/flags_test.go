@@ -172,6 +172,10 @@ var flagSamples = map[string][][2]string{
 	"view":                      {{"view", "prod"}},
 	"tls-cert":                  {{"tls-cert", "cert.pem"}, {"tls-key", "key.pem"}},
 	"tls-key":                   {{"tls-cert", "cert.pem"}, {"tls-key", "key.pem"}},
+
+	// Several brokers, kafka profile.
+	"election-delay":             {{"election-delay", "0s"}},
+	"default-replication-factor": {{"default-replication-factor", "2"}},
 }
 
 // TestEverySettingFromEverySource sets each flag once from the command

@@ -156,6 +156,10 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithIdleTimeout(cfg.IdleTimeout),
 		broker.WithProducerIDExpiration(cfg.ProducerIDExpiration),
 		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay), broker.WithFetchDetail(cfg.FetchDetail),
+		broker.WithDefaultReplicationFactor(int16(cfg.DefaultReplicationFactor)),
+	}
+	if cfg.ElectionDelaySet {
+		opts = append(opts, broker.WithElectionDelay(cfg.ElectionDelay))
 	}
 	opts = append(opts, broker.WithRetentionCheckInterval(cfg.RetentionCheckInterval), broker.WithCompactionInterval(cfg.CompactionInterval), broker.WithOffsetGaps(cfg.OffsetGaps...))
 	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),

@@ -68,14 +68,17 @@ class Clock:
 
 @dataclass(frozen=True)
 class Partition:
-    """One partition of GET /topics: its offsets, its bytes, and the broker
-    id that leads it with the leader epoch (both move with move_leader)."""
+    """One partition of GET /topics: its offsets, its bytes, the broker id
+    that leads it with the leader epoch (both move with move_leader and with
+    an election), and its replicas and in-sync replicas (broker ids)."""
     partition: int
     log_start_offset: int
     high_watermark: int
     bytes: int
     leader: int = 0
     leader_epoch: int = 0
+    replicas: Tuple[int, ...] = ()
+    isr: Tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,8 @@ class Topic:
         return cls(name=d["name"], id=d.get("id", ""), configs=dict(d.get("configs") or {}),
                    partitions=[Partition(partition=p["partition"], log_start_offset=p["logStartOffset"],
                                          high_watermark=p["highWatermark"], bytes=p.get("bytes", 0),
-                                         leader=p.get("leader", 0), leader_epoch=p.get("leaderEpoch", 0))
+                                         leader=p.get("leader", 0), leader_epoch=p.get("leaderEpoch", 0),
+                                         replicas=tuple(p.get("replicas") or ()), isr=tuple(p.get("isr") or ()))
                                for p in d.get("partitions") or []],
                    raw=d)
 
