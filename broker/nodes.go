@@ -460,30 +460,33 @@ func (b *Broker) LeaderEpochOf(topic string, p int32) int32 {
 // so that it moves when that partition's leader does; -1 while the
 // partition is offline.
 func (b *Broker) CoordinatorOf(group string) int32 {
-	if b.moves.any.Load() {
-		b.moves.mu.RLock()
-		id, ok := b.moves.coordinators[group]
-		b.moves.mu.RUnlock()
-		if ok {
-			return id
-		}
+	if id, ok := b.movedCoordinator(group); ok {
+		return id
 	}
 	return b.LeaderOf(offsetsTopic, OffsetsTopicPartition(group))
 }
 
 // TxnCoordinatorOf returns the broker id FindCoordinator names for a
-// transactional id: the leader of the __transaction_state partition Kafka
-// would keep it in, abs(Java hashCode of the id) mod 50.
+// transactional id: unless MoveCoordinator moved it, the leader of the
+// __transaction_state partition Kafka would keep it in, abs(Java hashCode
+// of the id) mod 50.
 func (b *Broker) TxnCoordinatorOf(id string) int32 {
-	if b.moves.any.Load() {
-		b.moves.mu.RLock()
-		c, ok := b.moves.coordinators[id]
-		b.moves.mu.RUnlock()
-		if ok {
-			return c
-		}
+	if c, ok := b.movedCoordinator(id); ok {
+		return c
 	}
 	return b.LeaderOf(transactionStateTopic, TransactionStatePartition(id))
+}
+
+// movedCoordinator returns where MoveCoordinator moved the coordinator of
+// a group or transactional id, if it did.
+func (b *Broker) movedCoordinator(key string) (int32, bool) {
+	if !b.moves.any.Load() {
+		return 0, false
+	}
+	b.moves.mu.RLock()
+	defer b.moves.mu.RUnlock()
+	id, ok := b.moves.coordinators[key]
+	return id, ok
 }
 
 // checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
