@@ -472,6 +472,7 @@ var coordinatorAPIs = map[int16]bool{
 	int16(kmsg.JoinGroup): true, int16(kmsg.SyncGroup): true, int16(kmsg.Heartbeat): true, int16(kmsg.LeaveGroup): true,
 	int16(kmsg.OffsetCommit): true, int16(kmsg.OffsetFetch): true, int16(kmsg.DescribeGroups): true,
 	int16(kmsg.DeleteGroups): true, int16(kmsg.OffsetDelete): true, int16(kmsg.TxnOffsetCommit): true,
+	int16(kmsg.ConsumerGroupHeartbeat): true, int16(kmsg.ConsumerGroupDescribe): true,
 }
 
 // txnCoordinatorAPIs are the requests a transactional id's coordinator

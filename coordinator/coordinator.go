@@ -37,6 +37,7 @@ package coordinator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -158,6 +159,24 @@ type Config struct {
 	// partitions (see txn.go). It is called with the coordinator's lock
 	// held and must not call back into the Coordinator. It may be nil.
 	WriteTxnMarkers func(TxnMarkers)
+	// Topics returns every topic KIP-848 consumer groups may be assigned
+	// (internal topics left out). The coordinator calls it, with its lock
+	// held, when it starts and on TopicsChanged and TopicDeleted; it must
+	// not call back into the Coordinator. Nil means no topics.
+	Topics func() []TopicMeta
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are Kafka's
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms for KIP-848 consumer groups:
+	// a member that does not heartbeat within the session timeout is
+	// fenced; members are told to heartbeat at the interval. Zero means
+	// Kafka's defaults, DefaultConsumerSessionTimeout and
+	// DefaultConsumerHeartbeatInterval.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerGroupMaxSize is Kafka's group.consumer.max.size: a member
+	// joining a consumer group that has this many gets
+	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
+	ConsumerGroupMaxSize int
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -198,6 +217,15 @@ type Coordinator struct {
 
 	txns         txns
 	writeMarkers func(TxnMarkers)
+
+	// KIP-848 consumer groups (consumergroup.go).
+	topicsFn       func() []TopicMeta
+	topics         map[string]TopicMeta // by name, as of the last refreshTopics
+	topicIDs       map[[16]byte]string
+	cgSession      time.Duration
+	cgInterval     time.Duration
+	cgMaxSize      int
+	consumerGroups int // how many of groups are consumer groups
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -262,7 +290,7 @@ func New(cfg Config) *Coordinator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		rules:        cfg.Rules,
 		modes:        cfg.Rules.Modes(),
 		audit:        cfg.Audit,
@@ -278,7 +306,13 @@ func New(cfg Config) *Coordinator {
 		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
 			pending: make(map[string]map[TopicPartition]int)},
 		writeMarkers: cfg.WriteTxnMarkers,
+		topicsFn:     cfg.Topics,
+		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
+		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
+		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
 	}
+	c.refreshTopics()
+	return c
 }
 
 // Close shuts the coordinator down: every JoinGroup and SyncGroup blocked in
@@ -480,22 +514,30 @@ func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecon
 // holds no member and no offset does not keep a new one out. Call it with
 // c.mu held.
 func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) bool {
-	if c.rules.MaxGroups <= 0 || len(c.groups) < c.rules.MaxGroups {
+	if c.rules.MaxGroups <= 0 || c.classicGroups() < c.rules.MaxGroups {
 		return true
 	}
 	for _, g := range c.groups {
-		if g.abandoned() {
+		if g.abandoned() && g.cg == nil {
 			c.removeGroup(g)
 		}
 	}
-	return len(c.groups) < c.rules.MaxGroups || !c.vast(ctx, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
+	return c.classicGroups() < c.rules.MaxGroups || !c.vast(ctx, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
 }
+
+// classicGroups counts the classic groups, which Rules.MaxGroups caps: VAST
+// has no other kind, and KIP-848 consumer groups (served only where
+// ClassicGroupsOnly is not enforced) do not count.
+func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets
 // COORDINATOR_NOT_AVAILABLE, and it is Dead. Call it with c.mu held.
 func (c *Coordinator) removeGroup(g *group) {
 	g.state = stateDead
 	g.stopTimers(c)
+	if g.cg != nil {
+		c.consumerGroups--
+	}
 	for _, ps := range g.offsets {
 		c.metaBytes -= metadataBytes(ps)
 	}
@@ -532,14 +574,28 @@ func (c *Coordinator) instanceID(id *string, versionHasIt bool) *string {
 // GroupInfo is a deep copy of one group's state, for tests and fixtures.
 type GroupInfo struct {
 	Name string
+	// Type is "classic" or "consumer" (a KIP-848 consumer group).
+	Type string
 	// State is Kafka's name for the group state: "Empty",
-	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead".
+	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead" for
+	// a classic group; "Empty", "Assigning", "Reconciling" or "Stable"
+	// for a consumer group, Stable once every member has its target
+	// assignment.
 	State        string
 	ProtocolType string
-	Protocol     string
-	Generation   int32
-	Leader       string
-	// Members are in the order they joined.
+	// Protocol is a classic group's chosen protocol or, for a consumer
+	// group, its server-side assignor ("uniform" or "range").
+	Protocol string
+	// Generation is a classic group's generation; for a consumer group,
+	// its group epoch.
+	Generation int32
+	Leader     string
+	// GroupEpoch and AssignmentEpoch are a consumer group's group epoch
+	// and the epoch of its target assignment; zero for a classic group.
+	GroupEpoch      int32
+	AssignmentEpoch int32
+	// Members are in the order they joined (a consumer group's by member
+	// id).
 	Members []MemberInfo
 	// Offsets are the committed offsets by topic and partition.
 	Offsets map[string]map[int32]OffsetInfo
@@ -556,6 +612,28 @@ type MemberInfo struct {
 	// Metadata is the member's metadata for the group's protocol (its first
 	// protocol while none is chosen).
 	Metadata []byte
+
+	// The rest describe a member of a consumer group (KIP-848).
+
+	// MemberEpoch is the member's epoch (-2 while a static member is
+	// away).
+	MemberEpoch int32 `json:",omitempty"`
+	// MemberState is where its reconciliation stands, as Kafka names it:
+	// STABLE, UNREVOKED_PARTITIONS or UNRELEASED_PARTITIONS.
+	MemberState string `json:",omitempty"`
+	// Subscribed are the topic names it subscribes to; Regex its
+	// SubscribedTopicRegex.
+	Subscribed []string `json:",omitempty"`
+	Regex      string   `json:",omitempty"`
+	// Current is the assignment it may consume, Target its part of the
+	// target assignment, Revoking the partitions it must still revoke
+	// before others get them; by topic name.
+	Current  map[string][]int32 `json:",omitempty"`
+	Target   map[string][]int32 `json:",omitempty"`
+	Revoking map[string][]int32 `json:",omitempty"`
+	// Heartbeat is when its last heartbeat arrived, on the broker's
+	// clock.
+	Heartbeat time.Time `json:",omitzero"`
 }
 
 // OffsetInfo is one committed offset.
@@ -571,7 +649,7 @@ func (c *Coordinator) Groups() []GroupInfo {
 	defer c.unlock()
 	out := make([]GroupInfo, 0, len(c.groups))
 	for _, name := range c.sortedGroupNames() {
-		out = append(out, c.groups[name].info())
+		out = append(out, c.info(c.groups[name]))
 	}
 	return out
 }
@@ -584,7 +662,7 @@ func (c *Coordinator) Group(name string) (GroupInfo, bool) {
 	if g == nil {
 		return GroupInfo{}, false
 	}
-	return g.info(), true
+	return c.info(g), true
 }
 
 // CommittedOffset returns the offset group committed for a partition, and
@@ -619,9 +697,10 @@ func (c *Coordinator) sortedGroupNames() []string {
 	return names
 }
 
-func (g *group) info() GroupInfo {
+func (c *Coordinator) info(g *group) GroupInfo {
 	gi := GroupInfo{
 		Name:         g.name,
+		Type:         "classic",
 		State:        g.state.String(),
 		ProtocolType: g.protocolType,
 		Protocol:     g.protocol,
@@ -636,6 +715,10 @@ func (g *group) info() GroupInfo {
 			cp[p] = OffsetInfo{Offset: o.off, LeaderEpoch: o.epoch, Metadata: o.meta}
 		}
 		gi.Offsets[t] = cp
+	}
+	if g.cg != nil {
+		gi.Members = nil
+		c.consumerInfo(g, &gi)
 	}
 	return gi
 }

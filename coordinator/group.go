@@ -67,6 +67,12 @@ type group struct {
 
 	offsets    map[string]map[int32]offset
 	emptySince time.Time
+
+	// cg is set while the group is a KIP-848 consumer group
+	// (consumergroup.go). Its members are there, not in members; state is
+	// then Empty without members and Stable with some, for the group
+	// cleanup and DeleteGroups.
+	cg *consumerGroup
 }
 
 // member is one joined member.
@@ -302,6 +308,7 @@ func (g *group) validate(instanceID *string, memberID string, generation int32) 
 }
 
 func (g *group) stopTimers(c *Coordinator) {
+	g.stopConsumerTimers()
 	g.joinTimer.cancel()
 	g.syncTimer.cancel()
 	g.joinTimer, g.syncTimer = nil, nil
@@ -495,6 +502,17 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 			return fail(errGroupMaxSizeReached)
 		}
 		g = c.newGroup(req.Group)
+	}
+	if g.cg != nil {
+		// A classic member and a KIP-848 consumer group: an Empty one
+		// becomes classic, keeping its offsets, as in Kafka; one with
+		// members is refused, as Kafka refuses a member whose protocols
+		// the group does not support (vastfake does not mix classic
+		// members into a consumer group, Kafka's online migration).
+		if len(g.cg.members) > 0 {
+			return fail(errInconsistentGroupProtocol)
+		}
+		c.toClassicGroup(g)
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
 		return fail(errInconsistentGroupProtocol)
