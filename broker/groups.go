@@ -156,9 +156,11 @@ func handleLeaveGroup(b *Broker, r *request) kmsg.Response {
 }
 
 // consumerTopics lists the topics KIP-848 consumer groups may be assigned:
-// every topic but the internal ones, with the id Metadata reports.
+// every topic Metadata lists, with the id it reports. As in Kafka, a
+// regular expression is matched against internal topics too
+// (__consumer_offsets in the kafka profile).
 func (b *Broker) consumerTopics() []coordinator.TopicMeta {
-	all := b.data.all()
+	all := b.data.listed()
 	out := make([]coordinator.TopicMeta, len(all))
 	for i, t := range all {
 		out[i] = coordinator.TopicMeta{Name: t.name, ID: b.topicID(t), Partitions: int32(len(t.partitions))}

@@ -82,7 +82,7 @@ const (
 )
 
 // TopicMeta is a topic as consumer groups see it: its name, id and
-// partition count. Internal topics are left out.
+// partition count.
 type TopicMeta struct {
 	Name       string
 	ID         [16]byte

@@ -159,8 +159,8 @@ type Config struct {
 	// partitions (see txn.go). It is called with the coordinator's lock
 	// held and must not call back into the Coordinator. It may be nil.
 	WriteTxnMarkers func(TxnMarkers)
-	// Topics returns every topic KIP-848 consumer groups may be assigned
-	// (internal topics left out). The coordinator calls it, with its lock
+	// Topics returns every topic KIP-848 consumer groups may be assigned,
+	// internal ones included, as Kafka matches a regex against them. The coordinator calls it, with its lock
 	// held, when it starts and on TopicsChanged and TopicDeleted; it must
 	// not call back into the Coordinator. Nil means no topics.
 	Topics func() []TopicMeta
