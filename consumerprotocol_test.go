@@ -416,3 +416,103 @@ func TestConsumerProtocolBadInput(t *testing.T) {
 	assert.Equal(t, before.Generation, after.Generation, "the classic group did not rebalance")
 	assert.Equal(t, before.Offsets, after.Offsets)
 }
+
+// TestConsumerProtocolFaults: the broker's faults work on a KIP-848 group at
+// three brokers: a heartbeat failed with FENCED_MEMBER_EPOCH (the member
+// rejoins and gets its partitions back), the coordinator moved to another
+// broker (NOT_COORDINATOR, the members find the new one) and the
+// coordinator's broker down and up again within the session timeout. After
+// each the group reconciles with the same members and records still flow.
+// The control plane shows the group's protocol, epochs and targets.
+func TestConsumerProtocolFaults(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Brokers(3), fixtures.Topic("faults", 4),
+		fixtures.BrokerOptions(fastConsumerGroups))
+	b := k.Broker()
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, id := range []string{"one", "two"} {
+		cl := serverSideMember(t, k.Addr(), "faults-g", "faults", kgo.ClientID(id))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				fs := cl.PollFetches(ctx)
+				mu.Lock()
+				for _, r := range fs.Records() {
+					seen[string(r.Value)] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	n := 0
+	flow := func(what string) {
+		t.Helper()
+		for p := int32(0); p < 4; p++ {
+			k.Produce("faults", p, fmt.Sprintf("%s-%d", what, p))
+			n++
+		}
+		k.WaitFor("every record read after "+what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(seen) == n
+		})
+	}
+	k.WaitGroupReconciled("faults-g", 2)
+	flow("start")
+	members := func() []string {
+		var ids []string
+		for _, m := range k.Group("faults-g").Members {
+			ids = append(ids, m.MemberID)
+		}
+		return ids
+	}
+	before := members()
+
+	k.FailNext(kmsg.ConsumerGroupHeartbeat, 1, kerr.FencedMemberEpoch, fixtures.OnGroup("faults-g"))
+	k.WaitFor("the failed heartbeat", func() bool {
+		for _, r := range b.Requests() {
+			if r.API == kmsg.ConsumerGroupHeartbeat && r.ErrorCode == kerr.FencedMemberEpoch.Code {
+				return true
+			}
+		}
+		return false
+	})
+	k.WaitGroupReconciled("faults-g", 2)
+	assert.ElementsMatch(t, before, members(), "the fenced member rejoined with its member id")
+	flow("fenced")
+
+	coord := b.CoordinatorOf("faults-g")
+	require.NoError(t, b.MoveCoordinator("faults-g", (coord+1)%3))
+	k.WaitFor("a heartbeat on the new coordinator", func() bool {
+		for _, r := range b.Requests() {
+			if r.API == kmsg.ConsumerGroupHeartbeat && r.Broker == (coord+1)%3 && r.ErrorCode == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	k.WaitGroupReconciled("faults-g", 2)
+	flow("moved")
+
+	coord = b.CoordinatorOf("faults-g")
+	require.NoError(t, b.BrokerDown(coord))
+	require.NoError(t, b.BrokerUp(coord))
+	k.WaitGroupReconciled("faults-g", 2)
+	assert.ElementsMatch(t, before, members(), "no member was fenced while its coordinator was down")
+	flow("down and up")
+
+	g := k.Group("faults-g")
+	assert.Equal(t, "consumer", g.Type)
+	assert.Equal(t, g.GroupEpoch, g.AssignmentEpoch)
+	for _, m := range g.Members {
+		assert.Equal(t, g.AssignmentEpoch, m.MemberEpoch)
+		assert.Equal(t, m.Target, m.Assigned)
+	}
+}

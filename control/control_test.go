@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/fixtures"
 )
 
@@ -621,4 +622,40 @@ func TestBrokersDownAndUp(t *testing.T) {
 		assert.Equal(t, "NOT_LEADER_FOR_PARTITION", r["error"], "broker 0 stored nothing after partition 0 moved away")
 	}
 	assert.Equal(t, http.StatusBadRequest, call(t, "GET", url+"/requests?broker=x", nil, &e))
+}
+
+// TestConsumerProtocolGroupView: a KIP-848 group (kgo with
+// ServerSideBalancer, kafka profile) shows its protocol, epochs, and each
+// member's epoch, current and target assignment, and is reconciled once
+// every member has its target.
+func TestConsumerProtocolGroupView(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 3),
+		fixtures.BrokerOptions(broker.WithConsumerGroupTimeouts(coordinator.DefaultConsumerSessionTimeout, 50*time.Millisecond)))
+	url := serve(t, k)
+	k.Client(kgo.ClientID("next-gen"), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("orders"), kgo.ServerSideBalancer())
+	k.WaitGroupReconciled("g848", 1)
+
+	var g map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups/g848", nil, &g))
+	assert.Equal(t, "consumer", g["groupProtocol"])
+	assert.Equal(t, "Stable", g["state"])
+	assert.Equal(t, true, g["reconciled"])
+	assert.Equal(t, "range", g["protocol"], "the fixture client offers the range balancer first")
+	assert.Equal(t, float64(1), g["groupEpoch"])
+	assert.Equal(t, float64(1), g["assignmentEpoch"])
+	members := g["members"].([]any)
+	require.Len(t, members, 1)
+	m := members[0].(map[string]any)
+	assert.Equal(t, "next-gen", m["clientId"])
+	assert.Equal(t, float64(1), m["memberEpoch"])
+	assert.Equal(t, "STABLE", m["memberState"])
+	want := map[string]any{"orders": []any{float64(0), float64(1), float64(2)}}
+	assert.Equal(t, want, m["assignment"])
+	assert.Equal(t, want, m["targetAssignment"])
+	assert.Nil(t, m["revoking"])
+
+	var all []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups", nil, &all))
+	require.Len(t, all, 1)
+	assert.Equal(t, "consumer", all[0]["groupProtocol"])
 }

@@ -636,6 +636,14 @@ type MemberInfo struct {
 	Heartbeat time.Time `json:",omitzero"`
 }
 
+// Reconciled reports whether the group is Stable with members and every
+// member has its target assignment: for a classic group, Stable; for a
+// consumer group, Stable (every member at the assignment epoch, nothing
+// waiting to be revoked or released).
+func (g GroupInfo) Reconciled() bool {
+	return g.State == "Stable" && len(g.Members) > 0
+}
+
 // OffsetInfo is one committed offset.
 type OffsetInfo struct {
 	Offset      int64
