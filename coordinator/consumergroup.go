@@ -884,92 +884,98 @@ func (c *Coordinator) assignRange(members []*cmember, subs [][]string) []tpSet {
 }
 
 // assignUniformHomogeneous is the uniform assignor when every member
-// subscribes to the same topics: each member gets the partitions count
-// divided evenly (some one more), keeping what it had in its last target
-// as far as that allows, so a join or a leave moves as few partitions as
-// it can. O(members + partitions).
+// subscribes to the same topics: each member gets the partition count
+// divided evenly (the first ones in member order one more when it does not
+// divide), keeping what it had in its last target as far as that allows,
+// so a join or a leave moves as few partitions as it can. Each member's
+// target is updated in place: only the members that lose or gain
+// partitions are touched beyond a look, and the partitions are scanned
+// once, without a map: O(members + partitions) with little allocation.
 func (c *Coordinator) assignUniformHomogeneous(members []*cmember, topics []string) []tpSet {
+	taken := make(map[string][]bool, len(topics))
 	total := 0
 	for _, t := range topics {
-		total += int(c.topics[t].Partitions)
+		n := c.topics[t].Partitions
+		taken[t] = make([]bool, n)
+		total += int(n)
 	}
 	n := len(members)
 	quota, extra := total/n, total%n
 	out := make([]tpSet, n)
-	taken := make(map[tp]bool, total)
-	valid := func(p tp) bool {
-		t, ok := c.topics[p.topic]
-		_, subscribed := slices.BinarySearch(topics, p.topic)
-		return ok && subscribed && p.part < t.Partitions
-	}
-	// Keep up to quota of each member's previous target; then let those
-	// that had more keep one more while extras remain.
-	over := []int{}
+	// Keep what each member had, up to quota, or quota+1 while extras
+	// remain for members that had more; drop the highest partitions of a
+	// member over its share.
 	for i, m := range members {
-		out[i] = make(tpSet, quota+1)
-		prev := make([]tp, 0, len(m.target))
-		for p := range m.target {
-			if valid(p) {
-				prev = append(prev, p)
+		t := m.target
+		if t == nil {
+			t = tpSet{}
+		}
+		lastTopic, last := "", []bool(nil) // most targets are of one topic
+		for p := range t {
+			if p.topic != lastTopic || last == nil {
+				lastTopic, last = p.topic, taken[p.topic]
+			}
+			if p.part >= int32(len(last)) || last[p.part] {
+				delete(t, p)
+				continue
+			}
+			last[p.part] = true
+		}
+		limit := quota
+		if len(t) > quota && extra > 0 {
+			limit = quota + 1
+			extra--
+		}
+		if len(t) > limit {
+			ps := make([]tp, 0, len(t))
+			for p := range t {
+				ps = append(ps, p)
+			}
+			sortTPs(ps)
+			for _, p := range ps[limit:] {
+				delete(t, p)
+				taken[p.topic][p.part] = false
 			}
 		}
-		sort.Slice(prev, func(a, b int) bool {
-			if prev[a].topic != prev[b].topic {
-				return prev[a].topic < prev[b].topic
-			}
-			return prev[a].part < prev[b].part
-		})
-		for _, p := range prev {
-			if len(out[i]) >= quota {
-				if len(out[i]) == quota && len(prev) > quota {
-					over = append(over, i)
-				}
-				break
-			}
-			out[i][p] = struct{}{}
-			taken[p] = true
-		}
+		out[i] = t
 	}
-	for _, i := range over {
-		if extra == 0 {
-			break
-		}
-		for p := range members[i].target {
-			if valid(p) && !taken[p] {
-				out[i][p] = struct{}{}
-				taken[p] = true
-				extra--
-				break
-			}
-		}
-	}
-	// Hand out the rest: first to members under quota, then one each to
-	// members at quota while extras remain.
-	i := 0
+	// Hand out the rest in topic and partition order: first to members
+	// under quota, then one each to members at quota while extras remain.
+	i, atQuota := 0, false
 	for _, t := range topics {
-		for p := int32(0); p < c.topics[t].Partitions; p++ {
-			k := tp{t, p}
-			if taken[k] {
+		for p, held := range taken[t] {
+			if held {
 				continue
 			}
 			for {
-				limit := quota
-				if extra > 0 && len(out[i]) == quota {
-					limit = quota + 1
+				if i == n {
+					i, atQuota = 0, true
 				}
-				if len(out[i]) < limit {
+				if !atQuota && len(out[i]) < quota || atQuota && extra > 0 && len(out[i]) == quota {
 					break
 				}
-				i = (i + 1) % n
+				i++
 			}
-			out[i][k] = struct{}{}
-			if len(out[i]) == quota+1 {
+			out[i][tp{t, int32(p)}] = struct{}{}
+			if atQuota {
 				extra--
+				i++
+			} else if len(out[i]) == quota {
+				i++
 			}
-			taken[k] = true
 		}
 	}
 	return out
+}
+
+// sortTPs sorts partitions by topic, then partition.
+func sortTPs(ps []tp) {
+	sort.Slice(ps, func(a, b int) bool {
+		if ps[a].topic != ps[b].topic {
+			return ps[a].topic < ps[b].topic
+		}
+		return ps[a].part < ps[b].part
+	})
 }
 
 // assignUniformGeneral is the uniform assignor for members subscribed to

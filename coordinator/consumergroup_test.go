@@ -382,3 +382,33 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	assert.Equal(t, errMemberIDRequired, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
 	assert.Equal(t, "classic", h.group("cg").Type)
 }
+
+// TestConsumerGroupBounds: group.consumer.max.size refuses one member too
+// many with GROUP_MAX_SIZE_REACHED (a member already in the group still
+// rejoins); a subscription naming more than MaxSubscribedTopicNames topics
+// and a regex longer than MaxSubscribedTopicRegexBytes are refused and
+// create nothing.
+func TestConsumerGroupBounds(t *testing.T) {
+	h := newCGHarness(t, func(c *Config) { c.ConsumerGroupMaxSize = 2 })
+	h.addTopic("t", 1)
+	a, b, c := h.member("g", "a"), h.member("g", "b"), h.member("g", "c")
+	require.Equal(t, errNone, a.join("t").ErrorCode)
+	require.Equal(t, errNone, b.join("t").ErrorCode)
+	assert.Equal(t, errGroupMaxSizeReached, c.join("t").ErrorCode)
+	assert.Equal(t, errNone, a.join("t").ErrorCode, "a member of the group rejoins")
+	assert.Len(t, h.group("g").Members, 2)
+
+	many := make([]string, MaxSubscribedTopicNames+1)
+	for i := range many {
+		many[i] = fmt.Sprint("t", i)
+	}
+	assert.Equal(t, kerr.InvalidRequest.Code, h.member("g2", "m").join(many...).ErrorCode)
+	long := h.member("g3", "m").beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.RebalanceTimeoutMillis, r.Topics = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		r.SubscribedTopicRegex = kmsg.StringPtr(fmt.Sprintf("%0*d", MaxSubscribedTopicRegexBytes+1, 0))
+	})
+	assert.Equal(t, kerr.InvalidRegularExpression.Code, long.ErrorCode)
+	_, ok2 := h.c.Group("g2")
+	_, ok3 := h.c.Group("g3")
+	assert.False(t, ok2 || ok3, "a refused join creates no group")
+}
