@@ -166,7 +166,7 @@ var auditCases = map[rules.ID]auditCase{
 			_, err = c.Read(make([]byte, 1))
 			require.Error(t, err, "the broker closes the connection")
 		},
-		want: []string{"ClassicGroupsOnly refused"},
+		want: []string{"ClassicGroupsOnly refused", "ClassicGroupsOnly refused  g"},
 	},
 	rules.EagerAssignorsOnly: {
 		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
@@ -215,7 +215,7 @@ var auditCases = map[rules.ID]auditCase{
 			require.NoError(t, err)
 			require.NoError(t, resp.Error())
 		},
-		want: []string{"NoOffsetDelete refused"},
+		want: []string{"NoOffsetDelete refused  g"},
 	},
 	rules.NoFetchSessions: {
 		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
