@@ -412,3 +412,27 @@ func TestConsumerGroupBounds(t *testing.T) {
 	_, ok3 := h.c.Group("g3")
 	assert.False(t, ok2 || ok3, "a refused join creates no group")
 }
+
+// TestConsumerGroupStaticMemberAway: a static member that left with -2 and
+// does not come back within the session timeout is removed and its
+// partitions move, in a new group epoch.
+func TestConsumerGroupStaticMemberAway(t *testing.T) {
+	h := newCGHarness(t, func(c *Config) { c.ConsumerSessionTimeout = 10 * time.Second })
+	h.addTopic("t", 2)
+	inst := "i1"
+	a, b := h.member("g", "a"), h.member("g", "b")
+	a.instance = &inst
+	a.join("t")
+	b.join("t")
+	g := h.settle("g", a, b)
+	require.Equal(t, errNone, a.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 }).ErrorCode)
+	h.clk.Advance(9 * time.Second)
+	b.beat(nil)
+	assert.Len(t, h.group("g").Members, 2, "its partitions wait for it")
+	assert.Equal(t, g.GroupEpoch, h.group("g").GroupEpoch)
+	h.clk.Advance(2 * time.Second)
+	g2 := h.settle("g", b)
+	require.Len(t, g2.Members, 1)
+	assert.Equal(t, g.GroupEpoch+1, g2.GroupEpoch)
+	assert.Equal(t, map[string][]int32{"t": {0, 1}}, g2.Members[0].Current)
+}
