@@ -129,6 +129,9 @@ type consumerGroup struct {
 	// unsettled are the members not yet Stable at the target epoch: the
 	// group is Reconciling while there is one.
 	unsettled map[string]struct{}
+	// recorded is the last assignment epoch noteStable put in the
+	// rebalance history.
+	recorded int32
 }
 
 // cmember is one member of a consumer group.
@@ -322,6 +325,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 	resp.Version = req.Version
 	resp.HeartbeatIntervalMillis = int32(c.cgInterval / time.Millisecond)
 	code, msg := c.consumerHeartbeat(ctx, req, resp)
+	if g := c.groups[req.Group]; g != nil {
+		c.noteStable(g)
+	}
 	if code != errNone {
 		resp.ErrorCode = code
 		resp.MemberEpoch = 0
@@ -752,6 +758,32 @@ func (c *Coordinator) byTopic(s tpSet) []topicParts {
 	return out
 }
 
+// noteStable adds the group's assignment epoch to the rebalance history the
+// first time every member has its target at that epoch: the KIP-848 end
+// of a rebalance, which the live page's timeline and GET /rebalances show
+// beside classic generations.
+func (c *Coordinator) noteStable(g *group) {
+	cg := g.cg
+	if cg == nil || len(cg.members) == 0 || cg.recorded == cg.targetEpoch || cg.stateName() != "Stable" {
+		return
+	}
+	cg.recorded = cg.targetEpoch
+	r := Rebalance{Time: c.clock.Now(), Group: g.name, Generation: cg.targetEpoch, State: "Stable", Protocol: cg.assignor}
+	for _, m := range cg.ordered() {
+		as := kmsg.NewConsumerMemberAssignment()
+		for _, t := range c.byTopic(m.assigned) {
+			as.Topics = append(as.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: t.topic, Partitions: t.parts})
+		}
+		mi := MemberInfo{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost, Assignment: as.AppendTo(nil),
+			MemberEpoch: m.epoch}
+		if m.instanceID != nil {
+			mi.InstanceID = *m.instanceID
+		}
+		r.Members = append(r.Members, mi)
+	}
+	c.appendRebalance(r)
+}
+
 // ---- timers ----
 
 // resetConsumerSession restarts m's session timeout: when it passes without
@@ -771,6 +803,7 @@ func (c *Coordinator) resetConsumerSession(g *group, m *cmember) {
 		c.log.Debug("coordinator: consumer group member session timeout", "group", g.name, "member", m.id)
 		m.sessionTimer = nil
 		c.removeConsumerMember(g, m, true)
+		c.noteStable(g)
 	})
 }
 
@@ -1072,6 +1105,7 @@ func (c *Coordinator) reconcile(g *group, m *cmember, owned tpSet) {
 				}
 				c.log.Debug("coordinator: consumer group member did not revoke within its rebalance timeout", "group", g.name, "member", m.id)
 				c.removeConsumerMember(g, m, true)
+				c.noteStable(g)
 			})
 		}
 	} else {

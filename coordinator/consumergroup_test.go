@@ -436,3 +436,27 @@ func TestConsumerGroupStaticMemberAway(t *testing.T) {
 	assert.Equal(t, g.GroupEpoch+1, g2.GroupEpoch)
 	assert.Equal(t, map[string][]int32{"t": {0, 1}}, g2.Members[0].Current)
 }
+
+// TestConsumerGroupRebalanceHistory: each assignment epoch a consumer
+// group settles at is one finished rebalance in the history, with every
+// member's partitions.
+func TestConsumerGroupRebalanceHistory(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 2)
+	a, b := h.member("g", "a"), h.member("g", "b")
+	a.join("t")
+	h.settle("g", a)
+	b.join("t")
+	h.settle("g", a, b)
+	h.settle("g", a, b) // a Stable group's heartbeats record nothing more
+	rs := h.c.Rebalances()
+	require.Len(t, rs, 2)
+	assert.Equal(t, []int32{1, 2}, []int32{rs[0].Generation, rs[1].Generation})
+	require.Len(t, rs[1].Members, 2)
+	for _, m := range rs[1].Members {
+		var as kmsg.ConsumerMemberAssignment
+		require.NoError(t, as.ReadFrom(m.Assignment))
+		require.Len(t, as.Topics, 1)
+		assert.Len(t, as.Topics[0].Partitions, 1, m.MemberID)
+	}
+}

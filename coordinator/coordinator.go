@@ -235,8 +235,12 @@ const maxRebalances = 1000
 // with who got what.
 type Rebalance struct {
 	// Time is when the rebalance finished, on the coordinator's clock.
-	Time       time.Time
-	Group      string
+	Time  time.Time
+	Group string
+	// Generation is a classic group's generation, or a KIP-848 consumer
+	// group's assignment epoch: its rebalance finished once every member
+	// had its target (Protocol is then the server-side assignor, and each
+	// member's Assignment its partitions encoded as a classic consumer's).
 	Generation int32
 	// State is "Stable" when the leader's SyncGroup handed out the
 	// assignments, or "Empty" when no member was left to join.
@@ -250,15 +254,20 @@ type Rebalance struct {
 // recordRebalance adds g's current generation to the history. Call it with
 // c.mu held.
 func (c *Coordinator) recordRebalance(g *group) {
+	c.appendRebalance(Rebalance{
+		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
+		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
+	})
+}
+
+// appendRebalance adds r to the bounded history. Call it with c.mu held.
+func (c *Coordinator) appendRebalance(r Rebalance) {
 	if len(c.rebalances) == maxRebalances {
 		// Rebalances returns a copy, so the history can shift in place.
 		copy(c.rebalances, c.rebalances[1:])
 		c.rebalances = c.rebalances[:maxRebalances-1]
 	}
-	c.rebalances = append(c.rebalances, Rebalance{
-		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
-		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
-	})
+	c.rebalances = append(c.rebalances, r)
 }
 
 // Rebalances returns a copy of the last 1,000 finished rebalances of every
