@@ -516,3 +516,34 @@ func TestConsumerProtocolFaults(t *testing.T) {
 		assert.Equal(t, m.Target, m.Assigned)
 	}
 }
+
+// TestConsumerProtocolRegexSeesNewTopics: a KIP-848 member subscribed by
+// regular expression (kgo sends it as SubscribedTopicRegex) is assigned a
+// matching topic created after it joined, and one deleted leaves its
+// assignment.
+func TestConsumerProtocolRegexSeesNewTopics(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("rx-a", 1), fixtures.BrokerOptions(fastConsumerGroups))
+	b := k.Broker()
+	cl := serverSideMember(t, k.Addr(), "rx-g", "rx-.*", kgo.ConsumeRegex())
+	k.WaitGroupReconciled("rx-g", 1)
+	g := consumerGroupOf(t, b, "rx-g")
+	assert.Contains(t, g.Members[0].Regex, "rx-.*", "kgo wraps it to match anywhere in a name")
+	assert.Equal(t, map[string][]int32{"rx-a": {0}}, g.Members[0].Current)
+
+	adm := kadm.NewClient(k.Client())
+	_, err := adm.CreateTopic(ctxT(t), 2, 1, nil, "rx-b")
+	require.NoError(t, err)
+	k.Produce("rx-b", 1, "new")
+	recs := pollN(t, cl, 1)
+	assert.Equal(t, "rx-b", recs[0].Topic)
+	k.WaitGroupReconciled("rx-g", 1)
+	assert.Equal(t, map[string][]int32{"rx-a": {0}, "rx-b": {0, 1}}, consumerGroupOf(t, b, "rx-g").Members[0].Current)
+
+	_, err = adm.DeleteTopic(ctxT(t), "rx-a")
+	require.NoError(t, err)
+	k.WaitFor("rx-a leaves the assignment", func() bool {
+		g, _ := b.Group("rx-g")
+		return g.State == "Stable" && len(g.Members) == 1 && len(g.Members[0].Current) == 1
+	})
+	assert.Equal(t, map[string][]int32{"rx-b": {0, 1}}, consumerGroupOf(t, b, "rx-g").Members[0].Current)
+}

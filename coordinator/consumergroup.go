@@ -278,6 +278,9 @@ func (c *Coordinator) refreshTopics() {
 			continue
 		}
 		c.dropGoneTopics(cg)
+		for _, m := range cg.members {
+			m.sent = false // a topic recreated under its name has a new id: send it again
+		}
 		c.bumpGroupEpoch(g)
 	}
 }
