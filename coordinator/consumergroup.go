@@ -673,8 +673,12 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 		// A member one epoch behind whose owned partitions are all its
 		// own lost the response that moved it on: Kafka accepts it.
 		if req.MemberEpoch > m.epoch || req.MemberEpoch != m.prevEpoch || owned == nil || !subset(owned, m.assigned) {
+			than := "smaller"
+			if req.MemberEpoch > m.epoch {
+				than = "greater"
+			}
 			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a %s member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.",
-				map[bool]string{true: "greater", false: "smaller"}[req.MemberEpoch > m.epoch], req.MemberEpoch, m.epoch)
+				than, req.MemberEpoch, m.epoch)
 		}
 	}
 	c.resetConsumerSession(g, m)
