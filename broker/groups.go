@@ -1,7 +1,8 @@
 package broker
 
-// Groups: FindCoordinator and the classic consumer-group APIs. The state
-// machine lives in package coordinator; these handlers pass requests to it.
+// Groups: FindCoordinator, the classic consumer-group APIs and KIP-848's
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe. The state machines
+// live in package coordinator; these handlers pass requests to it.
 
 import (
 	"context"

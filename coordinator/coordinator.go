@@ -1,5 +1,8 @@
 // Package coordinator is vastfake's group coordinator: the classic Kafka
-// consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
+// consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
+// the KIP-848 consumer groups of Kafka 4.x (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe; see consumergroup.go), served where the
+// ClassicGroupsOnly rule is not enforced, and
 // the committed-offset store (OffsetCommit, OffsetFetch, OffsetDelete), with
 // the group administration requests (ListGroups, DescribeGroups,
 // DeleteGroups), and, for the kafka and audit profiles, Kafka's transaction
