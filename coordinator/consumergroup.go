@@ -132,6 +132,11 @@ type consumerGroup struct {
 	// recorded is the last assignment epoch noteStable put in the
 	// rebalance history.
 	recorded int32
+	// resolved are the regular expressions the group has resolved: a
+	// member's new one counts from the epoch after the heartbeat that
+	// brought it, as Kafka resolves new regexes asynchronously (see
+	// resolveRegex).
+	resolved map[string]bool
 }
 
 // cmember is one member of a consumer group.
@@ -179,6 +184,7 @@ func newConsumerGroup() *consumerGroup {
 		static:    make(map[string]string),
 		owner:     make(map[tp]string),
 		unsettled: make(map[string]struct{}),
+		resolved:  make(map[string]bool),
 	}
 }
 
@@ -545,7 +551,30 @@ func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.Cons
 	c.reconcile(g, m, tpSet{})
 	c.resetConsumerSession(g, m)
 	c.answer(resp, m, true)
+	c.resolveRegex(g, m)
 	return errNone, ""
+}
+
+// resolveRegex resolves m's regular expression once the heartbeat that
+// brought it has been answered: Kafka resolves a regex the group does not
+// know yet asynchronously, so that heartbeat's assignment holds only the
+// topics named and the regexes already resolved, and the regex's topics
+// come in a new group epoch, seen on the member's next heartbeat. Regexes
+// no member uses any more are forgotten.
+func (c *Coordinator) resolveRegex(g *group, m *cmember) {
+	cg := g.cg
+	if m.re == nil || cg.resolved[m.regex] {
+		return
+	}
+	used := make(map[string]bool, len(cg.resolved)+1)
+	for _, o := range cg.members {
+		if o.re != nil && cg.resolved[o.regex] {
+			used[o.regex] = true
+		}
+	}
+	used[m.regex] = true
+	cg.resolved = used
+	c.bumpGroupEpoch(g)
 }
 
 // updateSubscription applies the rebalance timeout, subscription and
@@ -692,6 +721,7 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 	}
 	c.reconcile(g, m, owned)
 	c.answer(resp, m, full)
+	c.resolveRegex(g, m)
 	return errNone, ""
 }
 
@@ -860,7 +890,7 @@ func (c *Coordinator) computeTarget(g *group) {
 	subs := make([][]string, len(members))
 	homogeneous := true
 	for i, m := range members {
-		if m.re == nil {
+		if m.re == nil || !cg.resolved[m.regex] {
 			for _, n := range m.names {
 				if _, ok := c.topics[n]; ok {
 					subs[i] = append(subs[i], n)

@@ -270,12 +270,15 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 		r.RebalanceTimeoutMillis, r.Topics, r.SubscribedTopicRegex = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, kmsg.StringPtr("orders-.*")
 	})
 	require.Equal(t, int16(0), resp.ErrorCode)
+	require.NotNil(t, resp.Assignment)
+	assert.Empty(t, resp.Assignment.Topics, "a new regex is resolved after the heartbeat that brought it, as in Kafka")
+	assert.Equal(t, int32(2), h.group("g").GroupEpoch, "its topics come in the next epoch")
 	g := h.settle("g", m)
 	assert.Equal(t, map[string][]int32{"orders-eu": {0}}, g.Members[0].Current)
 
 	h.addTopic("orders-us", 2)
 	g = h.settle("g", m)
-	assert.Equal(t, int32(2), g.GroupEpoch)
+	assert.Equal(t, int32(3), g.GroupEpoch)
 	assert.Equal(t, map[string][]int32{"orders-eu": {0}, "orders-us": {0, 1}}, g.Members[0].Current)
 
 	h.topics.mu.Lock()
@@ -286,7 +289,7 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 	assert.Equal(t, map[string][]int32{"orders-eu": {0}}, g.Members[0].Current)
 
 	h.addTopic("billing-2", 1)
-	assert.Equal(t, int32(3), h.group("g").GroupEpoch, "a topic the regex does not match changes nothing")
+	assert.Equal(t, int32(4), h.group("g").GroupEpoch, "a topic the regex does not match changes nothing")
 }
 
 // TestConsumerGroupRangeAssignor: range splits each topic's partitions into
