@@ -601,6 +601,17 @@ func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.Consume
 			m.re, _ = compileTopicRegex(m.regex) // checkHeartbeat compiled it
 		}
 		changed = true
+		// A regex no member uses any more is forgotten: subscribing to
+		// it again resolves it again.
+		used := make(map[string]bool, len(g.cg.resolved))
+		for _, o := range g.cg.members {
+			used[o.regex] = true
+		}
+		for r := range g.cg.resolved {
+			if !used[r] {
+				delete(g.cg.resolved, r)
+			}
+		}
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
 		m.assignor = *req.ServerAssignor
