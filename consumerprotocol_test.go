@@ -547,3 +547,31 @@ func TestConsumerProtocolRegexSeesNewTopics(t *testing.T) {
 	})
 	assert.Equal(t, map[string][]int32{"rx-b": {0, 1}}, consumerGroupOf(t, b, "rx-g").Members[0].Current)
 }
+
+// TestConsumerGroupOptions: group.consumer.max.size and the session and
+// heartbeat bounds are broker options; New refuses values Kafka refuses.
+func TestConsumerGroupOptions(t *testing.T) {
+	for _, opt := range []broker.Option{
+		broker.WithConsumerGroupTimeouts(5*time.Second, 5*time.Second),
+		broker.WithConsumerGroupTimeouts(0, time.Second),
+		broker.WithConsumerGroupMaxSize(0),
+	} {
+		_, err := broker.New(broker.WithProfile("kafka"), opt)
+		assert.Error(t, err)
+	}
+	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithConsumerGroupMaxSize(1),
+		broker.WithConsumerGroupTimeouts(time.Minute, 2*time.Second))
+	cl := newClient(t, b.Addr())
+	join := func(member string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "small", member, 10_000
+		req.SubscribedTopicNames, req.Topics = []string{}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := req.RequestWith(ctxT(t), cl)
+		require.NoError(t, err)
+		return resp
+	}
+	first := join("m1")
+	require.Equal(t, int16(0), first.ErrorCode)
+	assert.Equal(t, int32(2000), first.HeartbeatIntervalMillis, "members are told the broker's interval")
+	assert.Equal(t, kerr.GroupMaxSizeReached.Code, join("m2").ErrorCode)
+}
