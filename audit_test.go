@@ -149,16 +149,24 @@ type auditCase struct {
 var auditCases = map[rules.ID]auditCase{
 	rules.ClassicGroupsOnly: {
 		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, _ *kadm.Client) {
-			// Not served even with Kafka's behaviour: the connection closes.
+			// A KIP-848 member is served as Kafka serves it.
 			c := dialRaw(t, k.Addr())
 			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-			req.Group = "g"
-			_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, req, 1))
+			req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g", "m1", 10_000
+			req.SubscribedTopicNames, req.Topics = []string{}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+			roundTrip(t, c, 1, req, resp, 1)
+			assert.Equal(t, int16(0), resp.ErrorCode, "joined as on Kafka")
+			assert.Equal(t, int32(1), resp.MemberEpoch)
+			// Share groups are not served even with Kafka's behaviour:
+			// the connection closes.
+			c = dialRaw(t, k.Addr())
+			_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, kmsg.NewPtrShareFetchRequest(), 1))
 			require.NoError(t, err)
 			_, err = c.Read(make([]byte, 1))
 			require.Error(t, err, "the broker closes the connection")
 		},
-		want: []string{"ClassicGroupsOnly refused"},
+		want: []string{"ClassicGroupsOnly refused", "ClassicGroupsOnly refused  g"},
 	},
 	rules.EagerAssignorsOnly: {
 		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
@@ -207,7 +215,7 @@ var auditCases = map[rules.ID]auditCase{
 			require.NoError(t, err)
 			require.NoError(t, resp.Error())
 		},
-		want: []string{"NoOffsetDelete refused"},
+		want: []string{"NoOffsetDelete refused  g"},
 	},
 	rules.NoFetchSessions: {
 		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {

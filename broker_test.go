@@ -229,13 +229,15 @@ func TestApiVersionsFollowRules(t *testing.T) {
 	v := apiVersions(t, newClient(t, vast.Addr()))
 	k := apiVersions(t, newClient(t, kafka.Addr()))
 
-	for _, key := range []kmsg.Key{kmsg.InitProducerID, kmsg.OffsetDelete, kmsg.CreatePartitions} {
+	for _, key := range []kmsg.Key{kmsg.InitProducerID, kmsg.OffsetDelete, kmsg.CreatePartitions, kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe} {
 		assert.NotContains(t, v, int16(key), "VAST hides %s", key.Name())
 		assert.Contains(t, k, int16(key), "the kafka profile serves %s", key.Name())
 	}
-	for _, key := range []kmsg.Key{kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.ShareFetch} {
+	for _, key := range []kmsg.Key{kmsg.AddPartitionsToTxn, kmsg.EndTxn, kmsg.ShareFetch} {
 		assert.NotContains(t, v, int16(key), "%s is not served", key.Name())
 	}
+	assert.Equal(t, int16(1), k[int16(kmsg.ConsumerGroupHeartbeat)], "KIP-848 at Kafka 4.x's version")
+	assert.Equal(t, int16(1), k[int16(kmsg.ConsumerGroupDescribe)])
 	assert.Equal(t, int16(12), v[int16(kmsg.Fetch)], "VAST: no topic IDs, Fetch stops at v12")
 	assert.Equal(t, int16(12), v[int16(kmsg.Produce)])
 	assert.Greater(t, k[int16(kmsg.Fetch)], int16(12))

@@ -118,8 +118,8 @@ var apiTable = []api{
 	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, share: partitionLeader, hiddenBy: "NoIdempotence"},
 	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, share: txnCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 66, min: 0, max: 1, handle: handleListTransactions, share: ownTransactions, hiddenBy: "NoIdempotence"},
-	{key: 68, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupHeartbeat (KIP-848)
-	{key: 69, hiddenBy: "ClassicGroupsOnly"}, // ConsumerGroupDescribe
+	{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly"}, // KIP-848
+	{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly"},
 	{key: 76, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupHeartbeat (KIP-932)
 	{key: 77, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupDescribe
 	{key: 78, hiddenBy: "ClassicGroupsOnly"}, // ShareFetch
@@ -182,7 +182,8 @@ func tableRule(name string) rules.ID {
 //
 // v3+ carry the client's software name and version, which the connection
 // keeps for the findings of audited rules.
-// VAST: no KIP-848 or share-group keys, no OffsetDelete, no InitProducerID
+// VAST: no KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe) or
+// share-group keys, no OffsetDelete, no InitProducerID
 // or transactions, no CreatePartitions; Fetch and Produce stop at v12 (no
 // topic IDs). All of that follows from the table and the rules. A client
 // that sends a hidden API anyway has its connection closed, as Kafka does

@@ -613,9 +613,10 @@ var adviceTable = map[rules.ID]adviceFor{
 		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",
 	},
 	rules.ClassicGroupsOnly: {
-		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer), share groups or streams groups",
-		familyLibrdkafka: "set group.protocol=classic (the default)",
-		familyJava:       "set group.protocol=classic (the default) and use no share consumer",
+		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer), share groups or streams groups; use the classic protocol",
+		familyLibrdkafka: "set group.protocol=classic (the default): with group.protocol=consumer a librdkafka consumer gets no assignment from VAST and says why only in its debug log (debug=cgrp)",
+		familyFranz:      "drop kgo.ServerSideBalancer(): against VAST kgo falls back to the classic protocol quietly, with the client-side balancers you list in kgo.Balancers",
+		familyJava:       "set group.protocol=classic (the default before Kafka 5.0): with group.protocol=consumer KafkaConsumer fails against VAST with UnsupportedVersionException; use no share consumer",
 	},
 }
 

@@ -136,20 +136,24 @@ type config struct {
 	logger       *slog.Logger
 	topics       []TopicSpec
 	rebalDelay   time.Duration
-	partitions   int32 // num.partitions
-	minSession   time.Duration
-	maxSession   time.Duration
-	maxOffsetMD  int // offset.metadata.max.bytes
-	retentionEv  time.Duration
-	compactionEv time.Duration
-	producerExp  time.Duration      // producer.id.expiration.ms
-	gaps         map[string]log.Gap // offset gaps by topic name
-	users        map[string]string
-	policies     []Policy
-	defaultDeny  bool
-	view         string
-	tls          *tls.Config
-	err          error
+	// KIP-848: group.consumer.session.timeout.ms,
+	// group.consumer.heartbeat.interval.ms, group.consumer.max.size
+	cgSession, cgInterval time.Duration
+	cgMaxSize             int
+	partitions            int32 // num.partitions
+	minSession            time.Duration
+	maxSession            time.Duration
+	maxOffsetMD           int // offset.metadata.max.bytes
+	retentionEv           time.Duration
+	compactionEv          time.Duration
+	producerExp           time.Duration      // producer.id.expiration.ms
+	gaps                  map[string]log.Gap // offset gaps by topic name
+	users                 map[string]string
+	policies              []Policy
+	defaultDeny           bool
+	view                  string
+	tls                   *tls.Config
+	err                   error
 
 	idleTimeout         time.Duration
 	readTimeout         time.Duration
@@ -228,6 +232,28 @@ func WithInitialRebalanceDelay(d time.Duration) Option {
 // asking for -1. It is 1 by default, as in Kafka; New fails for a count
 // below 1.
 func WithDefaultPartitions(n int32) Option { return func(c *config) { c.partitions = n } }
+
+// WithConsumerGroupTimeouts sets, for KIP-848 consumer groups, Kafka's
+// group.consumer.session.timeout.ms (a member that does not heartbeat
+// within it is fenced and its partitions move) and
+// group.consumer.heartbeat.interval.ms (how often members are told to
+// heartbeat). The defaults are Kafka's, 45s and 5s
+// (coordinator.DefaultConsumerSessionTimeout,
+// DefaultConsumerHeartbeatInterval); a test that wants rebalances to
+// settle quickly lowers the interval. As in Kafka, both must be positive
+// and the interval shorter than the session timeout, or New fails.
+func WithConsumerGroupTimeouts(session, heartbeat time.Duration) Option {
+	return func(c *config) { c.cgSession, c.cgInterval = session, heartbeat }
+}
+
+// WithConsumerGroupMaxSize sets Kafka's group.consumer.max.size: a member
+// joining a KIP-848 consumer group that has n members gets
+// GROUP_MAX_SIZE_REACHED. The default is 10,000
+// (coordinator.DefaultConsumerGroupMaxSize), a guard of vastfake's where
+// Kafka has none; New fails for n below 1.
+func WithConsumerGroupMaxSize(n int) Option {
+	return func(c *config) { c.cgMaxSize = n }
+}
 
 // WithMinSessionTimeout sets Kafka's group.min.session.timeout.ms: a
 // JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT.
@@ -451,7 +477,9 @@ func New(opts ...Option) (*Broker, error) {
 		idleTimeout: DefaultIdleTimeout, readTimeout: DefaultReadTimeout, tlsHandshakeTimeout: DefaultTLSHandshakeTimeout,
 		emptyFetchDelay: DefaultEmptyFetchDelay,
 		minSession:      coordinator.DefaultMinSessionTimeout, maxSession: coordinator.DefaultMaxSessionTimeout,
-		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes, decompressions: DefaultDecompressions()}
+		maxOffsetMD: coordinator.DefaultOffsetMetadataMaxBytes, decompressions: DefaultDecompressions(),
+		cgSession: coordinator.DefaultConsumerSessionTimeout, cgInterval: coordinator.DefaultConsumerHeartbeatInterval,
+		cgMaxSize: coordinator.DefaultConsumerGroupMaxSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -489,6 +517,12 @@ func New(opts ...Option) (*Broker, error) {
 		if d.d < 0 {
 			return nil, fmt.Errorf("vastfake: %s %v: want 0 (none) or more", d.name, d.d)
 		}
+	}
+	if cfg.cgSession < time.Millisecond || cfg.cgInterval < time.Millisecond || cfg.cgInterval >= cfg.cgSession {
+		return nil, fmt.Errorf("vastfake: consumer group session timeout %v and heartbeat interval %v: want both at least 1ms and the interval shorter", cfg.cgSession, cfg.cgInterval)
+	}
+	if cfg.cgMaxSize < 1 {
+		return nil, fmt.Errorf("vastfake: group.consumer.max.size %d: want at least 1", cfg.cgMaxSize)
 	}
 	if cfg.minSession > 0 && cfg.maxSession > 0 && cfg.minSession > cfg.maxSession {
 		return nil, fmt.Errorf("vastfake: the minimum session timeout %v is above the maximum %v", cfg.minSession, cfg.maxSession)
@@ -565,12 +599,16 @@ func New(opts ...Option) (*Broker, error) {
 		MaxSessionTimeout:     cfg.maxSession,
 		// The coordinator reads 0 as its default and a negative bound as
 		// "empty metadata only", which is what 0 means here, as in Kafka.
-		OffsetMetadataMaxBytes: cmp.Or(cfg.maxOffsetMD, -1),
-		Logger:                 b.log,
-		Audit:                  b.coordinatorFinding,
-		WriteTxnMarkers:        b.writeTxnMarkers,
-		OffsetsTopic:           b.appendOffsetsRecord,
-		GroupCreated:           b.groupCreated,
+		OffsetMetadataMaxBytes:    cmp.Or(cfg.maxOffsetMD, -1),
+		Logger:                    b.log,
+		Audit:                     b.coordinatorFinding,
+		WriteTxnMarkers:           b.writeTxnMarkers,
+		Topics:                    b.consumerTopics,
+		ConsumerSessionTimeout:    cfg.cgSession,
+		ConsumerHeartbeatInterval: cfg.cgInterval,
+		ConsumerGroupMaxSize:      cfg.cgMaxSize,
+		OffsetsTopic:              b.appendOffsetsRecord,
+		GroupCreated:              b.groupCreated,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -486,7 +487,13 @@ func (c *clientConn) handleOne() error {
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	defer req.releaseReads()
 	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || version > a.advertised) {
-		c.b.recordFinding(req, id, rules.Refused, "", "", func() string {
+		group := ""
+		if a.share == groupCoordinator { // a KIP-848 heartbeat: the finding names its group
+			if gs := groupsOf(reflect.ValueOf(kreq).Elem()); len(gs) > 0 {
+				group = gs[0]
+			}
+		}
+		c.b.recordFinding(req, id, rules.Refused, "", group, func() string {
 			return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not serve it"
 		})
 	}

@@ -1,7 +1,8 @@
 package broker
 
-// Groups: FindCoordinator and the classic consumer-group APIs. The state
-// machine lives in package coordinator; these handlers pass requests to it.
+// Groups: FindCoordinator, the classic consumer-group APIs and KIP-848's
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe. The state machines
+// live in package coordinator; these handlers pass requests to it.
 
 import (
 	"context"
@@ -168,6 +169,60 @@ func handleLeaveGroup(b *Broker, r *request) kmsg.Response {
 		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
 	return b.coord.LeaveGroup(req)
+}
+
+// consumerTopics lists the topics KIP-848 consumer groups may be assigned:
+// every topic Metadata lists, with the id it reports. As in Kafka, a
+// regular expression is matched against internal topics too
+// (__consumer_offsets in the kafka profile).
+func (b *Broker) consumerTopics() []coordinator.TopicMeta {
+	all := b.data.listed()
+	out := make([]coordinator.TopicMeta, len(all))
+	for i, t := range all {
+		out[i] = coordinator.TopicMeta{Name: t.name, ID: b.topicID(t), Partitions: int32(len(t.partitions))}
+	}
+	return out
+}
+
+// handleConsumerGroupHeartbeat answers ConsumerGroupHeartbeat v0-v1
+// (KIP-848), served where ClassicGroupsOnly is not enforced: the kafka
+// profile, and the audit profile, which records each request as a finding
+// of the rule. The coordinator computes the assignment (uniform or range)
+// and reconciles each member on its heartbeats; see
+// coordinator.ConsumerGroupHeartbeat for the errors.
+// VAST: not advertised, and a client that sends it anyway has its
+// connection closed (ClassicGroupsOnly).
+// Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
+func handleConsumerGroupHeartbeat(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !b.allowGroup(r, KafkaRead, req.Group) {
+		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
+	}
+	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
+	return b.coord.ConsumerGroupHeartbeat(ctx, req)
+}
+
+// handleConsumerGroupDescribe answers ConsumerGroupDescribe v0-v1: each
+// consumer group's epochs, assignor and members with their current and
+// target assignments. A group named twice is described once.
+// VAST: not advertised (ClassicGroupsOnly).
+// Authorizes: KafkaDescribe on each group (GROUP_AUTHORIZATION_FAILED).
+func handleConsumerGroupDescribe(b *Broker, r *request) kmsg.Response {
+	req := r.kreq.(*kmsg.ConsumerGroupDescribeRequest)
+	if gs := firstOfEach(req.Groups, self); !sameSlice(gs, req.Groups) {
+		merged := *req
+		merged.Groups = gs
+		req = &merged
+	}
+	resp := b.coord.ConsumerGroupDescribe(req)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if name := g.Group; !b.allowGroup(r, KafkaDescribe, name) {
+			*g = kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+		}
+	}
+	return resp
 }
 
 // handleDescribeGroups answers DescribeGroups v0-v5. A group named twice is

@@ -189,9 +189,9 @@ func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
 		assert.Contains(t, logs.String(), `msg="refused by VAST rule" rule=`+c.rule+` api=`+name)
 	}
 
-	// The kafka profile serves OffsetDelete; vastfake serves no KIP-848
-	// API in any profile, so ConsumerGroupHeartbeat closes the connection
-	// there too, but no VAST rule is to blame.
+	// The kafka profile serves OffsetDelete; vastfake serves no share-group
+	// API in any profile, so ShareFetch closes the connection there too,
+	// but no VAST rule is to blame.
 	kb, err := New(WithRules(rules.Kafka()))
 	require.NoError(t, err)
 	defer kb.Close()
@@ -200,7 +200,7 @@ func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
 	resp, err := dialWire(t, kb, "k").send(od)
 	require.NoError(t, err)
 	assert.Equal(t, kerr.GroupIDNotFound.Code, resp.(*kmsg.OffsetDeleteResponse).ErrorCode)
-	_, err = dialWire(t, kb, "k").send(kmsg.NewPtrConsumerGroupHeartbeatRequest())
+	_, err = dialWire(t, kb, "k").send(kmsg.NewPtrShareFetchRequest())
 	require.ErrorIs(t, err, io.EOF)
 	assert.Empty(t, kb.Refusals())
 

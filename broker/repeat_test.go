@@ -263,7 +263,7 @@ func fillRepeat(v reflect.Value, owner string, w *repeatWorld) {
 			switch name {
 			case "Groups", "CoordinatorKeys":
 				f.Set(reflect.ValueOf([]string{repeatGroup}))
-			case "TopicNames":
+			case "TopicNames", "SubscribedTopicNames":
 				f.Set(reflect.ValueOf([]string{repeatTopic}))
 			case "ConfigNames":
 				f.Set(reflect.ValueOf([]string{repeatConfigKey}))

@@ -248,20 +248,32 @@ func (b *Broker) createTopic(r *request, name string, partitions int32, configs 
 	if code != 0 {
 		return code, msg
 	}
+	code, msg, created := b.addTopic(r, name, n, cfg, validateOnly)
+	if created && b.coord != nil { // nil while New creates the seed topics
+		// After s.mu is released: the coordinator reads the topics under
+		// its own lock, which is taken before s.mu.
+		b.coord.TopicsChanged()
+	}
+	return code, msg
+}
+
+// addTopic is createTopic's part under s.mu; created reports whether it
+// stored a topic.
+func (b *Broker) addTopic(r *request, name string, n int32, cfg topicConfig, validateOnly bool) (code int16, msg string, created bool) {
 	s := b.data
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byName[name]; ok {
-		return kerr.TopicAlreadyExists.Code, "topic " + name + " already exists"
+		return kerr.TopicAlreadyExists.Code, "topic " + name + " already exists", false
 	}
 	if code, msg := b.partitionLimits(r, name, 0, s.partitions+int(n)); code != 0 { // checkCreate checked the topic's count
-		return code, msg
+		return code, msg, false
 	}
 	if validateOnly {
-		return 0, ""
+		return 0, "", false
 	}
 	s.add(&topic{name: name, cfg: cfg, partitions: s.newPartitions(int(n))})
-	return 0, ""
+	return 0, "", true
 }
 
 func (s *store) newPartitions(n int) []*log.Partition {
@@ -850,6 +862,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.coord.TopicsChanged() // consumer groups subscribed to a grown topic rebalance
 	return resp
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/control"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/fixtures"
 )
 
@@ -783,4 +784,40 @@ func TestAdvertise(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status, body)
 	assert.Equal(t, []string{"a:1", "b:2"}, k.Broker().Advertised())
 	require.NoError(t, k.Broker().SetAdvertised(before...))
+}
+
+// TestConsumerProtocolGroupView: a KIP-848 group (kgo with
+// ServerSideBalancer, kafka profile) shows its protocol, epochs, and each
+// member's epoch, current and target assignment, and is reconciled once
+// every member has its target.
+func TestConsumerProtocolGroupView(t *testing.T) {
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 3),
+		fixtures.BrokerOptions(broker.WithConsumerGroupTimeouts(coordinator.DefaultConsumerSessionTimeout, 50*time.Millisecond)))
+	url := serve(t, k)
+	k.Client(kgo.ClientID("next-gen"), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("orders"), kgo.ServerSideBalancer())
+	k.WaitGroupReconciled("g848", 1)
+
+	var g map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups/g848", nil, &g))
+	assert.Equal(t, "consumer", g["groupProtocol"])
+	assert.Equal(t, "Stable", g["state"])
+	assert.Equal(t, true, g["reconciled"])
+	assert.Equal(t, "range", g["protocol"], "the fixture client offers the range balancer first")
+	assert.Equal(t, float64(1), g["groupEpoch"])
+	assert.Equal(t, float64(1), g["assignmentEpoch"])
+	members := g["members"].([]any)
+	require.Len(t, members, 1)
+	m := members[0].(map[string]any)
+	assert.Equal(t, "next-gen", m["clientId"])
+	assert.Equal(t, float64(1), m["memberEpoch"])
+	assert.Equal(t, "STABLE", m["memberState"])
+	want := map[string]any{"orders": []any{float64(0), float64(1), float64(2)}}
+	assert.Equal(t, want, m["assignment"])
+	assert.Equal(t, want, m["targetAssignment"])
+	assert.Nil(t, m["revoking"])
+
+	var all []map[string]any
+	require.Equal(t, http.StatusOK, call(t, "GET", url+"/groups", nil, &all))
+	require.Len(t, all, 1)
+	assert.Equal(t, "consumer", all[0]["groupProtocol"])
 }

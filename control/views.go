@@ -327,6 +327,17 @@ type groupView struct {
 	// Coordinator is the broker id coordinating the group (always 0 with
 	// one broker).
 	Coordinator int32 `json:"coordinator"`
+	// GroupProtocol is "classic" or "consumer" (a KIP-848 consumer group,
+	// group.protocol=consumer). GroupEpoch and AssignmentEpoch are a
+	// consumer group's epochs (0 for a classic group; its generation is
+	// Generation).
+	GroupProtocol   string `json:"groupProtocol"`
+	GroupEpoch      int32  `json:"groupEpoch"`
+	AssignmentEpoch int32  `json:"assignmentEpoch"`
+	// Reconciled is true when the group is Stable with members and every
+	// member has its target assignment: for a consumer group, nothing is
+	// waiting to be revoked or released.
+	Reconciled bool `json:"reconciled"`
 }
 
 type memberView struct {
@@ -336,8 +347,16 @@ type memberView struct {
 	ClientHost string `json:"clientHost"`
 	// Assignment is the member's consumer assignment, topic to partitions;
 	// null for a group that is not a consumer group or while a rebalance
-	// has not handed one out.
+	// has not handed one out. For a KIP-848 member, the partitions it may
+	// consume now.
 	Assignment map[string][]int32 `json:"assignment"`
+	// The rest are a KIP-848 member's: its epoch, where its reconciliation
+	// stands (STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS), its
+	// target assignment and the partitions it must still revoke.
+	MemberEpoch      int32              `json:"memberEpoch,omitempty"`
+	MemberState      string             `json:"memberState,omitempty"`
+	TargetAssignment map[string][]int32 `json:"targetAssignment,omitempty"`
+	Revoking         map[string][]int32 `json:"revoking,omitempty"`
 }
 
 type groupPartitionView struct {
@@ -379,7 +398,8 @@ func assignment(protocolType string, b []byte) map[string][]int32 {
 func (s *server) newGroupView(g coordinator.GroupInfo, topics map[string]broker.TopicInfo) groupView {
 	v := groupView{Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
 		Generation: g.Generation, Leader: g.Leader, Members: []memberView{}, Partitions: []groupPartitionView{},
-		Coordinator: s.b.CoordinatorOf(g.Name)}
+		Coordinator: s.b.CoordinatorOf(g.Name), GroupProtocol: g.Type, GroupEpoch: g.GroupEpoch,
+		AssignmentEpoch: g.AssignmentEpoch, Reconciled: g.Reconciled()}
 	type tp struct {
 		topic string
 		p     int32
@@ -395,6 +415,10 @@ func (s *server) newGroupView(g coordinator.GroupInfo, topics map[string]broker.
 	for _, m := range g.Members {
 		mv := memberView{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
 			Assignment: assignment(g.ProtocolType, m.Assignment)}
+		if g.Type == "consumer" {
+			mv.Assignment, mv.MemberEpoch, mv.MemberState = m.Current, m.MemberEpoch, m.MemberState
+			mv.TargetAssignment, mv.Revoking = m.Target, m.Revoking
+		}
 		for topic, ps := range mv.Assignment {
 			for _, p := range ps {
 				pv := at(topic, p)

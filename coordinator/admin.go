@@ -8,7 +8,8 @@ import (
 )
 
 // ListGroups lists groups sorted by name, filtered by state (v4+, any case,
-// Kafka's state names) and by type (v5+; every group here is "classic").
+// Kafka's state names, a consumer group's among them) and by type (v5+,
+// "classic" or "consumer").
 // Under Rules.MaxGroups there are never more groups than that to list:
 // JoinGroup and OffsetCommit refuse to create one more.
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
@@ -40,14 +41,14 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	}
 	for _, name := range c.sortedGroupNames() {
 		g := c.groups[name]
-		if !match(states, g.state.String()) || !match(types, "classic") {
+		if !match(states, groupStateName(g)) || !match(types, groupType(g)) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = name
 		lg.ProtocolType = g.protocolType
-		lg.GroupState = g.state.String()
-		lg.GroupType = "classic"
+		lg.GroupState = groupStateName(g)
+		lg.GroupType = groupType(g)
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
@@ -57,7 +58,9 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 // the members with client id and host; the protocol, member metadata and
 // assignments are shown only when the group is Stable. An unknown group is
 // reported with state "Dead", and from v6 on also with GROUP_ID_NOT_FOUND
-// (KIP-1043). AuthorizedOperations is left for the broker to fill.
+// (KIP-1043). A KIP-848 consumer group is described as Kafka's
+// ConsumerGroup.asDescribedGroup does (see describeClassic).
+// AuthorizedOperations is left for the broker to fill.
 func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	c.mu.Lock()
 	defer c.unlock()
@@ -78,6 +81,11 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 				dg.ErrorCode = errGroupIDNotFound
 				dg.ErrorMessage = kmsg.StringPtr("group " + name + " not found")
 			}
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		if g.cg != nil {
+			c.describeClassic(g, &dg)
 			resp.Groups = append(resp.Groups, dg)
 			continue
 		}

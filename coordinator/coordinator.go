@@ -1,5 +1,8 @@
 // Package coordinator is vastfake's group coordinator: the classic Kafka
-// consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
+// consumer-group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
+// the KIP-848 consumer groups of Kafka 4.x (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe; see consumergroup.go), served where the
+// ClassicGroupsOnly rule is not enforced, and
 // the committed-offset store (OffsetCommit, OffsetFetch, OffsetDelete), with
 // the group administration requests (ListGroups, DescribeGroups,
 // DeleteGroups), and, for the kafka and audit profiles, Kafka's transaction
@@ -37,6 +40,7 @@ package coordinator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -171,6 +175,24 @@ type Config struct {
 	// lock held and must not call back into the Coordinator. It may be
 	// nil.
 	GroupCreated func(ctx context.Context, group string)
+	// Topics returns every topic KIP-848 consumer groups may be assigned,
+	// internal ones included, as Kafka matches a regex against them. The coordinator calls it, with its lock
+	// held, when it starts and on TopicsChanged and TopicDeleted; it must
+	// not call back into the Coordinator. Nil means no topics.
+	Topics func() []TopicMeta
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are Kafka's
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms for KIP-848 consumer groups:
+	// a member that does not heartbeat within the session timeout is
+	// fenced; members are told to heartbeat at the interval. Zero means
+	// Kafka's defaults, DefaultConsumerSessionTimeout and
+	// DefaultConsumerHeartbeatInterval.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerGroupMaxSize is Kafka's group.consumer.max.size: a member
+	// joining a consumer group that has this many gets
+	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
+	ConsumerGroupMaxSize int
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -213,6 +235,15 @@ type Coordinator struct {
 	writeMarkers func(TxnMarkers)
 	offsetsLog   func(group string, key, value []byte)
 	groupCreated func(ctx context.Context, group string)
+
+	// KIP-848 consumer groups (consumergroup.go).
+	topicsFn       func() []TopicMeta
+	topics         map[string]TopicMeta // by name, as of the last refreshTopics
+	topicIDs       map[[16]byte]string
+	cgSession      time.Duration
+	cgInterval     time.Duration
+	cgMaxSize      int
+	consumerGroups int // how many of groups are consumer groups
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -222,8 +253,12 @@ const maxRebalances = 1000
 // with who got what.
 type Rebalance struct {
 	// Time is when the rebalance finished, on the coordinator's clock.
-	Time       time.Time
-	Group      string
+	Time  time.Time
+	Group string
+	// Generation is a classic group's generation, or a KIP-848 consumer
+	// group's assignment epoch: its rebalance finished once every member
+	// had its target (Protocol is then the server-side assignor, and each
+	// member's Assignment its partitions encoded as a classic consumer's).
 	Generation int32
 	// State is "Stable" when the leader's SyncGroup handed out the
 	// assignments, or "Empty" when no member was left to join.
@@ -237,16 +272,21 @@ type Rebalance struct {
 // recordRebalance adds g's current generation to the history. Call it with
 // c.mu held.
 func (c *Coordinator) recordRebalance(g *group) {
+	c.appendRebalance(Rebalance{
+		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
+		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
+	})
+	c.logGroup(g)
+}
+
+// appendRebalance adds r to the bounded history. Call it with c.mu held.
+func (c *Coordinator) appendRebalance(r Rebalance) {
 	if len(c.rebalances) == maxRebalances {
 		// Rebalances returns a copy, so the history can shift in place.
 		copy(c.rebalances, c.rebalances[1:])
 		c.rebalances = c.rebalances[:maxRebalances-1]
 	}
-	c.rebalances = append(c.rebalances, Rebalance{
-		Time: c.clock.Now(), Group: g.name, Generation: g.generation,
-		State: g.state.String(), Protocol: g.protocol, Members: g.memberInfos(),
-	})
-	c.logGroup(g)
+	c.rebalances = append(c.rebalances, r)
 }
 
 // Rebalances returns a copy of the last 1,000 finished rebalances of every
@@ -278,7 +318,7 @@ func New(cfg Config) *Coordinator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		rules:        cfg.Rules,
 		modes:        cfg.Rules.Modes(),
 		audit:        cfg.Audit,
@@ -296,7 +336,13 @@ func New(cfg Config) *Coordinator {
 		writeMarkers: cfg.WriteTxnMarkers,
 		offsetsLog:   cfg.OffsetsTopic,
 		groupCreated: cfg.GroupCreated,
+		topicsFn:     cfg.Topics,
+		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
+		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
+		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
 	}
+	c.refreshTopics()
+	return c
 }
 
 // Close shuts the coordinator down: every JoinGroup and SyncGroup blocked in
@@ -502,16 +548,21 @@ func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecon
 // holds no member and no offset does not keep a new one out. Call it with
 // c.mu held.
 func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) bool {
-	if c.rules.MaxGroups <= 0 || len(c.groups) < c.rules.MaxGroups {
+	if c.rules.MaxGroups <= 0 || c.classicGroups() < c.rules.MaxGroups {
 		return true
 	}
 	for _, g := range c.groups {
-		if g.abandoned() {
+		if g.abandoned() && g.cg == nil {
 			c.removeGroup(g)
 		}
 	}
-	return len(c.groups) < c.rules.MaxGroups || !c.vast(ctx, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
+	return c.classicGroups() < c.rules.MaxGroups || !c.vast(ctx, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
 }
+
+// classicGroups counts the classic groups, which Rules.MaxGroups caps: VAST
+// has no other kind, and KIP-848 consumer groups (served only where
+// ClassicGroupsOnly is not enforced) do not count.
+func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets
 // COORDINATOR_NOT_AVAILABLE, and it is Dead; once no group is left, the
@@ -519,6 +570,9 @@ func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) boo
 func (c *Coordinator) removeGroup(g *group) {
 	g.state = stateDead
 	g.stopTimers(c)
+	if g.cg != nil {
+		c.consumerGroups--
+	}
 	for t, ps := range g.offsets {
 		c.metaBytes -= metadataBytes(ps)
 		for p := range ps {
@@ -563,14 +617,28 @@ func (c *Coordinator) instanceID(id *string, versionHasIt bool) *string {
 // GroupInfo is a deep copy of one group's state, for tests and fixtures.
 type GroupInfo struct {
 	Name string
+	// Type is "classic" or "consumer" (a KIP-848 consumer group).
+	Type string
 	// State is Kafka's name for the group state: "Empty",
-	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead".
+	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead" for
+	// a classic group; "Empty", "Assigning", "Reconciling" or "Stable"
+	// for a consumer group, Stable once every member has its target
+	// assignment.
 	State        string
 	ProtocolType string
-	Protocol     string
-	Generation   int32
-	Leader       string
-	// Members are in the order they joined.
+	// Protocol is a classic group's chosen protocol or, for a consumer
+	// group, its server-side assignor ("uniform" or "range").
+	Protocol string
+	// Generation is a classic group's generation; for a consumer group,
+	// its group epoch.
+	Generation int32
+	Leader     string
+	// GroupEpoch and AssignmentEpoch are a consumer group's group epoch
+	// and the epoch of its target assignment; zero for a classic group.
+	GroupEpoch      int32
+	AssignmentEpoch int32
+	// Members are in the order they joined (a consumer group's by member
+	// id).
 	Members []MemberInfo
 	// Offsets are the committed offsets by topic and partition.
 	Offsets map[string]map[int32]OffsetInfo
@@ -587,6 +655,36 @@ type MemberInfo struct {
 	// Metadata is the member's metadata for the group's protocol (its first
 	// protocol while none is chosen).
 	Metadata []byte
+
+	// The rest describe a member of a consumer group (KIP-848).
+
+	// MemberEpoch is the member's epoch (-2 while a static member is
+	// away).
+	MemberEpoch int32 `json:",omitempty"`
+	// MemberState is where its reconciliation stands, as Kafka names it:
+	// STABLE, UNREVOKED_PARTITIONS or UNRELEASED_PARTITIONS.
+	MemberState string `json:",omitempty"`
+	// Subscribed are the topic names it subscribes to; Regex its
+	// SubscribedTopicRegex.
+	Subscribed []string `json:",omitempty"`
+	Regex      string   `json:",omitempty"`
+	// Current is the assignment it may consume, Target its part of the
+	// target assignment, Revoking the partitions it must still revoke
+	// before others get them; by topic name.
+	Current  map[string][]int32 `json:",omitempty"`
+	Target   map[string][]int32 `json:",omitempty"`
+	Revoking map[string][]int32 `json:",omitempty"`
+	// Heartbeat is when its last heartbeat arrived, on the broker's
+	// clock.
+	Heartbeat time.Time `json:",omitzero"`
+}
+
+// Reconciled reports whether the group is Stable with members and every
+// member has its target assignment: for a classic group, Stable; for a
+// consumer group, Stable (every member at the assignment epoch, nothing
+// waiting to be revoked or released).
+func (g GroupInfo) Reconciled() bool {
+	return g.State == "Stable" && len(g.Members) > 0
 }
 
 // OffsetInfo is one committed offset.
@@ -602,7 +700,7 @@ func (c *Coordinator) Groups() []GroupInfo {
 	defer c.unlock()
 	out := make([]GroupInfo, 0, len(c.groups))
 	for _, name := range c.sortedGroupNames() {
-		out = append(out, c.groups[name].info())
+		out = append(out, c.info(c.groups[name]))
 	}
 	return out
 }
@@ -615,7 +713,7 @@ func (c *Coordinator) Group(name string) (GroupInfo, bool) {
 	if g == nil {
 		return GroupInfo{}, false
 	}
-	return g.info(), true
+	return c.info(g), true
 }
 
 // CommittedOffset returns the offset group committed for a partition, and
@@ -650,9 +748,10 @@ func (c *Coordinator) sortedGroupNames() []string {
 	return names
 }
 
-func (g *group) info() GroupInfo {
+func (c *Coordinator) info(g *group) GroupInfo {
 	gi := GroupInfo{
 		Name:         g.name,
+		Type:         "classic",
 		State:        g.state.String(),
 		ProtocolType: g.protocolType,
 		Protocol:     g.protocol,
@@ -667,6 +766,10 @@ func (g *group) info() GroupInfo {
 			cp[p] = OffsetInfo{Offset: o.off, LeaderEpoch: o.epoch, Metadata: o.meta}
 		}
 		gi.Offsets[t] = cp
+	}
+	if g.cg != nil {
+		gi.Members = nil
+		c.consumerInfo(g, &gi)
 	}
 	return gi
 }

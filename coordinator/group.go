@@ -72,6 +72,12 @@ type group struct {
 	// broker named it (WithClient), so that findings about the offsets of
 	// an empty group name a client.
 	committedBy string
+
+	// cg is set while the group is a KIP-848 consumer group
+	// (consumergroup.go). Its members are there, not in members; state is
+	// then Empty without members and Stable with some, for the group
+	// cleanup and DeleteGroups.
+	cg *consumerGroup
 }
 
 // clientsCtx returns a ctx naming, as WithClient does, the client ids of
@@ -324,6 +330,7 @@ func (g *group) validate(instanceID *string, memberID string, generation int32) 
 }
 
 func (g *group) stopTimers(c *Coordinator) {
+	g.stopConsumerTimers()
 	g.joinTimer.cancel()
 	g.syncTimer.cancel()
 	g.joinTimer, g.syncTimer = nil, nil
@@ -520,6 +527,17 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		if c.groupCreated != nil {
 			c.groupCreated(ctx, req.Group)
 		}
+	}
+	if g.cg != nil {
+		// A classic member and a KIP-848 consumer group: an Empty one
+		// becomes classic, keeping its offsets, as in Kafka; one with
+		// members is refused, as Kafka refuses a member whose protocols
+		// the group does not support (vastfake does not mix classic
+		// members into a consumer group, Kafka's online migration).
+		if len(g.cg.members) > 0 {
+			return fail(errInconsistentGroupProtocol)
+		}
+		c.toClassicGroup(g)
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
 		return fail(errInconsistentGroupProtocol)

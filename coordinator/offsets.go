@@ -123,6 +123,12 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 		}
 		return g, errNone
 	}
+	if g.cg != nil {
+		if code := g.cg.commitCheck(memberID, generation, req.Version); code != errNone {
+			return nil, code
+		}
+		return g, errNone
+	}
 	if generation < 0 && g.state == stateEmpty {
 		return g, errNone
 	}
@@ -158,6 +164,13 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 				sg.ErrorCode = errCoordinatorNotAvailable
 				resp.Groups = append(resp.Groups, sg)
 				continue
+			}
+			if g := c.lookup(rg.Group); g != nil && g.cg != nil && req.Version >= 9 {
+				if code := g.cg.fetchCheck(rg.MemberID, rg.MemberEpoch); code != errNone {
+					sg.ErrorCode = code
+					resp.Groups = append(resp.Groups, sg)
+					continue
+				}
 			}
 			var want []fetchTopic
 			if rg.Topics != nil {
@@ -338,6 +351,17 @@ func metadataBytes(ps map[int32]offset) int {
 // cannot be read subscribes to everything (key "").
 func (g *group) subscribedTopics() map[string]bool {
 	out := make(map[string]bool)
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			for _, t := range m.names {
+				out[t] = true
+			}
+			if m.re != nil {
+				out[""] = true // a regex may match any topic
+			}
+		}
+		return out
+	}
 	for _, m := range g.members {
 		var md kmsg.ConsumerMemberMetadata
 		if err := md.ReadFrom(m.metadataFor(g.protocol)); err != nil {
@@ -365,6 +389,7 @@ func (c *Coordinator) TopicDeleted(topic string) {
 		c.expiryChanged(g)
 	}
 	c.txnTopicDeleted(topic)
+	c.refreshTopics()
 }
 
 // Failover drops every committed offset, as a VAST failover does (committed

@@ -452,6 +452,11 @@ func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRe
 	if g == nil {
 		return errIllegalGeneration
 	}
+	if g.cg != nil {
+		// A consumer group's member commits with its member epoch, as
+		// an OffsetCommit v9+ (Kafka's validateOffsetCommit).
+		return g.cg.commitCheck(req.MemberID, req.Generation, 9)
+	}
 	if _, code := g.validate(c.instanceID(req.InstanceID, true), req.MemberID, req.Generation); code != errNone {
 		return code
 	}

@@ -103,8 +103,16 @@ export interface Member {
   instanceId?: string
   clientId: string
   clientHost: string
-  /** null before a rebalance hands one out. */
+  /** null before a rebalance hands one out; for a KIP-848 member, what it may consume now. */
   assignment: Assignment | null
+  /** A KIP-848 member's epoch (absent for a classic member). */
+  memberEpoch?: number
+  /** STABLE, UNREVOKED_PARTITIONS or UNRELEASED_PARTITIONS (KIP-848). */
+  memberState?: string
+  /** A KIP-848 member's target assignment. */
+  targetAssignment?: Assignment
+  /** Partitions a KIP-848 member must still revoke before others get them. */
+  revoking?: Assignment
 }
 export interface GroupPartition {
   topic: string
@@ -127,6 +135,13 @@ export interface Group {
   leader: string
   members: Member[]
   partitions: GroupPartition[]
+  /** "classic", or "consumer" for a KIP-848 consumer group (group.protocol=consumer). */
+  groupProtocol: 'classic' | 'consumer'
+  /** A consumer group's group epoch and the epoch of its target assignment (0 for a classic group). */
+  groupEpoch: number
+  assignmentEpoch: number
+  /** Stable, with every member at its target assignment. */
+  reconciled: boolean
 }
 export interface Rebalance {
   time: string
@@ -322,6 +337,8 @@ export class Client {
   waitFor<T> (what: string, cond: () => T | Promise<T>, options?: { timeoutMs?: number; describe?: () => string | Promise<string> }): Promise<NonNullable<T>>
   waitGroup (group: string, options?: { state?: string; members?: number; timeoutMs?: number }): Promise<Group>
   waitGroupStable (group: string, options?: { members?: number; timeoutMs?: number }): Promise<Group>
+  /** Wait until group is Stable and every member has its target assignment (KIP-848: nothing left to revoke or release). */
+  waitGroupReconciled (group: string, options?: { members?: number; timeoutMs?: number }): Promise<Group>
   waitCommitted (group: string, topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
   waitRefused (rule: string, options?: WaitOptions): Promise<Request[]>
   /** Wait until broker id broker answered a request of api without an error: the client moved there. */

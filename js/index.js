@@ -841,6 +841,32 @@ class Client {
     return this.waitGroup(group, { state: 'Stable', members, timeoutMs })
   }
 
+  /**
+   * Wait until group is Stable with members members (any number when
+   * undefined) and every member has its target assignment: for a KIP-848
+   * consumer group (group.protocol=consumer) every member is at the
+   * assignment epoch with nothing waiting to be revoked or released; for a
+   * classic group, Stable. Returns the group.
+   */
+  waitGroupReconciled (group, { members, timeoutMs } = {}) {
+    const cond = async () => {
+      const g = await this.findGroup(group)
+      if (!g || !g.reconciled || (members !== undefined && g.members.length !== members)) return null
+      return g
+    }
+    const describe = async () => {
+      const g = await this.findGroup(group)
+      if (!g) return `no group ${group}`
+      if (g.groupProtocol !== 'consumer') return `classic group, state ${g.state}, ${g.members.length} members`
+      return `state ${g.state}, group epoch ${g.groupEpoch}, assignment epoch ${g.assignmentEpoch}, members: ` +
+        (g.members.map(m => `${m.clientId || m.memberId} at epoch ${m.memberEpoch} (${m.memberState}) holds ` +
+          `${JSON.stringify(m.assignment)}, target ${JSON.stringify(m.targetAssignment || {})}, revoking ${JSON.stringify(m.revoking || {})}`)
+          .join('; ') || 'none')
+    }
+    const want = `group ${group} stable with every member at its target` + (members === undefined ? '' : ` (${members} members)`)
+    return this.waitFor(want, cond, { timeoutMs, describe })
+  }
+
   /** Wait until group has committed offset for the partition. */
   async waitCommitted (group, topic, partition, offset, { timeoutMs } = {}) {
     await this.waitFor(`group ${group} to commit ${topic}/${partition} at ${offset}`,

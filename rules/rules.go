@@ -27,8 +27,10 @@ type Rules struct {
 
 	// ClassicGroupsOnly keeps the KIP-848 consumer-group and share-group
 	// APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe, Share*) out of
-	// ApiVersions. [Consume events] vastfake implements only the classic protocol, so
-	// those APIs stay absent in the kafka profile too.
+	// ApiVersions. [Consume events] The kafka profile serves KIP-848
+	// consumer groups (group.protocol=consumer); the audit profile serves
+	// them and records each request; share and streams groups are not
+	// served in any profile.
 	ClassicGroupsOnly bool
 
 	// EagerAssignorsOnly refuses cooperative rebalancing: the protocols

@@ -537,6 +537,36 @@ class Client:
         None), each holding its assignment; return the group."""
         return self.wait_group(group, "Stable", members, timeout)
 
+    def wait_group_reconciled(self, group: str, members: Optional[int] = None,
+                              timeout: Optional[float] = None) -> Group:
+        """Wait until group is Stable with members members (any number when
+        None) and every member has its target assignment: for a KIP-848
+        consumer group (group.protocol=consumer) every member is at the
+        assignment epoch with nothing waiting to be revoked or released; for
+        a classic group, Stable. Return the group."""
+
+        def cond() -> Optional[Group]:
+            g = self.find_group(group)
+            if g is None or not g.reconciled or (members is not None and len(g.members) != members):
+                return None
+            return g
+
+        def describe() -> str:
+            g = self.find_group(group)
+            if g is None:
+                return "no group %s" % group
+            if g.group_protocol != "consumer":
+                return "classic group, state %s, %d members" % (g.state, len(g.members))
+            return "state %s, group epoch %d, assignment epoch %d, members: %s" % (
+                g.state, g.group_epoch, g.assignment_epoch, "; ".join(
+                    "%s at epoch %d (%s) holds %s, target %s, revoking %s" % (
+                        m.client_id or m.member_id, m.member_epoch, m.member_state, m.assignment,
+                        m.target_assignment, m.revoking) for m in g.members) or "none")
+
+        want = "group %s stable with every member at its target" % group + (
+            "" if members is None else " (%d members)" % members)
+        return self.wait_for(want, cond, timeout, describe)
+
     def wait_committed(self, group: str, topic: str, partition: int, offset: int,
                        timeout: Optional[float] = None) -> None:
         """Wait until group has committed offset for the partition."""

@@ -180,8 +180,17 @@ class Member:
     instance_id: str
     client_id: str
     client_host: str
-    # topic -> partitions; None before a rebalance hands one out.
+    # topic -> partitions; None before a rebalance hands one out. For a
+    # KIP-848 member (group.protocol=consumer), what it may consume now.
     assignment: Optional[Dict[str, List[int]]]
+    # A KIP-848 member's epoch, its reconciliation state (STABLE,
+    # UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS), its target assignment
+    # and the partitions it must still revoke; 0, "", None for a classic
+    # member.
+    member_epoch: int = 0
+    member_state: str = ""
+    target_assignment: Optional[Dict[str, List[int]]] = None
+    revoking: Optional[Dict[str, List[int]]] = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +218,15 @@ class Group:
     raw: Dict[str, Any] = field(repr=False, compare=False)
     # The broker id coordinating the group (0 with one broker).
     coordinator: int = 0
+    # "classic", or "consumer" for a KIP-848 consumer group
+    # (group.protocol=consumer), which has a group epoch and the epoch of
+    # its target assignment.
+    group_protocol: str = "classic"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    # True once the group is Stable and every member has its target
+    # assignment (nothing waiting to be revoked or released).
+    reconciled: bool = False
 
     def partition(self, topic: str, partition: int) -> Optional[GroupPartition]:
         """The group's view of one partition, None if it neither committed
@@ -229,9 +247,13 @@ class Group:
             name=d["name"], state=d.get("state", ""), protocol_type=d.get("protocolType", ""),
             protocol=d.get("protocol", ""), generation=d.get("generation", 0), leader=d.get("leader", ""),
             coordinator=d.get("coordinator", 0),
+            group_protocol=d.get("groupProtocol") or "classic", group_epoch=d.get("groupEpoch", 0),
+            assignment_epoch=d.get("assignmentEpoch", 0), reconciled=bool(d.get("reconciled")),
             members=[Member(member_id=m.get("memberId", ""), instance_id=m.get("instanceId", ""),
                             client_id=m.get("clientId", ""), client_host=m.get("clientHost", ""),
-                            assignment=m.get("assignment"))
+                            assignment=m.get("assignment"), member_epoch=m.get("memberEpoch", 0),
+                            member_state=m.get("memberState", ""), target_assignment=m.get("targetAssignment"),
+                            revoking=m.get("revoking"))
                      for m in d.get("members") or []],
             partitions=[GroupPartition(topic=p["topic"], partition=p["partition"], committed=p.get("committed"),
                                        metadata=p.get("metadata", ""), high_watermark=p.get("highWatermark", 0),

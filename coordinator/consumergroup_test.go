@@ -1,0 +1,465 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/vastfake/vastfake/rules"
+)
+
+// topicTable is a settable Config.Topics for tests.
+type topicTable struct {
+	mu sync.Mutex
+	ts []TopicMeta
+}
+
+func (tt *topicTable) get() []TopicMeta {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return append([]TopicMeta(nil), tt.ts...)
+}
+
+func (tt *topicTable) add(name string, partitions int32) TopicMeta {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t := TopicMeta{Name: name, Partitions: partitions}
+	copy(t.ID[:], fmt.Sprintf("%-16s", name))
+	tt.ts = append(tt.ts, t)
+	return t
+}
+
+// cgHarness is a coordinator with topics, and helpers to drive KIP-848
+// members by hand as a client would.
+type cgHarness struct {
+	*harness
+	topics *topicTable
+}
+
+func newCGHarness(t testing.TB, opts ...func(*Config)) *cgHarness {
+	tt := &topicTable{}
+	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) { c.Topics = tt.get }}, opts...)...)
+	return &cgHarness{harness: h, topics: tt}
+}
+
+// cmem is the client side of one member: its id, epoch and what it owns.
+type cmem struct {
+	h        *cgHarness
+	group    string
+	id       string
+	instance *string
+	epoch    int32
+	owned    []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic
+	changed  bool // owned changed since last reported
+}
+
+// addTopic creates a topic, as the broker does: then TopicsChanged.
+func (h *cgHarness) addTopic(name string, partitions int32) {
+	h.topics.add(name, partitions)
+	h.c.TopicsChanged()
+}
+
+func (h *cgHarness) member(group, id string) *cmem {
+	return &cmem{h: h, group: group, id: id}
+}
+
+// beat sends a heartbeat: a join at epoch 0 with topics (or regex), else the
+// member's epoch, reporting what it owns when that changed.
+func (m *cmem) beat(edit func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatResponse {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = m.group, m.id, m.epoch, m.instance
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis = 30_000
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	} else if m.changed {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for _, t := range m.owned {
+			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+		}
+		m.changed = false
+	}
+	if edit != nil {
+		edit(req)
+	}
+	resp := m.h.c.ConsumerGroupHeartbeat(context.Background(), req)
+	if resp.ErrorCode == 0 {
+		m.epoch = resp.MemberEpoch
+		if resp.Assignment != nil {
+			m.owned = resp.Assignment.Topics
+			m.changed = true
+		}
+	}
+	return resp
+}
+
+func (m *cmem) join(topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
+	m.epoch = 0
+	return m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = topics })
+}
+
+func (h *cgHarness) group(name string) GroupInfo {
+	g, ok := h.c.Group(name)
+	require.True(h.t, ok)
+	return g
+}
+
+// settle heartbeats every member until the group is Stable.
+func (h *cgHarness) settle(group string, ms ...*cmem) GroupInfo {
+	for range 20 {
+		for _, m := range ms {
+			require.Equal(h.t, int16(0), m.beat(nil).ErrorCode)
+		}
+		if g := h.group(group); g.State == "Stable" {
+			return g
+		}
+	}
+	h.t.Fatalf("group %s did not settle: %+v", group, h.group(group))
+	return GroupInfo{}
+}
+
+func owned(m MemberInfo) int {
+	n := 0
+	for _, ps := range m.Current {
+		n += len(ps)
+	}
+	return n
+}
+
+// TestConsumerGroupRevokeBeforeGrant: a partition moves to a new member only
+// once its owner reported it revoked; until then the new member waits
+// (UNRELEASED_PARTITIONS) and the owner is UNREVOKED_PARTITIONS at its old
+// epoch.
+func TestConsumerGroupRevokeBeforeGrant(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 4)
+	a, b := h.member("g", "a"), h.member("g", "b")
+	require.Equal(t, int16(0), a.join("t").ErrorCode)
+	assert.Equal(t, int32(1), a.epoch)
+	require.Equal(t, int16(0), b.join("t").ErrorCode)
+	assert.Equal(t, int32(2), b.epoch)
+	g := h.group("g")
+	assert.Equal(t, "Reconciling", g.State)
+	assert.Equal(t, int32(2), g.GroupEpoch)
+	var mb MemberInfo
+	for _, m := range g.Members {
+		if m.MemberID == "b" {
+			mb = m
+		}
+	}
+	assert.Equal(t, "UNRELEASED_PARTITIONS", mb.MemberState, "b waits for a's partitions")
+	assert.Zero(t, owned(mb))
+
+	// a learns it must revoke two partitions; it stays at epoch 1.
+	resp := a.beat(nil)
+	require.Equal(t, int16(0), resp.ErrorCode)
+	assert.Equal(t, int32(1), resp.MemberEpoch)
+	g = h.group("g")
+	for _, m := range g.Members {
+		if m.MemberID == "a" {
+			assert.Equal(t, "UNREVOKED_PARTITIONS", m.MemberState)
+			assert.Equal(t, 2, owned(m))
+			assert.Len(t, m.Revoking["t"], 2)
+		}
+	}
+	// b still gets nothing: a has not revoked.
+	require.Equal(t, int16(0), b.beat(nil).ErrorCode)
+	for _, m := range h.group("g").Members {
+		if m.MemberID == "b" {
+			assert.Zero(t, owned(m))
+		}
+	}
+	// a reports what it kept; then b gets the rest.
+	g = h.settle("g", a, b)
+	for _, m := range g.Members {
+		assert.Equal(t, 2, owned(m), m.MemberID)
+		assert.Equal(t, m.Target, m.Current)
+		assert.Equal(t, int32(2), m.MemberEpoch)
+	}
+}
+
+// TestConsumerGroupRebalanceTimeout: a member that does not revoke within
+// its rebalance timeout is fenced; its partitions go to the others.
+func TestConsumerGroupRebalanceTimeout(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 2)
+	a, b := h.member("g", "a"), h.member("g", "b")
+	a.join("t")
+	b.join("t")
+	a.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = nil }) // learns, never revokes
+	h.clk.Advance(29 * time.Second)
+	b.beat(nil)
+	assert.Len(t, h.group("g").Members, 2, "within its rebalance timeout")
+	h.clk.Advance(2 * time.Second)
+	g := h.group("g")
+	require.Len(t, g.Members, 1, "fenced after its rebalance timeout")
+	g = h.settle("g", b)
+	assert.Equal(t, map[string][]int32{"t": {0, 1}}, g.Members[0].Current)
+	assert.Equal(t, errUnknownMemberID, a.beat(nil).ErrorCode)
+}
+
+// TestConsumerGroupStaticMember: a static member leaving with epoch -2 keeps
+// its partitions; a new instance with the same instance id takes them over
+// without a new group epoch; an instance id held by an active member gets
+// UNRELEASED_INSTANCE_ID, and a heartbeat naming another member's instance
+// FENCED_INSTANCE_ID.
+func TestConsumerGroupStaticMember(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 2)
+	inst := "i1"
+	a := h.member("g", "a1")
+	a.instance = &inst
+	b := h.member("g", "b")
+	a.join("t")
+	b.join("t")
+	g := h.settle("g", a, b)
+	epoch := g.GroupEpoch
+	var aParts map[string][]int32
+	for _, m := range g.Members {
+		if m.MemberID == "a1" {
+			aParts = m.Current
+		}
+	}
+
+	other := h.member("g", "a2")
+	other.instance = &inst
+	assert.Equal(t, kerr.UnreleasedInstanceID.Code, other.join("t").ErrorCode, "a1 still holds the instance id")
+	assert.Equal(t, kerr.FencedInstanceID.Code, h.member("g", "a2").beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.MemberEpoch, r.InstanceID = epoch, &inst
+	}).ErrorCode)
+
+	resp := a.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 })
+	require.Equal(t, int16(0), resp.ErrorCode)
+	assert.Equal(t, int32(-2), resp.MemberEpoch)
+	for _, m := range h.group("g").Members {
+		if m.MemberID == "a1" {
+			assert.Equal(t, int32(-2), m.MemberEpoch)
+			assert.Equal(t, aParts, m.Current, "its partitions wait for it")
+		}
+	}
+	other.epoch = 0
+	resp = other.join("t")
+	require.Equal(t, int16(0), resp.ErrorCode)
+	g = h.group("g")
+	assert.Equal(t, epoch, g.GroupEpoch, "replacing a static member starts no new epoch")
+	for _, m := range g.Members {
+		assert.NotEqual(t, "a1", m.MemberID)
+		if m.MemberID == "a2" {
+			assert.Equal(t, aParts, m.Current, "the new instance has its predecessor's partitions")
+			assert.Equal(t, epoch, m.MemberEpoch)
+		}
+	}
+}
+
+// TestConsumerGroupRegexFollowsTopics: a regex subscription is evaluated
+// again when topics are created or deleted: a new matching topic starts a
+// new group epoch and is assigned; a deleted one leaves the assignment.
+func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("orders-eu", 1)
+	h.addTopic("billing", 1)
+	m := h.member("g", "m")
+	resp := m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.RebalanceTimeoutMillis, r.Topics, r.SubscribedTopicRegex = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, kmsg.StringPtr("orders-.*")
+	})
+	require.Equal(t, int16(0), resp.ErrorCode)
+	require.NotNil(t, resp.Assignment)
+	assert.Empty(t, resp.Assignment.Topics, "a new regex is resolved after the heartbeat that brought it, as in Kafka")
+	assert.Equal(t, int32(2), h.group("g").GroupEpoch, "its topics come in the next epoch")
+	g := h.settle("g", m)
+	assert.Equal(t, map[string][]int32{"orders-eu": {0}}, g.Members[0].Current)
+
+	h.addTopic("orders-us", 2)
+	g = h.settle("g", m)
+	assert.Equal(t, int32(3), g.GroupEpoch)
+	assert.Equal(t, map[string][]int32{"orders-eu": {0}, "orders-us": {0, 1}}, g.Members[0].Current)
+
+	h.topics.mu.Lock()
+	h.topics.ts = h.topics.ts[:2] // orders-us deleted
+	h.topics.mu.Unlock()
+	h.c.TopicDeleted("orders-us")
+	g = h.settle("g", m)
+	assert.Equal(t, map[string][]int32{"orders-eu": {0}}, g.Members[0].Current)
+
+	h.addTopic("billing-2", 1)
+	assert.Equal(t, int32(4), h.group("g").GroupEpoch, "a topic the regex does not match changes nothing")
+}
+
+// TestConsumerGroupRangeAssignor: range splits each topic's partitions into
+// contiguous ranges in member id order.
+func TestConsumerGroupRangeAssignor(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 5)
+	a, b := h.member("g", "a"), h.member("g", "b")
+	for _, m := range []*cmem{a, b} {
+		require.Equal(t, int16(0), m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.RebalanceTimeoutMillis, r.Topics, r.SubscribedTopicNames, r.ServerAssignor = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, []string{"t"}, kmsg.StringPtr("range")
+		}).ErrorCode)
+	}
+	g := h.settle("g", a, b)
+	assert.Equal(t, "range", g.Protocol)
+	assert.Equal(t, map[string][]int32{"t": {0, 1, 2}}, g.Members[0].Current)
+	assert.Equal(t, map[string][]int32{"t": {3, 4}}, g.Members[1].Current)
+}
+
+// TestConsumerGroupOffsets: OffsetCommit and OffsetFetch check member
+// epochs as Kafka does.
+func TestConsumerGroupOffsets(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 1)
+	m := h.member("g", "m")
+	m.join("t")
+	commit := func(member string, epoch int32, version int16) int16 {
+		req := commitReq("g", member, epoch, "t", map[int32]int64{0: 5})
+		req.Version = version
+		return h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+	}
+	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit("m", 0, 9))
+	assert.Equal(t, kerr.UnsupportedVersion.Code, commit("m", 1, 8), "a KIP-848 member commits with v9+")
+	assert.Equal(t, errUnknownMemberID, commit("x", 1, 9))
+	assert.Equal(t, errUnknownMemberID, commit("", -1, 9), "an admin commit needs an empty group")
+	assert.Equal(t, errNone, commit("m", 1, 9))
+
+	fetch := func(member *string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 9
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group, rg.MemberID, rg.MemberEpoch = "g", member, epoch
+		req.Groups = append(req.Groups, rg)
+		return h.c.OffsetFetch(req).Groups[0].ErrorCode
+	}
+	assert.Equal(t, errNone, fetch(nil, -1), "an admin's fetch")
+	assert.Equal(t, errNone, fetch(kmsg.StringPtr("m"), 1))
+	assert.Equal(t, kerr.StaleMemberEpoch.Code, fetch(kmsg.StringPtr("m"), 7))
+	assert.Equal(t, errUnknownMemberID, fetch(kmsg.StringPtr("x"), 1))
+}
+
+// TestConsumerGroupAndClassic: ListGroups filters by type and state;
+// DescribeGroups describes a consumer group as a classic consumer would
+// read it; a classic JoinGroup to a consumer group with members is refused
+// and converts an Empty one, and the reverse; the VAST group cap counts
+// classic groups only.
+func TestConsumerGroupAndClassic(t *testing.T) {
+	r := rules.Kafka()
+	r.MaxGroups = 1
+	tt := &topicTable{}
+	tt.add("t", 2)
+	h := &cgHarness{harness: newHarness(t, r, func(c *Config) { c.Topics = tt.get }), topics: tt}
+	m := h.member("cg", "m")
+	require.Equal(t, int16(0), m.join("t").ErrorCode)
+	h.settle("cg", m)
+	require.Equal(t, errMemberIDRequired, h.join(joinReq("classic", "")).ErrorCode, "the cap counts classic groups only")
+
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 5
+	lg.TypesFilter = []string{"consumer"}
+	resp := h.c.ListGroups(lg)
+	require.Len(t, resp.Groups, 1)
+	assert.Equal(t, "cg", resp.Groups[0].Group)
+	assert.Equal(t, "consumer", resp.Groups[0].GroupType)
+	assert.Equal(t, "Stable", resp.Groups[0].GroupState)
+	lg.TypesFilter, lg.StatesFilter = nil, []string{"reconciling"}
+	assert.Empty(t, h.c.ListGroups(lg).Groups)
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version = 5
+	dg.Groups = []string{"cg"}
+	d := h.c.DescribeGroups(dg).Groups[0]
+	assert.Equal(t, "consumer", d.ProtocolType)
+	assert.Equal(t, "uniform", d.Protocol)
+	require.Len(t, d.Members, 1)
+	var a kmsg.ConsumerMemberAssignment
+	require.NoError(t, a.ReadFrom(d.Members[0].MemberAssignment))
+	require.Len(t, a.Topics, 1)
+	assert.Equal(t, []int32{0, 1}, a.Topics[0].Partitions)
+
+	assert.Equal(t, errInconsistentGroupProtocol, h.join(joinReq("cg", "")).ErrorCode)
+	require.Equal(t, errNone, m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -1 }).ErrorCode)
+	assert.Equal(t, errMemberIDRequired, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
+	assert.Equal(t, "classic", h.group("cg").Type)
+}
+
+// TestConsumerGroupBounds: group.consumer.max.size refuses one member too
+// many with GROUP_MAX_SIZE_REACHED (a member already in the group still
+// rejoins); a subscription naming more than MaxSubscribedTopicNames topics
+// and a regex longer than MaxSubscribedTopicRegexBytes are refused and
+// create nothing.
+func TestConsumerGroupBounds(t *testing.T) {
+	h := newCGHarness(t, func(c *Config) { c.ConsumerGroupMaxSize = 2 })
+	h.addTopic("t", 1)
+	a, b, c := h.member("g", "a"), h.member("g", "b"), h.member("g", "c")
+	require.Equal(t, errNone, a.join("t").ErrorCode)
+	require.Equal(t, errNone, b.join("t").ErrorCode)
+	assert.Equal(t, errGroupMaxSizeReached, c.join("t").ErrorCode)
+	assert.Equal(t, errNone, a.join("t").ErrorCode, "a member of the group rejoins")
+	assert.Len(t, h.group("g").Members, 2)
+
+	many := make([]string, MaxSubscribedTopicNames+1)
+	for i := range many {
+		many[i] = fmt.Sprint("t", i)
+	}
+	assert.Equal(t, kerr.InvalidRequest.Code, h.member("g2", "m").join(many...).ErrorCode)
+	long := h.member("g3", "m").beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.RebalanceTimeoutMillis, r.Topics = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		r.SubscribedTopicRegex = kmsg.StringPtr(fmt.Sprintf("%0*d", MaxSubscribedTopicRegexBytes+1, 0))
+	})
+	assert.Equal(t, kerr.InvalidRegularExpression.Code, long.ErrorCode)
+	_, ok2 := h.c.Group("g2")
+	_, ok3 := h.c.Group("g3")
+	assert.False(t, ok2 || ok3, "a refused join creates no group")
+}
+
+// TestConsumerGroupStaticMemberAway: a static member that left with -2 and
+// does not come back within the session timeout is removed and its
+// partitions move, in a new group epoch.
+func TestConsumerGroupStaticMemberAway(t *testing.T) {
+	h := newCGHarness(t, func(c *Config) { c.ConsumerSessionTimeout = 10 * time.Second })
+	h.addTopic("t", 2)
+	inst := "i1"
+	a, b := h.member("g", "a"), h.member("g", "b")
+	a.instance = &inst
+	a.join("t")
+	b.join("t")
+	g := h.settle("g", a, b)
+	require.Equal(t, errNone, a.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 }).ErrorCode)
+	h.clk.Advance(9 * time.Second)
+	b.beat(nil)
+	assert.Len(t, h.group("g").Members, 2, "its partitions wait for it")
+	assert.Equal(t, g.GroupEpoch, h.group("g").GroupEpoch)
+	h.clk.Advance(2 * time.Second)
+	g2 := h.settle("g", b)
+	require.Len(t, g2.Members, 1)
+	assert.Equal(t, g.GroupEpoch+1, g2.GroupEpoch)
+	assert.Equal(t, map[string][]int32{"t": {0, 1}}, g2.Members[0].Current)
+}
+
+// TestConsumerGroupRebalanceHistory: each assignment epoch a consumer
+// group settles at is one finished rebalance in the history, with every
+// member's partitions.
+func TestConsumerGroupRebalanceHistory(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 2)
+	a, b := h.member("g", "a"), h.member("g", "b")
+	a.join("t")
+	h.settle("g", a)
+	b.join("t")
+	h.settle("g", a, b)
+	h.settle("g", a, b) // a Stable group's heartbeats record nothing more
+	rs := h.c.Rebalances()
+	require.Len(t, rs, 2)
+	assert.Equal(t, []int32{1, 2}, []int32{rs[0].Generation, rs[1].Generation})
+	require.Len(t, rs[1].Members, 2)
+	for _, m := range rs[1].Members {
+		var as kmsg.ConsumerMemberAssignment
+		require.NoError(t, as.ReadFrom(m.Assignment))
+		require.Len(t, as.Topics, 1)
+		assert.Len(t, as.Topics[0].Partitions, 1, m.MemberID)
+	}
+}
