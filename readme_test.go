@@ -264,8 +264,7 @@ var mdLink = regexp.MustCompile(`\]\(([^()\s:#]*)(#[^()\s]*)?\)`)
 // TestDocsLinksResolve keeps every link between the user docs whole: a
 // relative link names a file or directory in the repository, and an anchor
 // (#section) names a heading of the page it points to, as GitHub makes
-// anchors from headings. Links to the pages other branches add
-// (pendingPages) are skipped until those pages land.
+// anchors from headings.
 func TestDocsLinksResolve(t *testing.T) {
 	anchorsOf := map[string]map[string]bool{}
 	anchors := func(page string) map[string]bool {
@@ -291,9 +290,6 @@ func TestDocsLinksResolve(t *testing.T) {
 			target := doc
 			if path != "" {
 				target = filepath.Join(filepath.Dir(doc), path)
-				if pendingPages[filepath.ToSlash(target)] {
-					continue
-				}
 				if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", doc, path+m[2]) {
 					continue
 				}
@@ -361,9 +357,3 @@ func withoutCode(page string) string {
 	return strings.Join(lines, "\n")
 }
 
-// pendingPages are pages other branches add, which README.md and
-// docs/README.md link to already; the link checks skip them until they
-// land. Remove a name here once its page is in the tree.
-var pendingPages = map[string]bool{
-	"docs/consumer-protocol.md": true,
-}
