@@ -52,7 +52,12 @@ type config struct {
 	OffsetGaps             []broker.OffsetGap
 	IdleTimeout            time.Duration
 	ProducerIDExpiration   time.Duration
-	EmptyFetchDelay        time.Duration
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are Kafka's
+	// group.consumer.session.timeout.ms and heartbeat.interval.ms for
+	// KIP-848 consumer groups.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	EmptyFetchDelay           time.Duration
 	// ElectionDelay is how long a broker taken down keeps its partitions
 	// before new leaders are elected (kafka profile, several brokers);
 	// ElectionDelaySet says -election-delay was given.
@@ -335,6 +340,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	idle := dur("idle-timeout", "close a connection that sends no request for this long (connections.max.idle.ms); default 10m, 0 never")
 	producerExp := dur("producer-id-expiration", "producer.id.expiration.ms: forget an idempotent producer that has not written to a partition for this long, on the broker's clock (kafka profile); default 24h, 0 never")
 	emptyFetch := dur("empty-fetch-delay", "vast profile: answer a fetch that finds no records after this long (or half its fetch.wait.max.ms if shorter), standing in for a network round trip; new records end it at once; default 20ms, 0 answers at once")
+	cgSession := dur("consumer-session-timeout", "group.consumer.session.timeout.ms: a KIP-848 consumer group member that sends no heartbeat for this long is fenced and its partitions move, on the broker's clock (kafka and audit profiles); default 45s")
+	cgInterval := dur("consumer-heartbeat-interval", "group.consumer.heartbeat.interval.ms: how often KIP-848 consumer group members are told to heartbeat; shorter than -consumer-session-timeout; default 5s")
 	election := dur("election-delay", "kafka profile with several brokers: how long a broker taken down (POST /brokers/{id}/down) keeps leading its partitions before it is fenced and their next in-sync replicas lead, on the broker's clock; default 9s (broker.session.timeout.ms), 0 elects at once")
 	replFactor := fs.Int("default-replication-factor", 0, "default.replication.factor: replicas of a topic created without a replication factor (kafka profile with several brokers); default 0, which is 3 capped at the broker count (env VASTFAKE_DEFAULT_REPLICATION_FACTOR)")
 	manual := fs.Bool("manual-clock", false, "run the broker on a clock that moves only when POST /clock/advance moves it, from the wall time at start (env VASTFAKE_MANUAL_CLOCK)")
@@ -422,12 +429,14 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		ReadyFile:      *ready, AuditReport: *auditReport, LogLevel: *logLevel, LogFormat: *logFormat, ManualClock: *manual,
 		ExitOnStdinClose: *exitOnStdinClose, FetchDetail: *fetchDetail,
 		DefaultDeny: *defaultDeny, View: *view, TLSCert: *tlsCert, TLSKey: *tlsKey,
-		IdleTimeout:            broker.DefaultIdleTimeout,
-		RetentionCheckInterval: broker.DefaultRetentionCheckInterval,
-		ProducerIDExpiration:   broker.DefaultProducerIDExpiration,
-		EmptyFetchDelay:        broker.DefaultEmptyFetchDelay,
-		MinSessionTimeout:      coordinator.DefaultMinSessionTimeout,
-		MaxSessionTimeout:      coordinator.DefaultMaxSessionTimeout,
+		IdleTimeout:               broker.DefaultIdleTimeout,
+		RetentionCheckInterval:    broker.DefaultRetentionCheckInterval,
+		ProducerIDExpiration:      broker.DefaultProducerIDExpiration,
+		ConsumerSessionTimeout:    coordinator.DefaultConsumerSessionTimeout,
+		ConsumerHeartbeatInterval: coordinator.DefaultConsumerHeartbeatInterval,
+		EmptyFetchDelay:           broker.DefaultEmptyFetchDelay,
+		MinSessionTimeout:         coordinator.DefaultMinSessionTimeout,
+		MaxSessionTimeout:         coordinator.DefaultMaxSessionTimeout,
 	}
 	for _, spec := range users.all() {
 		name, pass, ok := strings.Cut(spec, ":")
@@ -491,6 +500,8 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 		{"producer-id-expiration", *producerExp, &cfg.ProducerIDExpiration},
 		{"empty-fetch-delay", *emptyFetch, &cfg.EmptyFetchDelay},
 		{"election-delay", *election, &cfg.ElectionDelay},
+		{"consumer-session-timeout", *cgSession, &cfg.ConsumerSessionTimeout},
+		{"consumer-heartbeat-interval", *cgInterval, &cfg.ConsumerHeartbeatInterval},
 	} {
 		if d.val == "" {
 			continue

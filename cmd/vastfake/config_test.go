@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -358,6 +359,25 @@ func TestNumPartitions(t *testing.T) {
 	td, err := kadm.NewClient(cl).ListTopics(ctx, "auto")
 	require.NoError(t, err)
 	assert.Len(t, td["auto"].Partitions, 3)
+}
+
+// TestConsumerGroupTimeoutFlags: the KIP-848 session timeout and heartbeat
+// interval default to Kafka's 45s and 5s and reach the broker: a heartbeat
+// interval not shorter than the session timeout stops the binary at start.
+func TestConsumerGroupTimeoutFlags(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, coordinator.DefaultConsumerSessionTimeout, cfg.ConsumerSessionTimeout)
+	assert.Equal(t, coordinator.DefaultConsumerHeartbeatInterval, cfg.ConsumerHeartbeatInterval)
+	cfg, err = parseConfig([]string{"-consumer-session-timeout", "2s", "-consumer-heartbeat-interval", "100ms"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, cfg.ConsumerSessionTimeout)
+	assert.Equal(t, 100*time.Millisecond, cfg.ConsumerHeartbeatInterval)
+	_, err = parseConfig([]string{"-consumer-session-timeout", "-1s"}, io.Discard, io.Discard)
+	assert.Error(t, err)
+	var stderr strings.Builder
+	err = run([]string{"-listen", "127.0.0.1:0", "-consumer-session-timeout", "1s", "-consumer-heartbeat-interval", "1s"}, io.Discard, &stderr, make(chan struct{}))
+	assert.Error(t, err, "an interval as long as the session timeout is refused")
 }
 
 // TestProducerIDExpirationFlag: -producer-id-expiration defaults to

@@ -155,6 +155,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithLogger(logger),
 		broker.WithIdleTimeout(cfg.IdleTimeout),
 		broker.WithProducerIDExpiration(cfg.ProducerIDExpiration),
+		broker.WithConsumerGroupTimeouts(cfg.ConsumerSessionTimeout, cfg.ConsumerHeartbeatInterval),
 		broker.WithEmptyFetchDelay(cfg.EmptyFetchDelay), broker.WithFetchDetail(cfg.FetchDetail),
 		broker.WithDefaultReplicationFactor(int16(cfg.DefaultReplicationFactor)),
 	}
