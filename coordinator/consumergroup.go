@@ -67,6 +67,18 @@ const MaxSubscribedTopicRegexBytes = 4096
 // naming more gets INVALID_REQUEST.
 const MaxSubscribedTopicNames = 100_000
 
+// MaxConsumerGroupBytes bounds what the coordinator keeps for one KIP-848
+// group's members: their ids, instance and rack ids, client ids and hosts,
+// subscribed topic names and regexes. A join or a subscription change that
+// would pass it gets GROUP_MAX_SIZE_REACHED. A guard of vastfake's: Kafka
+// writes each member to __consumer_offsets in a record of its own.
+const MaxConsumerGroupBytes = 16 << 20
+
+// maxTopicNameBytes is Kafka's bound on a topic name: a subscribed name
+// longer than it can never match a topic, and a heartbeat naming one gets
+// INVALID_REQUEST.
+const maxTopicNameBytes = 249
+
 // Server-side assignors (group.consumer.assignors): uniform is Kafka's
 // default.
 const (
@@ -132,6 +144,8 @@ type consumerGroup struct {
 	// recorded is the last assignment epoch noteStable put in the
 	// rebalance history.
 	recorded int32
+	// bytes is the sum of its members' stored bytes (MaxConsumerGroupBytes).
+	bytes int
 	// resolved are the regular expressions the group has resolved: a
 	// member's new one counts from the epoch after the heartbeat that
 	// brought it, as Kafka resolves new regexes asynchronously (see
@@ -164,9 +178,55 @@ type cmember struct {
 	// response carried it.
 	sent bool
 
+	// bytes is what it counted for in the group's bytes when last accounted.
+	bytes int
+
 	lastBeat       time.Time // on the coordinator's clock
 	sessionTimer   *timer
 	rebalanceTimer *timer
+}
+
+// storedBytes is what the coordinator keeps of m's own strings: with
+// names and regex given, as they would be after a subscription change.
+func (m *cmember) storedBytes(instanceID, rackID *string, clientID, clientHost string, names []string, regex string) int {
+	n := len(m.id) + len(clientID) + len(clientHost) + len(regex)
+	if instanceID != nil {
+		n += len(*instanceID)
+	}
+	if rackID != nil {
+		n += len(*rackID)
+	}
+	for _, name := range names {
+		n += len(name)
+	}
+	return n
+}
+
+// fits reports whether m, with the strings a heartbeat brings (req's
+// where it carries them, else m's own), keeps the group within
+// MaxConsumerGroupBytes.
+func (cg *consumerGroup) fits(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) bool {
+	instanceID, rackID, names, regex := m.instanceID, m.rackID, m.names, m.regex
+	if req.InstanceID != nil {
+		instanceID = req.InstanceID
+	}
+	if req.RackID != nil {
+		rackID = req.RackID
+	}
+	if req.SubscribedTopicNames != nil {
+		names = req.SubscribedTopicNames
+	}
+	if req.SubscribedTopicRegex != nil {
+		regex = *req.SubscribedTopicRegex
+	}
+	return cg.bytes-m.bytes+m.storedBytes(instanceID, rackID, clientID, clientHost, names, regex) <= MaxConsumerGroupBytes
+}
+
+// account brings the group's byte count up to date with m's strings.
+func (cg *consumerGroup) account(m *cmember) {
+	b := m.storedBytes(m.instanceID, m.rackID, m.clientID, m.clientHost, m.names, m.regex)
+	cg.bytes += b - m.bytes
+	m.bytes = b
 }
 
 // subscribes reports whether m subscribes to topic.
@@ -366,6 +426,11 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 		return invalid("MemberId can't be empty.")
 	case req.RebalanceTimeoutMillis < -1:
 		return invalid("RebalanceTimeoutMs can't be negative.")
+	case len(req.MemberID) > MaxGroupIDBytes || req.InstanceID != nil && len(*req.InstanceID) > MaxGroupIDBytes ||
+		req.RackID != nil && len(*req.RackID) > MaxGroupIDBytes:
+		return invalid(fmt.Sprintf("MemberId, InstanceId and RackId are at most %d bytes.", MaxGroupIDBytes))
+	case slices.ContainsFunc(req.SubscribedTopicNames, func(n string) bool { return len(n) > maxTopicNameBytes }):
+		return invalid(fmt.Sprintf("SubscribedTopicNames holds a name longer than %d bytes, which no topic can have.", maxTopicNameBytes))
 	case len(req.SubscribedTopicNames) > MaxSubscribedTopicNames:
 		return invalid(fmt.Sprintf("SubscribedTopicNames names more than %d topics.", MaxSubscribedTopicNames))
 	}
@@ -433,6 +498,9 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	case g == nil:
 		g = c.newGroup(req.Group)
 		c.toConsumerGroup(g)
+		if c.groupCreated != nil {
+			c.groupCreated(ctx, req.Group)
+		}
 	case g.cg == nil:
 		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 {
 			return errGroupIDNotFound, "Group " + req.Group + " is not a consumer group."
@@ -508,6 +576,14 @@ func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.Cons
 	if m == nil && inherit == nil && len(cg.members) >= c.cgMaxSize {
 		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cgMaxSize)
 	}
+	clientID, clientHost := clientFrom(ctx)
+	probe := m
+	if probe == nil {
+		probe = &cmember{id: id}
+	}
+	if !cg.fits(probe, req, clientID, clientHost) {
+		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+	}
 	changed := false
 	if m == nil {
 		m = &cmember{id: id, assigned: tpSet{}, revoking: tpSet{}, target: tpSet{}}
@@ -533,10 +609,12 @@ func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.Cons
 	}
 	if req.InstanceID != nil {
 		s := *req.InstanceID
+		if m.instanceID != nil && *m.instanceID != s && cg.static[*m.instanceID] == id {
+			delete(cg.static, *m.instanceID) // a member rejoining under another instance id
+		}
 		m.instanceID = &s
 		cg.static[s] = id
 	}
-	clientID, clientHost := clientFrom(ctx)
 	m.clientID, m.clientHost = clientID, clientHost
 	if req.RackID != nil {
 		s := *req.RackID
@@ -545,6 +623,7 @@ func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.Cons
 	if c.updateSubscription(g, m, req) {
 		changed = true
 	}
+	cg.account(m)
 	if changed {
 		c.bumpGroupEpoch(g)
 	}
@@ -672,6 +751,7 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember, bump bool) {
 	}
 	delete(cg.members, m.id)
 	delete(cg.unsettled, m.id)
+	cg.bytes -= m.bytes
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
@@ -721,6 +801,9 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 				than, req.MemberEpoch, m.epoch)
 		}
 	}
+	if !cg.fits(m, req, m.clientID, m.clientHost) {
+		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+	}
 	c.resetConsumerSession(g, m)
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if req.RackID != nil {
@@ -730,6 +813,7 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 	if c.updateSubscription(g, m, req) {
 		c.bumpGroupEpoch(g)
 	}
+	cg.account(m)
 	c.reconcile(g, m, owned)
 	c.answer(resp, m, full)
 	c.resolveRegex(g, m)

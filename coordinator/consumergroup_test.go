@@ -463,3 +463,63 @@ func TestConsumerGroupRebalanceHistory(t *testing.T) {
 		assert.Len(t, as.Topics[0].Partitions, 1, m.MemberID)
 	}
 }
+
+// TestConsumerGroupKeepsWhatItStoresBounded: what a KIP-848 group keeps of
+// its members' strings has bounds, as classic groups' do: an id or a
+// subscribed name past its bound gets INVALID_REQUEST, a group whose
+// members would keep more than MaxConsumerGroupBytes gets
+// GROUP_MAX_SIZE_REACHED and keeps what it had, a member rejoining under a
+// new instance id leaves no entry for the old one, and a consumer group is
+// counted by Config.GroupCreated as a classic one is.
+func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
+	var created []string
+	h := newCGHarness(t, func(c *Config) {
+		c.GroupCreated = func(_ context.Context, group string) { created = append(created, group) }
+	})
+	h.addTopic("orders", 2)
+
+	long := string(make([]byte, MaxGroupIDBytes+1))
+	for name, edit := range map[string]func(*kmsg.ConsumerGroupHeartbeatRequest){
+		"member id":   func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = long },
+		"instance id": func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = &long },
+		"rack id":     func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = &long },
+		"topic name":  func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = []string{string(make([]byte, 250))} },
+	} {
+		resp := h.member("g", "m-long").beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames = []string{"orders"}
+			edit(r)
+		})
+		assert.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode, name)
+	}
+	_, ok := h.c.Group("g")
+	assert.False(t, ok, "refused joins create no group")
+
+	// Names of 249 bytes: the group fills up to its byte bound, and the
+	// member that would pass it is refused without disturbing the others.
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("%0249d", i)
+	}
+	perMember := 249 * len(names)
+	fit := MaxConsumerGroupBytes / (perMember + 16)
+	for i := range fit {
+		resp := h.member("g", fmt.Sprintf("member-%06d", i)).join(names...)
+		require.Equal(t, int16(0), resp.ErrorCode, "member %d of %d", i, fit)
+	}
+	resp := h.member("g", "one-too-many").join(names...)
+	assert.Equal(t, kerr.GroupMaxSizeReached.Code, resp.ErrorCode)
+	assert.Len(t, h.group("g").Members, fit)
+
+	// A static member rejoining under new instance ids keeps one entry.
+	m := h.member("s", "static-member")
+	for i := range 100 {
+		inst := fmt.Sprint("instance-", i)
+		m.instance = &inst
+		require.Equal(t, int16(0), m.join("orders").ErrorCode)
+	}
+	h.c.mu.Lock()
+	static := len(h.c.groups["s"].cg.static)
+	h.c.mu.Unlock()
+	assert.Equal(t, 1, static)
+	assert.Equal(t, []string{"g", "s"}, created)
+}
