@@ -37,3 +37,30 @@ func TestOffsetsTopicBound(t *testing.T) {
 	})
 	assert.Equal(t, int64(commits-1), last.Offset)
 }
+
+// TestResetEmptiesTheOffsetsTopic: after Reset, __consumer_offsets holds
+// nothing of the groups Reset forgot (a lag monitor in the next test sees
+// no group of the last one), and its compaction threshold starts again.
+func TestResetEmptiesTheOffsetsTopic(t *testing.T) {
+	b, err := New(WithProfile("kafka"))
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	key := kmsg.NewOffsetCommitKey()
+	key.Version, key.Group, key.Topic = 1, "g", "orders"
+	for i := range 5 {
+		v := kmsg.NewOffsetCommitValue()
+		v.Version, v.Offset = 3, int64(i)
+		b.appendOffsetsRecord("g", key.AppendTo(nil), v.AppendTo(nil))
+	}
+	p := OffsetsTopicPartition("g")
+	require.Equal(t, int64(5), b.data.get(offsetsTopic).partition(p).HighWatermark())
+	b.offsetsState.compacted[p].Store(1 << 30)
+
+	b.Reset()
+	topic := b.data.get(offsetsTopic)
+	require.NotNil(t, topic, "the topic is there again")
+	for i := range int32(offsetsTopicPartitions) {
+		assert.Zero(t, topic.partition(i).HighWatermark(), "partition %d", i)
+		assert.Zero(t, b.offsetsState.compacted[i].Load(), "partition %d", i)
+	}
+}

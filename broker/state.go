@@ -21,6 +21,11 @@ func (b *Broker) Reset() {
 		b.deleteTopic(t)
 	}
 	b.coord.Reset()
+	// __consumer_offsets (kafka profile) starts again empty, as the groups
+	// it recorded are gone: the tombstones Reset wrote go with it.
+	if t := b.data.get(offsetsTopic); t != nil {
+		b.deleteTopic(t)
+	}
 	b.appendMu.Lock()
 	b.producers.Clear()
 	b.appendMu.Unlock()

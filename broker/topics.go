@@ -312,6 +312,9 @@ func (b *Broker) createOffsetsTopic() {
 	defer s.mu.Unlock()
 	if _, ok := s.byName[offsetsTopic]; !ok {
 		s.add(&topic{name: offsetsTopic, cfg: cfg, partitions: s.newPartitions(offsetsTopicPartitions), internal: true})
+		for i := range b.offsetsState.compacted {
+			b.offsetsState.compacted[i].Store(0) // the compaction threshold starts again from empty
+		}
 	}
 }
 
