@@ -750,7 +750,9 @@ func (p *Partition) ApplyRetention(now time.Time, retention time.Duration) int {
 // ApplyRetentionBytes drops batches from the front of the log while the
 // log without them would still hold at least limit bytes, and moves the
 // log start offset past them, as Kafka's retention.bytes does (per batch
-// rather than per segment). A limit < 0 keeps everything. As with
+// rather than per segment). The newest batch always stays, as Kafka never
+// deletes the active segment by size: a limit of 0 leaves the last record
+// produced. A limit < 0 keeps everything. As with
 // retention.ms, an open transaction's first offset may go: the last
 // stable offset then stays at the log start until the transaction ends,
 // as in Kafka. It returns how many batches it dropped.
@@ -762,7 +764,7 @@ func (p *Partition) ApplyRetentionBytes(limit int64) int {
 	defer p.mu.Unlock()
 	over := p.bytes - limit
 	n := 0
-	for n < len(p.entries) && over-int64(p.entries[n].n) >= 0 {
+	for n < len(p.entries)-1 && over-int64(p.entries[n].n) >= 0 {
 		over -= int64(p.entries[n].n)
 		n++
 	}

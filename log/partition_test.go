@@ -1249,4 +1249,7 @@ func TestRetentionBytes(t *testing.T) {
 	p.AppendMarker(MarkerBatch(7, 0, false, 0, t0), 7, false, t0)
 	assert.Equal(t, p.HighWatermark(), p.LastStableOffset())
 	assert.Equal(t, []AbortedTxn{{ProducerID: 7, FirstOffset: 3, LastOffset: 5}}, p.AbortedTransactions())
+	assert.Equal(t, 1, p.ApplyRetentionBytes(0), "everything goes but the newest batch (the marker), as Kafka keeps its active segment")
+	assert.Equal(t, 0, p.ApplyRetentionBytes(0), "the newest batch stays")
+	assert.Equal(t, int64(5), p.LogStartOffset())
 }
