@@ -174,8 +174,10 @@ var flagSamples = map[string][][2]string{
 	"tls-key":                   {{"tls-cert", "cert.pem"}, {"tls-key", "key.pem"}},
 
 	// Several brokers, kafka profile.
-	"election-delay":             {{"election-delay", "0s"}},
-	"default-replication-factor": {{"default-replication-factor", "2"}},
+	"election-delay":              {{"election-delay", "0s"}},
+	"consumer-session-timeout":    {{"consumer-session-timeout", "10s"}},
+	"consumer-heartbeat-interval": {{"consumer-heartbeat-interval", "1s"}},
+	"default-replication-factor":  {{"default-replication-factor", "2"}},
 }
 
 // TestEverySettingFromEverySource sets each flag once from the command
