@@ -21,8 +21,10 @@ import (
 // above the high watermark (Kafka's OFFSET_OUT_OF_RANGE).
 var ErrOffsetOutOfRange = errors.New("offset out of range")
 
-// Chunk sizes: a partition's first chunk is small, so that a topic with
-// 20,000 quiet partitions stays small, and chunks double up to maxChunk so
+// Chunk sizes: a partition's first chunk is as small as its first batch,
+// and grows by moving up to maxMovedChunk (growLocked), so that a topic
+// with 20,000 quiet partitions, or partitions holding only transaction
+// markers, stays small; then chunks double up to maxChunk so
 // that a busy partition wastes little room at chunk tails and a fetch of a
 // client's default 1 MiB per partition is usually one slice of one chunk.
 // Batches of a quarter of maxChunk or more are stored alone, in memory of
@@ -36,9 +38,13 @@ const (
 	maxChunk = 4 << 20
 	// minSmallChunk is the least chunk: a partition's first chunk is
 	// as small as its first batch allows, and grows by moving up to
-	// minChunk (growLocked).
+	// maxMovedChunk (growLocked).
 	minSmallChunk = 128
-	minPrefault   = 8 << 10
+	maxMovedChunk = 16 << 10
+	// slowGrowEntries is the length up to which a partition's index
+	// grows by a quarter (Publish); append grows it from there on.
+	slowGrowEntries = 256
+	minPrefault     = 8 << 10
 )
 
 // entry indexes one stored batch.
@@ -452,18 +458,19 @@ func (p *Partition) Stage(b Batch) Staged {
 }
 
 // growLocked makes room for a batch of n bytes in a new chunk. Chunks are
-// powers of two, so that a Memory can reuse them. Below minChunk a chunk
-// grows by moving: its published batches are copied, at the same places,
-// into one twice as large (at most minChunk bytes moved in all, once in a
-// partition's life or after it empties), so that a quiet partition, one
-// holding a few transaction markers, takes memory of its size, and reads
-// still find its batches in one slice. A batch staged in the old chunk and
+// powers of two, so that a Memory can reuse them. Below maxMovedChunk a
+// chunk grows by moving: its published batches are copied, at the same
+// places, into one twice as large (under maxMovedChunk bytes moved in all,
+// once in a partition's life or after it empties), so that a quiet
+// partition, one holding a few transaction markers, takes memory of its
+// size, and reads still find its batches in one slice. A chunk left so is
+// left to the garbage collector, not to a Memory: a read may still use it. A batch staged in the old chunk and
 // not yet published stays there, where its copy is under way outside the
 // lock, and its entry will point there. The move rewrites entries in
 // place, which a compaction's snapshot forbids: while one runs, the
 // partition starts a new chunk instead.
 func (p *Partition) growLocked(n int) {
-	if c, used := cap(p.chunk), len(p.chunk); c < minChunk && used+n <= minChunk {
+	if c, used := cap(p.chunk), len(p.chunk); c < maxMovedChunk && used+n <= maxMovedChunk {
 		size := max(2*c, minSmallChunk, 1<<bits.Len(uint(used+n-1)))
 		if used == 0 {
 			p.newChunkLocked(size)
@@ -547,6 +554,14 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 	}
 	if e.loan != nil && e.loan.holds.Add(1) == 1 {
 		panic("log: a batch published under a loan already given back")
+	}
+	if k := len(p.entries); k == cap(p.entries) && k < slowGrowEntries {
+		// A short index grows by a quarter, not by doubling as append
+		// does: most of a quiet partition's memory (one of a few
+		// transaction markers) is its index.
+		grown := make([]entry, k, k+k/4+1)
+		copy(grown, p.entries)
+		p.entries = grown
 	}
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1
