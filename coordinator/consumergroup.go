@@ -382,7 +382,7 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 			return invalid("TopicPartitions must be empty when (re-)joining.")
 		}
 		if req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil {
-			return invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+			return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 		}
 	case e == epochStaticLeave:
 		if req.InstanceID == nil {
@@ -577,6 +577,29 @@ func (c *Coordinator) resolveRegex(g *group, m *cmember) {
 	c.bumpGroupEpoch(g)
 }
 
+// forgetUnusedRegexes drops the resolutions of the regular expressions no
+// member subscribes to any more, as Kafka's
+// maybeDeleteResolvedRegularExpression does when a member changes its
+// regex, leaves or is fenced: a member subscribing to one of them again,
+// even the member that left, waits for a new resolution, so the heartbeat
+// that brings the regex back is answered with the named topics only.
+func (cg *consumerGroup) forgetUnusedRegexes() {
+	if len(cg.resolved) == 0 {
+		return
+	}
+	used := make(map[string]bool, len(cg.resolved))
+	for _, o := range cg.members {
+		if o.re != nil {
+			used[o.regex] = true
+		}
+	}
+	for r := range cg.resolved {
+		if !used[r] {
+			delete(cg.resolved, r)
+		}
+	}
+}
+
 // updateSubscription applies the rebalance timeout, subscription and
 // assignor a heartbeat carries (nil: unchanged) and reports whether what
 // the assignment depends on changed.
@@ -601,17 +624,7 @@ func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.Consume
 			m.re, _ = compileTopicRegex(m.regex) // checkHeartbeat compiled it
 		}
 		changed = true
-		// A regex no member uses any more is forgotten: subscribing to
-		// it again resolves it again.
-		used := make(map[string]bool, len(g.cg.resolved))
-		for _, o := range g.cg.members {
-			used[o.regex] = true
-		}
-		for r := range g.cg.resolved {
-			if !used[r] {
-				delete(g.cg.resolved, r)
-			}
-		}
+		g.cg.forgetUnusedRegexes()
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
 		m.assignor = *req.ServerAssignor
@@ -675,6 +688,7 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember, bump bool) {
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
+	cg.forgetUnusedRegexes()
 	if bump {
 		c.bumpGroupEpoch(g)
 	}

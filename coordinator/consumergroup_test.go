@@ -292,6 +292,58 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 	assert.Equal(t, int32(4), h.group("g").GroupEpoch, "a topic the regex does not match changes nothing")
 }
 
+// TestConsumerGroupRegexForgottenOnLeave: a member that leaves takes the
+// resolution of a regex only it used with it, as Kafka's
+// maybeDeleteResolvedRegularExpression does; when it comes back (same member
+// id, as librdkafka rejoins after unsubscribe) with that regex and a topic
+// name, the join is answered with the named topic only, and the regex's
+// topics follow in the next epoch (librdkafka's 0045_resubscribe_with_regex
+// expects exactly this from Kafka 4.x).
+func TestConsumerGroupRegexForgottenOnLeave(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("topic_regex1", 2)
+	h.addTopic("topic_regex2", 2)
+	h.addTopic("topic_a", 1)
+	m := h.member("g", "m")
+	withRegex := func(names ...string) func(*kmsg.ConsumerGroupHeartbeatRequest) {
+		return func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicRegex = kmsg.StringPtr("^.*topic_regex.*")
+			r.SubscribedTopicNames = names
+		}
+	}
+	require.Equal(t, int16(0), m.beat(withRegex()).ErrorCode)
+	g := h.settle("g", m)
+	require.Equal(t, map[string][]int32{"topic_regex1": {0, 1}, "topic_regex2": {0, 1}}, g.Members[0].Current)
+
+	leave := m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = epochLeave })
+	require.Equal(t, int16(0), leave.ErrorCode)
+	assert.Equal(t, int32(epochLeave), leave.MemberEpoch)
+
+	m.epoch, m.owned, m.changed = 0, nil, false
+	resp := m.beat(withRegex("topic_a"))
+	require.Equal(t, int16(0), resp.ErrorCode)
+	require.NotNil(t, resp.Assignment)
+	got := map[string]int{}
+	for _, tp := range resp.Assignment.Topics {
+		h.c.mu.Lock()
+		got[h.c.topicIDs[tp.TopicID]] = len(tp.Partitions)
+		h.c.mu.Unlock()
+	}
+	assert.Equal(t, map[string]int{"topic_a": 1}, got, "the rejoin gets the named topic only: the regex is resolved again")
+	g = h.settle("g", m)
+	assert.Equal(t, map[string][]int32{"topic_a": {0}, "topic_regex1": {0, 1}, "topic_regex2": {0, 1}}, g.Members[0].Current)
+
+	// A regex another member still uses stays resolved.
+	o := h.member("g", "o")
+	require.Equal(t, int16(0), o.beat(withRegex()).ErrorCode)
+	h.settle("g", m, o)
+	require.Equal(t, int16(0), m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = epochLeave }).ErrorCode)
+	h.c.mu.Lock()
+	resolved := h.c.groups["g"].cg.resolved["^.*topic_regex.*"]
+	h.c.mu.Unlock()
+	assert.True(t, resolved, "o still uses the regex")
+}
+
 // TestConsumerGroupRangeAssignor: range splits each topic's partitions into
 // contiguous ranges in member id order.
 func TestConsumerGroupRangeAssignor(t *testing.T) {
