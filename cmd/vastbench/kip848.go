@@ -154,9 +154,16 @@ func newCGMemberID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// kip848 runs the workload on a fresh vastfake process (kafka profile).
-func kip848(bin string) (map[string]float64, error) {
-	p, err := startProcess("vastfake", bin, "-profile", "kafka")
+// kip848 runs the workload on a fresh process of the named broker:
+// vastfakeKafka (the binary in the kafka profile) or kfake.
+func kip848(broker, bin string) (map[string]float64, error) {
+	var p *bench.Process
+	var err error
+	if broker == vastfakeKafka {
+		p, err = startProcess("vastfake", bin, "-profile", "kafka")
+	} else {
+		p, err = startProcess(broker, bin)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -114,10 +114,10 @@ func main() {
 		r.table(procs, processRows(*n, *memN))
 	}
 	if want("kip848") {
-		r.run("kip848", vastfakeKafka)
-		fmt.Println("A KIP-848 consumer group on the vastfake binary in the kafka profile; its members are raw ConsumerGroupHeartbeat requests from one client")
+		r.run("kip848", vastfakeKafka, "kfake")
+		fmt.Println("A KIP-848 consumer group on the vastfake binary in the kafka profile and on kfake; its members are raw ConsumerGroupHeartbeat requests from one client")
 		fmt.Println()
-		r.table([]string{vastfakeKafka}, kip848Rows())
+		r.table([]string{vastfakeKafka, "kfake"}, kip848Rows())
 	}
 	var inproc []row
 	for _, w := range inProcessWorkloads() {
@@ -171,7 +171,7 @@ func runChild(workload, broker, bin string, n, memN int, window time.Duration, c
 	case "idle":
 		return idle(broker, bin, window)
 	case "kip848":
-		return kip848(bin)
+		return kip848(broker, bin)
 	case "p-rebalance", "p-partitions", "p-connections":
 		fn := map[string]func(bench.Broker) (float64, error){
 			"p-rebalance": rebalance, "p-partitions": partitions, "p-connections": connections,
