@@ -298,7 +298,8 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 // id, as librdkafka rejoins after unsubscribe) with that regex and a topic
 // name, the join is answered with the named topic only, and the regex's
 // topics follow in the next epoch (librdkafka's 0045_resubscribe_with_regex
-// expects exactly this from Kafka 4.x).
+// expects exactly this from Kafka 4.x). A member changing from the regex to
+// names loses the regex's topics in that heartbeat's answer.
 func TestConsumerGroupRegexForgottenOnLeave(t *testing.T) {
 	h := newCGHarness(t)
 	h.addTopic("topic_regex1", 2)
@@ -333,7 +334,36 @@ func TestConsumerGroupRegexForgottenOnLeave(t *testing.T) {
 	g = h.settle("g", m)
 	assert.Equal(t, map[string][]int32{"topic_a": {0}, "topic_regex1": {0, 1}, "topic_regex2": {0, 1}}, g.Members[0].Current)
 
+	// Changing from the regex to names (the regex set to "") drops the
+	// regex's topics in the heartbeat that brings the change, as Kafka
+	// computes the new target with the new subscription at once: the
+	// answer keeps topic_a only, at the member's epoch until it has
+	// revoked the rest (UNREVOKED_PARTITIONS).
+	epoch := h.group("g").GroupEpoch
+	resp = m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.RebalanceTimeoutMillis, r.SubscribedTopicRegex, r.SubscribedTopicNames = 30_000, kmsg.StringPtr(""), []string{"topic_a"}
+		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for _, t := range m.owned {
+			r.Topics = append(r.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+		}
+	})
+	require.Equal(t, int16(0), resp.ErrorCode)
+	assert.Equal(t, epoch, resp.MemberEpoch, "the member stays at its epoch until it revokes")
+	assert.Equal(t, epoch+1, h.group("g").GroupEpoch, "the change is one new group epoch")
+	require.NotNil(t, resp.Assignment)
+	got = map[string]int{}
+	for _, tp := range resp.Assignment.Topics {
+		h.c.mu.Lock()
+		got[h.c.topicIDs[tp.TopicID]] = len(tp.Partitions)
+		h.c.mu.Unlock()
+	}
+	assert.Equal(t, map[string]int{"topic_a": 1}, got, "the regex's topics are dropped in the same heartbeat")
+	g = h.settle("g", m)
+	assert.Equal(t, map[string][]int32{"topic_a": {0}}, g.Members[0].Current)
+
 	// A regex another member still uses stays resolved.
+	require.Equal(t, int16(0), m.beat(withRegex("topic_a")).ErrorCode)
+	h.settle("g", m)
 	o := h.member("g", "o")
 	require.Equal(t, int16(0), o.beat(withRegex()).ErrorCode)
 	h.settle("g", m, o)
