@@ -36,6 +36,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -354,15 +355,15 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	invalid := func(msg string) (int16, string) { return kerr.InvalidRequest.Code, msg }
 	switch {
-	case req.Group == "":
+	case blank(req.Group):
 		return invalid("GroupId can't be empty.")
 	case len(req.Group) > MaxGroupIDBytes:
 		return kerr.InvalidGroupID.Code, "GroupId is longer than 32767 bytes."
-	case req.InstanceID != nil && *req.InstanceID == "":
+	case req.InstanceID != nil && blank(*req.InstanceID):
 		return invalid("InstanceId can't be empty.")
-	case req.RackID != nil && *req.RackID == "":
+	case req.RackID != nil && blank(*req.RackID):
 		return invalid("RackId can't be empty.")
-	case req.Version >= 1 && req.MemberID == "":
+	case req.Version >= 1 && blank(req.MemberID):
 		return invalid("MemberId can't be empty.")
 	case req.RebalanceTimeoutMillis < -1:
 		return invalid("RebalanceTimeoutMs can't be negative.")
@@ -371,7 +372,7 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	}
 	switch e := req.MemberEpoch; {
 	case e > 0 || e == epochLeave:
-		if req.MemberID == "" {
+		if blank(req.MemberID) {
 			return invalid("MemberId can't be empty.")
 		}
 	case e == epochJoin:
@@ -400,6 +401,13 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 		return kerr.UnsupportedAssignor.Code, "ServerAssignor " + *a + " is not supported. Supported assignors: " + AssignorUniform + ", " + AssignorRange + "."
 	}
 	return errNone, ""
+}
+
+// blank reports whether s is empty once trimmed as Java's String.trim
+// trims (every character up to the space), as Kafka's throwIfEmptyString
+// checks ids: a group id of spaces is refused as an empty one.
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
 
 func clipRegex(s string) string {

@@ -468,6 +468,51 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	assert.Equal(t, "classic", h.group("cg").Type)
 }
 
+// TestConsumerGroupHeartbeatValidation: ids made of spaces count as empty
+// (Kafka trims them), and a member that left and rejoins at epoch 0
+// without a rebalance timeout, or without names or a regex, gets
+// INVALID_REQUEST with Kafka 4.x's message, as librdkafka does when its
+// leave races a new subscription; the group is not disturbed.
+func TestConsumerGroupHeartbeatValidation(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 2)
+	m := h.member("g", "m")
+	require.Equal(t, errNone, m.join("t").ErrorCode)
+	before := h.settle("g", m)
+	require.Equal(t, errNone, m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = epochLeave }).ErrorCode)
+	cases := []struct {
+		name string
+		edit func(*kmsg.ConsumerGroupHeartbeatRequest)
+		msg  string
+	}{
+		{"group id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = " \t " }, "GroupId can't be empty."},
+		{"member id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "  " }, "MemberId can't be empty."},
+		{"instance id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr(" ") }, "InstanceId can't be empty."},
+		{"rack id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = kmsg.StringPtr("\n") }, "RackId can't be empty."},
+		{"rejoin without rebalance timeout", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, "RebalanceTimeoutMs must be provided in first request."},
+		{"rejoin without names or regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil },
+			"Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."},
+	}
+	for _, c := range cases {
+		m.epoch = 0
+		resp := m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames = []string{"t"}
+			c.edit(r)
+		})
+		assert.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode, c.name)
+		if assert.NotNil(t, resp.ErrorMessage, c.name) {
+			assert.Equal(t, c.msg, *resp.ErrorMessage, c.name)
+		}
+	}
+	_, ok := h.c.Group(" \t ")
+	assert.False(t, ok, "no group of spaces was made")
+	after := h.group("g")
+	assert.Equal(t, "Empty", after.State, "the member that left did not come back")
+	assert.Equal(t, before.GroupEpoch+1, after.GroupEpoch, "only the leave made an epoch")
+	m.epoch = 0
+	require.Equal(t, errNone, m.join("t").ErrorCode, "a valid rejoin works")
+}
+
 // TestConsumerGroupBounds: group.consumer.max.size refuses one member too
 // many with GROUP_MAX_SIZE_REACHED (a member already in the group still
 // rejoins); a subscription naming more than MaxSubscribedTopicNames topics
