@@ -355,10 +355,10 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	invalid := func(msg string) (int16, string) { return kerr.InvalidRequest.Code, msg }
 	switch {
-	case blank(req.Group):
-		return invalid("GroupId can't be empty.")
 	case len(req.Group) > MaxGroupIDBytes:
 		return kerr.InvalidGroupID.Code, "GroupId is longer than 32767 bytes."
+	case blank(req.Group):
+		return invalid("GroupId can't be empty.")
 	case req.InstanceID != nil && blank(*req.InstanceID):
 		return invalid("InstanceId can't be empty.")
 	case req.RackID != nil && blank(*req.RackID):
