@@ -36,6 +36,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -414,15 +415,15 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	invalid := func(msg string) (int16, string) { return kerr.InvalidRequest.Code, msg }
 	switch {
-	case req.Group == "":
-		return invalid("GroupId can't be empty.")
 	case len(req.Group) > MaxGroupIDBytes:
 		return kerr.InvalidGroupID.Code, "GroupId is longer than 32767 bytes."
-	case req.InstanceID != nil && *req.InstanceID == "":
+	case blank(req.Group):
+		return invalid("GroupId can't be empty.")
+	case req.InstanceID != nil && blank(*req.InstanceID):
 		return invalid("InstanceId can't be empty.")
-	case req.RackID != nil && *req.RackID == "":
+	case req.RackID != nil && blank(*req.RackID):
 		return invalid("RackId can't be empty.")
-	case req.Version >= 1 && req.MemberID == "":
+	case req.Version >= 1 && blank(req.MemberID):
 		return invalid("MemberId can't be empty.")
 	case req.RebalanceTimeoutMillis < -1:
 		return invalid("RebalanceTimeoutMs can't be negative.")
@@ -436,7 +437,7 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	}
 	switch e := req.MemberEpoch; {
 	case e > 0 || e == epochLeave:
-		if req.MemberID == "" {
+		if blank(req.MemberID) {
 			return invalid("MemberId can't be empty.")
 		}
 	case e == epochJoin:
@@ -447,7 +448,7 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 			return invalid("TopicPartitions must be empty when (re-)joining.")
 		}
 		if req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil {
-			return invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+			return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 		}
 	case e == epochStaticLeave:
 		if req.InstanceID == nil {
@@ -465,6 +466,13 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 		return kerr.UnsupportedAssignor.Code, "ServerAssignor " + *a + " is not supported. Supported assignors: " + AssignorUniform + ", " + AssignorRange + "."
 	}
 	return errNone, ""
+}
+
+// blank reports whether s is empty once trimmed as Java's String.trim
+// trims (every character up to the space), as Kafka's throwIfEmptyString
+// checks ids: a group id of spaces is refused as an empty one.
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
 
 func clipRegex(s string) string {
@@ -656,6 +664,29 @@ func (c *Coordinator) resolveRegex(g *group, m *cmember) {
 	c.bumpGroupEpoch(g)
 }
 
+// forgetUnusedRegexes drops the resolutions of the regular expressions no
+// member subscribes to any more, as Kafka's
+// maybeDeleteResolvedRegularExpression does when a member changes its
+// regex, leaves or is fenced: a member subscribing to one of them again,
+// even the member that left, waits for a new resolution, so the heartbeat
+// that brings the regex back is answered with the named topics only.
+func (cg *consumerGroup) forgetUnusedRegexes() {
+	if len(cg.resolved) == 0 {
+		return
+	}
+	used := make(map[string]bool, len(cg.resolved))
+	for _, o := range cg.members {
+		if o.re != nil {
+			used[o.regex] = true
+		}
+	}
+	for r := range cg.resolved {
+		if !used[r] {
+			delete(cg.resolved, r)
+		}
+	}
+}
+
 // updateSubscription applies the rebalance timeout, subscription and
 // assignor a heartbeat carries (nil: unchanged) and reports whether what
 // the assignment depends on changed.
@@ -680,17 +711,7 @@ func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.Consume
 			m.re, _ = compileTopicRegex(m.regex) // checkHeartbeat compiled it
 		}
 		changed = true
-		// A regex no member uses any more is forgotten: subscribing to
-		// it again resolves it again.
-		used := make(map[string]bool, len(g.cg.resolved))
-		for _, o := range g.cg.members {
-			used[o.regex] = true
-		}
-		for r := range g.cg.resolved {
-			if !used[r] {
-				delete(g.cg.resolved, r)
-			}
-		}
+		g.cg.forgetUnusedRegexes()
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
 		m.assignor = *req.ServerAssignor
@@ -755,6 +776,7 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember, bump bool) {
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
+	cg.forgetUnusedRegexes()
 	if bump {
 		c.bumpGroupEpoch(g)
 	}

@@ -292,6 +292,88 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 	assert.Equal(t, int32(4), h.group("g").GroupEpoch, "a topic the regex does not match changes nothing")
 }
 
+// TestConsumerGroupRegexForgottenOnLeave: a member that leaves takes the
+// resolution of a regex only it used with it, as Kafka's
+// maybeDeleteResolvedRegularExpression does; when it comes back (same member
+// id, as librdkafka rejoins after unsubscribe) with that regex and a topic
+// name, the join is answered with the named topic only, and the regex's
+// topics follow in the next epoch (librdkafka's 0045_resubscribe_with_regex
+// expects exactly this from Kafka 4.x). A member changing from the regex to
+// names loses the regex's topics in that heartbeat's answer.
+func TestConsumerGroupRegexForgottenOnLeave(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("topic_regex1", 2)
+	h.addTopic("topic_regex2", 2)
+	h.addTopic("topic_a", 1)
+	m := h.member("g", "m")
+	withRegex := func(names ...string) func(*kmsg.ConsumerGroupHeartbeatRequest) {
+		return func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicRegex = kmsg.StringPtr("^.*topic_regex.*")
+			r.SubscribedTopicNames = names
+		}
+	}
+	require.Equal(t, int16(0), m.beat(withRegex()).ErrorCode)
+	g := h.settle("g", m)
+	require.Equal(t, map[string][]int32{"topic_regex1": {0, 1}, "topic_regex2": {0, 1}}, g.Members[0].Current)
+
+	leave := m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = epochLeave })
+	require.Equal(t, int16(0), leave.ErrorCode)
+	assert.Equal(t, int32(epochLeave), leave.MemberEpoch)
+
+	m.epoch, m.owned, m.changed = 0, nil, false
+	resp := m.beat(withRegex("topic_a"))
+	require.Equal(t, int16(0), resp.ErrorCode)
+	require.NotNil(t, resp.Assignment)
+	got := map[string]int{}
+	for _, tp := range resp.Assignment.Topics {
+		h.c.mu.Lock()
+		got[h.c.topicIDs[tp.TopicID]] = len(tp.Partitions)
+		h.c.mu.Unlock()
+	}
+	assert.Equal(t, map[string]int{"topic_a": 1}, got, "the rejoin gets the named topic only: the regex is resolved again")
+	g = h.settle("g", m)
+	assert.Equal(t, map[string][]int32{"topic_a": {0}, "topic_regex1": {0, 1}, "topic_regex2": {0, 1}}, g.Members[0].Current)
+
+	// Changing from the regex to names (the regex set to "") drops the
+	// regex's topics in the heartbeat that brings the change, as Kafka
+	// computes the new target with the new subscription at once: the
+	// answer keeps topic_a only, at the member's epoch until it has
+	// revoked the rest (UNREVOKED_PARTITIONS).
+	epoch := h.group("g").GroupEpoch
+	resp = m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.RebalanceTimeoutMillis, r.SubscribedTopicRegex, r.SubscribedTopicNames = 30_000, kmsg.StringPtr(""), []string{"topic_a"}
+		r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for _, t := range m.owned {
+			r.Topics = append(r.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+		}
+	})
+	require.Equal(t, int16(0), resp.ErrorCode)
+	assert.Equal(t, epoch, resp.MemberEpoch, "the member stays at its epoch until it revokes")
+	assert.Equal(t, epoch+1, h.group("g").GroupEpoch, "the change is one new group epoch")
+	require.NotNil(t, resp.Assignment)
+	got = map[string]int{}
+	for _, tp := range resp.Assignment.Topics {
+		h.c.mu.Lock()
+		got[h.c.topicIDs[tp.TopicID]] = len(tp.Partitions)
+		h.c.mu.Unlock()
+	}
+	assert.Equal(t, map[string]int{"topic_a": 1}, got, "the regex's topics are dropped in the same heartbeat")
+	g = h.settle("g", m)
+	assert.Equal(t, map[string][]int32{"topic_a": {0}}, g.Members[0].Current)
+
+	// A regex another member still uses stays resolved.
+	require.Equal(t, int16(0), m.beat(withRegex("topic_a")).ErrorCode)
+	h.settle("g", m)
+	o := h.member("g", "o")
+	require.Equal(t, int16(0), o.beat(withRegex()).ErrorCode)
+	h.settle("g", m, o)
+	require.Equal(t, int16(0), m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = epochLeave }).ErrorCode)
+	h.c.mu.Lock()
+	resolved := h.c.groups["g"].cg.resolved["^.*topic_regex.*"]
+	h.c.mu.Unlock()
+	assert.True(t, resolved, "o still uses the regex")
+}
+
 // TestConsumerGroupRangeAssignor: range splits each topic's partitions into
 // contiguous ranges in member id order.
 func TestConsumerGroupRangeAssignor(t *testing.T) {
@@ -384,6 +466,51 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	require.Equal(t, errNone, m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -1 }).ErrorCode)
 	assert.Equal(t, errMemberIDRequired, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
 	assert.Equal(t, "classic", h.group("cg").Type)
+}
+
+// TestConsumerGroupHeartbeatValidation: ids made of spaces count as empty
+// (Kafka trims them), and a member that left and rejoins at epoch 0
+// without a rebalance timeout, or without names or a regex, gets
+// INVALID_REQUEST with Kafka 4.x's message, as librdkafka does when its
+// leave races a new subscription; the group is not disturbed.
+func TestConsumerGroupHeartbeatValidation(t *testing.T) {
+	h := newCGHarness(t)
+	h.addTopic("t", 2)
+	m := h.member("g", "m")
+	require.Equal(t, errNone, m.join("t").ErrorCode)
+	before := h.settle("g", m)
+	require.Equal(t, errNone, m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = epochLeave }).ErrorCode)
+	cases := []struct {
+		name string
+		edit func(*kmsg.ConsumerGroupHeartbeatRequest)
+		msg  string
+	}{
+		{"group id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Group = " \t " }, "GroupId can't be empty."},
+		{"member id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "  " }, "MemberId can't be empty."},
+		{"instance id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr(" ") }, "InstanceId can't be empty."},
+		{"rack id of spaces", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = kmsg.StringPtr("\n") }, "RackId can't be empty."},
+		{"rejoin without rebalance timeout", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }, "RebalanceTimeoutMs must be provided in first request."},
+		{"rejoin without names or regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil },
+			"Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."},
+	}
+	for _, c := range cases {
+		m.epoch = 0
+		resp := m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames = []string{"t"}
+			c.edit(r)
+		})
+		assert.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode, c.name)
+		if assert.NotNil(t, resp.ErrorMessage, c.name) {
+			assert.Equal(t, c.msg, *resp.ErrorMessage, c.name)
+		}
+	}
+	_, ok := h.c.Group(" \t ")
+	assert.False(t, ok, "no group of spaces was made")
+	after := h.group("g")
+	assert.Equal(t, "Empty", after.State, "the member that left did not come back")
+	assert.Equal(t, before.GroupEpoch+1, after.GroupEpoch, "only the leave made an epoch")
+	m.epoch = 0
+	require.Equal(t, errNone, m.join("t").ErrorCode, "a valid rejoin works")
 }
 
 // TestConsumerGroupBounds: group.consumer.max.size refuses one member too

@@ -45,7 +45,7 @@ import (
 func main() {
 	n := flag.Int("n", 100_000, "records per throughput run")
 	memN := flag.Int("mem", -1, "records produced after the first n, for the memory figure; default 5×n")
-	only := flag.String("only", "", "comma-separated workloads: session,idle,scale (process table) and produce,consume,first,startclose,rebalance,partitions,connections (in-process table)")
+	only := flag.String("only", "", "comma-separated workloads: session,idle,scale (process table), kip848 (a KIP-848 group on the binary in the kafka profile) and produce,consume,first,startclose,rebalance,partitions,connections (in-process table)")
 	rounds := flag.Int("rounds", 5, "rounds per workload; each round runs every broker once, in alternating order")
 	window := flag.Duration("idle-window", 0, "how long idle consumers are measured; default n/50,000 seconds, within 0.5s–2s")
 	bin := flag.String("vastfake-bin", "", "the vastfake binary; default: built from ./cmd/vastfake into a temporary directory")
@@ -54,10 +54,11 @@ func main() {
 	childBroker := flag.String("broker", "", "internal: the broker for -child")
 	serveBroker := flag.String("serve", "", "internal: run kfake or floor in this process, print its address, serve until SIGTERM")
 	brokers := flag.Int("brokers", 1, "broker ids vastfake runs (-brokers of the binary, broker.WithBrokers in process), to measure what several cost")
-	quick := flag.Bool("quick", false, "run the scale workloads at 1/16 of VAST's limits (16 groups, 1,250 partitions, 100 connections): a check that every workload works, not a measure")
+	quick := flag.Bool("quick", false, "run the scale workloads at 1/16 of VAST's limits (16 groups, 1,250 partitions, 100 connections) and the KIP-848 group at 1/16 (62 members, 1,250 partitions): a check that every workload works, not a measure")
 	flag.Parse()
 	if *quick {
 		vastGroups, vastPartitions, connCount = vastGroups/16, vastPartitions/16, connCount/10
+		cgMembers, cgPartitions = cgMembers/16, cgPartitions/16
 	}
 	if *memN < 0 {
 		*memN = 5 * *n
@@ -81,7 +82,7 @@ func main() {
 		return
 	}
 	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
-	if *bin == "" && (want("session") || want("idle") || want("scale")) {
+	if *bin == "" && (want("session") || want("idle") || want("scale") || want("kip848")) {
 		dir, err := os.MkdirTemp("", "vastbench")
 		exitOn(err)
 		defer os.RemoveAll(dir)
@@ -111,6 +112,12 @@ func main() {
 		fmt.Println("Brokers in processes of their own (the vastfake binary; kfake; a do-nothing floor broker); the client in another process")
 		fmt.Println()
 		r.table(procs, processRows(*n, *memN))
+	}
+	if want("kip848") {
+		r.run("kip848", vastfakeKafka, "kfake")
+		fmt.Println("A KIP-848 consumer group on the vastfake binary in the kafka profile and on kfake; its members are raw ConsumerGroupHeartbeat requests from one client")
+		fmt.Println()
+		r.table([]string{vastfakeKafka, "kfake"}, kip848Rows())
 	}
 	var inproc []row
 	for _, w := range inProcessWorkloads() {
@@ -163,6 +170,8 @@ func runChild(workload, broker, bin string, n, memN int, window time.Duration, c
 		return session(broker, bin, n, memN)
 	case "idle":
 		return idle(broker, bin, window)
+	case "kip848":
+		return kip848(broker, bin)
 	case "p-rebalance", "p-partitions", "p-connections":
 		fn := map[string]func(bench.Broker) (float64, error){
 			"p-rebalance": rebalance, "p-partitions": partitions, "p-connections": connections,

@@ -32,8 +32,8 @@ const (
 )
 
 // startProcess starts the named broker in a process of its own. bin is the
-// vastfake binary.
-func startProcess(name, bin string) (*bench.Process, error) {
+// vastfake binary; extra are more of its flags.
+func startProcess(name, bin string, extra ...string) (*bench.Process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -49,6 +49,7 @@ func startProcess(name, bin string) (*bench.Process, error) {
 	default:
 		return nil, fmt.Errorf("unknown broker %q", name)
 	}
+	cmd.Args = append(cmd.Args, extra...)
 	return bench.StartProcess(cmd)
 }
 
