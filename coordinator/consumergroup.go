@@ -720,19 +720,27 @@ func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.Consume
 	return changed
 }
 
+// memberOf returns the member a heartbeat with a non-zero epoch names: by
+// its instance id for a static member (staticHolder's errors), else by its
+// member id (UNKNOWN_MEMBER_ID).
+func (cg *consumerGroup) memberOf(req *kmsg.ConsumerGroupHeartbeatRequest) (*cmember, int16) {
+	if req.InstanceID != nil {
+		return cg.staticHolder(*req.InstanceID, req.MemberID)
+	}
+	if m := cg.members[req.MemberID]; m != nil {
+		return m, errNone
+	}
+	return nil, errUnknownMemberID
+}
+
 // consumerLeave handles epochs -1 (leave) and -2 (a static member leaving
 // for a while: it keeps its partitions, which move only if it does not
 // come back within its session timeout).
 func (c *Coordinator) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	cg := g.cg
-	var m *cmember
-	if req.InstanceID != nil {
-		var code int16
-		if m, code = cg.staticHolder(*req.InstanceID, req.MemberID); m == nil {
-			return code, ""
-		}
-	} else if m = cg.members[req.MemberID]; m == nil {
-		return errUnknownMemberID, ""
+	m, code := cg.memberOf(req)
+	if m == nil {
+		return code, ""
 	}
 	resp.MemberID = kmsg.StringPtr(m.id)
 	resp.MemberEpoch = req.MemberEpoch
@@ -801,14 +809,9 @@ func (c *Coordinator) consumerMembersChanged(g *group) {
 // consumerBeat handles a heartbeat with a positive epoch.
 func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	cg := g.cg
-	var m *cmember
-	if req.InstanceID != nil {
-		var code int16
-		if m, code = cg.staticHolder(*req.InstanceID, req.MemberID); m == nil {
-			return code, ""
-		}
-	} else if m = cg.members[req.MemberID]; m == nil {
-		return errUnknownMemberID, ""
+	m, code := cg.memberOf(req)
+	if m == nil {
+		return code, ""
 	}
 	owned := c.ownedFrom(req.Topics)
 	if req.MemberEpoch != m.epoch {
