@@ -356,4 +356,3 @@ func withoutCode(page string) string {
 	}
 	return strings.Join(lines, "\n")
 }
-

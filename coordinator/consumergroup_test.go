@@ -610,7 +610,9 @@ func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
 		"member id":   func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = long },
 		"instance id": func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = &long },
 		"rack id":     func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RackID = &long },
-		"topic name":  func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = []string{string(make([]byte, 250))} },
+		"topic name": func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames = []string{string(make([]byte, 250))}
+		},
 	} {
 		resp := h.member("g", "m-long").beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
 			r.SubscribedTopicNames = []string{"orders"}
