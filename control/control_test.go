@@ -677,7 +677,8 @@ func TestBrokersDownAndUp(t *testing.T) {
 func TestCompactKeepsCommittedTransactions(t *testing.T) {
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("accounts", 1, "cleanup.policy", "compact", "delete.retention.ms", "0"))
 	url := serve(t, k)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
 	p := k.TransactionalClient("writer", kgo.DefaultProduceTopic("accounts"))
 	txn := func(value string, end *kgo.TransactionEndTry) {
 		require.NoError(t, p.BeginTransaction())
