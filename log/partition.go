@@ -21,8 +21,10 @@ import (
 // above the high watermark (Kafka's OFFSET_OUT_OF_RANGE).
 var ErrOffsetOutOfRange = errors.New("offset out of range")
 
-// Chunk sizes: a partition's first chunk is small, so that a topic with
-// 20,000 quiet partitions stays small, and chunks double up to maxChunk so
+// Chunk sizes: a partition's first chunk is as small as its first batch,
+// and grows by moving up to maxMovedChunk (growLocked), so that a topic
+// with 20,000 quiet partitions, or partitions holding only transaction
+// markers, stays small; then chunks double up to maxChunk so
 // that a busy partition wastes little room at chunk tails and a fetch of a
 // client's default 1 MiB per partition is usually one slice of one chunk.
 // Batches of a quarter of maxChunk or more are stored alone, in memory of
@@ -32,9 +34,17 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 // fill are mapped in one system call before it is copied in, once they are
 // minPrefault bytes or more (a page fault each costs several times more).
 const (
-	minChunk    = 4 << 10
-	maxChunk    = 4 << 20
-	minPrefault = 8 << 10
+	minChunk = 4 << 10
+	maxChunk = 4 << 20
+	// minSmallChunk is the least chunk: a partition's first chunk is
+	// as small as its first batch allows, and grows by moving up to
+	// maxMovedChunk (growLocked).
+	minSmallChunk = 128
+	maxMovedChunk = 16 << 10
+	// slowGrowEntries is the length up to which a partition's index
+	// grows by a quarter (Publish); append grows it from there on.
+	slowGrowEntries = 256
+	minPrefault     = 8 << 10
 )
 
 // entry indexes one stored batch.
@@ -76,12 +86,15 @@ type Partition struct {
 	dropped    []Batch
 	hasDropped atomic.Bool
 
-	entries  []entry
-	chunk    []byte // the chunk being filled; len is its used size
-	mapped   int    // chunk[:mapped] is in memory: written, prefaulted or reused from a Memory
-	logStart int64
-	hwm      int64
-	bytes    int64 // stored batch bytes still in the log
+	entries []entry
+	chunk   []byte // the chunk being filled; len is its used size
+	// chunkBase is the high watermark when chunk was started: only
+	// entries from it on can be in chunk.
+	chunkBase int64
+	mapped    int // chunk[:mapped] is in memory: written, prefaulted or reused from a Memory
+	logStart  int64
+	hwm       int64
+	bytes     int64 // stored batch bytes still in the log
 
 	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
 	maxTS       int64
@@ -424,13 +437,7 @@ func (p *Partition) Stage(b Batch) Staged {
 		return Staged{} // Publish stores nothing in a released partition
 	}
 	if cap(p.chunk)-len(p.chunk) < n {
-		// Chunks are powers of two, so that a Memory can reuse them.
-		size := min(max(2*cap(p.chunk), minChunk, 1<<bits.Len(uint(n-1))), maxChunk)
-		if chunk := p.mem.get(size); chunk != nil {
-			p.chunk, p.mapped = chunk[:0], size
-		} else {
-			p.chunk, p.mapped = make([]byte, 0, size), 0
-		}
+		p.growLocked(n)
 	}
 	pos := len(p.chunk)
 	p.chunk = p.chunk[:pos+n]
@@ -448,6 +455,61 @@ func (p *Partition) Stage(b Batch) Staged {
 	copy(chunk[pos:pos+n], b)
 	p.unpin()
 	return Staged{chunk: chunk, pos: int32(pos), n: int32(n)}
+}
+
+// growLocked makes room for a batch of n bytes in a new chunk. Chunks are
+// powers of two, so that a Memory can reuse them. Below maxMovedChunk a
+// chunk grows by moving: its published batches are copied, at the same
+// places, into one twice as large (under maxMovedChunk bytes moved in all,
+// once in a partition's life or after it empties), so that a quiet
+// partition, one holding a few transaction markers, takes memory of its
+// size, and reads still find its batches in one slice. A chunk left so is
+// left to the garbage collector, not to a Memory: a read may still use it. A batch staged in the old chunk and
+// not yet published stays there, where its copy is under way outside the
+// lock, and its entry will point there. The move rewrites entries in
+// place, which a compaction's snapshot forbids: while one runs, the
+// partition starts a new chunk instead.
+func (p *Partition) growLocked(n int) {
+	if c, used := cap(p.chunk), len(p.chunk); c < maxMovedChunk && used+n <= maxMovedChunk {
+		size := max(2*c, minSmallChunk, 1<<bits.Len(uint(used+n-1)))
+		if used == 0 {
+			p.newChunkLocked(size)
+			return
+		}
+		if p.compactMu.TryLock() {
+			p.moveChunkLocked(size)
+			p.compactMu.Unlock()
+			return
+		}
+	}
+	p.newChunkLocked(min(max(2*cap(p.chunk), minChunk, 1<<bits.Len(uint(n-1))), maxChunk))
+}
+
+// newChunkLocked starts an empty chunk of size bytes.
+func (p *Partition) newChunkLocked(size int) {
+	if chunk := p.mem.get(size); chunk != nil {
+		p.chunk, p.mapped = chunk[:0], size
+	} else {
+		p.chunk, p.mapped = make([]byte, 0, size), 0
+	}
+	p.chunkBase = p.hwm
+}
+
+// moveChunkLocked moves the chunk's published batches into a new chunk of
+// size bytes; see growLocked. Only entries published since the chunk was
+// started (from chunkBase on) can be in it.
+func (p *Partition) moveChunkLocked(size int) {
+	old, base := p.chunk, p.chunkBase
+	p.newChunkLocked(size)
+	p.chunk, p.chunkBase = p.chunk[:len(old)], base
+	p.mapped = max(p.mapped, len(old))
+	whole := p.chunk[:cap(p.chunk)]
+	for i := len(p.entries) - 1; i >= 0 && p.entries[i].base >= base; i-- {
+		if e := &p.entries[i]; sameChunk(e.chunk, old) {
+			copy(whole[e.pos:e.pos+e.n], old[e.pos:e.pos+e.n])
+			e.chunk = whole
+		}
+	}
 }
 
 // Publish appends a staged batch to the log, assigns its base offset and
@@ -492,6 +554,14 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 	}
 	if e.loan != nil && e.loan.holds.Add(1) == 1 {
 		panic("log: a batch published under a loan already given back")
+	}
+	if k := len(p.entries); k == cap(p.entries) && k < slowGrowEntries {
+		// A short index grows by a quarter, not by doubling as append
+		// does: most of a quiet partition's memory (one of a few
+		// transaction markers) is its index.
+		grown := make([]entry, k, k+k/4+1)
+		copy(grown, p.entries)
+		p.entries = grown
 	}
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1

@@ -1054,7 +1054,10 @@ func TestReleasedPartitionMemoryIsReused(t *testing.T) {
 func TestReadKeepsReleasedMemoryUntilDone(t *testing.T) {
 	m := new(Memory)
 	p := m.NewPartition()
-	appendRaw(t, p, batch(t, []int64{1}, strings.Repeat("a", 1000)), AppendOptions{})
+	// Over half of minChunk, so the batch is in a chunk a Memory keeps
+	// (smaller ones start in smaller chunks, left to the garbage
+	// collector).
+	appendRaw(t, p, batch(t, []int64{1}, strings.Repeat("a", 3000)), AppendOptions{})
 	res, err := p.Read(0, 1<<30)
 	require.NoError(t, err)
 	want := bytes.Clone(res.Records)
@@ -1140,7 +1143,7 @@ func TestInPlaceBatchesGoBackOnlyThroughTheirLoan(t *testing.T) {
 	p := m.NewPartition()
 	given := 0
 	loan := NewLoan(func() { given++ })
-	appendRaw(t, p, batch(t, []int64{1}, "copied"), AppendOptions{})
+	appendRaw(t, p, batch(t, []int64{1}, strings.Repeat("c", 3000)), AppendOptions{}) // copied, into a minChunk chunk
 	p.Publish(p.StageInPlace(b, loan), AppendOptions{Now: t0})
 	loan.Done()
 	res, err := p.Read(1, 1<<30)
@@ -1252,4 +1255,132 @@ func TestRetentionBytes(t *testing.T) {
 	assert.Equal(t, 1, p.ApplyRetentionBytes(0), "everything goes but the newest batch (the marker), as Kafka keeps its active segment")
 	assert.Equal(t, 0, p.ApplyRetentionBytes(0), "the newest batch stays")
 	assert.Equal(t, int64(5), p.LogStartOffset())
+}
+
+// readSlices reads p from offset 0 to its high watermark, one Read at a time,
+// and returns each batch's value of its first record by base offset, and
+// how many reads it took.
+func readSlices(t *testing.T, p *Partition) (map[int64]string, int) {
+	t.Helper()
+	got, reads := map[int64]string{}, 0
+	for off := int64(0); off < p.HighWatermark(); reads++ {
+		res, err := p.Read(off, 1<<30)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Records)
+		EachBatch(res.Records, func(b Batch) bool {
+			_, err := ParseBatch(b)
+			require.NoError(t, err, "a whole batch with its CRC right")
+			require.NoError(t, b.EachRecord(func(r Record) bool {
+				got[b.BaseOffset()] = string(r.Value)
+				return false
+			}))
+			off = b.LastOffset() + 1
+			return true
+		})
+		res.Release()
+	}
+	return got, reads
+}
+
+// TestSmallPartitionGrowsByMoving: a partition's first chunk is as small as
+// its first batch, and grows by moving its batches into a chunk twice as
+// large, so that a partition of a few small batches (transaction markers)
+// takes memory of its size, yet a read from the start still gets all its
+// batches in one slice; a batch staged before a move and published after
+// it stays readable, in the memory it was copied into.
+func TestSmallPartitionGrowsByMoving(t *testing.T) {
+	m := new(Memory)
+	p := m.NewPartition()
+	want := map[int64]string{}
+	for i := range 40 {
+		v := fmt.Sprintf("v%02d", i)
+		want[appendRaw(t, p, batch(t, []int64{int64(i)}, v), AppendOptions{})] = v
+		if i == 0 {
+			assert.Equal(t, minSmallChunk, cap(p.chunk), "the first chunk fits the first batch")
+		}
+	}
+	require.Less(t, p.Bytes(), int64(minChunk))
+	assert.Less(t, cap(p.chunk), 2*int(p.Bytes()), "memory of the partition's size")
+	got, reads := readSlices(t, p)
+	assert.Equal(t, want, got)
+	assert.Equal(t, 1, reads, "every batch in one slice, as in one chunk")
+
+	// A batch staged, then a move by another batch's stage, then both
+	// published, in either order.
+	for _, firstFirst := range []bool{true, false} {
+		q := NewPartition()
+		b0, err := ParseBatch(batch(t, []int64{1}, strings.Repeat("a", 60)))
+		require.NoError(t, err)
+		b1, err := ParseBatch(batch(t, []int64{2}, strings.Repeat("b", 200)))
+		require.NoError(t, err)
+		s0 := q.Stage(b0)
+		s1 := q.Stage(b1) // does not fit the first chunk: moves it, without s0, not yet published
+		require.NotSame(t, unsafe.SliceData(s0.chunk), unsafe.SliceData(s1.chunk))
+		if firstFirst {
+			q.Publish(s0, AppendOptions{Now: t0})
+			q.Publish(s1, AppendOptions{Now: t0})
+		} else {
+			q.Publish(s1, AppendOptions{Now: t0})
+			q.Publish(s0, AppendOptions{Now: t0})
+		}
+		got, _ := readSlices(t, q)
+		assert.ElementsMatch(t, []string{strings.Repeat("a", 60), strings.Repeat("b", 200)}, []string{got[0], got[1]})
+	}
+
+	// While a compaction runs (its snapshot forbids rewriting entries),
+	// the partition starts a new chunk instead of moving.
+	q := NewPartition()
+	appendRaw(t, q, batch(t, []int64{1}, "first"), AppendOptions{})
+	q.compactMu.Lock()
+	appendRaw(t, q, batch(t, []int64{2}, strings.Repeat("c", 200)), AppendOptions{})
+	q.compactMu.Unlock()
+	got, reads = readSlices(t, q)
+	assert.Equal(t, map[int64]string{0: "first", 1: strings.Repeat("c", 200)}, got)
+	assert.Equal(t, 2, reads, "two chunks, two slices")
+}
+
+// TestConcurrentSmallAppendsWhileMoving: small batches staged and published
+// by several writers at once, while the partition's first chunk grows by
+// moving and a reader reads from the start, are all stored whole, each
+// once, and reads only ever see whole batches.
+func TestConcurrentSmallAppendsWhileMoving(t *testing.T) {
+	const writers, each = 4, 60
+	for range 20 {
+		p := NewPartition()
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					value := strings.Repeat(string(rune('a'+w)), 1+(i*37)%150)
+					appendRaw(t, p, batch(t, []int64{1}, value), AppendOptions{})
+				}
+			}()
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for p.HighWatermark() < writers*each {
+				res, err := p.Read(0, 1<<30)
+				if err != nil {
+					continue
+				}
+				EachBatch(res.Records, func(b Batch) bool {
+					if _, err := ParseBatch(b); err != nil {
+						t.Errorf("read a broken batch: %v", err)
+						return false
+					}
+					return true
+				})
+			}
+		}()
+		wg.Wait()
+		<-done
+		got, _ := readSlices(t, p)
+		require.Len(t, got, writers*each)
+		for off, v := range got {
+			assert.Equal(t, strings.Repeat(v[:1], len(v)), v, "batch at %d mixes writers' bytes", off)
+		}
+	}
 }
