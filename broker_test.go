@@ -158,6 +158,17 @@ func scenarioOffsetsByTime(t *testing.T, addr string) {
 	off, ts = lookup(-3) // max timestamp, ListOffsets v7+
 	assert.Equal(t, int64(4), off)
 	assert.Equal(t, base.Add(4*time.Minute).UnixMilli(), ts)
+
+	// One batch whose newest record is not its last: Kafka 3.8+ names the
+	// record (KAFKA-16310), not the batch's last offset.
+	batcher := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ManualFlushing())
+	for _, m := range []time.Duration{10, 20, 15} {
+		batcher.Produce(ctxT(t), &kgo.Record{Topic: "times", Timestamp: base.Add(m * time.Minute)}, nil)
+	}
+	require.NoError(t, batcher.Flush(ctxT(t)))
+	off, ts = lookup(-3)
+	assert.Equal(t, int64(6), off, "the record with the max timestamp, inside its batch")
+	assert.Equal(t, base.Add(20*time.Minute).UnixMilli(), ts)
 }
 
 // scenarioDeleteRecords moves the log start and checks reads below it.

@@ -5,6 +5,7 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/bits"
@@ -730,15 +731,64 @@ func (p *Partition) Bytes() int64 {
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of the
-// record that carries it, or (-1, -1) for an empty log. For a batch it
-// reports the batch's last offset, as Kafka's time index does.
+// first record that carries it, or (-1, -1) for an empty log, as Kafka 3.8+
+// answers ListOffsets(-3, max timestamp): the first batch with the largest
+// max timestamp, and in it the first record whose timestamp is that max
+// (its base offset for LogAppendTime); a compressed batch is decompressed
+// for it, under the read lock.
 func (p *Partition) MaxTimestamp() (timestamp, offset int64) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if len(p.entries) == 0 {
 		return -1, -1
 	}
+	if i := p.find(p.maxTSOffset); i < len(p.entries) && p.entries[i].last == p.maxTSOffset {
+		return p.maxTS, p.entries[i].raw().offsetOfMaxTimestamp()
+	}
 	return p.maxTS, p.maxTSOffset
+}
+
+// offsetOfMaxTimestamp returns the offset of the batch's first record whose
+// timestamp is the batch's max timestamp, as Kafka's
+// RecordBatch.offsetOfMaxTimestamp does: its base offset for LogAppendTime,
+// whose records all carry the max timestamp; its last offset when no record
+// does or the records do not parse or decompress.
+func (b Batch) offsetOfMaxTimestamp() int64 {
+	if b.LogAppendTime() {
+		return b.BaseOffset()
+	}
+	section := []byte(b[BatchHeaderSize:])
+	if b.Compression() != 0 {
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer bufPool.Put(buf)
+		buf.Reset()
+		if err := b.decompress(buf); err != nil {
+			return b.LastOffset()
+		}
+		section = buf.Bytes()
+	}
+	first, maxTS := b.FirstTimestamp(), b.MaxTimestamp()
+	at := 0
+	for range b.NumRecords() {
+		length, p := varint32(section, at)
+		if p < 0 || length <= 0 || int(length) > len(section)-p {
+			break
+		}
+		body := section[p : p+int(length)]
+		at = p + int(length)
+		delta, q := varint64(body, 1) // after the attributes
+		if q < 0 {
+			break
+		}
+		offsetDelta, q := varint32(body, q)
+		if q < 0 {
+			break
+		}
+		if first+delta == maxTS {
+			return b.BaseOffset() + int64(offsetDelta)
+		}
+	}
+	return b.LastOffset()
 }
 
 // OffsetForTime returns the first offset at or after the log start whose

@@ -1384,3 +1384,26 @@ func TestConcurrentSmallAppendsWhileMoving(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxTimestampNamesTheRecord: ListOffsets(-3) gets the offset of the
+// first record carrying the log's largest timestamp, as Kafka 3.8+ answers
+// it, not the last offset of its batch: in an uncompressed and in every
+// compressed batch, with ties going to the first record, and the base
+// offset of a LogAppendTime batch.
+func TestMaxTimestampNamesTheRecord(t *testing.T) {
+	for _, codec := range []int16{0, 1, 2, 3, 4} {
+		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
+			p := NewPartition()
+			appendRaw(t, p, keyed(int16(codec), compressors[codec], t, rec("a", "a", 100)), AppendOptions{})
+			appendRaw(t, p, keyed(int16(codec), compressors[codec], t,
+				rec("b", "b", 200), rec("c", "c", 900), rec("d", "d", 300), rec("e", "e", 900)), AppendOptions{})
+			appendRaw(t, p, keyed(int16(codec), compressors[codec], t, rec("f", "f", 900)), AppendOptions{})
+			ts, off := p.MaxTimestamp()
+			assert.Equal(t, []int64{900, 2}, []int64{ts, off}, "the first record of the first batch with the largest timestamp")
+		})
+	}
+	p := NewPartition()
+	appendRaw(t, p, keyed(0, nil, t, rec("a", "a", 100), rec("b", "b", 50), rec("c", "c", 70)), AppendOptions{Now: t0, LogAppendTime: true})
+	ts, off := p.MaxTimestamp()
+	assert.Equal(t, []int64{t0.UnixMilli(), 0}, []int64{ts, off}, "LogAppendTime: every record carries the max; the first")
+}
