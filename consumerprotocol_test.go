@@ -309,6 +309,38 @@ func TestConsumerProtocolProfiles(t *testing.T) {
 	}
 }
 
+// TestConsumerProtocolNeedsTopicIDs: KIP-848 assigns partitions by topic ID,
+// so with NoTopicIDs on in the kafka profile (every ID reported is zero)
+// ConsumerGroupHeartbeat is not advertised and kgo with ServerSideBalancer
+// falls back to the classic protocol; with the rule audited it is served
+// and each request is a finding of NoTopicIDs.
+func TestConsumerProtocolNeedsTopicIDs(t *testing.T) {
+	for _, mode := range []rules.Mode{rules.Enforce, rules.Audit} {
+		t.Run(mode.String(), func(t *testing.T) {
+			r := rules.Kafka()
+			r.SetMode(rules.NoTopicIDs, mode)
+			k := fixtures.Start(t, fixtures.Rules(r), fixtures.Topic("ids", 2), fixtures.BrokerOptions(fastConsumerGroups))
+			b := k.Broker()
+			k.Produce("ids", 0, "x")
+			cl := serverSideMember(t, k.Addr(), "ids-g", "ids")
+			pollN(t, cl, 1)
+			g, ok := b.Group("ids-g")
+			require.True(t, ok)
+			var found bool
+			for _, f := range b.Findings() {
+				found = found || f.Rule == rules.NoTopicIDs.String() && f.API == "ConsumerGroupHeartbeat"
+			}
+			if mode == rules.Enforce {
+				assert.Equal(t, "classic", g.Type, "kgo falls back to the classic protocol")
+				assert.False(t, found)
+			} else {
+				assert.Equal(t, "consumer", g.Type)
+				assert.True(t, found, "each KIP-848 request is a finding of NoTopicIDs")
+			}
+		})
+	}
+}
+
 // TestConsumerProtocolBadInput sends every kind of bad ConsumerGroupHeartbeat
 // on one connection: each gets the error Kafka sends, the connection stays
 // usable, and neither the member's own group nor a classic group beside it

@@ -29,7 +29,8 @@ type api struct {
 	hiddenBy string
 	// capBy, when set, names the rule that lowers the advertised max to
 	// capTo. Enforced, requests above capTo close the connection; audited,
-	// they are served and each is a refused finding.
+	// they are served and each is a refused finding. A capTo below min
+	// hides the API under capBy, as hiddenBy does.
 	capBy string
 	capTo int16
 	// advertised is the max version ApiVersions advertises: max, or capTo
@@ -118,8 +119,9 @@ var apiTable = []api{
 	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, share: partitionLeader, hiddenBy: "NoIdempotence"},
 	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, share: txnCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 66, min: 0, max: 1, handle: handleListTransactions, share: ownTransactions, hiddenBy: "NoIdempotence"},
-	{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly"}, // KIP-848
-	{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly"},
+	// KIP-848 assignments name topics by ID only: without IDs they cannot work.
+	{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly", capBy: "NoTopicIDs", capTo: -1},
+	{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly", capBy: "NoTopicIDs", capTo: -1},
 	{key: 76, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupHeartbeat (KIP-932)
 	{key: 77, hiddenBy: "ClassicGroupsOnly"}, // ShareGroupDescribe
 	{key: 78, hiddenBy: "ClassicGroupsOnly"}, // ShareFetch
@@ -153,7 +155,17 @@ func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, audi
 		if a.handle == nil {
 			continue
 		}
-		if a.capBy != "" && a.capTo < a.max {
+		if a.capBy != "" && a.capTo < a.min {
+			switch id := tableRule(a.capBy); modes.Of(id) {
+			case rules.Enforce:
+				hiddenBy[a.key] = a.capBy
+				continue
+			case rules.Audit:
+				if auditedBy[a.key] == 0 {
+					auditedBy[a.key] = id
+				}
+			}
+		} else if a.capBy != "" && a.capTo < a.max {
 			switch id := tableRule(a.capBy); modes.Of(id) {
 			case rules.Enforce:
 				a.max, a.advertised = a.capTo, a.capTo

@@ -82,8 +82,9 @@ type Rules struct {
 	NoDelayedFetch bool
 
 	// NoTopicIDs caps Fetch and Produce at v12, the last versions that name
-	// topics rather than topic IDs, and reports zero topic IDs in Metadata.
-	// [Kafka support]
+	// topics rather than topic IDs, reports zero topic IDs in Metadata, and
+	// hides ConsumerGroupHeartbeat and ConsumerGroupDescribe, whose
+	// assignments name topics by ID only. [Kafka support]
 	NoTopicIDs bool
 
 	// StaleEndOffset makes ListOffsets(latest) and the high watermark in
