@@ -604,6 +604,7 @@ func New(opts ...Option) (*Broker, error) {
 		Audit:                     b.coordinatorFinding,
 		WriteTxnMarkers:           b.writeTxnMarkers,
 		Topics:                    b.consumerTopics,
+		Topic:                     b.consumerTopic,
 		ConsumerSessionTimeout:    cfg.cgSession,
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,

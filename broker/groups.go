@@ -184,6 +184,16 @@ func (b *Broker) consumerTopics() []coordinator.TopicMeta {
 	return out
 }
 
+// consumerTopic is consumerTopics' entry for one topic, and whether it
+// exists (coordinator.Config.Topic).
+func (b *Broker) consumerTopic(name string) (coordinator.TopicMeta, bool) {
+	t := b.data.get(name)
+	if t == nil {
+		return coordinator.TopicMeta{}, false
+	}
+	return coordinator.TopicMeta{Name: t.name, ID: b.topicID(t), Partitions: int32(len(t.partitions))}, true
+}
+
 // handleConsumerGroupHeartbeat answers ConsumerGroupHeartbeat v0-v1
 // (KIP-848), served where ClassicGroupsOnly is not enforced: the kafka
 // profile, and the audit profile, which records each request as a finding

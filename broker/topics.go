@@ -252,7 +252,7 @@ func (b *Broker) createTopic(r *request, name string, partitions int32, configs 
 	if created && b.coord != nil { // nil while New creates the seed topics
 		// After s.mu is released: the coordinator reads the topics under
 		// its own lock, which is taken before s.mu.
-		b.coord.TopicsChanged()
+		b.coord.TopicsChanged(name)
 	}
 	return code, msg
 }
@@ -790,6 +790,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			grow += int(rt.Count) - len(t.partitions)
 		}
 	}
+	var grew []string // names of the topics that grew, for the coordinator
 	for _, rt := range req.Topics {
 		if dups[rt.Topic] {
 			continue
@@ -862,10 +863,13 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 		s.mu.Unlock()
 		if assignFrom >= 0 {
 			b.setAssignment(rt.Topic, assignFrom, assign) // not under s.mu: elections take it after b.moves.mu
+			grew = append(grew, rt.Topic)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.coord.TopicsChanged() // consumer groups subscribed to a grown topic rebalance
+	if len(grew) > 0 {
+		b.coord.TopicsChanged(grew...) // consumer groups subscribed to a grown topic rebalance
+	}
 	return resp
 }
 

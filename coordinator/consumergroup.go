@@ -283,43 +283,46 @@ func newConsumerMemberID() string {
 // ---- topics ----
 
 // TopicsChanged tells the coordinator that topics were created, deleted or
-// grew: it reads them again through Config.Topics and bumps the epoch of
-// every consumer group one of whose subscriptions (by name or by regular
-// expression) sees a change, recomputing its target assignment. Partitions
-// of a deleted topic leave every member at once, as a client cannot report
-// them by id any more. It costs the topics that changed times the groups.
-func (c *Coordinator) TopicsChanged() {
+// grew: it reads them again through Config.Topics (or only the names given,
+// through Config.Topic) and bumps the epoch of every consumer group one of
+// whose subscriptions (by name or by regular expression) sees a change,
+// recomputing its target assignment. Partitions of a deleted topic leave
+// every member at once, as a client cannot report them by id any more. It
+// costs the topics that changed times the groups, plus every topic when no
+// names are given.
+func (c *Coordinator) TopicsChanged(names ...string) {
 	c.mu.Lock()
 	defer c.unlock()
-	c.refreshTopics()
+	c.refreshTopics(names...)
 }
 
-// refreshTopics reads the topics and reacts to what changed. Call it with
-// c.mu held.
-func (c *Coordinator) refreshTopics() {
+// refreshTopics reads the topics named, or all of them when none is named
+// or Config.Topic is nil, and reacts to what changed. Call it with c.mu
+// held.
+func (c *Coordinator) refreshTopics(names ...string) {
 	if c.topicsFn == nil || c.closed {
 		return
 	}
-	fresh := c.topicsFn()
-	now := make(map[string]TopicMeta, len(fresh))
-	for _, t := range fresh {
-		now[t.Name] = t
-	}
 	var changed []string
-	for name, t := range now {
-		if old, ok := c.topics[name]; !ok || old != t {
-			changed = append(changed, name)
+	if len(names) > 0 && c.topicFn != nil && c.topics != nil {
+		for _, name := range names {
+			t, ok := c.topicFn(name)
+			old, had := c.topics[name]
+			if had && (!ok || old != t) && c.topicIDs[old.ID] == name {
+				delete(c.topicIDs, old.ID)
+			}
+			switch {
+			case ok && (!had || old != t):
+				c.topics[name] = t
+				c.topicIDs[t.ID] = name
+				changed = append(changed, name)
+			case !ok && had:
+				delete(c.topics, name)
+				changed = append(changed, name)
+			}
 		}
-	}
-	for name := range c.topics {
-		if _, ok := now[name]; !ok {
-			changed = append(changed, name)
-		}
-	}
-	c.topics = now
-	c.topicIDs = make(map[[16]byte]string, len(now))
-	for name, t := range now {
-		c.topicIDs[t.ID] = name
+	} else {
+		changed = c.readAllTopics()
 	}
 	if len(changed) == 0 {
 		return
@@ -350,6 +353,33 @@ func (c *Coordinator) refreshTopics() {
 		}
 		c.bumpGroupEpoch(g)
 	}
+}
+
+// readAllTopics reads every topic through Config.Topics, replaces the
+// coordinator's view with them and returns the names that changed.
+func (c *Coordinator) readAllTopics() []string {
+	fresh := c.topicsFn()
+	now := make(map[string]TopicMeta, len(fresh))
+	for _, t := range fresh {
+		now[t.Name] = t
+	}
+	var changed []string
+	for name, t := range now {
+		if old, ok := c.topics[name]; !ok || old != t {
+			changed = append(changed, name)
+		}
+	}
+	for name := range c.topics {
+		if _, ok := now[name]; !ok {
+			changed = append(changed, name)
+		}
+	}
+	c.topics = now
+	c.topicIDs = make(map[[16]byte]string, len(now))
+	for name, t := range now {
+		c.topicIDs[t.ID] = name
+	}
+	return changed
 }
 
 // dropGoneTopics removes from every member the partitions whose topic no

@@ -27,6 +27,30 @@ func (tt *topicTable) get() []TopicMeta {
 	return append([]TopicMeta(nil), tt.ts...)
 }
 
+// lookup is a settable Config.Topic: the topic named, as get lists it.
+func (tt *topicTable) lookup(name string) (TopicMeta, bool) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for _, t := range tt.ts {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TopicMeta{}, false
+}
+
+// remove deletes a topic from the table.
+func (tt *topicTable) remove(name string) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for i, t := range tt.ts {
+		if t.Name == name {
+			tt.ts = append(tt.ts[:i:i], tt.ts[i+1:]...)
+			return
+		}
+	}
+}
+
 func (tt *topicTable) add(name string, partitions int32) TopicMeta {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
@@ -45,7 +69,7 @@ type cgHarness struct {
 
 func newCGHarness(t testing.TB, opts ...func(*Config)) *cgHarness {
 	tt := &topicTable{}
-	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) { c.Topics = tt.get }}, opts...)...)
+	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) { c.Topics, c.Topic = tt.get, tt.lookup }}, opts...)...)
 	return &cgHarness{harness: h, topics: tt}
 }
 
@@ -60,10 +84,50 @@ type cmem struct {
 	changed  bool // owned changed since last reported
 }
 
-// addTopic creates a topic, as the broker does: then TopicsChanged.
+// addTopic creates a topic, as the broker does: then TopicsChanged with
+// its name.
 func (h *cgHarness) addTopic(name string, partitions int32) {
 	h.topics.add(name, partitions)
+	h.c.TopicsChanged(name)
+}
+
+// TestTopicChangesReadOnlyTheTopicsNamed: with Config.Topic, creating and
+// deleting topics reads only the topics named, never the whole list again
+// (a broker's Reset of T topics cost T² before), and a regex member still
+// sees exactly the topics that exist; without it, or with no names, the
+// list is read whole.
+func TestTopicChangesReadOnlyTheTopicsNamed(t *testing.T) {
+	tt := &topicTable{}
+	var whole, one int
+	h := newCGHarness(t, func(c *Config) {
+		c.Topics = func() []TopicMeta { whole++; return tt.get() }
+		c.Topic = func(name string) (TopicMeta, bool) { one++; return tt.lookup(name) }
+	})
+	h.topics = tt
+	m := h.member("g", "m")
+	require.Equal(t, int16(0), m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.RebalanceTimeoutMillis, r.Topics, r.SubscribedTopicRegex = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, kmsg.StringPtr("t-.*")
+	}).ErrorCode)
+	for i := range 100 {
+		h.addTopic(fmt.Sprintf("t-%02d", i), 1)
+	}
+	for i := range 100 {
+		if i%2 == 1 {
+			name := fmt.Sprintf("t-%02d", i)
+			tt.remove(name)
+			h.c.TopicDeleted(name)
+		}
+	}
+	assert.Equal(t, 1, whole, "the list is read once, when the coordinator starts")
+	assert.Equal(t, 150, one)
+	g := h.settle("g", m)
+	want := map[string][]int32{}
+	for i := 0; i < 100; i += 2 {
+		want[fmt.Sprintf("t-%02d", i)] = []int32{0}
+	}
+	assert.Equal(t, want, g.Members[0].Current)
 	h.c.TopicsChanged()
+	assert.Equal(t, 2, whole, "no names: the list is read whole")
 }
 
 func (h *cgHarness) member(group, id string) *cmem {
@@ -281,9 +345,7 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 	assert.Equal(t, int32(3), g.GroupEpoch)
 	assert.Equal(t, map[string][]int32{"orders-eu": {0}, "orders-us": {0, 1}}, g.Members[0].Current)
 
-	h.topics.mu.Lock()
-	h.topics.ts = h.topics.ts[:2] // orders-us deleted
-	h.topics.mu.Unlock()
+	h.topics.remove("orders-us")
 	h.c.TopicDeleted("orders-us")
 	g = h.settle("g", m)
 	assert.Equal(t, map[string][]int32{"orders-eu": {0}}, g.Members[0].Current)

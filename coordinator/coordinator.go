@@ -180,6 +180,12 @@ type Config struct {
 	// held, when it starts and on TopicsChanged and TopicDeleted; it must
 	// not call back into the Coordinator. Nil means no topics.
 	Topics func() []TopicMeta
+	// Topic returns one topic as Topics would list it, and whether it
+	// exists. With it, TopicsChanged with names and TopicDeleted read only
+	// the topics they name, so that creating or deleting T topics costs
+	// T, not T². The same rules as Topics apply; nil means Topics is read
+	// whole each time.
+	Topic func(name string) (TopicMeta, bool)
 	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are Kafka's
 	// group.consumer.session.timeout.ms and
 	// group.consumer.heartbeat.interval.ms for KIP-848 consumer groups:
@@ -238,6 +244,7 @@ type Coordinator struct {
 
 	// KIP-848 consumer groups (consumergroup.go).
 	topicsFn       func() []TopicMeta
+	topicFn        func(name string) (TopicMeta, bool)
 	topics         map[string]TopicMeta // by name, as of the last refreshTopics
 	topicIDs       map[[16]byte]string
 	cgSession      time.Duration
@@ -337,6 +344,7 @@ func New(cfg Config) *Coordinator {
 		offsetsLog:   cfg.OffsetsTopic,
 		groupCreated: cfg.GroupCreated,
 		topicsFn:     cfg.Topics,
+		topicFn:      cfg.Topic,
 		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
 		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
 		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),

@@ -389,7 +389,7 @@ func (c *Coordinator) TopicDeleted(topic string) {
 		c.expiryChanged(g)
 	}
 	c.txnTopicDeleted(topic)
-	c.refreshTopics()
+	c.refreshTopics(topic)
 }
 
 // Failover drops every committed offset, as a VAST failover does (committed
