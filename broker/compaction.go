@@ -162,9 +162,10 @@ func (b *Broker) SkipOffsets(topic string, partition int32, n int64) error {
 var errClosing = errors.New("vastfake: the broker is closing")
 
 // compactionTurn takes one of the broker's decompression turns for a
-// compaction about to decompress a batch (see startDecompression), and
-// returns the function that gives it back: compactions and compressed
-// produces share the bound on decompressions at once. It returns
+// compaction, or a ListOffsets(max timestamp), about to decompress a stored
+// batch (see startDecompression), and returns the function that gives it
+// back: they and compressed produces share the bound on decompressions at
+// once. It returns
 // errClosing if the broker closes first.
 func (b *Broker) compactionTurn() (func(), error) {
 	if !b.startDecompression(b.ctx.Done()) {

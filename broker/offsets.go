@@ -103,7 +103,10 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 				case ts == listEarliest, ts == listEarliestLcl && r.version >= 8:
 					sp.Offset = logStart
 				case ts == listMaxTimestamp && r.version >= 7:
-					sp.Timestamp, sp.Offset = part.MaxTimestamp()
+					var err error
+					if sp.Timestamp, sp.Offset, err = part.MaxTimestampRecord(b.compactionTurn); err != nil {
+						sp.ErrorCode = kerr.UnknownServerError.Code // the broker is closing
+					}
 				case ts == listLatestTiered && r.version >= 9:
 					// No tiered storage: nothing has been uploaded.
 				case ts >= 0:

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestResetReusesLogMemory: Reset gives the deleted topics' log memory back
@@ -83,4 +84,27 @@ func TestResetReusesLogMemoryAfterInspection(t *testing.T) {
 	require.Equal(t, 0, b.data.mem.FreeBytes())
 	b.Reset()
 	assert.Greater(t, b.data.mem.FreeBytes(), records*100, "the inspected partition's memory is given back")
+}
+
+// TestResetKeepsTheOffsetsTopicVisible: Reset deletes and recreates
+// __consumer_offsets (kafka profile); the coordinator, which reads only the
+// topics a change names, sees it again, so a KIP-848 member subscribed to
+// it is assigned its partitions, as before the Reset.
+func TestResetKeepsTheOffsetsTopicVisible(t *testing.T) {
+	b, err := New(WithProfile("kafka"))
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	b.Reset()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, "g", "m1", 0
+	req.RebalanceTimeoutMillis, req.Topics = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	req.SubscribedTopicNames = []string{offsetsTopic}
+	resp := b.coord.ConsumerGroupHeartbeat(context.Background(), req)
+	require.Zero(t, resp.ErrorCode)
+	require.NotNil(t, resp.Assignment)
+	n := 0
+	for _, tp := range resp.Assignment.Topics {
+		n += len(tp.Partitions)
+	}
+	assert.Equal(t, offsetsTopicPartitions, n)
 }

@@ -354,6 +354,7 @@ func (b *Broker) deleteTopic(t *topic) {
 	if t.internal {
 		b.coord.Failover()
 		b.createOffsetsTopic()
+		b.coord.TopicsChanged(offsetsTopic) // it is there again, under a new id
 	}
 }
 

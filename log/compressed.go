@@ -624,8 +624,8 @@ func (s *snappyStream) decodeStep() {
 }
 
 // decompress appends the record section of a compressed batch, decoded, to
-// buf: for compaction, the one place vastfake reads a stored compressed
-// batch. It returns ErrDecompress for data that does not decode in the
+// buf: for compaction and ListOffsets(max timestamp), the places vastfake
+// reads a stored compressed batch. It returns ErrDecompress for data that does not decode in the
 // batch's codec and ErrTooLarge past MaxDecompressedBytes.
 func (b Batch) decompress(buf *bytes.Buffer) error {
 	src := []byte(b[BatchHeaderSize:])

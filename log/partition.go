@@ -731,43 +731,71 @@ func (p *Partition) Bytes() int64 {
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of the
-// first record that carries it, or (-1, -1) for an empty log, as Kafka 3.8+
-// answers ListOffsets(-3, max timestamp): the first batch with the largest
-// max timestamp, and in it the first record whose timestamp is that max
-// (its base offset for LogAppendTime); a compressed batch is decompressed
-// for it, under the read lock.
+// first record that carries it, or (-1, -1) for an empty log; see
+// MaxTimestampRecord, which it calls with no decompression turn.
 func (p *Partition) MaxTimestamp() (timestamp, offset int64) {
+	timestamp, offset, _ = p.MaxTimestampRecord(nil)
+	return timestamp, offset
+}
+
+// MaxTimestampRecord answers ListOffsets(-3, max timestamp) as Kafka 3.8+
+// does: the largest timestamp in the log, (-1, -1) for an empty log, and
+// the offset of the first record carrying it in the first batch that has
+// it, as Kafka's RecordBatch.offsetOfMaxTimestamp finds it. The batch is
+// read outside the partition's lock, so appends do not wait for it; a
+// compressed one is decompressed, after turn (when not nil) gives a
+// decompression turn, which it returns when done. It returns turn's error
+// if turn fails; a batch that does not decompress answers its last
+// offset, as before Kafka 3.8.
+func (p *Partition) MaxTimestampRecord(turn func() (func(), error)) (timestamp, offset int64, err error) {
 	p.mu.RLock()
-	defer p.mu.RUnlock()
 	if len(p.entries) == 0 {
-		return -1, -1
+		p.mu.RUnlock()
+		return -1, -1, nil
 	}
-	if i := p.find(p.maxTSOffset); i < len(p.entries) && p.entries[i].last == p.maxTSOffset {
-		return p.maxTS, p.entries[i].raw().offsetOfMaxTimestamp()
+	timestamp, offset = p.maxTS, p.maxTSOffset
+	i := p.find(offset)
+	if i == len(p.entries) || p.entries[i].last != offset || p.released {
+		p.mu.RUnlock()
+		return timestamp, offset, nil
 	}
-	return p.maxTS, p.maxTSOffset
+	b := p.entries[i].raw()
+	p.pins.Add(1) // b is read outside the lock
+	p.mu.RUnlock()
+	defer p.unpin()
+	if b.Compression() != 0 && turn != nil {
+		done, err := turn()
+		if err != nil {
+			return 0, 0, err
+		}
+		defer done()
+	}
+	return timestamp, b.offsetOfMaxTimestamp(), nil
 }
 
 // offsetOfMaxTimestamp returns the offset of the batch's first record whose
 // timestamp is the batch's max timestamp, as Kafka's
-// RecordBatch.offsetOfMaxTimestamp does: its base offset for LogAppendTime,
-// whose records all carry the max timestamp; its last offset when no record
-// does or the records do not parse or decompress.
+// RecordBatch.offsetOfMaxTimestamp does (in a LogAppendTime batch every
+// record carries it: the first record, which compaction may have moved past
+// the base offset); its last offset when no record does or the records do
+// not parse or decompress.
 func (b Batch) offsetOfMaxTimestamp() int64 {
-	if b.LogAppendTime() {
-		return b.BaseOffset()
-	}
 	section := []byte(b[BatchHeaderSize:])
 	if b.Compression() != 0 {
 		buf := bufPool.Get().(*bytes.Buffer)
-		defer bufPool.Put(buf)
 		buf.Reset()
+		defer func() {
+			if buf.Cap() <= poolMax {
+				buf.Reset()
+				bufPool.Put(buf)
+			}
+		}()
 		if err := b.decompress(buf); err != nil {
 			return b.LastOffset()
 		}
 		section = buf.Bytes()
 	}
-	first, maxTS := b.FirstTimestamp(), b.MaxTimestamp()
+	first, maxTS, logAppend := b.FirstTimestamp(), b.MaxTimestamp(), b.LogAppendTime()
 	at := 0
 	for range b.NumRecords() {
 		length, p := varint32(section, at)
@@ -784,7 +812,7 @@ func (b Batch) offsetOfMaxTimestamp() int64 {
 		if q < 0 {
 			break
 		}
-		if first+delta == maxTS {
+		if logAppend || first+delta == maxTS {
 			return b.BaseOffset() + int64(offsetDelta)
 		}
 	}

@@ -1407,3 +1407,28 @@ func TestMaxTimestampNamesTheRecord(t *testing.T) {
 	ts, off := p.MaxTimestamp()
 	assert.Equal(t, []int64{t0.UnixMilli(), 0}, []int64{ts, off}, "LogAppendTime: every record carries the max; the first")
 }
+
+// TestMaxTimestampAfterCompactionAndLargeBatches: a LogAppendTime batch
+// whose first record compaction removed answers its first record left,
+// which keeps the base offset it had; reading a large compressed batch for
+// ListOffsets(-3) leaves no oversized or filled buffer in the pool.
+func TestMaxTimestampAfterCompactionAndLargeBatches(t *testing.T) {
+	p := NewPartition()
+	opts := AppendOptions{Now: t0, LogAppendTime: true}
+	appendRaw(t, p, keyed(0, nil, t, rec("x", "1", 1), rec("y", "2", 1)), opts) // 0, 1
+	appendRaw(t, p, keyed(0, nil, t, rec("x", "3", 1)), opts)                   // 2
+	appendRaw(t, p, keyed(0, nil, t, rec("z", "4", 1)), opts)                   // 3, the active tail
+	res, err := p.Compact(CompactOptions{Now: t0})
+	require.NoError(t, err)
+	require.True(t, res.Compacted)
+	_, off := p.MaxTimestamp()
+	assert.Equal(t, int64(1), off, "offset 0 was compacted away")
+
+	big := NewPartition()
+	appendRaw(t, big, keyed(4, compressors[4], t, rec("a", string(make([]byte, 6<<20)), 100)), AppendOptions{})
+	ts, off := big.MaxTimestamp()
+	assert.Equal(t, []int64{100, 0}, []int64{ts, off})
+	buf := bufPool.Get().(*bytes.Buffer)
+	assert.LessOrEqual(t, buf.Cap(), poolMax)
+	assert.Zero(t, buf.Len())
+}
