@@ -198,38 +198,10 @@ func TestKafkaGoThroughAnElection(t *testing.T) {
 		t.Cleanup(func() { w.Close() })
 		ws = append(ws, w)
 	}
-	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{b.Addr()}, GroupID: group, Topic: "orders",
-		StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
-		ReadBackoffMin: 20 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
-		GroupBalancers: []kafkago.GroupBalancer{kafkago.RangeGroupBalancer{}}})
-	var mu sync.Mutex
-	seen := map[string]int{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			m, err := r.ReadMessage(ctx) // commits before it returns
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				t.Logf("ReadMessage: %v", err)
-				continue
-			}
-			mu.Lock()
-			seen[string(m.Key)]++
-			mu.Unlock()
-		}
-	}()
-	defer func() { cancel(); <-done; r.Close() }()
+	seen := kafkaGoGroupReader(t, b.Addr(), group, "orders")
 	dups := throughAnElection(t, b, group, func(i int) error {
 		return ws[i%3].WriteMessages(ctxT(t), kafkago.Message{Key: []byte(key(i)), Value: []byte(value(i))})
-	}, func() map[string]int {
-		mu.Lock()
-		defer mu.Unlock()
-		return maps.Clone(seen)
-	})
+	}, seen)
 	assert.LessOrEqual(t, dups, 30, "at least once: what one rejoin can read again")
 }
 

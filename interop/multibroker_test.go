@@ -268,36 +268,7 @@ func TestSaramaGroupThroughMoves(t *testing.T) {
 // one rejoin can repeat: the records of one batch (30).
 func TestKafkaGoGroupThroughMoves(t *testing.T) {
 	b := threeBrokers(t)
-	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{b.Addr()}, GroupID: "billing", Topic: "orders",
-		StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
-		ReadBackoffMin: 20 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
-		GroupBalancers: []kafkago.GroupBalancer{kafkago.RangeGroupBalancer{}}})
-	var mu sync.Mutex
-	seen := map[string]int{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			m, err := r.ReadMessage(ctx) // commits before it returns
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				t.Logf("ReadMessage: %v (message %s)", err, m.Key)
-				continue
-			}
-			mu.Lock()
-			seen[string(m.Key)]++
-			mu.Unlock()
-		}
-	}()
-	defer func() { cancel(); <-done; r.Close() }()
-	dups := groupThroughMoves(t, b, func() map[string]int {
-		mu.Lock()
-		defer mu.Unlock()
-		return maps.Clone(seen)
-	})
+	dups := groupThroughMoves(t, b, kafkaGoGroupReader(t, b.Addr(), "billing", "orders"))
 	assert.LessOrEqual(t, dups, 30, "at least once, each record read again at most once per move")
 }
 
@@ -385,5 +356,42 @@ func TestConfluentListConsumerGroupsAtThreeBrokers(t *testing.T) {
 				assert.Equal(t, b.CoordinatorOf(d.GroupID), int32(d.Coordinator.ID), d.GroupID)
 			}
 		})
+	}
+}
+
+// kafkaGoGroupReader starts a kafka-go group reader of topic (range
+// balancer, short waits and backoffs, committing each message before
+// ReadMessage returns it) that runs until the test ends, and returns a
+// function giving how often each key has been read so far.
+func kafkaGoGroupReader(t *testing.T, addr, group, topic string) func() map[string]int {
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{addr}, GroupID: group, Topic: topic,
+		StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
+		ReadBackoffMin: 20 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
+		GroupBalancers: []kafkago.GroupBalancer{kafkago.RangeGroupBalancer{}}})
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			m, err := r.ReadMessage(ctx) // commits before it returns
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				t.Logf("ReadMessage: %v", err)
+				continue
+			}
+			mu.Lock()
+			seen[string(m.Key)]++
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; r.Close() })
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
 	}
 }
