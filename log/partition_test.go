@@ -234,40 +234,8 @@ func TestStagedBatchesAreInvisibleUntilPublished(t *testing.T) {
 
 func TestConcurrentAppendsKeepEveryBatchWhole(t *testing.T) {
 	p := NewPartition()
-	const writers, each = 4, 50
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				// Sizes from a few bytes to past the prefault threshold.
-				value := strings.Repeat(string(rune('a'+w)), 1+(i*997)%(100<<10))
-				appendRaw(t, p, batch(t, []int64{1}, value), AppendOptions{})
-			}
-		}()
-	}
-	// A reader runs alongside and must only ever see whole batches.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for p.HighWatermark() < writers*each {
-			res, err := p.Read(0, 1<<30)
-			if err != nil {
-				continue
-			}
-			for rest := res.Records; len(rest) > 0; {
-				n := 12 + int(binary.BigEndian.Uint32(rest[offLength:]))
-				if _, err := ParseBatch(rest[:n]); err != nil {
-					t.Errorf("read a broken batch: %v", err)
-					return
-				}
-				rest = rest[n:]
-			}
-		}
-	}()
-	wg.Wait()
-	<-done
+	// Sizes from a few bytes to past the prefault threshold.
+	appendConcurrently(t, p, 4, 50, func(i int) int { return 1 + (i*997)%(100<<10) })
 	got := 0
 	for off := int64(0); off < p.HighWatermark(); {
 		res, err := p.Read(off, 1<<30)
@@ -288,7 +256,45 @@ func TestConcurrentAppendsKeepEveryBatchWhole(t *testing.T) {
 			rest = rest[n:]
 		}
 	}
-	assert.Equal(t, writers*each, got)
+}
+
+// appendConcurrently has writers each append each one-record batches to p
+// at once, writer w's values all of the letter 'a'+w and size(i) bytes
+// long, while a reader reads from the start and fails the test on any batch
+// that is not whole; it returns when all are appended and the reader is
+// done.
+func appendConcurrently(t *testing.T, p *Partition, writers, each int, size func(i int) int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				value := strings.Repeat(string(rune('a'+w)), size(i))
+				appendRaw(t, p, batch(t, []int64{1}, value), AppendOptions{})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p.HighWatermark() < int64(writers*each) {
+			res, err := p.Read(0, 1<<30)
+			if err != nil {
+				continue
+			}
+			EachBatch(res.Records, func(b Batch) bool {
+				if _, err := ParseBatch(b); err != nil {
+					t.Errorf("read a broken batch: %v", err)
+					return false
+				}
+				return true
+			})
+		}
+	}()
+	wg.Wait()
+	<-done
 }
 
 func TestOffsetForTime(t *testing.T) {
@@ -1347,36 +1353,7 @@ func TestConcurrentSmallAppendsWhileMoving(t *testing.T) {
 	const writers, each = 4, 60
 	for range 20 {
 		p := NewPartition()
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					value := strings.Repeat(string(rune('a'+w)), 1+(i*37)%150)
-					appendRaw(t, p, batch(t, []int64{1}, value), AppendOptions{})
-				}
-			}()
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for p.HighWatermark() < writers*each {
-				res, err := p.Read(0, 1<<30)
-				if err != nil {
-					continue
-				}
-				EachBatch(res.Records, func(b Batch) bool {
-					if _, err := ParseBatch(b); err != nil {
-						t.Errorf("read a broken batch: %v", err)
-						return false
-					}
-					return true
-				})
-			}
-		}()
-		wg.Wait()
-		<-done
+		appendConcurrently(t, p, writers, each, func(i int) int { return 1 + (i*37)%150 })
 		got, _ := readSlices(t, p)
 		require.Len(t, got, writers*each)
 		for off, v := range got {
