@@ -275,67 +275,51 @@ func TestConsumerProtocolSessionTimeout(t *testing.T) {
 // TestConsumerProtocolProfiles: the kafka profile serves KIP-848, the audit
 // profile serves it and records each request under ClassicGroupsOnly with
 // kgo's advice, and the VAST profile does not advertise it, so kgo with
-// ServerSideBalancer falls back to the classic protocol.
+// ServerSideBalancer falls back to the classic protocol. KIP-848 assigns
+// partitions by topic ID, so NoTopicIDs on in the kafka profile (every ID
+// reported is zero) hides it too; audited, each request is a finding of
+// that rule.
 func TestConsumerProtocolProfiles(t *testing.T) {
-	for _, profile := range []string{"kafka", "audit", "vast"} {
-		t.Run(profile, func(t *testing.T) {
-			k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("p", 2), fixtures.BrokerOptions(fastConsumerGroups))
+	withRule := func(mode rules.Mode) fixtures.Option {
+		r := rules.Kafka()
+		r.SetMode(rules.NoTopicIDs, mode)
+		return fixtures.Rules(r)
+	}
+	for _, c := range []struct {
+		name    string
+		opt     fixtures.Option
+		classic bool   // kgo falls back to the classic protocol
+		finding string // the rule each KIP-848 request is a finding of, or ""
+	}{
+		{"kafka", fixtures.Profile("kafka"), false, ""},
+		{"audit", fixtures.Profile("audit"), false, rules.ClassicGroupsOnly.String()},
+		{"vast", fixtures.Profile("vast"), true, ""},
+		{"kafka with NoTopicIDs", withRule(rules.Enforce), true, ""},
+		{"kafka with NoTopicIDs audited", withRule(rules.Audit), false, rules.NoTopicIDs.String()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := fixtures.Start(t, c.opt, fixtures.Topic("p", 2), fixtures.BrokerOptions(fastConsumerGroups))
 			b := k.Broker()
 			k.Produce("p", 0, "x")
 			cl := serverSideMember(t, k.Addr(), "p-g", "p")
 			pollN(t, cl, 1)
 			g, ok := b.Group("p-g")
 			require.True(t, ok)
-			var found bool
+			found := ""
 			for _, f := range b.Findings() {
-				if f.Rule == rules.ClassicGroupsOnly.String() {
-					found = true
-					assert.Contains(t, f.Advice, "kgo.ServerSideBalancer")
+				if f.API == "ConsumerGroupHeartbeat" {
+					found = f.Rule
+					if f.Rule == rules.ClassicGroupsOnly.String() {
+						assert.Contains(t, f.Advice, "kgo.ServerSideBalancer")
+					}
 				}
 			}
-			switch profile {
-			case "vast":
+			assert.Equal(t, c.finding, found, "the rule each KIP-848 request is a finding of")
+			if c.classic {
 				assert.Equal(t, "classic", g.Type, "kgo falls back to the classic protocol")
 				assert.Equal(t, "consumer", g.ProtocolType)
-				assert.False(t, found)
-			case "audit":
-				assert.Equal(t, "consumer", g.Type)
-				assert.True(t, found, "every KIP-848 request is a finding of ClassicGroupsOnly")
-			default:
-				assert.Equal(t, "consumer", g.Type)
-				assert.False(t, found)
-			}
-		})
-	}
-}
-
-// TestConsumerProtocolNeedsTopicIDs: KIP-848 assigns partitions by topic ID,
-// so with NoTopicIDs on in the kafka profile (every ID reported is zero)
-// ConsumerGroupHeartbeat is not advertised and kgo with ServerSideBalancer
-// falls back to the classic protocol; with the rule audited it is served
-// and each request is a finding of NoTopicIDs.
-func TestConsumerProtocolNeedsTopicIDs(t *testing.T) {
-	for _, mode := range []rules.Mode{rules.Enforce, rules.Audit} {
-		t.Run(mode.String(), func(t *testing.T) {
-			r := rules.Kafka()
-			r.SetMode(rules.NoTopicIDs, mode)
-			k := fixtures.Start(t, fixtures.Rules(r), fixtures.Topic("ids", 2), fixtures.BrokerOptions(fastConsumerGroups))
-			b := k.Broker()
-			k.Produce("ids", 0, "x")
-			cl := serverSideMember(t, k.Addr(), "ids-g", "ids")
-			pollN(t, cl, 1)
-			g, ok := b.Group("ids-g")
-			require.True(t, ok)
-			var found bool
-			for _, f := range b.Findings() {
-				found = found || f.Rule == rules.NoTopicIDs.String() && f.API == "ConsumerGroupHeartbeat"
-			}
-			if mode == rules.Enforce {
-				assert.Equal(t, "classic", g.Type, "kgo falls back to the classic protocol")
-				assert.False(t, found)
 			} else {
 				assert.Equal(t, "consumer", g.Type)
-				assert.True(t, found, "each KIP-848 request is a finding of NoTopicIDs")
 			}
 		})
 	}
