@@ -612,9 +612,10 @@ func sameEntry(a, b *entry) bool {
 
 // recordFields are what compaction reads of a record in place.
 type recordFields struct {
-	offsetDelta int32
-	key         []byte // nil for a null key
-	valueNull   bool
+	timestampDelta int64
+	offsetDelta    int32
+	key            []byte // nil for a null key
+	valueNull      bool
 }
 
 // eachRawRecord calls fn with each record of a record section holding n
@@ -644,7 +645,8 @@ func eachRawRecord(section []byte, n int32, fn func(rec []byte, f recordFields))
 // null, from its bytes after the length.
 func readFields(rec []byte) (recordFields, bool) {
 	var f recordFields
-	_, p := varint64(rec, 1) // after the attributes: the timestamp delta
+	var p int
+	f.timestampDelta, p = varint64(rec, 1) // after the attributes
 	if p < 0 {
 		return f, false
 	}

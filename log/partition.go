@@ -5,7 +5,6 @@
 package log
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/bits"
@@ -763,14 +762,8 @@ func (p *Partition) MaxTimestampRecord(turn func() (func(), error)) (timestamp, 
 	p.pins.Add(1) // b is read outside the lock
 	p.mu.RUnlock()
 	defer p.unpin()
-	if b.Compression() != 0 && turn != nil {
-		done, err := turn()
-		if err != nil {
-			return 0, 0, err
-		}
-		defer done()
-	}
-	return timestamp, b.offsetOfMaxTimestamp(), nil
+	offset, err = b.offsetOfMaxTimestamp(turn)
+	return timestamp, offset, err
 }
 
 // offsetOfMaxTimestamp returns the offset of the batch's first record whose
@@ -778,45 +771,25 @@ func (p *Partition) MaxTimestampRecord(turn func() (func(), error)) (timestamp, 
 // RecordBatch.offsetOfMaxTimestamp does (in a LogAppendTime batch every
 // record carries it: the first record, which compaction may have moved past
 // the base offset); its last offset when no record does or the records do
-// not parse or decompress.
-func (b Batch) offsetOfMaxTimestamp() int64 {
-	section := []byte(b[BatchHeaderSize:])
-	if b.Compression() != 0 {
-		buf := bufPool.Get().(*bytes.Buffer)
-		buf.Reset()
-		defer func() {
-			if buf.Cap() <= poolMax {
-				buf.Reset()
-				bufPool.Put(buf)
-			}
-		}()
-		if err := b.decompress(buf); err != nil {
-			return b.LastOffset()
-		}
-		section = buf.Bytes()
+// not parse or decompress. A compressed batch is decompressed as compaction
+// decompresses one, after turn; turn's error is returned.
+func (b Batch) offsetOfMaxTimestamp(turn func() (func(), error)) (int64, error) {
+	c := compactor{turn: turn}
+	defer c.release()
+	section, err := c.section(b)
+	if errors.Is(err, ErrDecompress) || errors.Is(err, ErrTooLarge) {
+		return b.LastOffset(), nil
+	} else if err != nil {
+		return 0, err
 	}
+	offset, found := b.LastOffset(), false
 	first, maxTS, logAppend := b.FirstTimestamp(), b.MaxTimestamp(), b.LogAppendTime()
-	at := 0
-	for range b.NumRecords() {
-		length, p := varint32(section, at)
-		if p < 0 || length <= 0 || int(length) > len(section)-p {
-			break
+	_ = eachRawRecord(section, b.NumRecords(), func(_ []byte, f recordFields) {
+		if !found && (logAppend || first+f.timestampDelta == maxTS) {
+			offset, found = b.BaseOffset()+int64(f.offsetDelta), true
 		}
-		body := section[p : p+int(length)]
-		at = p + int(length)
-		delta, q := varint64(body, 1) // after the attributes
-		if q < 0 {
-			break
-		}
-		offsetDelta, q := varint32(body, q)
-		if q < 0 {
-			break
-		}
-		if logAppend || first+delta == maxTS {
-			return b.BaseOffset() + int64(offsetDelta)
-		}
-	}
-	return b.LastOffset()
+	}) // a record that does not parse ends the walk: the last offset stands in
+	return offset, nil
 }
 
 // OffsetForTime returns the first offset at or after the log start whose
