@@ -155,7 +155,7 @@ func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, audi
 		if a.handle == nil {
 			continue
 		}
-		if a.capBy != "" && a.capTo < a.min {
+		if a.hiddenByCap() {
 			switch id := tableRule(a.capBy); modes.Of(id) {
 			case rules.Enforce:
 				hiddenBy[a.key] = a.capBy
@@ -178,6 +178,10 @@ func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, audi
 	}
 	return out, hiddenBy, auditedBy
 }
+
+// hiddenByCap reports whether capBy hides the API rather than lowering its
+// versions: capTo is below its min.
+func (a *api) hiddenByCap() bool { return a.capBy != "" && a.capTo < a.min }
 
 // tableRule returns the rule apiTable names. A name that is not a rule is
 // a mistake in apiTable, and panics on the first broker built (every test

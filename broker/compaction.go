@@ -93,7 +93,7 @@ func (b *Broker) Compact(topic string) ([]PartitionCompaction, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotCompacted, topic)
 	}
 	opts := cfg.compactOptions(b.clock.Now())
-	opts.Turn = b.compactionTurn
+	opts.Turn = b.storedBatchTurn
 	opts.MinDirtyRatio = 0
 	out := make([]PartitionCompaction, 0, len(t.partitions))
 	for i, p := range t.partitions {
@@ -117,7 +117,7 @@ func (b *Broker) compactDirty() {
 			continue
 		}
 		opts := cfg.compactOptions(now)
-		opts.Turn = b.compactionTurn
+		opts.Turn = b.storedBatchTurn
 		for i, p := range t.partitions {
 			if b.ctx.Err() != nil {
 				return // Close waits for this pass: end it
@@ -161,13 +161,12 @@ func (b *Broker) SkipOffsets(topic string, partition int32, n int64) error {
 // errClosing stops a compaction waiting for a turn when the broker closes.
 var errClosing = errors.New("vastfake: the broker is closing")
 
-// compactionTurn takes one of the broker's decompression turns for a
-// compaction, or a ListOffsets(max timestamp), about to decompress a stored
+// storedBatchTurn takes one of the broker's decompression turns for a
+// compaction or a ListOffsets(max timestamp) about to decompress a stored
 // batch (see startDecompression), and returns the function that gives it
 // back: they and compressed produces share the bound on decompressions at
-// once. It returns
-// errClosing if the broker closes first.
-func (b *Broker) compactionTurn() (func(), error) {
+// once. It returns errClosing if the broker closes first.
+func (b *Broker) storedBatchTurn() (func(), error) {
 	if !b.startDecompression(b.ctx.Done()) {
 		return nil, errClosing
 	}

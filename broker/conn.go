@@ -486,7 +486,7 @@ func (c *clientConn) handleOne() error {
 
 	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	defer req.releaseReads()
-	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || a.capBy != "" && a.capTo < a.min || version > a.advertised) {
+	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || a.hiddenByCap() || version > a.advertised) {
 		group := ""
 		if a.share == groupCoordinator { // a KIP-848 heartbeat: the finding names its group
 			if gs := groupsOf(reflect.ValueOf(kreq).Elem()); len(gs) > 0 {

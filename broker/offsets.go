@@ -104,7 +104,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 					sp.Offset = logStart
 				case ts == listMaxTimestamp && r.version >= 7:
 					var err error
-					if sp.Timestamp, sp.Offset, err = part.MaxTimestampRecord(b.compactionTurn); err != nil {
+					if sp.Timestamp, sp.Offset, err = part.MaxTimestampRecord(b.storedBatchTurn); err != nil {
 						sp.ErrorCode = kerr.UnknownServerError.Code // the broker is closing
 					}
 				case ts == listLatestTiered && r.version >= 9:
