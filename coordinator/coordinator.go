@@ -23,11 +23,11 @@
 // timeout, rebalance timeout, initial rebalance delay and offset retention is
 // measured on the clock.Clock it is given, and so is every transaction
 // timeout, so a test that owns a clock.Manual decides when each of them
-// passes. Timers run on the clock;
-// the only goroutine of its own is the short one context.AfterFunc runs when
-// a connection closes, to forget the member ids handed out on it (Close
-// waits for those). The only calls that block are JoinGroup and SyncGroup,
-// in the caller's goroutine.
+// passes. Timers run on the clock. Its own goroutines are the short one
+// context.AfterFunc runs when a connection closes, to forget the member ids
+// handed out on it, and the worker that matches KIP-848 regular expressions
+// against topics off the lock (regex.go); Close waits for both. The only
+// calls that block are JoinGroup and SyncGroup, in the caller's goroutine.
 //
 // The broker passes each decoded request and gets the response back with
 // the request's version. It wraps the ctx of JoinGroup with WithClient so
@@ -199,6 +199,10 @@ type Config struct {
 	// joining a consumer group that has this many gets
 	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
 	ConsumerGroupMaxSize int
+
+	// regexesByHand (tests) starts no regex worker: the test resolves
+	// regexes with resolveRegexes.
+	regexesByHand bool
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -251,6 +255,14 @@ type Coordinator struct {
 	cgInterval     time.Duration
 	cgMaxSize      int
 	consumerGroups int // how many of groups are consumer groups
+
+	// Regular expressions of KIP-848 subscriptions (regex.go).
+	regexes       regexRegistry
+	regexesByHand bool
+	regexKick     chan struct{}       // wakes the worker
+	regexWorker   sync.WaitGroup      // the worker, which Close waits for
+	regexPass     sync.Mutex          // held through each of the worker's passes
+	regexPending  map[string]struct{} // topics created since the worker's last pass
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -348,7 +360,10 @@ func New(cfg Config) *Coordinator {
 		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
 		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
 		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+
+		regexesByHand: cfg.regexesByHand,
 	}
+	c.startRegexWorker()
 	c.refreshTopics()
 	return c
 }
@@ -377,6 +392,7 @@ func (c *Coordinator) Close() {
 	close(c.done)
 	c.unlock()
 	c.watchers.Wait()
+	c.regexWorker.Wait()
 }
 
 // unlock releases c.mu and wakes anything waiting for a change of state.
@@ -580,6 +596,9 @@ func (c *Coordinator) removeGroup(g *group) {
 	g.stopTimers(c)
 	if g.cg != nil {
 		c.consumerGroups--
+		for _, m := range g.cg.members {
+			c.setMemberRegex(g.cg, m, nil)
+		}
 	}
 	for t, ps := range g.offsets {
 		c.metaBytes -= metadataBytes(ps)
