@@ -101,9 +101,11 @@ type Broker struct {
 	reclaimMu sync.Mutex
 	// readers are free large read buffers (takeReader), closedConns the
 	// connections closed since the last collection (connClosed).
-	readersMu   sync.Mutex
-	readers     []*bufio.Reader
-	closedConns int
+	readersMu sync.Mutex
+	readers   []*bufio.Reader
+	// smallReaders are free readBufferBeforeAuth ones (idleconn.go).
+	smallReaders []*bufio.Reader
+	closedConns  int
 	// largeTurn holds the one turn to decode and handle a large request
 	// (startLarge).
 	largeTurn chan struct{}
