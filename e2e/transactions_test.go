@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Transactions (kafka and audit profiles): a transactional producer's
 // commit and abort, what read_committed and read_uncommitted consumers see,

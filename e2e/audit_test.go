@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Audit mode end to end: real clients at their default settings against
 // the audit profile, the findings their defaults cause, and one case per

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Throughput benchmarks through kgo, run side by side against vastfake and
 // kfake so one run shows both:

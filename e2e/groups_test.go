@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Consumer groups end to end through kgo and kadm: sharing partitions,
 // committing and resuming, the seed 001 crash stories, and VAST's group

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Record validation, record size limits and fetch response limits: what a
 // producer's batch must be to be stored, and what a Fetch gets back.

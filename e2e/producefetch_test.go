@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // End-to-end tests: a real broker on loopback, real clients (franz-go's kgo
 // and kadm), black-box. The interop/ module repeats the core scenarios with

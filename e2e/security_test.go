@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Security end to end: SASL/PLAIN through franz-go (v1 and v0 handshakes),
 // wrong and missing credentials, brute input on the SASL path over raw TCP,
