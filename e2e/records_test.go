@@ -129,27 +129,6 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, batch []byte) kmsg.P
 	return resp.Topics[0].Partitions[0]
 }
 
-// fetchRaw fetches partition 0 of topic from offset 0 and returns the
-// stored bytes and the high watermark.
-func fetchRaw(t *testing.T, cl *kgo.Client, topic string) ([]byte, int64) {
-	t.Helper()
-	md, err := kadm.NewClient(cl).ListTopics(ctxT(t), topic)
-	require.NoError(t, err)
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes, req.SessionEpoch = 50<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, md[topic].ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 10 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t), cl)
-	require.NoError(t, err)
-	p := resp.Topics[0].Partitions[0]
-	require.Equal(t, int16(0), p.ErrorCode)
-	return p.RecordBatches, p.HighWatermark
-}
-
 // TestBrokenRecordsAreRefused sends batches whose header and CRC are right
 // but whose records are broken inside; each gets Kafka's INVALID_RECORD
 // and nothing is stored. A valid batch is stored byte for byte.
