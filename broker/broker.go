@@ -109,6 +109,10 @@ type Broker struct {
 	// largeTurn holds the one turn to decode and handle a large request
 	// (startLarge).
 	largeTurn chan struct{}
+	// answers is the budget of large answers (answers.go);
+	// largeAnswerForTest, when set, replaces largeAnswerBytes.
+	answers            answerBudget
+	largeAnswerForTest int
 	// clientSoftware names the software of connections that do not
 	// show it, from their client id's other connections.
 	clientSoftware clientSoftwareMemory

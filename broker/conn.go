@@ -53,6 +53,7 @@ type clientConn struct {
 	readBytes  int64     // the bytes of the frames read so far, for the read buffer's size (readSize)
 	out        []byte    // the answer buffer for small answers, reused across requests
 	lastAnswer int       // the size of the last answer written
+	answerHint int       // the measured size of a large answer about to be written (budgetAnswer)
 
 	clientID string // the last request's client id; only serve's goroutine touches it
 	// software and softwareVersion are what ApiVersions v3+ said the
@@ -576,7 +577,13 @@ func (c *clientConn) handleOne() error {
 	// ApiVersions answers with a v0 response header even when flexible,
 	// so that clients can always parse it.
 	flexHeader := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
-	if err := c.write(corr, resp, flexHeader); err != nil {
+	endAnswer := c.budgetAnswer(key, resp) // a large answer waits for its share (answers.go)
+	if endAnswer == nil {
+		return c.ctx.Err()
+	}
+	err = c.write(corr, resp, flexHeader)
+	endAnswer()
+	if err != nil {
 		return err
 	}
 	if req.closeAfter != "" {
@@ -805,7 +812,8 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	// encoded into a buffer of the free list, given back once written, so
 	// that an idle consumer's connection holds none. A first large answer
 	// of another kind grows c.out on the heap and is dropped below.
-	need := responseSizeHint(resp)
+	need := max(responseSizeHint(resp), c.answerHint)
+	c.answerHint = 0
 	if c.lastAnswer > maxKeptAnswer {
 		need = max(need, c.lastAnswer)
 	}

@@ -451,7 +451,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 	if code == errNone && req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		r, err := c.regexes.acquire(*req.SubscribedTopicRegex)
 		if err != nil {
-			code, msg = kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", clipRegex(*req.SubscribedTopicRegex), err)
+			code, msg = kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", clipQuoted(*req.SubscribedTopicRegex), err)
 		}
 		hold.r = r
 	}
@@ -536,7 +536,9 @@ func blank(s string) bool {
 	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
 
-func clipRegex(s string) string {
+// clipQuoted clips a client's string quoted in an error message to 100
+// bytes, so that an answer is never much larger than its request.
+func clipQuoted(s string) string {
 	if len(s) > 100 {
 		return s[:100] + "…"
 	}
@@ -1407,10 +1409,10 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 			dg.ErrorCode = errInvalidGroupID
 		case g == nil:
 			dg.ErrorCode = errGroupIDNotFound
-			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
+			dg.ErrorMessage = kmsg.StringPtr("Group " + clipQuoted(name) + " not found.") // the name is in the answer already
 		case g.cg == nil:
 			dg.ErrorCode = errGroupIDNotFound
-			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a consumer group.")
+			dg.ErrorMessage = kmsg.StringPtr("Group " + clipQuoted(name) + " is not a consumer group.")
 		default:
 			cg := g.cg
 			dg.State = cg.stateName()
