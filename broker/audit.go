@@ -234,7 +234,7 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 // vast applies rule id to a request (r; nil for the broker's own work,
 // seed topics or expiry) that does what the rule is about: sends a
 // compressed batch, names a topic that does not exist, offers only
-// cooperative protocols. It is the one place a rule's mode takes effect:
+// cooperative protocols. The rule's mode decides (rules.Modes.Check):
 //   - enforced, it records a refusal on r (kind Refused) and returns true:
 //     the caller answers as VAST does;
 //   - audited, it records a finding of kind about topic or group, with
@@ -246,19 +246,16 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 // the produce or fetch path costs no string in any mode (a closure that
 // does not escape costs no allocation either).
 func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) bool {
-	switch b.modes[id] {
-	case rules.Enforce:
-		if kind == rules.Refused && r != nil {
-			r.refuse(id.String())
-			if r.refusedAbout == "" {
-				r.refusedAbout = cmp.Or(topic, group)
+	return b.modes.Check(id, kind,
+		func() {
+			if r != nil {
+				r.refuse(id.String())
+				if r.refusedAbout == "" {
+					r.refusedAbout = cmp.Or(topic, group)
+				}
 			}
-		}
-		return true
-	case rules.Audit:
-		b.recordFinding(r, id, kind, topic, group, detail)
-	}
-	return false
+		},
+		func() { b.recordFinding(r, id, kind, topic, group, detail) })
 }
 
 // enforced reports whether rule id is enforced, for behaviour that is not

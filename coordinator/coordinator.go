@@ -405,25 +405,20 @@ func (c *Coordinator) refuse(ctx context.Context, api, rule, group, reason strin
 }
 
 // vast applies rule id to a request that does what the rule is about, as
-// the broker's Broker.vast does: enforced, it reports a refusal (kind
-// Refused) to ctx's refusal sink with reason and returns true, and the
-// caller answers as VAST does; audited, it reports a finding to
-// Config.Audit and returns false, and the caller goes on as Kafka does;
-// off, it returns false. Call it with c.mu held when ctx's refusal sink
-// was deferred (deferRefusals).
+// the broker's checks do, through the one decision of rules.Modes.Check:
+// enforced, it reports a refusal (kind Refused) to ctx's refusal sink with
+// reason and returns true, and the caller answers as VAST does; audited,
+// it reports a finding to Config.Audit and returns false, and the caller
+// goes on as Kafka does; off, it returns false. Call it with c.mu held
+// when ctx's refusal sink was deferred (deferRefusals).
 func (c *Coordinator) vast(ctx context.Context, id rules.ID, kind rules.Kind, api, group, reason string) bool {
-	switch c.modes.Of(id) {
-	case rules.Enforce:
-		if kind == rules.Refused {
-			c.refuse(ctx, api, id.String(), group, reason)
-		}
-		return true
-	case rules.Audit:
-		if c.audit != nil {
-			c.audit(ctx, id, kind, group, reason)
-		}
-	}
-	return false
+	return c.modes.Check(id, kind,
+		func() { c.refuse(ctx, api, id.String(), group, reason) },
+		func() {
+			if c.audit != nil {
+				c.audit(ctx, id, kind, group, reason)
+			}
+		})
 }
 
 // enforced reports whether rule id is enforced.
