@@ -8,7 +8,6 @@ package broker
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -321,23 +319,15 @@ func (b *Broker) Audited() bool {
 }
 
 // coordinatorFinding is the coordinator's Config.Audit: it records a
-// finding for the request ctx carries, if any.
-func (b *Broker) coordinatorFinding(ctx context.Context, id rules.ID, kind rules.Kind, group, detail string) {
+// finding no request caused, about a group as a whole, naming the group's
+// clients, never "(no client)", when it has some.
+func (b *Broker) coordinatorFinding(clients string, id rules.ID, kind rules.Kind, group, detail string) {
 	var r *request
-	if ctx != nil {
-		r, _ = ctx.Value(requestKey{}).(*request)
-	}
-	if r == nil && ctx != nil {
-		// A finding about a group as a whole names its members' clients
-		// (coordinator.WithClient), never "(no client)".
-		if ids, _ := coordinator.ClientFrom(ctx); ids != "" {
-			r = &request{clientID: ids}
-		}
+	if clients != "" {
+		r = &request{clientID: clients}
 	}
 	b.recordFinding(r, id, kind, "", group, func() string { return detail })
 }
-
-type requestKey struct{}
 
 // SortFindings orders findings by rule, kind, client, topic and group, for
 // reports that should read the same from run to run.

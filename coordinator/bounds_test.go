@@ -32,7 +32,7 @@ func TestOffsetMetadataBound(t *testing.T) {
 				p := &req.Topics[0].Partitions[i]
 				p.Metadata = kmsg.StringPtr(strings.Repeat("m", tc.fits+int(p.Partition))) // 1 is one byte over
 			}
-			resp := h.c.OffsetCommit(context.Background(), req)
+			resp := h.c.OffsetCommit(NoCaller, req)
 			codes := map[int32]int16{}
 			for _, p := range resp.Topics[0].Partitions {
 				codes[p.Partition] = p.ErrorCode
@@ -136,7 +136,7 @@ func TestOffsetMetadataTotalBound(t *testing.T) {
 	commit := func(group, topic string, md int) int16 {
 		req := commitReq(group, "", -1, topic, map[int32]int64{0: 1})
 		req.Topics[0].Partitions[0].Metadata = kmsg.StringPtr(strings.Repeat("m", md))
-		return h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		return h.c.OffsetCommit(NoCaller, req).Topics[0].Partitions[0].ErrorCode
 	}
 	assert.Equal(t, errNone, commit("a", "t", 60))
 	assert.Equal(t, errOffsetMetadataTooLarge, commit("b", "t", 60), "60 + 60 > 100")
@@ -167,7 +167,7 @@ func TestGroupIDBound(t *testing.T) {
 	h := newHarness(t, rules.Kafka())
 	long := strings.Repeat("g", MaxGroupIDBytes+1)
 	assert.Equal(t, errInvalidGroupID, h.join(joinReq(long, "")).ErrorCode)
-	resp := h.c.OffsetCommit(context.Background(), commitReq(long, "", -1, "t", map[int32]int64{0: 1}))
+	resp := h.c.OffsetCommit(NoCaller, commitReq(long, "", -1, "t", map[int32]int64{0: 1}))
 	assert.Equal(t, errInvalidGroupID, resp.Topics[0].Partitions[0].ErrorCode)
 	assert.Empty(t, h.c.Groups())
 	fits := strings.Repeat("g", MaxGroupIDBytes)

@@ -29,7 +29,6 @@ package coordinator
 // of every member, once per change, in O(members + partitions).
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -418,13 +417,13 @@ func (c *Coordinator) dropGoneTopics(cg *consumerGroup) {
 // FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, and
 // GROUP_ID_NOT_FOUND for a classic group with members; an Empty classic
 // group becomes a consumer group, keeping its offsets. It never blocks.
-func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *Coordinator) ConsumerGroupHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
 	resp.HeartbeatIntervalMillis = int32(c.cgInterval / time.Millisecond)
-	code, msg := c.consumerHeartbeat(ctx, req, resp)
+	code, msg := c.consumerHeartbeat(caller, req, resp)
 	if g := c.groups[req.Group]; g != nil {
 		c.noteStable(g)
 	}
@@ -522,7 +521,7 @@ func compileTopicRegex(s string) (*regexp.Regexp, error) {
 	return regexp.Compile("^(?:" + s + ")$")
 }
 
-func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	if c.closed {
 		return errCoordinatorNotAvailable, ""
 	}
@@ -536,9 +535,7 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	case g == nil:
 		g = c.newGroup(req.Group)
 		c.toConsumerGroup(g)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 	case g.cg == nil:
 		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 {
 			return errGroupIDNotFound, "Group " + req.Group + " is not a consumer group."
@@ -550,7 +547,7 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	}
 	switch req.MemberEpoch {
 	case epochJoin:
-		return c.consumerJoin(ctx, g, req, resp)
+		return c.consumerJoin(caller, g, req, resp)
 	case epochLeave, epochStaticLeave:
 		return c.consumerLeave(g, req, resp)
 	}
@@ -593,7 +590,7 @@ func (cg *consumerGroup) staticHolder(instanceID, memberID string) (*cmember, in
 // was fenced or lost its state (its partitions stay its own unless the
 // target moved them), or a static member taking over from its previous
 // instance that left with epoch -2.
-func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	cg := g.cg
 	id := req.MemberID
 	if id == "" {
@@ -614,7 +611,7 @@ func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.Cons
 	if m == nil && inherit == nil && len(cg.members) >= c.cgMaxSize {
 		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cgMaxSize)
 	}
-	clientID, clientHost := clientFrom(ctx)
+	clientID, clientHost := caller.Client()
 	probe := m
 	if probe == nil {
 		probe = &cmember{id: id}

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -65,12 +64,13 @@ func (tt *topicTable) add(name string, partitions int32) TopicMeta {
 type cgHarness struct {
 	*harness
 	topics *topicTable
+	caller Caller // the heartbeats' caller
 }
 
 func newCGHarness(t testing.TB, opts ...func(*Config)) *cgHarness {
 	tt := &topicTable{}
 	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) { c.Topics, c.Topic = tt.get, tt.lookup }}, opts...)...)
-	return &cgHarness{harness: h, topics: tt}
+	return &cgHarness{harness: h, topics: tt, caller: NoCaller}
 }
 
 // cmem is the client side of one member: its id, epoch and what it owns.
@@ -153,7 +153,7 @@ func (m *cmem) beat(edit func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.Consum
 	if edit != nil {
 		edit(req)
 	}
-	resp := m.h.c.ConsumerGroupHeartbeat(context.Background(), req)
+	resp := m.h.c.ConsumerGroupHeartbeat(m.h.caller, req)
 	if resp.ErrorCode == 0 {
 		m.epoch = resp.MemberEpoch
 		if resp.Assignment != nil {
@@ -463,7 +463,7 @@ func TestConsumerGroupOffsets(t *testing.T) {
 	commit := func(member string, epoch int32, version int16) int16 {
 		req := commitReq("g", member, epoch, "t", map[int32]int64{0: 5})
 		req.Version = version
-		return h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		return h.c.OffsetCommit(NoCaller, req).Topics[0].Partitions[0].ErrorCode
 	}
 	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit("m", 0, 9))
 	assert.Equal(t, kerr.UnsupportedVersion.Code, commit("m", 1, 8), "a KIP-848 member commits with v9+")
@@ -495,7 +495,7 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	r.MaxGroups = 1
 	tt := &topicTable{}
 	tt.add("t", 2)
-	h := &cgHarness{harness: newHarness(t, r, func(c *Config) { c.Topics = tt.get }), topics: tt}
+	h := &cgHarness{harness: newHarness(t, r, func(c *Config) { c.Topics = tt.get }), topics: tt, caller: NoCaller}
 	m := h.member("cg", "m")
 	require.Equal(t, int16(0), m.join("t").ErrorCode)
 	h.settle("cg", m)
@@ -659,12 +659,11 @@ func TestConsumerGroupRebalanceHistory(t *testing.T) {
 // members would keep more than MaxConsumerGroupBytes gets
 // GROUP_MAX_SIZE_REACHED and keeps what it had, a member rejoining under a
 // new instance id leaves no entry for the old one, and a consumer group is
-// counted by Config.GroupCreated as a classic one is.
+// told to its caller as created, as a classic one is.
 func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
-	var created []string
-	h := newCGHarness(t, func(c *Config) {
-		c.GroupCreated = func(_ context.Context, group string) { created = append(created, group) }
-	})
+	caller := &testCaller{id: "app"}
+	h := newCGHarness(t)
+	h.caller = caller
 	h.addTopic("orders", 2)
 
 	long := string(make([]byte, MaxGroupIDBytes+1))
@@ -712,5 +711,6 @@ func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
 	static := len(h.c.groups["s"].cg.static)
 	h.c.mu.Unlock()
 	assert.Equal(t, 1, static)
+	_, _, created := caller.told()
 	assert.Equal(t, []string{"g", "s"}, created)
 }

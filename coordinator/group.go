@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -68,9 +67,9 @@ type group struct {
 
 	offsets    map[string]map[int32]offset
 	emptySince time.Time
-	// committedBy is the client id of the last OffsetCommit, when the
-	// broker named it (WithClient), so that findings about the offsets of
-	// an empty group name a client.
+	// committedBy is the client id of the last OffsetCommit, when its
+	// Caller named one, so that findings about the offsets of an empty
+	// group name a client.
 	committedBy string
 
 	// cg is set while the group is a KIP-848 consumer group
@@ -78,23 +77,6 @@ type group struct {
 	// then Empty without members and Stable with some, for the group
 	// cleanup and DeleteGroups.
 	cg *consumerGroup
-}
-
-// clientsCtx returns a ctx naming, as WithClient does, the client ids of
-// g's members (comma-separated, in join order, each once), or else of the
-// client that last committed its offsets: a finding about the group as a
-// whole, which no one request caused, names them.
-func (g *group) clientsCtx() context.Context {
-	var ids []string
-	for _, m := range g.ordered() {
-		if !slices.Contains(ids, m.clientID) {
-			ids = append(ids, m.clientID)
-		}
-	}
-	if len(ids) == 0 && g.committedBy != "" {
-		ids = append(ids, g.committedBy)
-	}
-	return WithClient(context.Background(), strings.Join(ids, ", "), "")
 }
 
 // member is one joined member.
@@ -367,7 +349,8 @@ func (g *group) stopTimers(c *Coordinator) {
 // vote and a member offering nothing else gets INCONSISTENT_GROUP_PROTOCOL;
 // Rules.MaxGroups refuses creating one group too many with
 // GROUP_MAX_SIZE_REACHED, after deleting the groups Kafka's cleanup would
-// delete. Both refusals go to ctx's refusal sink (WithRefusalSink). A join
+// delete. Both refusals go to caller, which also names the client (its id
+// and host go to the member) and hears of a group created. A join
 // that would make what the group keeps for its members exceed
 // GroupMetadataMaxBytes gets GROUP_MAX_SIZE_REACHED too, in both profiles,
 // and a group name longer than MaxGroupIDBytes INVALID_GROUP_ID.
@@ -378,10 +361,10 @@ func (g *group) stopTimers(c *Coordinator) {
 // MEMBER_ID_REQUIRED that was not used yet is forgotten. So a member that
 // went away holds a join phase up for at most its session timeout (30 min
 // by default), however long its rebalance timeout.
-func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	ctx, flush := deferRefusals(ctx)
+func (c *Coordinator) JoinGroup(ctx context.Context, caller Caller, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	caller, flush := deferRefusals(caller)
 	c.mu.Lock()
-	resp, wait, m := c.join(ctx, req)
+	resp, wait, m := c.join(ctx, caller, req)
 	c.unlock()
 	flush()
 	if wait == nil {
@@ -434,7 +417,7 @@ func joinError(version int16, memberID string, code int16) *kmsg.JoinGroupRespon
 // under an enforced Rules.EagerAssignorsOnly. It returns none when every
 // protocol offered is cooperative and the rule refuses that (enforced), or
 // all of them when the rule is audited, with a finding.
-func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
+func (c *Coordinator) usableProtocols(caller Caller, req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
 	cooperative := func(p kmsg.JoinGroupRequestProtocol) bool {
 		return c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && c.rules.CooperativeAssignor(p.Name)
 	}
@@ -449,7 +432,7 @@ func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRe
 		for i, p := range req.Protocols {
 			names[i] = p.Name
 		}
-		if c.vast(ctx, rules.EagerAssignorsOnly, rules.Refused, "JoinGroup", req.Group,
+		if c.vast(caller, rules.EagerAssignorsOnly, rules.Refused, "JoinGroup", req.Group,
 			fmt.Sprintf("every protocol offered, %q, is cooperative; VAST rebalances eagerly only", names)) {
 			return nil
 		}
@@ -465,8 +448,9 @@ func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRe
 }
 
 // join runs a JoinGroup under c.mu. It returns either a response, or a
-// channel the response will arrive on and the member waiting on it.
-func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, *member) {
+// channel the response will arrive on and the member waiting on it. ctx
+// is the connection's (see addPending).
+func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, *member) {
 	fail := func(code int16) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, *member) {
 		return joinError(req.Version, req.MemberID, code), nil, nil
 	}
@@ -490,16 +474,16 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return fail(errInconsistentGroupProtocol)
 	}
-	protocols := c.usableProtocols(ctx, req)
+	protocols := c.usableProtocols(caller, req)
 	if len(protocols) == 0 {
 		return fail(errInconsistentGroupProtocol)
 	}
 	if req.Version >= 5 && req.InstanceID != nil {
-		c.vast(ctx, rules.IgnoreGroupInstanceID, rules.Differs, "JoinGroup", req.Group,
+		c.vast(caller, rules.IgnoreGroupInstanceID, rules.Differs, "JoinGroup", req.Group,
 			"group.instance.id "+strconv.Quote(*req.InstanceID)+": VAST makes the member dynamic, so a restart rebalances the group")
 	}
 	instanceID := c.instanceID(req.InstanceID, req.Version >= 5)
-	clientID, clientHost := clientFrom(ctx)
+	clientID, clientHost := caller.Client()
 	newMember := func(id string) *member {
 		c.seq++
 		return &member{
@@ -520,13 +504,11 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		if req.MemberID != "" {
 			return fail(errUnknownMemberID)
 		}
-		if !c.canCreateGroup(ctx, "JoinGroup", req.Group) {
+		if !c.canCreateGroup(caller, "JoinGroup", req.Group) {
 			return fail(errGroupMaxSizeReached)
 		}
 		g = c.newGroup(req.Group)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 	}
 	if g.cg != nil {
 		// A classic member and a KIP-848 consumer group: an Empty one
@@ -881,7 +863,7 @@ func (c *Coordinator) auditCooperativeChoice(g *group) {
 			return
 		}
 	}
-	c.vast(g.clientsCtx(), rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
+	c.vast(c.clientsOf(g), rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
 		"the group chose "+g.protocol+"; VAST leaves it out of the vote, so the group would rebalance eagerly with another protocol its members offer")
 }
 

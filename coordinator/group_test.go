@@ -48,15 +48,16 @@ func TestMain(m *testing.M) {
 
 func TestMemberIDRequiredFlow(t *testing.T) {
 	h := newHarness(t, rules.VAST())
-	ctx := WithClient(context.Background(), "billing", "/10.0.0.7")
+	ctx := context.Background()
+	billing := &testCaller{id: "billing", host: "/10.0.0.7"}
 
-	r := get(t, h.joinAsyncCtx(ctx, joinReq("g", "")))
+	r := get(t, h.joinAsyncAs(ctx, billing, joinReq("g", "")))
 	require.Equal(t, errMemberIDRequired, r.ErrorCode)
 	require.True(t, strings.HasPrefix(r.MemberID, "billing-"), r.MemberID)
 	assert.Equal(t, "Empty", h.state("g"), "a pending member does not start a rebalance")
 	id := r.MemberID
 
-	jr := get(t, h.joinAsyncCtx(ctx, joinReq("g", id)))
+	jr := get(t, h.joinAsyncAs(ctx, billing, joinReq("g", id)))
 	require.Equal(t, errNone, jr.ErrorCode)
 	assert.Equal(t, int32(1), jr.Generation)
 	assert.Equal(t, id, jr.LeaderID)
@@ -195,7 +196,7 @@ func TestRebalanceStates(t *testing.T) {
 	// refused, member commits of the current generation still pass.
 	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
 	assert.Equal(t, errRebalanceInProgress, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, 1, "t", map[int32]int64{0: 5}))))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, 1, "t", map[int32]int64{0: 5}))))
 
 	aj := h.joinAsync(joinReq("g", a))
 	ar, br := get(t, aj), get(t, bj)
@@ -212,7 +213,7 @@ func TestRebalanceStates(t *testing.T) {
 	// CompletingRebalance: heartbeats pass, commits are refused, wrong
 	// syncs are refused, a follower's sync waits for the leader.
 	assert.Equal(t, errNone, h.c.Heartbeat(hbReq("g", b, 2)).ErrorCode)
-	assert.Equal(t, []int16{errRebalanceInProgress}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", b, 2, "t", map[int32]int64{0: 6}))))
+	assert.Equal(t, []int16{errRebalanceInProgress}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", b, 2, "t", map[int32]int64{0: 6}))))
 	assert.Equal(t, errIllegalGeneration, h.c.SyncGroup(context.Background(), syncReq("g", b, 1, nil)).ErrorCode)
 	assert.Equal(t, errUnknownMemberID, h.c.SyncGroup(context.Background(), syncReq("g", "x", 2, nil)).ErrorCode)
 	assert.Equal(t, errUnknownMemberID, h.c.SyncGroup(context.Background(), syncReq("nope", b, 2, nil)).ErrorCode)
@@ -581,60 +582,61 @@ func TestEagerAssignorsOnly(t *testing.T) {
 	})
 }
 
-// TestRefusalSink: a refusal made because of a VAST rule goes to the ctx's
-// sink, with the rule and why, and is logged only at Debug.
-func TestRefusalSink(t *testing.T) {
+// TestRefusalsGoToTheCaller: a refusal made because of a VAST rule goes to
+// the request's caller, with the rule and why, and is logged only at Debug.
+func TestRefusalsGoToTheCaller(t *testing.T) {
 	r := rules.VAST()
 	r.MaxGroups = 1
 	h := newHarness(t, r)
-	var got []string
-	ctx := WithRefusalSink(context.Background(), func(rule, reason string) { got = append(got, rule+": "+reason) })
+	caller := &testCaller{id: "app"}
 
 	req := joinReq("coop", "")
 	req.Protocols = protos("cooperative-sticky")
-	assert.Equal(t, errInconsistentGroupProtocol, get(t, h.joinAsyncCtx(ctx, req)).ErrorCode)
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))))
-	assert.Equal(t, []int16{errGroupMaxSizeReached}, commitCodes(h.c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))))
-	assert.Equal(t, errGroupMaxSizeReached, get(t, h.joinAsyncCtx(ctx, joinReq("c", ""))).ErrorCode)
+	assert.Equal(t, errInconsistentGroupProtocol, get(t, h.joinAsyncAs(context.Background(), caller, req)).ErrorCode)
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(caller, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, []int16{errGroupMaxSizeReached}, commitCodes(h.c.OffsetCommit(caller, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, errGroupMaxSizeReached, get(t, h.joinAsyncAs(context.Background(), caller, joinReq("c", ""))).ErrorCode)
 
+	got, _, _ := caller.told()
 	require.Len(t, got, 3)
 	assert.Equal(t, `EagerAssignorsOnly: every protocol offered, ["cooperative-sticky"], is cooperative; VAST rebalances eagerly only`, got[0])
 	assert.Equal(t, "MaxGroups: the view already has 1 consumer groups, VAST's limit", got[1])
 	assert.Equal(t, got[1], got[2])
-	assert.NotContains(t, h.log.String(), `"rule"`, "the sink's owner reports the refusal")
+	assert.NotContains(t, h.log.String(), `"rule"`, "the caller reports the refusal")
 }
 
-// TestRefusalSinkMayCallBack: the refusal sink runs without the
-// coordinator's lock, so a sink that reads the coordinator (as a request log
-// that looks up the group might) does not deadlock, for JoinGroup and for
-// OffsetCommit.
-func TestRefusalSinkMayCallBack(t *testing.T) {
+// TestRefusedMayCallBack: a caller is told of a refusal without the
+// coordinator's lock, so a caller that reads the coordinator (as a request
+// log that looks up the group might) does not deadlock, for JoinGroup and
+// for OffsetCommit.
+func TestRefusedMayCallBack(t *testing.T) {
 	r := rules.VAST()
 	r.MaxGroups = 1
 	// No harness: on a deadlock its cleanup's Close would hang too.
 	c := New(Config{Rules: r, Clock: clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))})
 	var seen [][]string
-	ctx := WithRefusalSink(context.Background(), func(rule, _ string) {
+	caller := &testCaller{onRefused: func(rule rules.ID) {
 		var names []string
 		for _, g := range c.Groups() {
 			names = append(names, g.Name)
 		}
-		seen = append(seen, append([]string{rule}, names...))
-	})
+		seen = append(seen, append([]string{rule.String()}, names...))
+	}}
+	ctx := context.Background()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		req := joinReq("coop", "")
 		req.Protocols = protos("cooperative-sticky")
-		c.JoinGroup(ctx, req)
-		c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
-		c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))
-		c.JoinGroup(ctx, joinReq("c", ""))
+		c.JoinGroup(ctx, caller, req)
+		c.OffsetCommit(caller, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
+		c.OffsetCommit(caller, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))
+		c.JoinGroup(ctx, caller, joinReq("c", ""))
 	}()
 	select {
 	case <-done:
 	case <-time.After(deadline):
-		t.Fatalf("a refusal sink calling Groups deadlocked the coordinator")
+		t.Fatalf("a caller calling Groups on a refusal deadlocked the coordinator")
 	}
 	c.Close()
 	assert.Equal(t, [][]string{{"EagerAssignorsOnly"}, {"MaxGroups", "a"}, {"MaxGroups", "a"}}, seen)
@@ -801,7 +803,7 @@ func TestStaticMembershipKafka(t *testing.T) {
 	assert.Equal(t, errFencedInstanceID, h.c.SyncGroup(context.Background(), old).ErrorCode)
 	oc := commitReq("g", a, gen, "t", map[int32]int64{0: 1})
 	oc.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, []int16{errFencedInstanceID}, commitCodes(h.c.OffsetCommit(context.Background(), oc)))
+	assert.Equal(t, []int16{errFencedInstanceID}, commitCodes(h.c.OffsetCommit(NoCaller, oc)))
 	assert.Equal(t, errFencedInstanceID, h.join(static("i-a", a)).ErrorCode)
 	hb = hbReq("g", a2, gen)
 	hb.InstanceID = kmsg.StringPtr("i-a")
@@ -902,7 +904,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hb).ErrorCode)
 	oc := commitReq("g", a, 1, "t", map[int32]int64{0: 1})
 	oc.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), oc)))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, oc)))
 	// It does not rejoin and its session ends: it is removed.
 	h.clk.Advance(10 * time.Second)
 	r2 := get(t, j2)
@@ -973,7 +975,7 @@ func TestCloseReleasesBlockedCalls(t *testing.T) {
 	assert.Equal(t, errCoordinatorNotAvailable, h.join(joinReq("g", b)).ErrorCode)
 	assert.Equal(t, errCoordinatorNotAvailable, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
 	assert.Equal(t, errCoordinatorNotAvailable, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
-	assert.Equal(t, []int16{errCoordinatorNotAvailable}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, []int16{errCoordinatorNotAvailable}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
 	h.c.Close() // idempotent
 	_, ok := h.c.Group("h")
 	assert.True(t, ok, "groups stay readable after Close")

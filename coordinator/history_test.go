@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,7 +47,7 @@ func TestRebalanceHistory(t *testing.T) {
 func TestReset(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
-	require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))))
+	require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))))
 	// A second member waits in JoinGroup for the first to rejoin.
 	waiting := h.joinAsync(joinReq("g", h.memberID("g")))
 	h.waitJoining("g", 1)

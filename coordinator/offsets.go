@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -28,7 +27,8 @@ type offset struct {
 // REBALANCE_IN_PROGRESS. Commits during PreparingRebalance are accepted, as
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
-// GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
+// GROUP_MAX_SIZE_REACHED, reported to caller, which also hears of a group
+// created and names the client that committed.
 // A partition whose metadata is longer than Config.OffsetMetadataMaxBytes,
 // or does not fit in OffsetMetadataTotalMaxBytes with every other committed
 // offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored. A
@@ -36,14 +36,14 @@ type offset struct {
 // INVALID_GROUP_ID.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
-func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	ctx, flush := deferRefusals(ctx)
+func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	caller, flush := deferRefusals(caller)
 	defer flush() // after the unlock below: defers run last in, first out
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
-	g, code := c.commitGroup(ctx, req)
+	g, code := c.commitGroup(caller, req)
 	now := c.clock.Now()
 	for _, t := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
@@ -84,7 +84,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		resp.Topics = append(resp.Topics, st)
 	}
 	if g != nil {
-		if id, _ := clientFrom(ctx); id != "" {
+		if id, _ := caller.Client(); id != "" {
 			g.committedBy = id
 		}
 		c.expiryChanged(g)
@@ -94,7 +94,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 
 // commitGroup validates a commit and returns the group it goes to, creating
 // it for a generation -1 commit.
-func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitRequest) (*group, int16) {
+func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) (*group, int16) {
 	if c.closed {
 		return nil, errCoordinatorNotAvailable
 	}
@@ -114,13 +114,11 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 		if len(req.Group) > MaxGroupIDBytes {
 			return nil, errInvalidGroupID
 		}
-		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
+		if !c.canCreateGroup(caller, "OffsetCommit", req.Group) {
 			return nil, errGroupMaxSizeReached
 		}
 		g = c.newGroup(req.Group)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 		return g, errNone
 	}
 	if g.cg != nil {
@@ -511,7 +509,7 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
-					c.vast(g.clientsCtx(), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
+					c.vast(c.clientsOf(g), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
 						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
 					c.metaBytes -= len(o.meta)
 					delete(ps, p)
