@@ -523,7 +523,7 @@ func compileTopicRegex(s string) (*regexp.Regexp, error) {
 
 func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	if c.closed {
-		return errCoordinatorNotAvailable, ""
+		return kerr.CoordinatorNotAvailable.Code, ""
 	}
 	if code, msg := checkHeartbeat(req); code != errNone {
 		return code, msg
@@ -531,17 +531,17 @@ func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHe
 	g := c.groups[req.Group]
 	switch {
 	case g == nil && req.MemberEpoch != epochJoin:
-		return errUnknownMemberID, "Consumer group " + req.Group + " not found."
+		return kerr.UnknownMemberID.Code, "Consumer group " + req.Group + " not found."
 	case g == nil:
 		g = c.newGroup(req.Group)
 		c.toConsumerGroup(g)
 		caller.GroupCreated(req.Group)
 	case g.cg == nil:
 		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 {
-			return errGroupIDNotFound, "Group " + req.Group + " is not a consumer group."
+			return kerr.GroupIDNotFound.Code, "Group " + req.Group + " is not a consumer group."
 		}
 		if req.MemberEpoch != epochJoin {
-			return errUnknownMemberID, ""
+			return kerr.UnknownMemberID.Code, ""
 		}
 		c.toConsumerGroup(g)
 	}
@@ -578,10 +578,10 @@ func (c *Coordinator) toClassicGroup(g *group) {
 func (cg *consumerGroup) staticHolder(instanceID, memberID string) (*cmember, int16) {
 	id, ok := cg.static[instanceID]
 	if !ok || cg.members[id] == nil {
-		return nil, errUnknownMemberID
+		return nil, kerr.UnknownMemberID.Code
 	}
 	if id != memberID {
-		return nil, errFencedInstanceID
+		return nil, kerr.FencedInstanceID.Code
 	}
 	return cg.members[id], errNone
 }
@@ -609,7 +609,7 @@ func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGr
 	}
 	m := cg.members[id]
 	if m == nil && inherit == nil && len(cg.members) >= c.cgMaxSize {
-		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cgMaxSize)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cgMaxSize)
 	}
 	clientID, clientHost := caller.Client()
 	probe := m
@@ -617,7 +617,7 @@ func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGr
 		probe = &cmember{id: id}
 	}
 	if !cg.fits(probe, req, clientID, clientHost) {
-		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	changed := false
 	if m == nil {
@@ -757,7 +757,7 @@ func (cg *consumerGroup) memberOf(req *kmsg.ConsumerGroupHeartbeatRequest) (*cme
 	if m := cg.members[req.MemberID]; m != nil {
 		return m, errNone
 	}
-	return nil, errUnknownMemberID
+	return nil, kerr.UnknownMemberID.Code
 }
 
 // consumerLeave handles epochs -1 (leave) and -2 (a static member leaving
@@ -854,7 +854,7 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 		}
 	}
 	if !cg.fits(m, req, m.clientID, m.clientHost) {
-		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	c.resetConsumerSession(g, m)
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
@@ -1377,14 +1377,14 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		g := c.lookup(name)
 		switch {
 		case c.closed:
-			dg.ErrorCode = errCoordinatorNotAvailable
+			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case name == "":
-			dg.ErrorCode = errInvalidGroupID
+			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
 		case g.cg == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a consumer group.")
 		default:
 			cg := g.cg
@@ -1497,7 +1497,7 @@ func (cg *consumerGroup) commitCheck(memberID string, epoch int32, version int16
 	}
 	m := cg.members[memberID]
 	if m == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if version < 9 {
 		return kerr.UnsupportedVersion.Code
@@ -1522,7 +1522,7 @@ func (cg *consumerGroup) fetchCheck(memberID *string, epoch int32) int16 {
 	}
 	m := cg.members[id]
 	if m == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if epoch != m.epoch {
 		return kerr.StaleMemberEpoch.Code

@@ -266,7 +266,7 @@ func TestConsumerGroupRebalanceTimeout(t *testing.T) {
 	require.Len(t, g.Members, 1, "fenced after its rebalance timeout")
 	g = h.settle("g", b)
 	assert.Equal(t, map[string][]int32{"t": {0, 1}}, g.Members[0].Current)
-	assert.Equal(t, errUnknownMemberID, a.beat(nil).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, a.beat(nil).ErrorCode)
 }
 
 // TestConsumerGroupStaticMember: a static member leaving with epoch -2 keeps
@@ -467,8 +467,8 @@ func TestConsumerGroupOffsets(t *testing.T) {
 	}
 	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit("m", 0, 9))
 	assert.Equal(t, kerr.UnsupportedVersion.Code, commit("m", 1, 8), "a KIP-848 member commits with v9+")
-	assert.Equal(t, errUnknownMemberID, commit("x", 1, 9))
-	assert.Equal(t, errUnknownMemberID, commit("", -1, 9), "an admin commit needs an empty group")
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("x", 1, 9))
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("", -1, 9), "an admin commit needs an empty group")
 	assert.Equal(t, errNone, commit("m", 1, 9))
 
 	fetch := func(member *string, epoch int32) int16 {
@@ -482,7 +482,7 @@ func TestConsumerGroupOffsets(t *testing.T) {
 	assert.Equal(t, errNone, fetch(nil, -1), "an admin's fetch")
 	assert.Equal(t, errNone, fetch(kmsg.StringPtr("m"), 1))
 	assert.Equal(t, kerr.StaleMemberEpoch.Code, fetch(kmsg.StringPtr("m"), 7))
-	assert.Equal(t, errUnknownMemberID, fetch(kmsg.StringPtr("x"), 1))
+	assert.Equal(t, kerr.UnknownMemberID.Code, fetch(kmsg.StringPtr("x"), 1))
 }
 
 // TestConsumerGroupAndClassic: ListGroups filters by type and state;
@@ -499,7 +499,7 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	m := h.member("cg", "m")
 	require.Equal(t, int16(0), m.join("t").ErrorCode)
 	h.settle("cg", m)
-	require.Equal(t, errMemberIDRequired, h.join(joinReq("classic", "")).ErrorCode, "the cap counts classic groups only")
+	require.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq("classic", "")).ErrorCode, "the cap counts classic groups only")
 
 	lg := kmsg.NewPtrListGroupsRequest()
 	lg.Version = 5
@@ -524,9 +524,9 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	require.Len(t, a.Topics, 1)
 	assert.Equal(t, []int32{0, 1}, a.Topics[0].Partitions)
 
-	assert.Equal(t, errInconsistentGroupProtocol, h.join(joinReq("cg", "")).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(joinReq("cg", "")).ErrorCode)
 	require.Equal(t, errNone, m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -1 }).ErrorCode)
-	assert.Equal(t, errMemberIDRequired, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
+	assert.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
 	assert.Equal(t, "classic", h.group("cg").Type)
 }
 
@@ -586,7 +586,7 @@ func TestConsumerGroupBounds(t *testing.T) {
 	a, b, c := h.member("g", "a"), h.member("g", "b"), h.member("g", "c")
 	require.Equal(t, errNone, a.join("t").ErrorCode)
 	require.Equal(t, errNone, b.join("t").ErrorCode)
-	assert.Equal(t, errGroupMaxSizeReached, c.join("t").ErrorCode)
+	assert.Equal(t, kerr.GroupMaxSizeReached.Code, c.join("t").ErrorCode)
 	assert.Equal(t, errNone, a.join("t").ErrorCode, "a member of the group rejoins")
 	assert.Len(t, h.group("g").Members, 2)
 

@@ -55,25 +55,9 @@ import (
 	"github.com/vastfake/vastfake/rules"
 )
 
-// Kafka error codes the coordinator answers with.
-const (
-	errUnknownServerError        int16 = -1
-	errNone                      int16 = 0
-	errOffsetMetadataTooLarge    int16 = 12
-	errCoordinatorNotAvailable   int16 = 15
-	errIllegalGeneration         int16 = 22
-	errInconsistentGroupProtocol int16 = 23
-	errInvalidGroupID            int16 = 24
-	errUnknownMemberID           int16 = 25
-	errInvalidSessionTimeout     int16 = 26
-	errRebalanceInProgress       int16 = 27
-	errNonEmptyGroup             int16 = 68
-	errGroupIDNotFound           int16 = 69
-	errMemberIDRequired          int16 = 79
-	errGroupMaxSizeReached       int16 = 81
-	errFencedInstanceID          int16 = 82
-	errGroupSubscribedToTopic    int16 = 86
-)
+// errNone is the error code of a success; every other code the
+// coordinator answers with is kerr's.
+const errNone int16 = 0
 
 // DefaultOffsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes: the
 // longest metadata string a committed offset may carry.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -283,10 +284,10 @@ func (g *group) vote() string {
 func (g *group) checkInstance(instanceID, memberID string) int16 {
 	id, ok := g.static[instanceID]
 	if !ok {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if id != memberID {
-		return errFencedInstanceID
+		return kerr.FencedInstanceID.Code
 	}
 	return errNone
 }
@@ -303,10 +304,10 @@ func (g *group) validate(instanceID *string, memberID string, generation int32) 
 	}
 	m := g.members[memberID]
 	if m == nil {
-		return nil, errUnknownMemberID
+		return nil, kerr.UnknownMemberID.Code
 	}
 	if generation != g.generation {
-		return nil, errIllegalGeneration
+		return nil, kerr.IllegalGeneration.Code
 	}
 	return m, errNone
 }
@@ -320,10 +321,10 @@ func (g *group) stopTimers(c *Coordinator) {
 		m.sessionTimer.cancel()
 		m.sessionTimer = nil
 		if m.joinWait != nil {
-			c.deliverJoin(g, m, joinError(m.joinVersion, m.id, errCoordinatorNotAvailable))
+			c.deliverJoin(g, m, joinError(m.joinVersion, m.id, kerr.CoordinatorNotAvailable.Code))
 		}
 		if m.syncWait != nil {
-			c.deliverSync(g, m, syncError(m.syncVersion, errCoordinatorNotAvailable))
+			c.deliverSync(g, m, syncError(m.syncVersion, kerr.CoordinatorNotAvailable.Code))
 		}
 	}
 	for _, p := range g.pending {
@@ -373,7 +374,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, caller Caller, req *kmsg.Jo
 	if r, ok := await(c, ctx, wait, &m.joinWait, req.Group, m); ok {
 		return r
 	}
-	return joinError(req.Version, m.id, errCoordinatorNotAvailable)
+	return joinError(req.Version, m.id, kerr.CoordinatorNotAvailable.Code)
 }
 
 // await blocks until wait delivers m's answer, ctx ends or the coordinator
@@ -455,28 +456,28 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 		return joinError(req.Version, req.MemberID, code), nil, nil
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable)
+		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
 	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
-		return fail(errInvalidGroupID)
+		return fail(kerr.InvalidGroupID.Code)
 	}
 	session := millis(req.SessionTimeoutMillis)
 	// Kafka refuses sessionTimeoutMs < group.min.session.timeout.ms, which
 	// is never negative: a negative session timeout is refused even with
 	// the minimum removed. Zero passes, as in Kafka with a minimum of 0.
 	if session < 0 || session < c.minSession || (c.maxSession > 0 && session > c.maxSession) {
-		return fail(errInvalidSessionTimeout)
+		return fail(kerr.InvalidSessionTimeout.Code)
 	}
 	rebalance := millis(req.RebalanceTimeoutMillis)
 	if req.Version == 0 || rebalance <= 0 {
 		rebalance = session // v0 has no rebalance timeout: Kafka uses the session timeout
 	}
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
-		return fail(errInconsistentGroupProtocol)
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	protocols := c.usableProtocols(caller, req)
 	if len(protocols) == 0 {
-		return fail(errInconsistentGroupProtocol)
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	if req.Version >= 5 && req.InstanceID != nil {
 		c.vast(caller, rules.IgnoreGroupInstanceID, rules.Differs, "JoinGroup", req.Group,
@@ -502,10 +503,10 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.MemberID != "" {
-			return fail(errUnknownMemberID)
+			return fail(kerr.UnknownMemberID.Code)
 		}
 		if !c.canCreateGroup(caller, "JoinGroup", req.Group) {
-			return fail(errGroupMaxSizeReached)
+			return fail(kerr.GroupMaxSizeReached.Code)
 		}
 		g = c.newGroup(req.Group)
 		caller.GroupCreated(req.Group)
@@ -517,12 +518,12 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 		// the group does not support (vastfake does not mix classic
 		// members into a consumer group, Kafka's online migration).
 		if len(g.cg.members) > 0 {
-			return fail(errInconsistentGroupProtocol)
+			return fail(kerr.InconsistentGroupProtocol.Code)
 		}
 		c.toClassicGroup(g)
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
-		return fail(errInconsistentGroupProtocol)
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	joining := member{id: req.MemberID, instanceID: instanceID, clientID: clientID, clientHost: clientHost,
 		protocolType: req.ProtocolType, protocols: protocols}
@@ -532,7 +533,7 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 	if g.storedBytes(req.MemberID)+joining.storedBytes() > GroupMetadataMaxBytes {
 		c.log.InfoContext(ctx, "coordinator: group metadata would exceed its bound", "group", req.Group,
 			"bound", GroupMetadataMaxBytes)
-		return fail(errGroupMaxSizeReached)
+		return fail(kerr.GroupMaxSizeReached.Code)
 	}
 
 	if req.MemberID == "" {
@@ -547,7 +548,7 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 		id := newMemberID(clientID)
 		if req.Version >= 4 {
 			c.addPending(ctx, g, id, session)
-			r := joinError(req.Version, id, errMemberIDRequired)
+			r := joinError(req.Version, id, kerr.MemberIDRequired.Code)
 			return r, nil, nil
 		}
 		return c.addAndRebalance(g, newMember(id), req)
@@ -564,7 +565,7 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 	}
 	m := g.members[req.MemberID]
 	if m == nil {
-		return fail(errUnknownMemberID)
+		return fail(kerr.UnknownMemberID.Code)
 	}
 	switch g.state {
 	case statePreparingRebalance:
@@ -588,7 +589,7 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 		c.updateMember(m, req, protocols, session, rebalance)
 		return c.awaitJoin(g, m, req)
 	}
-	return fail(errUnknownMemberID)
+	return fail(kerr.UnknownMemberID.Code)
 }
 
 func (c *Coordinator) updateMember(m *member, req *kmsg.JoinGroupRequest, ps []kmsg.JoinGroupRequestProtocol, session, rebalance time.Duration) {
@@ -671,7 +672,7 @@ func (c *Coordinator) awaitJoin(g *group, m *member, req *kmsg.JoinGroupRequest)
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
 	if m.joinWait != nil {
 		// A second JoinGroup from the same member replaces the first.
-		c.deliverJoin(g, m, joinError(m.joinVersion, m.id, errRebalanceInProgress))
+		c.deliverJoin(g, m, joinError(m.joinVersion, m.id, kerr.RebalanceInProgress.Code))
 	}
 	m.joinWait = ch
 	m.joinVersion = req.Version
@@ -694,10 +695,10 @@ func (c *Coordinator) replaceStatic(g *group, old, m *member, req *kmsg.JoinGrou
 		return c.addAndRebalance(g, m, req)
 	}
 	if old.joinWait != nil {
-		c.deliverJoin(g, old, joinError(old.joinVersion, old.id, errFencedInstanceID))
+		c.deliverJoin(g, old, joinError(old.joinVersion, old.id, kerr.FencedInstanceID.Code))
 	}
 	if old.syncWait != nil {
-		c.deliverSync(g, old, syncError(old.syncVersion, errFencedInstanceID))
+		c.deliverSync(g, old, syncError(old.syncVersion, kerr.FencedInstanceID.Code))
 	}
 	old.sessionTimer.cancel()
 	old.sessionTimer = nil
@@ -756,7 +757,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 		for _, m := range g.members {
 			m.assignment = nil
 			if m.syncWait != nil {
-				c.deliverSync(g, m, syncError(m.syncVersion, errRebalanceInProgress))
+				c.deliverSync(g, m, syncError(m.syncVersion, kerr.RebalanceInProgress.Code))
 			}
 		}
 	}
@@ -822,7 +823,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	for _, m := range g.members {
 		if m.joinWait == nil {
 			c.log.Debug("coordinator: member did not rejoin in time", "group", g.name, "member", m.id)
-			c.removeMember(g, m, errUnknownMemberID)
+			c.removeMember(g, m, kerr.UnknownMemberID.Code)
 		}
 	}
 	g.generation++
@@ -889,7 +890,7 @@ func (c *Coordinator) syncExpired(g *group, gen int32) {
 	}
 	for id := range g.pendingSync {
 		if m := g.members[id]; m != nil {
-			c.removeMember(g, m, errUnknownMemberID)
+			c.removeMember(g, m, kerr.UnknownMemberID.Code)
 		}
 	}
 	c.membersLeft(g)
@@ -908,7 +909,7 @@ func (c *Coordinator) deliverJoin(g *group, m *member, r *kmsg.JoinGroupResponse
 func (c *Coordinator) deliverSync(g *group, m *member, r *kmsg.SyncGroupResponse) {
 	m.syncWait <- r
 	m.syncWait = nil
-	if r.ErrorCode == errNone || r.ErrorCode == errRebalanceInProgress {
+	if r.ErrorCode == errNone || r.ErrorCode == kerr.RebalanceInProgress.Code {
 		c.resetSession(g, m)
 	}
 }
@@ -926,7 +927,7 @@ func (c *Coordinator) resetSession(g *group, m *member) {
 			return
 		}
 		c.log.Debug("coordinator: session timeout", "group", g.name, "member", m.id)
-		c.removeMember(g, m, errUnknownMemberID)
+		c.removeMember(g, m, kerr.UnknownMemberID.Code)
 		c.membersLeft(g)
 	})
 }
@@ -987,7 +988,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if r, ok := await(c, ctx, wait, &m.syncWait, req.Group, m); ok {
 		return r
 	}
-	return syncError(req.Version, errCoordinatorNotAvailable)
+	return syncError(req.Version, kerr.CoordinatorNotAvailable.Code)
 }
 
 func syncError(version int16, code int16) *kmsg.SyncGroupResponse {
@@ -1014,14 +1015,14 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		return syncError(req.Version, code), nil, nil
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable)
+		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
 	if req.Group == "" {
-		return fail(errInvalidGroupID)
+		return fail(kerr.InvalidGroupID.Code)
 	}
 	g := c.groups[req.Group]
 	if g == nil {
-		return fail(errUnknownMemberID)
+		return fail(kerr.UnknownMemberID.Code)
 	}
 	m, code := g.validate(c.instanceID(req.InstanceID, req.Version >= 3), req.MemberID, req.Generation)
 	if m == nil {
@@ -1030,17 +1031,17 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 	if req.Version >= 5 {
 		if (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
 			(req.Protocol != nil && *req.Protocol != g.protocol) {
-			return fail(errInconsistentGroupProtocol)
+			return fail(kerr.InconsistentGroupProtocol.Code)
 		}
 	}
 	switch g.state {
 	case statePreparingRebalance:
-		return fail(errRebalanceInProgress)
+		return fail(kerr.RebalanceInProgress.Code)
 	case stateCompletingRebalance:
 		c.synced(g, m.id)
 		ch := make(chan *kmsg.SyncGroupResponse, 1)
 		if m.syncWait != nil {
-			c.deliverSync(g, m, syncError(m.syncVersion, errRebalanceInProgress))
+			c.deliverSync(g, m, syncError(m.syncVersion, kerr.RebalanceInProgress.Code))
 		}
 		m.syncWait = ch
 		m.syncVersion = req.Version
@@ -1067,7 +1068,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 					"bytes", size, "bound", GroupMetadataMaxBytes)
 				for _, mm := range g.ordered() {
 					if mm.syncWait != nil {
-						c.deliverSync(g, mm, syncError(mm.syncVersion, errUnknownServerError))
+						c.deliverSync(g, mm, syncError(mm.syncVersion, kerr.UnknownServerError.Code))
 						c.resetSession(g, mm)
 					}
 				}
@@ -1091,7 +1092,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		c.resetSession(g, m)
 		return c.syncResult(g, m, req.Version), nil, nil
 	}
-	return fail(errUnknownMemberID)
+	return fail(kerr.UnknownMemberID.Code)
 }
 
 // synced notes that a member of the current generation sent SyncGroup.
@@ -1122,14 +1123,14 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 
 func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if c.closed {
-		return errCoordinatorNotAvailable
+		return kerr.CoordinatorNotAvailable.Code
 	}
 	if req.Group == "" {
-		return errInvalidGroupID
+		return kerr.InvalidGroupID.Code
 	}
 	g := c.groups[req.Group]
 	if g == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	m, code := g.validate(c.instanceID(req.InstanceID, req.Version >= 3), req.MemberID, req.Generation)
 	if m == nil {
@@ -1138,12 +1139,12 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	switch g.state {
 	case statePreparingRebalance:
 		c.resetSession(g, m)
-		return errRebalanceInProgress
+		return kerr.RebalanceInProgress.Code
 	case stateCompletingRebalance, stateStable:
 		c.resetSession(g, m)
 		return errNone
 	}
-	return errUnknownMemberID
+	return kerr.UnknownMemberID.Code
 }
 
 // ---- LeaveGroup ----
@@ -1162,11 +1163,11 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	topCode := errNone
 	switch {
 	case c.closed:
-		topCode = errCoordinatorNotAvailable
+		topCode = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":
-		topCode = errInvalidGroupID
+		topCode = kerr.InvalidGroupID.Code
 	case c.groups[req.Group] == nil:
-		topCode = errUnknownMemberID
+		topCode = kerr.UnknownMemberID.Code
 	}
 	if topCode != errNone {
 		resp.ErrorCode = topCode
@@ -1203,10 +1204,10 @@ func (c *Coordinator) leaveOne(g *group, memberID string, instanceID *string, le
 	if instanceID != nil {
 		id, ok := g.static[*instanceID]
 		if !ok {
-			return errUnknownMemberID
+			return kerr.UnknownMemberID.Code
 		}
 		if memberID != "" && memberID != id {
-			return errFencedInstanceID
+			return kerr.FencedInstanceID.Code
 		}
 		memberID = id
 	}
@@ -1216,9 +1217,9 @@ func (c *Coordinator) leaveOne(g *group, memberID string, instanceID *string, le
 	}
 	m := g.members[memberID]
 	if m == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
-	c.removeMember(g, m, errUnknownMemberID)
+	c.removeMember(g, m, kerr.UnknownMemberID.Code)
 	*left = true
 	return errNone
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/clock"
@@ -320,7 +321,7 @@ func (h *harness) state(group string) string {
 func (h *harness) memberID(group string) string {
 	h.t.Helper()
 	r := h.join(joinReq(group, ""))
-	require.Equal(h.t, errMemberIDRequired, r.ErrorCode)
+	require.Equal(h.t, kerr.MemberIDRequired.Code, r.ErrorCode)
 	require.NotEmpty(h.t, r.MemberID)
 	return r.MemberID
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/rules"
@@ -53,12 +54,12 @@ func TestReset(t *testing.T) {
 	h.waitJoining("g", 1)
 
 	h.c.Reset()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, waiting).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, waiting).ErrorCode)
 	assert.Empty(t, h.c.Groups())
 	assert.Empty(t, h.c.Rebalances())
 	_, ok := h.c.CommittedOffset("g", "t", 0)
 	assert.False(t, ok)
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("g", ids[0], gen)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("g", ids[0], gen)).ErrorCode)
 
 	ids, gen = h.stable("g", 1)
 	assert.Equal(t, int32(1), gen, "a new group starts at generation 1")

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -59,7 +60,7 @@ func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest)
 			}
 			if code == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
 				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
-				sp.ErrorCode = errOffsetMetadataTooLarge
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 			if sp.ErrorCode != errNone {
@@ -96,7 +97,7 @@ func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest)
 // it for a generation -1 commit.
 func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) (*group, int16) {
 	if c.closed {
-		return nil, errCoordinatorNotAvailable
+		return nil, kerr.CoordinatorNotAvailable.Code
 	}
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
@@ -107,15 +108,15 @@ func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) 
 	if g == nil {
 		if generation >= 0 {
 			if req.Version >= 9 {
-				return nil, errGroupIDNotFound
+				return nil, kerr.GroupIDNotFound.Code
 			}
-			return nil, errIllegalGeneration
+			return nil, kerr.IllegalGeneration.Code
 		}
 		if len(req.Group) > MaxGroupIDBytes {
-			return nil, errInvalidGroupID
+			return nil, kerr.InvalidGroupID.Code
 		}
 		if !c.canCreateGroup(caller, "OffsetCommit", req.Group) {
-			return nil, errGroupMaxSizeReached
+			return nil, kerr.GroupMaxSizeReached.Code
 		}
 		g = c.newGroup(req.Group)
 		caller.GroupCreated(req.Group)
@@ -136,13 +137,13 @@ func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) 
 			return nil, code
 		}
 		if g.state == stateCompletingRebalance {
-			return nil, errRebalanceInProgress
+			return nil, kerr.RebalanceInProgress.Code
 		}
 		c.resetSession(g, m)
 		return g, errNone
 	}
 	// Generation -1 and no member id on a group with members.
-	return nil, errUnknownMemberID
+	return nil, kerr.UnknownMemberID.Code
 }
 
 // OffsetFetch returns committed offsets: v0-v7 for one group, v8+ for a
@@ -159,7 +160,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			if c.closed {
-				sg.ErrorCode = errCoordinatorNotAvailable
+				sg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				resp.Groups = append(resp.Groups, sg)
 				continue
 			}
@@ -187,7 +188,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 					sp.LeaderEpoch = p.epoch
 					sp.Metadata = kmsg.StringPtr(p.meta)
 					if req.RequireStable && c.unstableOffset(rg.Group, t.topic, p.part) {
-						sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+						sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 					}
 					st.Partitions = append(st.Partitions, sp)
 				}
@@ -198,7 +199,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	var want []fetchTopic
@@ -218,7 +219,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sp.LeaderEpoch = p.epoch
 			sp.Metadata = kmsg.StringPtr(p.meta)
 			if req.Version >= 7 && req.RequireStable && c.unstableOffset(req.Group, t.topic, p.part) {
-				sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+				sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -293,18 +294,18 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		resp.ErrorCode = errGroupIDNotFound
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}
 	var subscribed map[string]bool
 	if g.state != stateEmpty {
 		if g.protocolType != "consumer" {
-			resp.ErrorCode = errNonEmptyGroup
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
 			return resp
 		}
 		subscribed = g.subscribedTopics()
@@ -316,7 +317,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = p.Partition
 			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
-				sp.ErrorCode = errGroupSubscribedToTopic
+				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			} else if ps := g.offsets[t.Topic]; ps != nil {
 				if _, ok := ps[p.Partition]; ok {
 					c.logOffsetGone(g.name, t.Topic, p.Partition)

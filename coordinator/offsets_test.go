@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/rules"
@@ -51,10 +52,10 @@ func TestGenerationMinusOneCommits(t *testing.T) {
 	// With active members an admin reset is refused, as Kafka does.
 	ids, gen := h.stable("g", 1)
 	a := ids[0]
-	assert.Equal(t, []int16{errUnknownMemberID}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errIllegalGeneration}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, -1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errIllegalGeneration}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errUnknownMemberID}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "x", gen, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.UnknownMemberID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.IllegalGeneration.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, -1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.IllegalGeneration.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.UnknownMemberID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "x", gen, "t", map[int32]int64{0: 0}))))
 	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen, "t", map[int32]int64{0: 12}))))
 	off, _ = h.c.CommittedOffset("g", "t", 0)
 	assert.Equal(t, int64(12), off)
@@ -67,14 +68,14 @@ func TestGenerationMinusOneCommits(t *testing.T) {
 	require.Equal(t, errNone, h.c.LeaveGroup(l).ErrorCode)
 	assert.Equal(t, "Empty", h.state("g"))
 	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errUnknownMemberID}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))),
+	assert.Equal(t, []int16{kerr.UnknownMemberID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))),
 		"a member commit to an Empty group")
 
 	// A member commit to a group that does not exist.
-	assert.Equal(t, []int16{errGroupIDNotFound}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("nope", "m", 1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.GroupIDNotFound.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("nope", "m", 1, "t", map[int32]int64{0: 0}))))
 	v8 := commitReq("nope", "m", 1, "t", map[int32]int64{0: 0})
 	v8.Version = 8
-	assert.Equal(t, []int16{errIllegalGeneration}, commitCodes(h.c.OffsetCommit(NoCaller, v8)))
+	assert.Equal(t, []int16{kerr.IllegalGeneration.Code}, commitCodes(h.c.OffsetCommit(NoCaller, v8)))
 	_, ok = h.c.Group("nope")
 	assert.False(t, ok)
 }
@@ -213,15 +214,15 @@ func TestMaxGroups(t *testing.T) {
 			list.Version = 5
 			groups := h.c.ListGroups(list).Groups
 			if tc.refused {
-				assert.Equal(t, errGroupMaxSizeReached, join.ErrorCode)
-				assert.Equal(t, []int16{errGroupMaxSizeReached}, commit)
+				assert.Equal(t, kerr.GroupMaxSizeReached.Code, join.ErrorCode)
+				assert.Equal(t, []int16{kerr.GroupMaxSizeReached.Code}, commit)
 				assert.Len(t, groups, 256)
 				assert.Contains(t, h.log.String(), `"rule":"MaxGroups"`)
 				// Existing groups still work.
 				assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g001", "", -1, "t", map[int32]int64{0: 2}))))
 				h.stable("g001", 1)
 			} else {
-				assert.Equal(t, errMemberIDRequired, join.ErrorCode)
+				assert.Equal(t, kerr.MemberIDRequired.Code, join.ErrorCode)
 				assert.Equal(t, []int16{errNone}, commit)
 				assert.Len(t, groups, 258)
 			}
@@ -262,14 +263,14 @@ func TestAbandonedGroupsAreDeleted(t *testing.T) {
 		conn, hangUp := context.WithCancel(context.Background())
 		for i := range 254 {
 			r := get(t, h.joinAsyncCtx(conn, joinReq(fmt.Sprintf("abandoned-%03d", i), "")))
-			require.Equal(t, errMemberIDRequired, r.ErrorCode)
+			require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode)
 		}
 		h.memberID("joining") // its connection stays open
 		h.c.OffsetCommit(NoCaller, commitReq("committed", "", -1, "t", map[int32]int64{0: 1}))
-		assert.Equal(t, errGroupMaxSizeReached, h.join(joinReq("new", "")).ErrorCode, "the connection may still use its ids")
+		assert.Equal(t, kerr.GroupMaxSizeReached.Code, h.join(joinReq("new", "")).ErrorCode, "the connection may still use its ids")
 
 		hangUp()
-		assert.Equal(t, errMemberIDRequired, h.join(joinReq("new", "")).ErrorCode)
+		assert.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq("new", "")).ErrorCode)
 		list := kmsg.NewPtrListGroupsRequest()
 		var names []string
 		for _, g := range h.c.ListGroups(list).Groups {
@@ -316,7 +317,7 @@ func TestOffsetDelete(t *testing.T) {
 	}
 	resp := h.c.OffsetDelete(del)
 	require.Equal(t, errNone, resp.ErrorCode)
-	assert.Equal(t, errGroupSubscribedToTopic, resp.Topics[0].Partitions[0].ErrorCode)
+	assert.Equal(t, kerr.GroupSubscribedToTopic.Code, resp.Topics[0].Partitions[0].ErrorCode)
 	assert.Equal(t, errNone, resp.Topics[1].Partitions[0].ErrorCode)
 	_, ok := h.c.CommittedOffset("g", "other", 1)
 	assert.False(t, ok)
@@ -326,7 +327,7 @@ func TestOffsetDelete(t *testing.T) {
 	assert.True(t, ok)
 
 	del.Group = "nope"
-	assert.Equal(t, errGroupIDNotFound, h.c.OffsetDelete(del).ErrorCode)
+	assert.Equal(t, kerr.GroupIDNotFound.Code, h.c.OffsetDelete(del).ErrorCode)
 
 	// An Empty group's offsets can all be deleted.
 	h.c.OffsetCommit(NoCaller, commitReq("e", "", -1, "sub", map[int32]int64{0: 1}))
@@ -342,7 +343,7 @@ func TestOffsetDelete(t *testing.T) {
 	cr.ProtocolType = "connect"
 	require.Equal(t, errNone, h.join(cr).ErrorCode)
 	del.Group = "connect"
-	assert.Equal(t, errNonEmptyGroup, h.c.OffsetDelete(del).ErrorCode)
+	assert.Equal(t, kerr.NonEmptyGroup.Code, h.c.OffsetDelete(del).ErrorCode)
 }
 
 func TestListGroups(t *testing.T) {
@@ -374,7 +375,7 @@ func TestListGroups(t *testing.T) {
 	assert.Len(t, list(3, []string{"Stable"}, []string{"consumer"}), 3, "filters are v4+/v5+ only")
 
 	h.c.Close()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, aj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, aj).ErrorCode)
 }
 
 func TestDescribeGroups(t *testing.T) {
@@ -402,7 +403,7 @@ func TestDescribeGroups(t *testing.T) {
 
 	gs = desc(6, "nope")
 	assert.Equal(t, "Dead", gs[0].State)
-	assert.Equal(t, errGroupIDNotFound, gs[0].ErrorCode, "v6+: GROUP_ID_NOT_FOUND (KIP-1043)")
+	assert.Equal(t, kerr.GroupIDNotFound.Code, gs[0].ErrorCode, "v6+: GROUP_ID_NOT_FOUND (KIP-1043)")
 	require.NotNil(t, gs[0].ErrorMessage)
 	assert.True(t, strings.Contains(*gs[0].ErrorMessage, "nope"))
 
@@ -416,7 +417,7 @@ func TestDescribeGroups(t *testing.T) {
 	assert.Len(t, g.Members, 3)
 	assert.Empty(t, g.Members[0].MemberAssignment)
 	h.c.Close()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, cj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, cj).ErrorCode)
 }
 
 func TestDeleteGroups(t *testing.T) {
@@ -431,9 +432,9 @@ func TestDeleteGroups(t *testing.T) {
 	req.Groups = []string{"active", "idle", "nope", "pending"}
 	resp := h.c.DeleteGroups(req)
 	require.Len(t, resp.Groups, 4)
-	assert.Equal(t, errNonEmptyGroup, resp.Groups[0].ErrorCode)
+	assert.Equal(t, kerr.NonEmptyGroup.Code, resp.Groups[0].ErrorCode)
 	assert.Equal(t, errNone, resp.Groups[1].ErrorCode)
-	assert.Equal(t, errGroupIDNotFound, resp.Groups[2].ErrorCode)
+	assert.Equal(t, kerr.GroupIDNotFound.Code, resp.Groups[2].ErrorCode)
 	assert.Equal(t, errNone, resp.Groups[3].ErrorCode)
 
 	_, ok := h.c.Group("idle")
