@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -135,7 +134,7 @@ func TestRegexCompiledOffTheLock(t *testing.T) {
 	}
 	assert.Equal(t, "orders-.*", <-entered)
 
-	commit := h.c.OffsetCommit(context.Background(), commitReq("other", "", -1, "orders-eu", map[int32]int64{0: 5}))
+	commit := h.c.OffsetCommit(NoCaller, commitReq("other", "", -1, "orders-eu", map[int32]int64{0: 5}))
 	assert.Equal(t, []int16{errNone}, commitCodes(commit), "another group commits while the regex compiles")
 	h.addTopic("orders-us", 1)
 	require.Equal(t, errNone, h.member("g3", "x").join("orders-us").ErrorCode, "another member heartbeats")
@@ -193,7 +192,7 @@ func TestTopicChangeDoesNotWaitForMatching(t *testing.T) {
 	req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "g2", "o", 30_000
 	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	req.SubscribedTopicRegex = kmsg.StringPtr("orders-.*")
-	resp := h.c.ConsumerGroupHeartbeat(context.Background(), req)
+	resp := h.c.ConsumerGroupHeartbeat(NoCaller, req)
 	require.Equal(t, errNone, resp.ErrorCode)
 	assert.Empty(t, resp.Assignment.Topics, "the heartbeat that brings the regex gets the named topics only")
 	assert.Equal(t, int32(2), h.group("g2").GroupEpoch, "its topics come in the next epoch")
@@ -209,7 +208,7 @@ func TestRegexWorkerRunsOnItsOwn(t *testing.T) {
 	tt := &topicTable{}
 	tt.add("orders-eu", 1)
 	h := newHarness(t, rules.Kafka(), func(c *Config) { c.Topics, c.Topic = tt.get, tt.lookup })
-	ch := &cgHarness{harness: h, topics: tt}
+	ch := &cgHarness{harness: h, topics: tt, caller: NoCaller}
 	m := ch.member("g", "m")
 	require.Equal(t, errNone, m.beat(withRegex("orders-.*")).ErrorCode)
 	assigned := func(want int) func() bool {
@@ -236,7 +235,7 @@ func TestRegexesCloseMidPass(t *testing.T) {
 	req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "g", "m", 30_000
 	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	req.SubscribedTopicRegex = kmsg.StringPtr("orders-.*")
-	require.Equal(t, errNone, h.c.ConsumerGroupHeartbeat(context.Background(), req).ErrorCode)
+	require.Equal(t, errNone, h.c.ConsumerGroupHeartbeat(NoCaller, req).ErrorCode)
 	h.c.Close()
 	assert.False(t, h.c.resolveRegexesOnce(), "no pass after Close")
 }
