@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,87 +176,6 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 		return n, &closeError{reason: fmt.Sprintf("request stalled: no bytes for %v before its end", d)}
 	}
 	return n, err
-}
-
-// request is one decoded request as a handler sees it. It is also the
-// coordinator's Caller (caller.go).
-type request struct {
-	ctx      context.Context
-	b        *Broker
-	conn     *clientConn
-	version  int16
-	clientID string
-	kreq     kmsg.Request
-	rule     string // the VAST rule that refused (part of) the request first
-	finding  string // the audited VAST rule of the first finding the request caused
-	// rules and findings list every rule that refused part of the
-	// request, and every audited rule it broke, when there is more than
-	// one; nil otherwise, so that a request breaking one rule allocates
-	// nothing.
-	rules, findings []string
-	why             string // what the refusal told the client, when its answer has no message field
-
-	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
-	denied     string // why a policy (or failed authentication) denied (part of) the request
-	closeAfter string // when set, the connection closes after the answer, for this reason
-
-	reads []log.ReadResult // log reads the answer aliases, released once it is written
-
-	createdGroup string // the group the request created (JoinGroup, OffsetCommit), for the group forecast
-	refusedAbout string // the topic (or group) of the first refusal, for the server log
-}
-
-// releaseReads ends the log reads the request's answer aliased; the answer
-// must be written (encoded) by then.
-func (r *request) releaseReads() {
-	for i := range r.reads {
-		r.reads[i].Release()
-	}
-	r.reads = nil
-}
-
-// principal is the name policies match for this request's user.
-func (r *request) principal() string {
-	if r.user == "" {
-		return anonymous
-	}
-	return r.user
-}
-
-// deny records why a policy denied this request, for the request log.
-func (r *request) deny(why string) {
-	if r.denied == "" {
-		r.denied = why
-	}
-}
-
-// refuse records that a VAST rule refused this request, for the request log.
-func (r *request) refuse(rule string) {
-	r.rule, r.rules = addRule(r.rule, r.rules, rule)
-}
-
-// addRule adds rule to a request's first rule and list of all, and
-// returns them: the list is made only when a second rule comes.
-func addRule(first string, all []string, rule string) (string, []string) {
-	switch {
-	case first == "":
-		return rule, nil
-	case first == rule || slices.Contains(all, rule):
-		return first, all
-	case all == nil:
-		return first, []string{first, rule}
-	}
-	return first, append(all, rule)
-}
-
-// refuseBecause is refuse with the reason, for answers that carry no error
-// message of their own (JoinGroup, OffsetCommit): the request log and the
-// log line show it instead.
-func (r *request) refuseBecause(rule, why string) {
-	if r.rule == "" {
-		r.why = why
-	}
-	r.rule, r.rules = addRule(r.rule, r.rules, rule)
 }
 
 // fingerprint recognises, from the versions a connection asks for, the
