@@ -500,94 +500,6 @@ func (c *clientConn) handleOne() error {
 	return nil
 }
 
-// logRefusal writes the server log's line for a request rule refused,
-// naming the topic (or group) it was about, at most once a minute per rule,
-// topic and client on the broker's clock: a client that retries a refused
-// request every second (a producer waiting for a topic VAST will never
-// auto-create) gets one line a minute, with "repeats" counting the
-// refusals not logged since the last line.
-func (c *clientConn) logRefusal(rec *RequestRecord, rule, about string, key, version int16) {
-	repeats, ok := c.b.refusalLines.allow(refusalLineKey{rule, clip(about), rec.ClientID}, c.b.clock.Now())
-	if !ok {
-		return
-	}
-	attrs := []any{"rule", rule}
-	if about != "" {
-		attrs = append(attrs, "topic", about)
-	}
-	attrs = append(attrs, "api", kmsg.NameForKey(key), "version", version)
-	if repeats > 0 {
-		attrs = append(attrs, "repeats", repeats)
-	}
-	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(rec, attrs...)...)
-}
-
-// refusalLineEvery is how often the server log repeats the line of one
-// rule's refusals of one topic and client.
-const refusalLineEvery = time.Minute
-
-// maxRefusalLines bounds the (rule, topic, client) keys the limiter keeps;
-// when full, keys quiet for refusalLineEvery are dropped, and past that a
-// new key is logged without being kept.
-const maxRefusalLines = 4096
-
-type refusalLineKey struct{ rule, about, clientID string }
-
-type refusalLine struct {
-	at         time.Time // when the last line was written
-	suppressed int64     // refusals since then not logged
-}
-
-// refusalLimiter decides which refusals the server log shows. The zero
-// value is ready to use.
-type refusalLimiter struct {
-	mu    sync.Mutex
-	lines map[refusalLineKey]*refusalLine
-}
-
-// allow reports whether a refusal of k at now gets a log line, and how
-// many refusals of k were not logged since k's last line.
-func (l *refusalLimiter) allow(k refusalLineKey, now time.Time) (int64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e := l.lines[k]; e != nil {
-		if now.Sub(e.at) < refusalLineEvery {
-			e.suppressed++
-			return 0, false
-		}
-		n := e.suppressed
-		e.at, e.suppressed = now, 0
-		return n, true
-	}
-	if l.lines == nil {
-		l.lines = make(map[refusalLineKey]*refusalLine)
-	}
-	if len(l.lines) >= maxRefusalLines {
-		for key, e := range l.lines {
-			if now.Sub(e.at) >= refusalLineEvery {
-				delete(l.lines, key)
-			}
-		}
-		if len(l.lines) >= maxRefusalLines {
-			return 0, true
-		}
-	}
-	l.lines[k] = &refusalLine{at: now}
-	return 0, true
-}
-
-// outcomeAttrs ends the attributes of a refusal's or denial's log line
-// with the error the client got, its message, and who sent the request.
-func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
-	if e, ok := kerr.ErrorForCode(rec.ErrorCode).(*kerr.Error); ok {
-		attrs = append(attrs, "error", e.Message) // the name, MESSAGE_TOO_LARGE
-	}
-	if rec.Message != "" {
-		attrs = append(attrs, "message", rec.Message)
-	}
-	return append(attrs, "client_id", rec.ClientID, "remote", c.remote)
-}
-
 // refuseHidden answers a request for an API that a rule hides from
 // ApiVersions (OffsetDelete under NoOffsetDelete, ConsumerGroupHeartbeat
 // under ClassicGroupsOnly) as Kafka answers an API it does not serve: it
@@ -637,21 +549,6 @@ func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error
 			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions"
 		})
 	return &closeError{reason: msg}
-}
-
-// refusalMessage returns the request log's message for a request rule
-// refused (rule empty: not refused, msg as it is): msg when it already
-// names the rule and its action (rules.ID.Refusal), else msg, or the API
-// refused, followed by the rule and its action.
-func refusalMessage(rule string, key int16, msg string) string {
-	id, ok := rules.Lookup(rule)
-	if !ok || strings.Contains(msg, "(rule "+rule+")") {
-		return msg
-	}
-	if msg == "" {
-		msg = kmsg.NameForKey(key) + " refused by VAST"
-	}
-	return id.Refusal(msg, "")
 }
 
 // errorAdvice is the advice for an error answered without a rule, or ""
