@@ -178,68 +178,12 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// fingerprint recognises, from the versions a connection asks for, the
-// clients that do not name themselves in ApiVersions v3+, so that audit
-// advice speaks their configuration whatever client id the app set:
-//   - kafkajs 2.x opens with ApiVersions v2;
-//   - kafka-python 2.0 and kafka-go open with ApiVersions v0; then
-//     kafka-python asks for Metadata v0-v1 or Produce up to v7, kafka-go for
-//     Metadata or Produce v8 and above;
-//   - older sarama releases set below Version 2.4 (and any sarama with
-//     ApiVersionsRequest off) sends no ApiVersions and opens with Metadata
-//     v2 or above; kafka-python's connections after the first send no
-//     ApiVersions either, and open with Metadata v0-v1.
-//
-// A connection that opens with Produce is not told apart here: the broker's
-// clientSoftware names it from its client id's other connections. kgo,
-// librdkafka (and the clients built on it), sarama otherwise, and the Java
-// client send ApiVersions v3+ and name themselves.
-func (c *clientConn) fingerprint(key, version int16) {
-	if c.opening == 0 {
-		c.opening = -1
-		if key == int16(kmsg.ApiVersions) {
-			c.opening = version + 1
-		}
-	}
-	metadata, produce := key == int16(kmsg.Metadata), key == int16(kmsg.Produce)
-	switch c.opening {
-	case 3:
-		c.inferred = "kafkajs"
-	case 1:
-		switch {
-		case metadata && version <= 1, produce && version <= 7:
-			c.inferred = "kafka-python"
-		case metadata && version >= 8, produce && version >= 8:
-			c.inferred = "kafka-go"
-		}
-	case -1:
-		switch {
-		case metadata && version <= 1:
-			c.inferred = "kafka-python"
-		case metadata:
-			c.inferred = "sarama"
-		}
-	}
-}
-
 // brokerID returns the id of the broker whose listener accepted c.
 func (c *clientConn) brokerID() int32 {
 	if c.node == nil {
 		return 0
 	}
 	return c.node.id
-}
-
-// softwareLabel names the connection's client software for findings: what
-// ApiVersions said, else what fingerprint recognised, else "".
-func (c *clientConn) softwareLabel() (software, version string) {
-	switch {
-	case c.software != "":
-		return c.software, c.softwareVersion
-	case c.inferred != "":
-		return c.inferred + " (recognised by its requests)", ""
-	}
-	return "", ""
 }
 
 // protocolError is a malformed request: serve logs it and closes the
@@ -551,21 +495,6 @@ func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error
 	return &closeError{reason: msg}
 }
 
-// errorAdvice is the advice for an error answered without a rule, or ""
-// for the error's own description.
-func errorAdvice(key, code int16) string {
-	switch code {
-	case kerr.UnknownTopicOrPartition.Code:
-		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
-			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
-		}
-	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code,
-		kerr.TransactionalIDAuthorizationFailed.Code:
-		return "an identity policy denies it: grant the user the permission (GET /denials names it)"
-	}
-	return ""
-}
-
 // requireLogin closes a connection that sent a request other than
 // ApiVersions or SASL before authenticating, as Kafka does, and records the
 // denial. hdr, when not nil, is the frame after the api key, version and
@@ -578,35 +507,6 @@ func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
 	c.fetchRun = logRun{}
 	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
 	return &closeError{reason: why}
-}
-
-// noteSoftware takes the client's software name and version from an
-// ApiVersions request newer than the broker knows (hdr is the frame after
-// the api key, version and correlation id), reading its start as version
-// known: the name and version come first in every version since v3, and a
-// client that gets UNSUPPORTED_VERSION may carry on without asking again
-// (kgo does). Fields that follow and do not parse are ignored.
-func (c *clientConn) noteSoftware(known int16, hdr []byte) {
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(known)
-	body, _, err := parseRequestHeader(hdr, true)
-	if err != nil {
-		return
-	}
-	_ = req.ReadFrom(body) // the fields read before an error are set
-	if req.ClientSoftwareName == "" {
-		return
-	}
-	c.software, c.softwareVersion = clip(req.ClientSoftwareName), clip(req.ClientSoftwareVersion)
-}
-
-// noteClientID takes the client id from the header of a request that is not
-// parsed further (hdr is the frame after the api key, version and
-// correlation id): the id comes before anything that differs by version.
-func (c *clientConn) noteClientID(hdr []byte) {
-	if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
-		c.clientID = string(id)
-	}
 }
 
 // write encodes resp with kmsg behind its response header and flushes it.
