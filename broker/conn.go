@@ -310,8 +310,7 @@ func (c *clientConn) handleOne() error {
 			if version > a.max {
 				c.noteSoftware(a.max, frame[8:])
 			}
-			c.fetchRun = logRun{}
-			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
+			c.logRequest(RequestRecord{API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode}, nil)
 			return c.write(corr, resp, false)
 		}
 		return c.refuseVersion(a, key, version, frame[8:])
@@ -388,7 +387,7 @@ func (c *clientConn) handleOne() error {
 		req.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(key) + " was dropped"
 	}
 	rec := RequestRecord{
-		Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: clientID,
+		API: kmsg.Key(key), Version: version, ClientID: clientID,
 		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Rules: strings.Join(req.rules, ","), Findings: strings.Join(req.findings, ","), Fault: fault != nil,
 		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
 	}
@@ -404,11 +403,11 @@ func (c *clientConn) handleOne() error {
 			rec.Fetch = fetchDetail(kreq.(*kmsg.FetchRequest), fr, func(id [16]byte) string { return c.b.topicName("", id) })
 		}
 	}
-	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
-	if !emptyFetch(resp) {
-		c.fetchRun, run = logRun{}, nil
+	var run *logRun // only an empty fetch continues a run; anything else ends it
+	if emptyFetch(resp) {
+		run = &c.fetchRun
 	}
-	c.b.reqLog.addRun(rec, run)
+	c.logRequest(rec, run)
 	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
 		c.b.recordError(req, key, rec.ErrorCode, func() string {
 			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
@@ -458,10 +457,9 @@ func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
 	if id, ok := rules.Lookup(rule); ok {
 		msg = id.Refusal(msg, "")
 	}
-	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
+	rec := RequestRecord{API: kmsg.Key(key), Version: version, ClientID: c.clientID,
 		Message: msg, Rule: rule, User: c.user, Closed: true}
-	c.fetchRun = logRun{}
-	c.b.reqLog.add(rec)
+	c.logRequest(rec, nil)
 	c.logRefusal(&rec, rule, "", key, version)
 	return &closeError{reason: msg}
 }
@@ -479,10 +477,9 @@ func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error
 	name := kmsg.NameForKey(key)
 	msg := name + " v" + strconv.Itoa(int(version)) + " is outside the versions this broker serves (" +
 		strconv.Itoa(int(a.min)) + "-" + strconv.Itoa(int(a.max)) + "): closing the connection, as Kafka does"
-	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
+	rec := RequestRecord{API: kmsg.Key(key), Version: version, ClientID: c.clientID,
 		ErrorCode: kerr.UnsupportedVersion.Code, Message: msg, User: c.user, Closed: true}
-	c.fetchRun = logRun{}
-	c.b.reqLog.add(rec)
+	c.logRequest(rec, nil)
 	c.b.log.Warn("closing connection: unsupported version", c.outcomeAttrs(&rec, "api", name, "version", version)...)
 	c.b.recordError(&request{conn: c, clientID: c.clientID}, key, kerr.UnsupportedVersion.Code,
 		func() string { return msg }, func() string {
@@ -504,8 +501,7 @@ func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
 		c.noteClientID(hdr)
 	}
 	why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
-	c.fetchRun = logRun{}
-	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
+	c.logRequest(RequestRecord{API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true}, nil)
 	return &closeError{reason: why}
 }
 

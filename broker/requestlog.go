@@ -325,6 +325,19 @@ func (l *requestLog) linkBack(i int32) {
 	l.n++
 }
 
+// logRequest adds rec to the request log, stamped with the time on the
+// broker's clock and the id of the broker whose listener accepted c. run
+// is c's run of empty fetches when rec is an empty fetch, which it may
+// fold into (requestLog.addRun), or nil: any other record ends c's run.
+// Every record of the request log is added here.
+func (c *clientConn) logRequest(rec RequestRecord, run *logRun) {
+	rec.Time, rec.Broker = c.b.clock.Now(), c.brokerID()
+	if run == nil {
+		c.fetchRun = logRun{}
+	}
+	c.b.reqLog.addRun(rec, run)
+}
+
 // Requests returns a copy of the request log in the order the broker
 // answered, oldest first (a collapsed run of empty fetches sits where its
 // last answer was): the last 100,000 ordinary requests together with the
