@@ -261,3 +261,16 @@ func clientLabel(software, version, clientID string) string {
 	}
 	return s
 }
+
+// rememberSoftware tells the broker's clientSoftware, once per connection,
+// the software c runs under clientID, as soon as c has named or shown it,
+// so that its client's other connections are named too.
+func (c *clientConn) rememberSoftware(clientID string) {
+	if c.remembered {
+		return
+	}
+	if sw, v := c.softwareLabel(); sw != "" {
+		c.remembered = true
+		c.b.clientSoftware.remember(clientID, sw, v)
+	}
+}

@@ -11,18 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/internal/pages"
 	"github.com/vastfake/vastfake/log"
-	"github.com/vastfake/vastfake/rules"
 )
 
 // maxFrameSize is Kafka's socket.request.max.bytes default: a request
@@ -255,190 +250,131 @@ func (c *clientConn) handshake(tc *tls.Conn) error {
 	return tc.Handshake()
 }
 
-// handleOne reads one frame, dispatches it and writes the answer.
+// handleOne handles one request, in the order every request takes
+// through the broker: read its frame; gate it (a login first where SASL is
+// required, an API this broker serves, a version in its range) and decode
+// it; inject the latency and the fault a test set for it; serve it; record
+// it in the request log; write the answer. It returns the error that ends
+// the connection, or nil to read the next request.
 func (c *clientConn) handleOne() error {
 	defer c.releaseFrame()
 	if c.rawSASLNext {
 		return c.rawSASLAuthenticate()
 	}
-	size, err := c.readSize()
+	in, err := c.readRequest()
 	if err != nil {
 		return err
 	}
-	unauthenticated := c.b.saslRequired() && !c.authenticated
-	if size < 8 || size > maxFrameSize || unauthenticated && size > maxSASLFrameSize {
-		return protoErr("frame size %d out of range", size)
+	a, err := c.gate(&in)
+	if a == nil {
+		return err // refused, or answered at the gate
+	}
+	req, endLarge, err := c.decode(&in)
+	if err != nil {
+		return err
+	}
+	defer endLarge() // if the request is not handled
+	defer req.releaseReads()
+	c.auditUngated(a, req)
+	fault, err := c.inject(req)
+	if err != nil {
+		return err
+	}
+	resp := c.handle(a, req, fault)
+	endLarge() // handled: a slow reader of the answer does not hold the turn
+	c.record(req, resp, fault)
+	return c.answer(in.corr, req, resp, fault)
+}
+
+// inbound is one request as the gate sees it: the fields of its header
+// before the client id, the rest of its frame, and, once the gate has
+// passed it, its request (at its version, not yet decoded) and body.
+type inbound struct {
+	key, version int16
+	corr         int32
+	hdr          []byte // the frame after the api key, version and correlation id
+	// unauthenticated is set when SASL is required and the connection
+	// has not logged in yet.
+	unauthenticated bool
+
+	kreq kmsg.Request
+	body []byte
+}
+
+// readRequest reads one request's frame (readFrame) and its header's api
+// key, version and correlation id. A frame under 8 bytes, over
+// maxFrameSize, or over maxSASLFrameSize before a login SASL requires,
+// and a frame cut short, are protocol errors.
+func (c *clientConn) readRequest() (inbound, error) {
+	size, err := c.readSize()
+	if err != nil {
+		return inbound{}, err
+	}
+	in := inbound{unauthenticated: c.b.saslRequired() && !c.authenticated}
+	if size < 8 || size > maxFrameSize || in.unauthenticated && size > maxSASLFrameSize {
+		return in, protoErr("frame size %d out of range", size)
 	}
 	frame, err := c.readFrame(int(size))
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return protoErr("truncated frame")
+			return in, protoErr("truncated frame")
 		}
-		return err
+		return in, err
 	}
-	key := int16(binary.BigEndian.Uint16(frame[0:]))
-	version := int16(binary.BigEndian.Uint16(frame[2:]))
-	corr := int32(binary.BigEndian.Uint32(frame[4:]))
-	c.reclaim = len(frame) >= reclaimAfter && key != int16(kmsg.Produce)
+	in.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	in.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	in.corr = int32(binary.BigEndian.Uint32(frame[4:]))
+	in.hdr = frame[8:]
+	c.reclaim = len(frame) >= reclaimAfter && in.key != int16(kmsg.Produce)
+	return in, nil
+}
 
-	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
-		if key >= 0 && int(key) < len(c.b.hiddenBy) && c.b.hiddenBy[key] != "" {
-			if unauthenticated { // no rule refusal for a client that never logged in
-				return c.requireLogin(key, version, frame[8:])
-			}
-			return c.refuseHidden(key, version, frame[8:])
-		}
-		if key >= 0 && int(key) < len(c.b.auditedBy) && c.b.auditedBy[key] != 0 && !unauthenticated {
-			// Not served even in Kafka's behaviour (KIP-848, share groups):
-			// the connection closes as for any unknown API, with the finding.
-			c.noteClientID(frame[8:])
-			c.b.recordFinding(&request{conn: c, clientID: c.clientID, kreq: kmsg.RequestForKey(key)}, c.b.auditedBy[key], rules.Refused, "", "",
-				func() string {
-					return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
-				})
-		}
-		return protoErr("unsupported api key %d", key)
-	}
-	a := c.b.apiByKey[key]
-	if version < a.min || version > a.max {
-		if key == int16(kmsg.ApiVersions) {
-			// Kafka answers an ApiVersions it cannot parse with a v0
-			// response carrying UNSUPPORTED_VERSION and its versions,
-			// so the client can retry at one it knows.
-			resp := c.b.apiVersionsResponse(0)
-			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			if version > a.max {
-				c.noteSoftware(a.max, frame[8:])
-			}
-			c.logRequest(RequestRecord{API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode}, nil)
-			return c.write(corr, resp, false)
-		}
-		return c.refuseVersion(a, key, version, frame[8:])
-	}
-	if c.software == "" && c.inferred == "" {
-		c.fingerprint(key, version)
-	}
-	kreq := kmsg.RequestForKey(key)
-	kreq.SetVersion(version)
-	body, id, err := parseRequestHeader(frame[8:], kreq.IsFlexible())
-	if err != nil {
-		return err
-	}
-	if string(id) != c.clientID { // a client sends the same id every time: no new string then
-		c.clientID = string(id)
-	}
-	clientID := c.clientID
-	if unauthenticated && !a.beforeAuth {
-		return c.requireLogin(key, version, nil)
-	}
-	endLarge := func() {}
+// decode reads in's body into its request, under the broker's turn for
+// large requests (startLarge), and returns the request and the function
+// that gives the turn back (a no-op when none was taken). JoinGroup and
+// SyncGroup give it back as soon as they are decoded, since they wait for
+// other members, who may be waiting for the turn. A body that does not
+// parse is a protocol error.
+func (c *clientConn) decode(in *inbound) (req *request, endLarge func(), err error) {
+	endLarge = func() {}
 	if c.reclaim {
 		end := c.b.startLarge(c.ctx.Done())
 		if end == nil {
-			return c.ctx.Err()
+			return nil, nil, c.ctx.Err()
 		}
 		endLarge = sync.OnceFunc(end)
-		defer endLarge() // if the request is not handled
 	}
-	if err := kreq.ReadFrom(body); err != nil {
-		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
+	if err := in.kreq.ReadFrom(in.body); err != nil {
+		endLarge()
+		return nil, nil, protoErr("%s v%d: %v", kmsg.NameForKey(in.key), in.version, err)
 	}
-	if key == int16(kmsg.JoinGroup) || key == int16(kmsg.SyncGroup) {
-		endLarge() // these wait for other members, who may be waiting for the turn
+	if in.key == int16(kmsg.JoinGroup) || in.key == int16(kmsg.SyncGroup) {
+		endLarge()
 	}
+	req = &request{ctx: c.ctx, b: c.b, conn: c, version: in.version, clientID: c.clientID, kreq: in.kreq, user: c.user}
+	return req, endLarge, nil
+}
 
-	req := &request{ctx: c.ctx, b: c.b, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
-	defer req.releaseReads()
-	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || a.hiddenByCap() || version > a.advertised) {
-		group := ""
-		if a.share == groupCoordinator { // a KIP-848 heartbeat: the finding names its group
-			if gs := groupsOf(reflect.ValueOf(kreq).Elem()); len(gs) > 0 {
-				group = gs[0]
-			}
-		}
-		c.b.recordFinding(req, id, rules.Refused, "", group, func() string {
-			return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not serve it"
-		})
-	}
-	if d := c.b.latencyFor(key, c.brokerID()); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return c.ctx.Err()
-		}
-	}
-	var resp kmsg.Response
-	fault := c.b.takeFault(key, kreq, c.brokerID())
-	if fault != nil && !fault.DropAnswer {
-		resp = c.b.applyFault(fault, a, req)
-	} else {
-		resp = c.b.serve(a, req)
-	}
-	endLarge() // handled: a slow reader of the answer does not hold the turn
-	if !c.remembered {
-		if sw, v := c.softwareLabel(); sw != "" {
-			c.remembered = true
-			c.b.clientSoftware.remember(clientID, sw, v)
-		}
-	}
-	if fault != nil && fault.DropAnswer && req.closeAfter == "" {
-		req.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(key) + " was dropped"
-	}
-	rec := RequestRecord{
-		API: kmsg.Key(key), Version: version, ClientID: clientID,
-		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Rules: strings.Join(req.rules, ","), Findings: strings.Join(req.findings, ","), Fault: fault != nil,
-		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
-	}
-	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {
-		rec.Message = firstErrorMessage(resp)
-		if rec.Message == "" {
-			rec.Message = req.why
-		}
-		rec.Message = logMessage(refusalMessage(req.rule, key, rec.Message))
-	}
-	if c.b.cfg.fetchDetail && key == int16(kmsg.Fetch) {
-		if fr, ok := resp.(*kmsg.FetchResponse); ok {
-			rec.Fetch = fetchDetail(kreq.(*kmsg.FetchRequest), fr, func(id [16]byte) string { return c.b.topicName("", id) })
-		}
-	}
-	var run *logRun // only an empty fetch continues a run; anything else ends it
-	if emptyFetch(resp) {
-		run = &c.fetchRun
-	}
-	c.logRequest(rec, run)
-	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
-		c.b.recordError(req, key, rec.ErrorCode, func() string {
-			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
-			if rec.Message != "" {
-				d += ": " + rec.Message
-			}
-			return d
-		}, func() string { return errorAdvice(key, rec.ErrorCode) })
-	}
-	if req.rule != "" {
-		c.logRefusal(&rec, req.rule, req.refusedAbout, key, version)
-	} else if req.denied != "" {
-		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user)...)
-	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
-		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
-	}
+// answer writes resp, the answer to r, at r's version, and returns the
+// error that closes the connection when r asked to close after it. A
+// fault that drops the answer closes the connection instead of writing
+// it, and an acks=0 Produce gets no answer at all, as in Kafka.
+func (c *clientConn) answer(corr int32, r *request, resp kmsg.Response, fault *Fault) error {
 	if fault != nil && fault.DropAnswer {
-		return &closeError{reason: req.closeAfter}
+		return &closeError{reason: r.closeAfter}
 	}
-	if p, ok := kreq.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+	if p, ok := r.kreq.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		return nil // Kafka sends no answer at all to an acks=0 produce, faulted or not
 	}
-	resp.SetVersion(version)
+	resp.SetVersion(r.version)
 	// ApiVersions answers with a v0 response header even when flexible,
 	// so that clients can always parse it.
-	flexHeader := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
+	flexHeader := r.kreq.IsFlexible() && r.kreq.Key() != int16(kmsg.ApiVersions)
 	if err := c.write(corr, resp, flexHeader); err != nil {
 		return err
 	}
-	if req.closeAfter != "" {
-		return &closeError{reason: req.closeAfter}
+	if r.closeAfter != "" {
+		return &closeError{reason: r.closeAfter}
 	}
 	return nil
 }

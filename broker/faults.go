@@ -319,3 +319,36 @@ func errorAnswer(r *request, code int16) kmsg.Response {
 	mirrorErrors(reflect.ValueOf(r.kreq).Elem(), reflect.ValueOf(resp).Elem(), code)
 	return resp
 }
+
+// inject applies to r what a test set for its API on c's broker: it waits
+// the latency set (SetLatency, SetBrokerLatency), returning the
+// connection's error if it closes meanwhile, then takes the fault that
+// matches r (InjectFault), or nil.
+func (c *clientConn) inject(r *request) (*Fault, error) {
+	key := r.kreq.Key()
+	if d := c.b.latencyFor(key, c.brokerID()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return nil, c.ctx.Err()
+		}
+	}
+	return c.b.takeFault(key, r.kreq, c.brokerID()), nil
+}
+
+// handle returns the answer to r: the error answer of the fault injected
+// for it, or else what its handler answers (Broker.serve). A fault that
+// drops the answer lets the handler run, and asks for the connection to be
+// closed instead of answering.
+func (c *clientConn) handle(a *api, r *request, fault *Fault) kmsg.Response {
+	if fault != nil && !fault.DropAnswer {
+		return c.b.applyFault(fault, a, r)
+	}
+	resp := c.b.serve(a, r)
+	if fault != nil && r.closeAfter == "" {
+		r.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(a.key) + " was dropped"
+	}
+	return resp
+}

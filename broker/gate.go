@@ -7,12 +7,115 @@ package broker
 // does, recorded in the request log.
 
 import (
+	"reflect"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
+
+// gate decides whether in may be served, and returns its API or nil. It
+// passes a request for an API this broker serves, at a version in the API's
+// range, from a connection that has logged in where SASL requires it (or
+// for an API allowed before: ApiVersions, SASL). On the way it notes the
+// client id, and for a client that does not name its software what its
+// versions say of it (fingerprint), and sets in's request and body. A
+// request it does not pass closes the connection, as in Kafka, and is
+// recorded in the request log: it returns nil with the error that closes
+// it, or with nil when it answered the request itself (an ApiVersions at
+// a version this broker does not know).
+func (c *clientConn) gate(in *inbound) (*api, error) {
+	key, version := in.key, in.version
+	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
+		return nil, c.refuseUnserved(in)
+	}
+	a := c.b.apiByKey[key]
+	if version < a.min || version > a.max {
+		if key == int16(kmsg.ApiVersions) {
+			return nil, c.answerUnknownApiVersions(in, a)
+		}
+		return nil, c.refuseVersion(a, key, version, in.hdr)
+	}
+	if c.software == "" && c.inferred == "" {
+		c.fingerprint(key, version)
+	}
+	in.kreq = kmsg.RequestForKey(key)
+	in.kreq.SetVersion(version)
+	body, id, err := parseRequestHeader(in.hdr, in.kreq.IsFlexible())
+	if err != nil {
+		return nil, err
+	}
+	in.body = body
+	if string(id) != c.clientID { // a client sends the same id every time: no new string then
+		c.clientID = string(id)
+	}
+	if in.unauthenticated && !a.beforeAuth {
+		return nil, c.requireLogin(key, version, nil)
+	}
+	return a, nil
+}
+
+// refuseUnserved closes the connection of a request for an API this
+// broker does not serve, as Kafka does. One a rule hides is recorded with
+// its rule (refuseHidden), or as a missing login when the connection has
+// not logged in where SASL requires it; one not served even where its
+// rule is audited (KIP-848 and share-group APIs vastfake has no handler
+// for) is a finding of that rule; any other is a protocol error.
+func (c *clientConn) refuseUnserved(in *inbound) error {
+	key, version := in.key, in.version
+	if key >= 0 && int(key) < len(c.b.hiddenBy) && c.b.hiddenBy[key] != "" {
+		if in.unauthenticated { // no rule refusal for a client that never logged in
+			return c.requireLogin(key, version, in.hdr)
+		}
+		return c.refuseHidden(key, version, in.hdr)
+	}
+	if key >= 0 && int(key) < len(c.b.auditedBy) && c.b.auditedBy[key] != 0 && !in.unauthenticated {
+		// Not served even in Kafka's behaviour (KIP-848, share groups):
+		// the connection closes as for any unknown API, with the finding.
+		c.noteClientID(in.hdr)
+		c.b.recordFinding(&request{conn: c, clientID: c.clientID, kreq: kmsg.RequestForKey(key)}, c.b.auditedBy[key], rules.Refused, "", "",
+			func() string {
+				return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
+			})
+	}
+	return protoErr("unsupported api key %d", key)
+}
+
+// answerUnknownApiVersions answers an ApiVersions at a version this broker
+// does not know as Kafka does: with a v0 response carrying
+// UNSUPPORTED_VERSION and its versions, so that the client can retry at
+// one it knows. The client software a newer version names is noted first.
+func (c *clientConn) answerUnknownApiVersions(in *inbound, a *api) error {
+	resp := c.b.apiVersionsResponse(0)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	if in.version > a.max {
+		c.noteSoftware(a.max, in.hdr)
+	}
+	c.logRequest(RequestRecord{API: kmsg.ApiVersions, Version: in.version, ClientID: c.clientID, ErrorCode: resp.ErrorCode}, nil)
+	return c.write(in.corr, resp, false)
+}
+
+// auditUngated records a finding of the rule that would have kept r out
+// at the gate, when that rule is audited and so let it through: an API
+// a rule hides (or caps below its minimum), or a version above what the
+// rule lets the broker advertise. A KIP-848 heartbeat's finding names its
+// group.
+func (c *clientConn) auditUngated(a *api, r *request) {
+	id := c.b.auditedBy[a.key]
+	if id == 0 || !(a.hiddenBy != "" || a.hiddenByCap() || r.version > a.advertised) {
+		return
+	}
+	group := ""
+	if a.share == groupCoordinator {
+		if gs := groupsOf(reflect.ValueOf(r.kreq).Elem()); len(gs) > 0 {
+			group = gs[0]
+		}
+	}
+	c.b.recordFinding(r, id, rules.Refused, "", group, func() string {
+		return kmsg.NameForKey(a.key) + " v" + strconv.Itoa(int(r.version)) + ": VAST does not serve it"
+	})
+}
 
 // refuseHidden answers a request for an API that a rule hides from
 // ApiVersions (OffsetDelete under NoOffsetDelete, ConsumerGroupHeartbeat

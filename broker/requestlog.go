@@ -7,8 +7,10 @@ package broker
 // limited to one a minute per rule, topic and client.
 
 import (
+	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -323,6 +325,56 @@ func (l *requestLog) linkBack(i int32) {
 	}
 	l.tail = i
 	l.n++
+}
+
+// record records what a served request r showed and how it was answered
+// (resp, fault: the fault injected, or nil): the client software of its
+// connection, its request log record (an empty Fetch folded into the
+// connection's run of them), an error answered without a rule for the
+// audit's error counts, and the server log's line, one for a refusal
+// (logRefusal), one for a denial, or else one at Debug.
+func (c *clientConn) record(r *request, resp kmsg.Response, fault *Fault) {
+	c.rememberSoftware(r.clientID)
+	key, version := r.kreq.Key(), r.version
+	rec := RequestRecord{
+		API: kmsg.Key(key), Version: version, ClientID: r.clientID,
+		ErrorCode: firstError(resp), Rule: r.rule, Finding: r.finding, Rules: strings.Join(r.rules, ","), Findings: strings.Join(r.findings, ","), Fault: fault != nil,
+		User: r.user, Denied: r.denied, Closed: r.closeAfter != "",
+	}
+	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {
+		rec.Message = firstErrorMessage(resp)
+		if rec.Message == "" {
+			rec.Message = r.why
+		}
+		rec.Message = logMessage(refusalMessage(r.rule, key, rec.Message))
+	}
+	if c.b.cfg.fetchDetail && key == int16(kmsg.Fetch) {
+		if fr, ok := resp.(*kmsg.FetchResponse); ok {
+			rec.Fetch = fetchDetail(r.kreq.(*kmsg.FetchRequest), fr, func(id [16]byte) string { return c.b.topicName("", id) })
+		}
+	}
+	var run *logRun // only an empty fetch continues a run; anything else ends it
+	if emptyFetch(resp) {
+		run = &c.fetchRun
+	}
+	c.logRequest(rec, run)
+	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
+		c.b.recordError(r, key, rec.ErrorCode, func() string {
+			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
+			if rec.Message != "" {
+				d += ": " + rec.Message
+			}
+			return d
+		}, func() string { return errorAdvice(key, rec.ErrorCode) })
+	}
+	switch {
+	case r.rule != "":
+		c.logRefusal(&rec, r.rule, r.refusedAbout, key, version)
+	case r.denied != "":
+		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", r.denied, "api", kmsg.NameForKey(key), "version", version, "user", r.user)...)
+	case c.b.log.Enabled(c.ctx, slog.LevelDebug):
+		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", r.clientID)
+	}
 }
 
 // logRequest adds rec to the request log, stamped with the time on the
