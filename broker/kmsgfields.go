@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// hasGroup reports whether a request names group: as its Group, or among
+// its Groups (strings, or structs with a Group).
 func hasGroup(v reflect.Value, group string) bool {
 	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String && g.String() == group {
 		return true
@@ -36,6 +38,8 @@ func hasGroup(v reflect.Value, group string) bool {
 	return false
 }
 
+// stringField returns the string or *string field name of v ("" for a nil
+// one), and false when v has no such field.
 func stringField(v reflect.Value, name string) (string, bool) {
 	f := v.FieldByName(name)
 	switch {
@@ -93,6 +97,8 @@ func eachTopic(v reflect.Value, nameOf func(reflect.Value) string, fn func(topic
 	}
 }
 
+// partitionOf returns the partition a partitions element names: the
+// element itself (an int32) or its Partition field; -1 for neither.
 func partitionOf(p reflect.Value) int32 {
 	if p.Kind() == reflect.Int32 {
 		return int32(p.Int())
@@ -142,6 +148,9 @@ func newElem(t reflect.Type) reflect.Value {
 	return p.Elem()
 }
 
+// copyName copies src's field srcName (src itself when srcName is "") to
+// dst's field dstName, converting between string and *string; it does
+// nothing when either field is missing.
 func copyName(dst, src reflect.Value, dstName, srcName string) {
 	d := dst.FieldByName(dstName)
 	s := src
@@ -162,6 +171,7 @@ func copyName(dst, src reflect.Value, dstName, srcName string) {
 	}
 }
 
+// setErr sets v's ErrorCode to code, and reports whether v has one.
 func setErr(v reflect.Value, code int16) bool {
 	f := v.FieldByName("ErrorCode")
 	if f.IsValid() && f.CanSet() && f.Kind() == reflect.Int16 {
