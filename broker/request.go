@@ -18,7 +18,7 @@ import (
 )
 
 // request is one decoded request as a handler sees it. It is also the
-// coordinator's Caller (caller.go).
+// coordinator's Caller (below).
 type request struct {
 	ctx      context.Context
 	b        *Broker
