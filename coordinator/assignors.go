@@ -1,27 +1,45 @@
 package coordinator
 
-// The server-side assignors of KIP-848 consumer groups: range and uniform
-// (Kafka's UniformAssignor, homogeneous and general).
+// The server-side assignors of KIP-848 consumer groups, range and uniform
+// (Kafka's RangeAssignor and UniformAssignor), as pure functions: given the
+// members, each with the topics it subscribes to and its part of the last
+// target assignment, and the topics with their partition counts, they
+// return each member's part of the new target assignment. They read
+// nothing else and change nothing they are given, so the coordinator's
+// state never enters them and tests call them directly.
 
 import (
+	"maps"
 	"slices"
 	"sort"
 )
 
+// assignee is one member of a consumer group as an assignor sees it.
+type assignee struct {
+	// topics are the topics it subscribes to that exist, sorted.
+	topics []string
+	// current is its part of the last target assignment (nil: none). An
+	// assignor never changes it, and may return it as the member's new
+	// part when that is the same.
+	current tpSet
+}
+
 // assignRange is Kafka's range assignor: per topic, the members subscribed
-// to it in member id order each take a contiguous range of its partitions,
-// the first ones one more when they do not divide evenly.
-func (c *Coordinator) assignRange(members []*cmember, subs [][]string) []tpSet {
+// to it, in the order given (the coordinator's is by member id), each take
+// a contiguous range of its partitions, the first ones one more when they
+// do not divide evenly. It does not look at what members had: the same
+// members and topics always get the same assignment.
+func assignRange(members []assignee, topics map[string]TopicMeta) []tpSet {
 	out := make([]tpSet, len(members))
 	byTopic := map[string][]int{}
 	for i := range members {
 		out[i] = tpSet{}
-		for _, t := range subs[i] {
+		for _, t := range members[i].topics {
 			byTopic[t] = append(byTopic[t], i)
 		}
 	}
 	for t, idx := range byTopic {
-		n := c.topics[t].Partitions
+		n := topics[t].Partitions
 		per, extra := n/int32(len(idx)), n%int32(len(idx))
 		next := int32(0)
 		for k, i := range idx {
@@ -38,66 +56,93 @@ func (c *Coordinator) assignRange(members []*cmember, subs [][]string) []tpSet {
 	return out
 }
 
+// assignUniform is Kafka's uniform assignor: every partition of the topics
+// members subscribe to goes to one of its subscribers, as evenly as the
+// subscriptions allow, each member keeping what it had as far as that
+// allows, so that a join or a leave moves as few partitions as it can.
+// When every member subscribes to the same topics it balances exactly
+// (assignUniformHomogeneous), otherwise within one partition among the
+// members that could take each one (assignUniformGeneral).
+func assignUniform(members []assignee, topics map[string]TopicMeta) []tpSet {
+	for i := 1; i < len(members); i++ {
+		if !slices.Equal(members[i].topics, members[0].topics) {
+			return assignUniformGeneral(members, topics)
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	return assignUniformHomogeneous(members, topics)
+}
+
 // assignUniformHomogeneous is the uniform assignor when every member
-// subscribes to the same topics: each member gets the partition count
-// divided evenly (the first ones in member order one more when it does not
-// divide), keeping what it had in its last target as far as that allows,
-// so a join or a leave moves as few partitions as it can. Each member's
-// target is updated in place: only the members that lose or gain
-// partitions are touched beyond a look, and the partitions are scanned
-// once, without a map: O(members + partitions) with little allocation.
-func (c *Coordinator) assignUniformHomogeneous(members []*cmember, topics []string) []tpSet {
-	taken := make(map[string][]bool, len(topics))
+// subscribes to the same topics (members[0].topics): each member gets the
+// partition count divided evenly (the first ones in member order one more
+// when it does not divide), keeping what it had as far as that allows. A
+// member whose part does not change gets its current set back; only the
+// members that lose or gain partitions get a new one. The partitions are
+// scanned once, without a map: O(members + partitions) with little
+// allocation.
+func assignUniformHomogeneous(members []assignee, topics map[string]TopicMeta) []tpSet {
+	subscribed := members[0].topics
+	taken := make(map[string][]bool, len(subscribed))
 	total := 0
-	for _, t := range topics {
-		n := c.topics[t].Partitions
+	for _, t := range subscribed {
+		n := topics[t].Partitions
 		taken[t] = make([]bool, n)
 		total += int(n)
 	}
 	n := len(members)
 	quota, extra := total/n, total%n
 	out := make([]tpSet, n)
+	fresh := make([]bool, n) // out[i] is a set of its own, not members[i].current
 	// Keep what each member had, up to quota, or quota+1 while extras
-	// remain for members that had more; drop the highest partitions of a
-	// member over its share.
+	// remain for members that had more: not a partition gone or held by a
+	// member before it, nor its highest partitions over its share.
+	var kept, dropped []tp
 	for i, m := range members {
-		t := m.target
-		if t == nil {
-			t = tpSet{}
-		}
-		lastTopic, last := "", []bool(nil) // most targets are of one topic
-		for p := range t {
+		kept, dropped = kept[:0], dropped[:0]
+		lastTopic, last := "", []bool(nil) // most parts are of one topic
+		for p := range m.current {
 			if p.topic != lastTopic || last == nil {
 				lastTopic, last = p.topic, taken[p.topic]
 			}
 			if p.part >= int32(len(last)) || last[p.part] {
-				delete(t, p)
+				dropped = append(dropped, p)
 				continue
 			}
 			last[p.part] = true
+			kept = append(kept, p)
 		}
 		limit := quota
-		if len(t) > quota && extra > 0 {
+		if len(kept) > quota && extra > 0 {
 			limit = quota + 1
 			extra--
 		}
-		if len(t) > limit {
-			ps := make([]tp, 0, len(t))
-			for p := range t {
-				ps = append(ps, p)
-			}
-			sortTPs(ps)
-			for _, p := range ps[limit:] {
-				delete(t, p)
+		if len(kept) > limit {
+			sortTPs(kept)
+			for _, p := range kept[limit:] {
 				taken[p.topic][p.part] = false
 			}
+			dropped = append(dropped, kept[limit:]...)
+			kept = kept[:limit]
 		}
-		out[i] = t
+		switch {
+		case m.current == nil:
+			out[i], fresh[i] = tpSet{}, true
+		case len(dropped) > 0:
+			out[i], fresh[i] = make(tpSet, len(kept)), true
+			for _, p := range kept {
+				out[i][p] = struct{}{}
+			}
+		default:
+			out[i] = m.current
+		}
 	}
 	// Hand out the rest in topic and partition order: first to members
 	// under quota, then one each to members at quota while extras remain.
 	i, atQuota := 0, false
-	for _, t := range topics {
+	for _, t := range subscribed {
 		for p, held := range taken[t] {
 			if held {
 				continue
@@ -110,6 +155,9 @@ func (c *Coordinator) assignUniformHomogeneous(members []*cmember, topics []stri
 					break
 				}
 				i++
+			}
+			if !fresh[i] {
+				out[i], fresh[i] = maps.Clone(out[i]), true
 			}
 			out[i][tp{t, int32(p)}] = struct{}{}
 			if atQuota {
@@ -138,33 +186,33 @@ func sortTPs(ps []tp) {
 // to the candidate holding the fewest, its previous owner when that one
 // holds no more than the fewest plus one. Balanced within one partition
 // among the members that could take it.
-func (c *Coordinator) assignUniformGeneral(members []*cmember, subs [][]string) []tpSet {
+func assignUniformGeneral(members []assignee, topics map[string]TopicMeta) []tpSet {
 	out := make([]tpSet, len(members))
 	cands := map[string][]int{}
 	for i := range members {
 		out[i] = tpSet{}
-		for _, t := range subs[i] {
+		for _, t := range members[i].topics {
 			cands[t] = append(cands[t], i)
 		}
 	}
 	prevOwner := map[tp]int{}
 	for i, m := range members {
-		for p := range m.target {
+		for p := range m.current {
 			prevOwner[p] = i
 		}
 	}
-	topics := make([]string, 0, len(cands))
+	names := make([]string, 0, len(cands))
 	for t := range cands {
-		topics = append(topics, t)
+		names = append(names, t)
 	}
-	sort.Slice(topics, func(a, b int) bool {
-		if len(cands[topics[a]]) != len(cands[topics[b]]) {
-			return len(cands[topics[a]]) < len(cands[topics[b]])
+	sort.Slice(names, func(a, b int) bool {
+		if len(cands[names[a]]) != len(cands[names[b]]) {
+			return len(cands[names[a]]) < len(cands[names[b]])
 		}
-		return topics[a] < topics[b]
+		return names[a] < names[b]
 	})
-	for _, t := range topics {
-		for p := int32(0); p < c.topics[t].Partitions; p++ {
+	for _, t := range names {
+		for p := int32(0); p < topics[t].Partitions; p++ {
 			k := tp{t, p}
 			best := -1
 			for _, i := range cands[t] {

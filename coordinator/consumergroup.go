@@ -1027,42 +1027,35 @@ func (c *Coordinator) computeTarget(g *group) {
 	for i, id := range ids {
 		members[i] = cg.members[id]
 	}
-	// Each member's subscribed topics that exist, sorted; homogeneous
-	// when every member has the same.
+	// Each member's subscribed topics that exist, sorted, and its part of
+	// the last target.
 	topicNames := make([]string, 0, len(c.topics))
 	for name := range c.topics {
 		topicNames = append(topicNames, name)
 	}
 	sort.Strings(topicNames)
-	subs := make([][]string, len(members))
-	homogeneous := true
+	in := make([]assignee, len(members))
 	for i, m := range members {
+		in[i].current = m.target
 		if m.re == nil || !cg.resolved[m.regex] {
 			for _, n := range m.names {
 				if _, ok := c.topics[n]; ok {
-					subs[i] = append(subs[i], n)
+					in[i].topics = append(in[i].topics, n)
 				}
 			}
 		} else {
 			for _, n := range topicNames {
 				if m.subscribes(n) {
-					subs[i] = append(subs[i], n)
+					in[i].topics = append(in[i].topics, n)
 				}
 			}
 		}
-		if i > 0 && !slices.Equal(subs[i], subs[0]) {
-			homogeneous = false
-		}
 	}
 	var targets []tpSet
-	switch {
-	case len(members) == 0:
-	case cg.assignor == AssignorRange:
-		targets = c.assignRange(members, subs)
-	case homogeneous:
-		targets = c.assignUniformHomogeneous(members, subs[0])
-	default:
-		targets = c.assignUniformGeneral(members, subs)
+	if cg.assignor == AssignorRange {
+		targets = assignRange(in, c.topics)
+	} else {
+		targets = assignUniform(in, c.topics)
 	}
 	for i, m := range members {
 		m.target = targets[i]
