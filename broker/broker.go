@@ -614,7 +614,7 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerSessionTimeout:    cfg.cgSession,
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
-		OffsetsTopic:              b.appendOffsetsRecord,
+		OffsetsTopic:              b.appendOffsetsRecords,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -152,11 +152,13 @@ type Config struct {
 	WriteTxnMarkers func(TxnMarkers)
 	// OffsetsTopic receives, for every offset commit and group change, the
 	// record Kafka's group coordinator writes to __consumer_offsets for
-	// it, in Kafka's formats (see offsetstopic.go): key and value, value
-	// nil for a tombstone. It is called with the coordinator's lock held,
-	// in the order the changes happen, and must not call back into the
-	// Coordinator. It may be nil (VAST keeps no such topic).
-	OffsetsTopic func(group string, key, value []byte)
+	// it, in Kafka's formats (see offsetstopic.go): each group's records
+	// of one call at once, as the call ends, in the order the changes
+	// happened, so that they are written as one batch, as Kafka writes the
+	// records of one request (an OffsetCommit's offsets) in one. It is
+	// called with the coordinator's lock held and must not call back into
+	// the Coordinator. It may be nil (VAST keeps no such topic).
+	OffsetsTopic func(group string, records []OffsetsRecord)
 	// Topics returns every topic KIP-848 consumer groups may be assigned,
 	// internal ones included, as Kafka matches a regex against them. The coordinator calls it, with its lock
 	// held, when it starts and on TopicsChanged and TopicDeleted; it must
@@ -225,7 +227,12 @@ type Coordinator struct {
 
 	txns         txns
 	writeMarkers func(TxnMarkers)
-	offsetsLog   func(group string, key, value []byte)
+	offsetsLog   func(group string, records []OffsetsRecord)
+	// offsetsPending are the records handed out under the lock, by group
+	// in the order groups first had one (offsetsPendingAt: where each
+	// group's are); unlock gives them to offsetsLog.
+	offsetsPending   []groupRecords
+	offsetsPendingAt map[string]int
 
 	// KIP-848 consumer groups (consumergroup.go).
 	topicsFn       func() []TopicMeta
@@ -377,6 +384,7 @@ func (c *Coordinator) Close() {
 
 // unlock releases c.mu and wakes anything waiting for a change of state.
 func (c *Coordinator) unlock() {
+	c.flushOffsetsRecords()
 	if c.changed != nil {
 		close(c.changed)
 		c.changed = nil

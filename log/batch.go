@@ -428,16 +428,27 @@ func (b Batch) setLogAppendTime(nowMillis int64) {
 // an internal topic: no producer id, no compression, timestamped now. A
 // nil value is a tombstone.
 func RecordBatch(key, value []byte, now time.Time) Batch {
-	rec := kmsg.NewRecord()
-	rec.Key, rec.Value = key, value
-	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the body: a zero Length encodes as one byte
+	return RecordsBatch([][]byte{key}, [][]byte{value}, now)
+}
+
+// RecordsBatch returns a plain batch of one record for each key and value
+// (a nil value is a tombstone), as a broker writes to an internal topic:
+// no producer id, no compression, timestamped now.
+func RecordsBatch(keys, values [][]byte, now time.Time) Batch {
 	rb := kmsg.NewRecordBatch()
+	for i := range keys {
+		rec := kmsg.NewRecord()
+		rec.Key, rec.Value = keys[i], values[i]
+		rec.OffsetDelta = int32(i)
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the body: a zero Length encodes as one byte
+		rb.Records = rec.AppendTo(rb.Records)
+	}
 	rb.PartitionLeaderEpoch = -1
 	rb.Magic = 2
+	rb.LastOffsetDelta = int32(len(keys) - 1)
 	rb.FirstTimestamp, rb.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
 	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
-	rb.NumRecords = 1
-	rb.Records = rec.AppendTo(nil)
+	rb.NumRecords = int32(len(keys))
 	out := rb.AppendTo(make([]byte, 0, BatchHeaderSize+len(rb.Records)))
 	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
