@@ -108,7 +108,9 @@ func (p *Partition) appendMarkerLocked(marker Batch, now time.Time) (int64, bool
 	return base, true
 }
 
-// leaderEpochLocked is the leader epoch batches are stamped with.
+// leaderEpochLocked is the leader epoch batches are stamped with: 0, the
+// one Publish stamps, until the log keeps a leader-epoch history, whose
+// current epoch this must then be (an unencoded marker is encoded with it).
 func (p *Partition) leaderEpochLocked() int32 { return 0 }
 
 // readMarkersLocked answers a read whose first entry, i, is an unencoded
