@@ -53,8 +53,8 @@ export interface Partition {
   /** Broker ids in the in-sync replica set. */
   isr: number[]
 }
-/** One broker id of GET /brokers. */
-export interface BrokerInfo { id: number; addr: string; down: boolean }
+/** One broker id of GET /brokers: where it listens, and what Metadata tells clients. */
+export interface BrokerInfo { id: number; addr: string; advertised: string; down: boolean }
 export interface Topic { name: string; id: string; configs: Record<string, string>; partitions: Partition[] }
 
 export interface RecordHeader { key: string; value: Buffer | null }
