@@ -92,7 +92,9 @@ func TestOneNameForEachListener(t *testing.T) {
 	resp, err := http.Get(url + "brokers")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var view struct{ Brokers []struct{ Addr, Advertised string } }
+	var view struct {
+		Brokers []struct{ Addr, Advertised string }
+	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&view))
 	require.Len(t, view.Brokers, 2)
 	assert.Equal(t, "0.0.0.0:"+port, view.Brokers[0].Addr)

@@ -43,17 +43,25 @@ import (
 
 func main() {
 	reserveHeap()
-	if err := run(os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		var fe *flagError
-		if !errors.As(err, &fe) { // the flag package printed those already
-			fmt.Fprintln(os.Stderr, errorLine(err))
-		}
-		var ue *unhealthyError
-		if errors.As(err, &ue) {
-			os.Exit(1)
-		}
-		os.Exit(2)
+	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr, nil), os.Stderr))
+}
+
+// exitCode prints err's line on stderr, unless the flag package did, and
+// returns the exit code for it: 0 for none, 1 for a failed -healthcheck
+// (a container's unhealthy), 2 for anything else.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
+	var fe *flagError
+	if !errors.As(err, &fe) { // the flag package printed those already
+		fmt.Fprintln(stderr, errorLine(err))
+	}
+	var ue *unhealthyError
+	if errors.As(err, &ue) {
+		return 1
+	}
+	return 2
 }
 
 // heapReserve is heap the binary allocates at start and never touches, so
