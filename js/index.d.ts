@@ -355,6 +355,8 @@ export class Broker extends Client {
   stderrTail (): string
   /** SIGTERM, then SIGKILL after stopTimeoutMs; resolves to the exit code. */
   stop (): Promise<number | null>
+  /** stop(), for `await using broker = await startBroker()`. */
+  [Symbol.asyncDispose] (): Promise<void>
 }
 
 export function startBroker (options?: StartOptions): Promise<Broker>
@@ -378,4 +380,7 @@ export class PortInUseError extends StartError {}
 export class BrokerDiedError extends VastfakeError { stderr: string; exitCode: number | null; signal: string | null }
 export class ControlPlaneError extends VastfakeError { status: number | null; error: string }
 export class WaitTimeout extends VastfakeError { code: 'ERR_ASSERTION' }
+/** WaitTimeout by the name Python's package gives it: the same class. */
+export declare const WaitTimeoutError: typeof WaitTimeout
+export type WaitTimeoutError = WaitTimeout
 export class AssertionError extends VastfakeError { code: 'ERR_ASSERTION' }
