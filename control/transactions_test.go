@@ -163,9 +163,13 @@ func TestUnreadTransactionListsHoldLittle(t *testing.T) {
 			b.Close()
 		}
 	}()
+	// The commit gets a deadline of its own: opening 2,000 transactions
+	// can take most of one under the race detector on a busy machine.
+	commitCtx, commitCancel := context.WithTimeout(context.Background(), deadline)
+	defer commitCancel()
 	offsets := kadm.Offsets{}
 	offsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
-	committed, err := kadm.NewClient(cl).CommitOffsets(ctx, "billing", offsets)
+	committed, err := kadm.NewClient(cl).CommitOffsets(commitCtx, "billing", offsets)
 	require.NoError(t, err)
 	require.NoError(t, committed.Error(), "another client's commit is answered while the lists are unread")
 
