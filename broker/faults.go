@@ -328,10 +328,14 @@ func errorAnswer(r *request, code int16) kmsg.Response {
 // that naming only.
 
 func hasGroup(v reflect.Value, group string) bool {
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String && g.String() == group {
+	if g, ok := groupField(v); ok && g == group {
 		return true
 	}
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice {
+	gs := v.FieldByName("Groups")
+	if !gs.IsValid() {
+		gs = v.FieldByName("GroupIDs")
+	}
+	if gs.IsValid() && gs.Kind() == reflect.Slice {
 		for i := 0; i < gs.Len(); i++ {
 			e := gs.Index(i)
 			if e.Kind() == reflect.String && e.String() == group {
@@ -514,14 +518,20 @@ func mirrorErrors(req, resp reflect.Value, code int16) {
 		st.Set(out)
 		mirrored = rt.Len() > 0
 	}
-	if rg, sg := req.FieldByName("Groups"), resp.FieldByName("Groups"); rg.IsValid() && sg.IsValid() && sg.Kind() == reflect.Slice && sg.Type().Elem().Kind() == reflect.Struct {
+	rg := req.FieldByName("Groups")
+	if !rg.IsValid() {
+		rg = req.FieldByName("GroupIDs") // ShareGroupDescribe
+	}
+	if sg := resp.FieldByName("Groups"); rg.IsValid() && sg.IsValid() && sg.Kind() == reflect.Slice && sg.Type().Elem().Kind() == reflect.Struct {
 		out := reflect.MakeSlice(sg.Type(), 0, rg.Len())
 		for i := 0; i < rg.Len(); i++ {
 			g := newElem(sg.Type().Elem())
 			if rg.Index(i).Kind() == reflect.String {
 				copyName(g, rg.Index(i), "Group", "")
+				copyName(g, rg.Index(i), "GroupID", "")
 			} else {
 				copyName(g, rg.Index(i), "Group", "Group")
+				copyName(g, rg.Index(i), "GroupID", "GroupID")
 			}
 			setErr(g, code)
 			out = reflect.Append(out, g)

@@ -131,7 +131,12 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 		}
 		return resp
 	}
-	gs := v.FieldByName("Groups")
+	groupsName := "Groups"
+	gs := v.FieldByName(groupsName)
+	if !gs.IsValid() {
+		groupsName = "GroupIDs" // ShareGroupDescribe
+		gs = v.FieldByName(groupsName)
+	}
 	if len(elsewhere) == len(keys) || !gs.IsValid() || gs.Kind() != reflect.Slice {
 		resp := errorAnswer(r, kerr.NotCoordinator.Code)
 		// The top-level error too, where the version has one (OffsetFetch
@@ -153,8 +158,8 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 			name := ""
 			if e.Kind() == reflect.String {
 				name = e.String()
-			} else if gv := e.FieldByName("Group"); gv.IsValid() && gv.Kind() == reflect.String {
-				name = gv.String()
+			} else {
+				name, _ = groupField(e)
 			}
 			if (coordinatorOf(name) == here) == mine {
 				out = reflect.Append(out, e)
@@ -162,7 +167,7 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 		}
 		return out
 	}
-	failed.FieldByName("Groups").Set(keep(gs, false))
+	failed.FieldByName(groupsName).Set(keep(gs, false))
 	gs.Set(keep(gs, true))
 	resp := a.handle(b, r)
 	errPart := reflect.New(reflect.ValueOf(resp).Elem().Type()).Elem()
@@ -224,6 +229,11 @@ func (b *Broker) mayBeMisdirected(kreq kmsg.Request, here int32) bool {
 			}
 		}
 		return false
+	case *kmsg.ShareFetchRequest, *kmsg.ShareAcknowledgeRequest:
+		// A share session fetches partitions its request does not name:
+		// the handlers check each partition's leader themselves
+		// (shareLog.Locate).
+		return false
 	}
 	return true
 }
@@ -252,7 +262,11 @@ func transactionalIDsOf(kreq kmsg.Request) []string {
 // else its Group.
 func groupsOf(v reflect.Value) []string {
 	var out []string
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice && gs.Len() > 0 {
+	gs := v.FieldByName("Groups")
+	if !gs.IsValid() {
+		gs = v.FieldByName("GroupIDs") // ShareGroupDescribe
+	}
+	if gs.IsValid() && gs.Kind() == reflect.Slice && gs.Len() > 0 {
 		for i := 0; i < gs.Len(); i++ {
 			switch e := gs.Index(i); e.Kind() {
 			case reflect.String:
@@ -263,8 +277,24 @@ func groupsOf(v reflect.Value) []string {
 		}
 		return out // OffsetFetch v8+: Group is unused
 	}
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String {
-		out = append(out, g.String())
+	if g, ok := groupField(v); ok {
+		out = append(out, g)
 	}
 	return out
+}
+
+// groupField returns the group a request (or one of its groups) names in
+// its Group field, or GroupID as the share group APIs call it (a string,
+// or a nullable one in ShareFetch and ShareAcknowledge).
+func groupField(v reflect.Value) (string, bool) {
+	for _, name := range []string{"Group", "GroupID"} {
+		switch g := v.FieldByName(name); {
+		case !g.IsValid():
+		case g.Kind() == reflect.String:
+			return g.String(), true
+		case g.Kind() == reflect.Pointer && !g.IsNil() && g.Elem().Kind() == reflect.String:
+			return g.Elem().String(), true
+		}
+	}
+	return "", false
 }

@@ -84,6 +84,18 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			resp.Groups = append(resp.Groups, dg)
 			continue
 		}
+		if g.sg != nil {
+			// Kafka describes only classic and consumer groups here: a
+			// share group reads as one that does not exist
+			// (ShareGroupDescribe describes it).
+			dg.State = stateDead.String()
+			if req.Version >= 6 {
+				dg.ErrorCode = errGroupIDNotFound
+				dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic or consumer group.")
+			}
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
 		if g.cg != nil {
 			c.describeClassic(g, &dg)
 			resp.Groups = append(resp.Groups, dg)
@@ -139,6 +151,7 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 			dg.ErrorCode = errNonEmptyGroup
 		default:
 			c.removeGroup(g)
+			delete(c.groupConfigs, name)
 		}
 		resp.Groups = append(resp.Groups, dg)
 	}
@@ -157,6 +170,7 @@ func (c *Coordinator) Reset() {
 		c.removeGroup(g)
 	}
 	c.rebalances = nil
+	c.groupConfigs = nil
 	for _, t := range c.txns.byID {
 		t.timer.cancel()
 		for _, offs := range t.offsets {

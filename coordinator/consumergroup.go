@@ -327,6 +327,7 @@ func (c *Coordinator) refreshTopics(names ...string) {
 	if len(changed) == 0 {
 		return
 	}
+	c.shareTopicsChanged(changed)
 	for _, g := range c.groups {
 		cg := g.cg
 		if cg == nil || len(cg.members) == 0 {
@@ -539,6 +540,8 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 		if c.groupCreated != nil {
 			c.groupCreated(ctx, req.Group)
 		}
+	case g.sg != nil:
+		return errGroupIDNotFound, "Group " + req.Group + " is not a consumer group."
 	case g.cg == nil:
 		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 {
 			return errGroupIDNotFound, "Group " + req.Group + " is not a consumer group."
@@ -1588,12 +1591,18 @@ func groupType(g *group) string {
 	if g.cg != nil {
 		return "consumer"
 	}
+	if g.sg != nil {
+		return "share"
+	}
 	return "classic"
 }
 
 func groupStateName(g *group) string {
 	if g.cg != nil {
 		return g.cg.stateName()
+	}
+	if g.sg != nil {
+		return g.sg.stateName()
 	}
 	return g.state.String()
 }

@@ -123,6 +123,9 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 		}
 		return g, errNone
 	}
+	if g.sg != nil {
+		return nil, errGroupIDNotFound // a share group commits no offsets
+	}
 	if g.cg != nil {
 		if code := g.cg.commitCheck(memberID, generation, req.Version); code != errNone {
 			return nil, code
@@ -162,6 +165,11 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sg.Group = rg.Group
 			if c.closed {
 				sg.ErrorCode = errCoordinatorNotAvailable
+				resp.Groups = append(resp.Groups, sg)
+				continue
+			}
+			if g := c.lookup(rg.Group); g != nil && g.sg != nil {
+				sg.ErrorCode = errGroupIDNotFound // a share group has no committed offsets
 				resp.Groups = append(resp.Groups, sg)
 				continue
 			}
@@ -299,7 +307,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 		return resp
 	}
 	g := c.lookup(req.Group)
-	if g == nil {
+	if g == nil || g.sg != nil { // a share group has no committed offsets
 		resp.ErrorCode = errGroupIDNotFound
 		return resp
 	}
@@ -533,7 +541,7 @@ func (c *Coordinator) expire(g *group) {
 // has no committed offsets, and no member id it handed out with
 // MEMBER_ID_REQUIRED still waits on an open connection.
 func (g *group) abandoned() bool {
-	if g.state != stateEmpty || len(g.members) > 0 || len(g.offsets) > 0 {
+	if g.state != stateEmpty || len(g.members) > 0 || len(g.offsets) > 0 || g.sg != nil && len(g.sg.partitions) > 0 {
 		return false
 	}
 	for _, p := range g.pending {

@@ -452,6 +452,9 @@ func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRe
 	if g == nil {
 		return errIllegalGeneration
 	}
+	if g.sg != nil {
+		return errGroupIDNotFound // a share group commits no offsets
+	}
 	if g.cg != nil {
 		// A consumer group's member commits with its member epoch, as
 		// an OffsetCommit v9+ (Kafka's validateOffsetCommit).
