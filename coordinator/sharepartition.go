@@ -165,6 +165,7 @@ func (sp *sharePartition) moveStart(logStart int64) bool {
 	}
 	sp.start = logStart
 	sp.end = max(sp.end, logStart)
+	sp.tidy()
 	return true
 }
 
