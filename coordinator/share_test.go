@@ -721,3 +721,95 @@ func TestGroupConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestShareBounds: what a client can make the share coordinator hold is
+// bounded: share sessions per broker (group.share.max.share.sessions), the
+// partitions of one session and of all together, the groups with configs.
+func TestShareBounds(t *testing.T) {
+	h := newShareHarness(t, func(c *Config) { c.Share.MaxSessions = 2 })
+	for i := range 3 {
+		h.join("g", shareMemberID(i))
+	}
+	require.Zero(t, h.fetch("g", shareMemberID(0), 0, 1).ErrorCode)
+	require.Zero(t, h.fetch("g", shareMemberID(1), 0, 1).ErrorCode)
+	assert.Equal(t, kerr.ShareSessionLimitReached.Code, h.fetch("g", shareMemberID(2), 0, 1).ErrorCode)
+	// A member's new session on the same broker replaces its old one.
+	require.Zero(t, h.fetch("g", shareMemberID(1), 0, 1).ErrorCode)
+	// Closing one makes room.
+	require.Zero(t, h.acknowledge("g", shareMemberID(0), -1, 1).ErrorCode)
+	require.Zero(t, h.fetch("g", shareMemberID(2), 0, 1).ErrorCode)
+
+	// One session names at most MaxShareSessionPartitions partitions.
+	req := kmsg.NewPtrShareFetchRequest()
+	req.SetVersion(1)
+	g, m := "g", shareMemberID(2)
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &g, &m, 1
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = [16]byte{9}
+	for p := range int32(MaxShareSessionPartitions + 1) {
+		rt.Partitions = append(rt.Partitions, kmsg.ShareFetchRequestTopicPartition{Partition: p})
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, _ := h.c.ShareFetch(context.Background(), context.Background(), 0, req, h.log)
+	assert.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode)
+	assert.Equal(t, 4, h.c.shareSessionParts, "two sessions of two partitions: the refused request added none")
+
+	// Groups with configs of their own: at most MaxGroupConfigs.
+	for i := range MaxGroupConfigs - 1 {
+		require.Zero(t, h.setConfig(fmt.Sprintf("cfg-%d", i), ShareAutoOffsetReset, "earliest"))
+	}
+	assert.Zero(t, h.setConfig("g", ShareAutoOffsetReset, "earliest"), "the last room")
+	assert.Equal(t, kerr.InvalidConfig.Code, h.setConfig("one-more", ShareAutoOffsetReset, "earliest"))
+	code, _ := h.c.SetGroupConfigs("cfg-0", nil, false) // deleting its last config forgets the group's
+	require.Zero(t, code)
+	assert.Zero(t, h.setConfig("one-more", ShareAutoOffsetReset, "earliest"))
+}
+
+// TestShareStateFollowsRecordsInFlight: a share partition's memory is in
+// proportion to the records in flight, not to their offsets or to the
+// members: records a billion offsets apart cost one run each, and a run
+// of accepted records at the start costs nothing once the start offset
+// passes it.
+func TestShareStateFollowsRecordsInFlight(t *testing.T) {
+	sp := &sharePartition{}
+	lim := shareLimits{lock: time.Minute, delivery: 5, locks: 2000}
+	now := time.Unix(1_700_000_000, 0)
+	var batches []ShareBatch
+	for i := range int64(100) {
+		batches = append(batches, ShareBatch{First: i << 30, Last: i<<30 + 9})
+	}
+	members := []string{"a", "b", "c", "d"}
+	for i, m := range members {
+		_, n, _, _ := sp.acquire(m, batches[i*25:(i+1)*25], 1000, now, lim)
+		require.Equal(t, 250, n)
+	}
+	assert.Len(t, sp.runs, 100, "one run per batch, whatever the offsets between them")
+	assert.Equal(t, int64(1000), sp.records)
+	// Every member accepts every other record: runs of one record.
+	for i, m := range members {
+		var acks []ackBatch
+		for _, b := range batches[i*25 : (i+1)*25] {
+			types := make([]int8, 10)
+			for j := range types {
+				types[j] = int8(1 + j%2) // accept, release
+			}
+			acks = append(acks, ackBatch{b.First, b.Last, types})
+		}
+		code, _, _ := sp.acknowledge(m, acks, now, lim)
+		require.Zero(t, code)
+	}
+	assert.LessOrEqual(t, len(sp.runs), 1000)
+	// Releases made them available: the members accept them in turn.
+	for _, b := range batches {
+		got, n, _, _ := sp.acquire("a", []ShareBatch{b}, 1000, now, lim)
+		require.Equal(t, 5, n)
+		var acks []ackBatch
+		for _, r := range got {
+			acks = append(acks, ackBatch{r.FirstOffset, r.LastOffset, []int8{1}})
+		}
+		code, _, _ := sp.acknowledge("a", acks, now, lim)
+		require.Zero(t, code)
+	}
+	assert.Empty(t, sp.runs, "every record done: nothing in flight is kept")
+	assert.Equal(t, batches[len(batches)-1].Last+1, sp.start)
+}

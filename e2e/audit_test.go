@@ -145,13 +145,12 @@ var auditCases = map[rules.ID]auditCase{
 			roundTrip(t, c, 1, req, resp, 1)
 			assert.Equal(t, int16(0), resp.ErrorCode, "joined as on Kafka")
 			assert.Equal(t, int32(1), resp.MemberEpoch)
-			// Share groups are not served even with Kafka's behaviour:
-			// the connection closes.
+			// So is a share group request (KIP-932): a ShareFetch that
+			// names no group gets Kafka's INVALID_REQUEST.
 			c = dialRaw(t, k.Addr())
-			_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, kmsg.NewPtrShareFetchRequest(), 1))
-			require.NoError(t, err)
-			_, err = c.Read(make([]byte, 1))
-			require.Error(t, err, "the broker closes the connection")
+			fetch := kmsg.NewPtrShareFetchResponse()
+			roundTrip(t, c, 1, kmsg.NewPtrShareFetchRequest(), fetch, 1)
+			assert.Equal(t, kerr.InvalidRequest.Code, fetch.ErrorCode)
 		},
 		want: []string{"ClassicGroupsOnly refused", "ClassicGroupsOnly refused  g"},
 	},
