@@ -33,8 +33,7 @@ func handleShareGroupHeartbeat(b *Broker, r *request) kmsg.Response {
 	if !b.allowGroup(r, KafkaRead, req.GroupID) {
 		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
-	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	return b.coord.ShareGroupHeartbeat(ctx, req)
+	return b.coord.ShareGroupHeartbeat(r, req)
 }
 
 // handleShareGroupDescribe answers ShareGroupDescribe v1: each share
@@ -81,8 +80,7 @@ func handleShareFetch(b *Broker, r *request) kmsg.Response {
 	}
 	sl := &shareLog{b: b, r: r}
 	sl.here, sl.own = b.servesOnlyOwn(r)
-	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	resp, wait := b.coord.ShareFetch(ctx, r.ctx, b.nodeOfRequest(r), req, sl)
+	resp, wait := b.coord.ShareFetch(r.ctx, b.nodeOfRequest(r), req, sl)
 	if wait != nil {
 		resp = b.waitShareFetch(r, wait, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	}
@@ -174,8 +172,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *request) kmsg.Response {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
-	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	return b.coord.AlterShareGroupOffsets(ctx, req)
+	return b.coord.AlterShareGroupOffsets(r, req)
 }
 
 // handleDeleteShareGroupOffsets answers DeleteShareGroupOffsets v0: it

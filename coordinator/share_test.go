@@ -107,7 +107,7 @@ func (h *shareHarness) heartbeat(group, member string, epoch int32, topics ...st
 	if topics != nil {
 		req.SubscribedTopicNames = topics
 	}
-	return h.c.ShareGroupHeartbeat(context.Background(), req)
+	return h.c.ShareGroupHeartbeat(NoCaller, req)
 }
 
 func (h *shareHarness) join(group, member string) int32 {
@@ -153,7 +153,7 @@ func (h *shareHarness) fetchOn(conn context.Context, group, member string, epoch
 	if len(rt.Partitions) > 0 {
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, wait := h.c.ShareFetch(context.Background(), conn, 0, req, h.log)
+	resp, wait := h.c.ShareFetch(conn, 0, req, h.log)
 	if wait != nil {
 		return wait.Response()
 	}
@@ -289,11 +289,11 @@ func TestShareGroupHeartbeatErrors(t *testing.T) {
 	// A classic group (an admin's offset commit makes one) and a KIP-848
 	// consumer group under other ids.
 	commit := commitReq("classic", "", -1, "t", map[int32]int64{0: 1})
-	require.Equal(t, []int16{0}, commitCodes(h.c.OffsetCommit(context.Background(), commit)))
+	require.Equal(t, []int16{0}, commitCodes(h.c.OffsetCommit(NoCaller, commit)))
 	cgReq := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	cgReq.Group, cgReq.MemberEpoch, cgReq.RebalanceTimeoutMillis, cgReq.SubscribedTopicNames = "consumer", 0, 30000, []string{"t"}
 	cgReq.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	require.Zero(t, h.c.ConsumerGroupHeartbeat(context.Background(), cgReq).ErrorCode)
+	require.Zero(t, h.c.ConsumerGroupHeartbeat(NoCaller, cgReq).ErrorCode)
 
 	for _, tc := range []struct {
 		name   string
@@ -331,9 +331,9 @@ func TestShareGroupHeartbeatErrors(t *testing.T) {
 	resp := h.heartbeat("g", shareMemberID(5), 0, "t")
 	assert.Equal(t, kerr.GroupMaxSizeReached.Code, resp.ErrorCode)
 	// Classic APIs on a share group: Kafka's "not a ... group" errors.
-	assert.Equal(t, []int16{kerr.GroupIDNotFound.Code}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, []int16{kerr.GroupIDNotFound.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
 	cgReq.Group = "g"
-	assert.Equal(t, kerr.GroupIDNotFound.Code, h.c.ConsumerGroupHeartbeat(context.Background(), cgReq).ErrorCode)
+	assert.Equal(t, kerr.GroupIDNotFound.Code, h.c.ConsumerGroupHeartbeat(NoCaller, cgReq).ErrorCode)
 	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join2("g").ErrorCode)
 }
 
@@ -604,7 +604,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 		{Topic: "t", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 8}, {Partition: 7, StartOffset: 1}}},
 		{Topic: "missing", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 1}}},
 	}}
-	resp := h.c.AlterShareGroupOffsets(context.Background(), alter)
+	resp := h.c.AlterShareGroupOffsets(NoCaller, alter)
 	require.Zero(t, resp.ErrorCode)
 	assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
 	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[0].Partitions[1].ErrorCode)
@@ -622,7 +622,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	a := shareMemberID(1)
 	h.join("g", a)
 	assert.Equal(t, []string{"8-19@1"}, acquired(h.fetch("g", a, 0, 100))[0], "the fetch starts at the altered offset")
-	assert.Equal(t, kerr.NonEmptyGroup.Code, h.c.AlterShareGroupOffsets(context.Background(), alter).ErrorCode)
+	assert.Equal(t, kerr.NonEmptyGroup.Code, h.c.AlterShareGroupOffsets(NoCaller, alter).ErrorCode)
 	del := &kmsg.DeleteShareGroupOffsetsRequest{GroupID: "g", Topics: []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "t"}}}
 	assert.Equal(t, kerr.NonEmptyGroup.Code, h.c.DeleteShareGroupOffsets(del).ErrorCode)
 	h.heartbeat("g", a, -1)
@@ -750,7 +750,7 @@ func TestShareBounds(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, kmsg.ShareFetchRequestTopicPartition{Partition: p})
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, _ := h.c.ShareFetch(context.Background(), context.Background(), 0, req, h.log)
+	resp, _ := h.c.ShareFetch(context.Background(), 0, req, h.log)
 	assert.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode)
 	assert.Equal(t, 4, h.c.shareSessionParts, "two sessions of two partitions: the refused request added none")
 

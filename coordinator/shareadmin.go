@@ -6,7 +6,6 @@ package coordinator
 // DeleteShareGroupOffsets, and inspection.
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"regexp"
@@ -294,11 +293,11 @@ func (c *Coordinator) DescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 		g := c.lookup(rg.GroupID)
 		switch {
 		case c.closed:
-			dg.ErrorCode = errCoordinatorNotAvailable
+			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case g == nil:
-			dg.ErrorCode, dg.ErrorMessage = errGroupIDNotFound, kmsg.StringPtr("Group "+rg.GroupID+" not found.")
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+rg.GroupID+" not found.")
 		case g.sg == nil:
-			dg.ErrorCode, dg.ErrorMessage = errGroupIDNotFound, kmsg.StringPtr("Group "+rg.GroupID+" is not a share group.")
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+rg.GroupID+" is not a share group.")
 		default:
 			topics := rg.Topics
 			if topics == nil {
@@ -380,8 +379,8 @@ func (c *Coordinator) shareStateTopics(g *group) []kmsg.DescribeShareGroupOffset
 // not exist, as Kafka 4.2 does. A group with members gets NON_EMPTY_GROUP,
 // a classic or consumer group GROUP_ID_NOT_FOUND; a partition of a topic
 // that does not exist UNKNOWN_TOPIC_OR_PARTITION, and a negative start
-// offset INVALID_REQUEST. ctx names the client.
-func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse {
+// offset INVALID_REQUEST. caller is told of a group it creates.
+func (c *Coordinator) AlterShareGroupOffsets(caller Caller, req *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse {
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
@@ -395,18 +394,18 @@ func (c *Coordinator) AlterShareGroupOffsets(ctx context.Context, req *kmsg.Alte
 	}
 	switch {
 	case c.closed:
-		return fail(errCoordinatorNotAvailable, "")
+		return fail(kerr.CoordinatorNotAvailable.Code, "")
 	case blank(req.GroupID):
-		return fail(errInvalidGroupID, "")
+		return fail(kerr.InvalidGroupID.Code, "")
 	case len(req.GroupID) > MaxGroupIDBytes:
-		return fail(errInvalidGroupID, "GroupId is longer than 32767 bytes.")
+		return fail(kerr.InvalidGroupID.Code, "GroupId is longer than 32767 bytes.")
 	}
-	g, code, msg := c.shareGroupOf(ctx, req.GroupID, true)
+	g, code, msg := c.shareGroupOf(caller, req.GroupID, true)
 	if g == nil {
 		return fail(code, msg)
 	}
 	if len(g.sg.members) > 0 {
-		return fail(errNonEmptyGroup, "The share group has members: offsets can be altered only in an empty share group.")
+		return fail(kerr.NonEmptyGroup.Code, "The share group has members: offsets can be altered only in an empty share group.")
 	}
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
@@ -470,14 +469,14 @@ func (c *Coordinator) DeleteShareGroupOffsets(req *kmsg.DeleteShareGroupOffsetsR
 		return resp
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable, "")
+		return fail(kerr.CoordinatorNotAvailable.Code, "")
 	}
-	g, code, msg := c.shareGroupOf(nil, req.GroupID, false)
+	g, code, msg := c.shareGroupOf(NoCaller, req.GroupID, false)
 	if g == nil {
 		return fail(code, msg)
 	}
 	if len(g.sg.members) > 0 {
-		return fail(errNonEmptyGroup, "The share group has members: offsets can be deleted only in an empty share group.")
+		return fail(kerr.NonEmptyGroup.Code, "The share group has members: offsets can be deleted only in an empty share group.")
 	}
 	seen := map[string]bool{}
 	for _, rt := range req.Topics {

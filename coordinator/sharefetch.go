@@ -178,7 +178,7 @@ func (c *Coordinator) shareMemberGroup(group, member string) (*group, int16, str
 	case g != nil && g.sg == nil:
 		return nil, kerr.GroupIDNotFound.Code, "Group " + group + " is not a share group."
 	case g == nil || g.sg.members[member] == nil:
-		return nil, errUnknownMemberID, "Member " + member + " is not a member of share group " + group + ": it must join with ShareGroupHeartbeat first."
+		return nil, kerr.UnknownMemberID.Code, "Member " + member + " is not a member of share group " + group + ": it must join with ShareGroupHeartbeat first."
 	}
 	return g, errNone, ""
 }
@@ -189,8 +189,8 @@ func (c *Coordinator) shareMemberGroup(group, member string) (*group, int16, str
 // acknowledgements it carries, then acquires available records of the
 // session's partitions for the member, at most MaxRecords (500 when
 // unset; whole batches, unless ShareAcquireMode is 1, record-limit) and
-// MaxBytes (at most 55 MiB, at least one batch). conn is the connection:
-// the sessions it opened end with it. ctx names the client.
+// MaxBytes (at most 55 MiB, at least one batch). conn is the connection's
+// context, for its end only: the sessions it opened end with it.
 //
 // Errors are Kafka's: top level INVALID_REQUEST (empty group, a member id
 // of the wrong shape, acknowledgements on epoch 0, forgotten topics on
@@ -205,7 +205,7 @@ func (c *Coordinator) shareMemberGroup(group, member string) (*group, int16, str
 // no partition error, not a renew), it also returns a ShareFetchWait: the
 // broker waits for new records or released ones and tries again with it,
 // and answers with its Response. It never blocks.
-func (c *Coordinator) ShareFetch(ctx, conn context.Context, node int32, req *kmsg.ShareFetchRequest, slog ShareLog) (*kmsg.ShareFetchResponse, *ShareFetchWait) {
+func (c *Coordinator) ShareFetch(conn context.Context, node int32, req *kmsg.ShareFetchRequest, slog ShareLog) (*kmsg.ShareFetchResponse, *ShareFetchWait) {
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrShareFetchResponse()
@@ -218,7 +218,7 @@ func (c *Coordinator) ShareFetch(ctx, conn context.Context, node int32, req *kms
 		return resp, nil
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable, "")
+		return fail(kerr.CoordinatorNotAvailable.Code, "")
 	}
 	if code, msg := checkShareCaller(req.GroupID, req.MemberID); code != errNone {
 		return fail(code, msg)
@@ -306,7 +306,7 @@ func (c *Coordinator) ShareFetch(ctx, conn context.Context, node int32, req *kms
 	}
 	if g == nil || g.sg == nil { // the group was deleted under the session
 		c.endShareSession(sess, false)
-		return fail(errUnknownMemberID, "")
+		return fail(kerr.UnknownMemberID.Code, "")
 	}
 	lim := c.shareLimits(groupID)
 	resp.AcquisitionLockTimeoutMillis = int32(lim.lock / time.Millisecond)
@@ -773,7 +773,7 @@ func (c *Coordinator) ShareAcknowledge(node int32, req *kmsg.ShareAcknowledgeReq
 		return resp
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable, "")
+		return fail(kerr.CoordinatorNotAvailable.Code, "")
 	}
 	if code, msg := checkShareCaller(req.GroupID, req.MemberID); code != errNone {
 		return fail(code, msg)
@@ -798,7 +798,7 @@ func (c *Coordinator) ShareAcknowledge(node int32, req *kmsg.ShareAcknowledgeReq
 	g := c.groups[groupID]
 	if g == nil || g.sg == nil {
 		c.endShareSession(sess, false)
-		return fail(errUnknownMemberID, "")
+		return fail(kerr.UnknownMemberID.Code, "")
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
 	topicIdx := map[[16]byte]int{}

@@ -17,7 +17,6 @@ package coordinator
 // group epoch as its member epoch, on its next heartbeat.
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -226,7 +225,7 @@ func checkShareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) (int16, string) {
 // create is set and no group has the name: GROUP_ID_NOT_FOUND when it does
 // not exist (and is not created) or is a classic or consumer group, as
 // Kafka's getOrMaybeCreateShareGroup answers. Call it with c.mu held.
-func (c *Coordinator) shareGroupOf(ctx context.Context, name string, create bool) (*group, int16, string) {
+func (c *Coordinator) shareGroupOf(caller Caller, name string, create bool) (*group, int16, string) {
 	g := c.groups[name]
 	switch {
 	case g == nil && !create:
@@ -236,9 +235,7 @@ func (c *Coordinator) shareGroupOf(ctx context.Context, name string, create bool
 		g.sg = newShareGroup()
 		g.protocolType = "share"
 		c.shareGroups++
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, name)
-		}
+		caller.GroupCreated(name)
 	case g.sg == nil:
 		return nil, kerr.GroupIDNotFound.Code, "Group " + name + " is not a share group."
 	}
@@ -256,14 +253,14 @@ func (c *Coordinator) shareGroupOf(ctx context.Context, name string, create bool
 // GROUP_ID_NOT_FOUND for a group that does not exist (epoch other than 0)
 // or is a classic or consumer group, UNKNOWN_MEMBER_ID,
 // FENCED_MEMBER_EPOCH (an epoch the member does not have) and
-// GROUP_MAX_SIZE_REACHED. ctx names the client (WithClient). It never
+// GROUP_MAX_SIZE_REACHED. caller names the client of a new member. It never
 // blocks.
-func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
+func (c *Coordinator) ShareGroupHeartbeat(caller Caller, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrShareGroupHeartbeatResponse()
 	resp.Version = req.Version
-	code, msg := c.shareHeartbeat(ctx, req, resp)
+	code, msg := c.shareHeartbeat(caller, req, resp)
 	if code != errNone {
 		resp.ErrorCode = code
 		resp.MemberID = nil
@@ -276,14 +273,14 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, req *kmsg.ShareGr
 	return resp
 }
 
-func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRequest, resp *kmsg.ShareGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) shareHeartbeat(caller Caller, req *kmsg.ShareGroupHeartbeatRequest, resp *kmsg.ShareGroupHeartbeatResponse) (int16, string) {
 	if c.closed {
-		return errCoordinatorNotAvailable, ""
+		return kerr.CoordinatorNotAvailable.Code, ""
 	}
 	if code, msg := checkShareHeartbeat(req); code != errNone {
 		return code, msg
 	}
-	g, code, msg := c.shareGroupOf(ctx, req.GroupID, req.MemberEpoch == epochJoin)
+	g, code, msg := c.shareGroupOf(caller, req.GroupID, req.MemberEpoch == epochJoin)
 	if g == nil {
 		return code, msg
 	}
@@ -293,7 +290,7 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	switch {
 	case req.MemberEpoch == epochLeave:
 		if m == nil {
-			return errUnknownMemberID, "Member " + req.MemberID + " is not a member of share group " + g.name + "."
+			return kerr.UnknownMemberID.Code, "Member " + req.MemberID + " is not a member of share group " + g.name + "."
 		}
 		c.removeShareMember(g, m)
 		resp.MemberID = kmsg.StringPtr(m.id)
@@ -303,13 +300,13 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	case req.MemberEpoch == epochJoin:
 		if m == nil {
 			if len(sg.members) >= c.share.MaxSize {
-				return errGroupMaxSizeReached, fmt.Sprintf("The share group has reached its maximum capacity of %d members.", c.share.MaxSize)
+				return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The share group has reached its maximum capacity of %d members.", c.share.MaxSize)
 			}
 			m = &shareMember{id: req.MemberID}
 		}
 	default:
 		if m == nil {
-			return errUnknownMemberID, "Member " + req.MemberID + " is not a member of share group " + g.name + "."
+			return kerr.UnknownMemberID.Code, "Member " + req.MemberID + " is not a member of share group " + g.name + "."
 		}
 		if req.MemberEpoch != m.epoch && req.MemberEpoch != m.prevEpoch {
 			than := "smaller"
@@ -324,7 +321,7 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	// change so that a refused heartbeat changes nothing.
 	next := *m
 	if req.MemberEpoch == epochJoin {
-		next.clientID, next.clientHost = clientFrom(ctx)
+		next.clientID, next.clientHost = caller.Client()
 	}
 	if req.RackID != nil {
 		s := *req.RackID
@@ -339,7 +336,7 @@ func (c *Coordinator) shareHeartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 		next.names = names
 	}
 	if sg.bytes-m.bytes+next.storedBytes() > MaxConsumerGroupBytes {
-		return errGroupMaxSizeReached, fmt.Sprintf("The share group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The share group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	m.clientID, m.clientHost, m.rackID, m.names = next.clientID, next.clientHost, next.rackID, next.names
 	if sg.members[m.id] == nil {
@@ -582,14 +579,14 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 		g := c.lookup(name)
 		switch {
 		case c.closed:
-			dg.ErrorCode = errCoordinatorNotAvailable
+			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case name == "":
-			dg.ErrorCode = errInvalidGroupID
+			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
 		case g.sg == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a share group.")
 		default:
 			sg := g.sg
