@@ -490,7 +490,7 @@ func (c *clientConn) handleOne() error {
 	defer req.releaseReads()
 	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || a.hiddenByCap() || version > a.advertised) {
 		group := ""
-		if a.share == groupCoordinator { // a KIP-848 heartbeat: the finding names its group
+		if a.share == groupCoordinator || id == rules.NoShareGroups { // a KIP-848 heartbeat or a share group request: the finding names its group
 			if gs := groupsOf(reflect.ValueOf(kreq).Elem()); len(gs) > 0 {
 				group = gs[0]
 			}

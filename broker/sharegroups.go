@@ -21,12 +21,12 @@ import (
 )
 
 // handleShareGroupHeartbeat answers ShareGroupHeartbeat v1 (KIP-932),
-// served where ClassicGroupsOnly is not enforced: the kafka profile, and
+// served where NoShareGroups is not enforced: the kafka profile, and
 // the audit profile, which records each request as a finding. The
 // coordinator shares partitions among the members (its simple assignor);
 // see coordinator.ShareGroupHeartbeat for the errors.
 // VAST: not advertised, and a client that sends it anyway has its
-// connection closed (ClassicGroupsOnly).
+// connection closed (NoShareGroups).
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
 func handleShareGroupHeartbeat(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.ShareGroupHeartbeatRequest)
@@ -39,7 +39,7 @@ func handleShareGroupHeartbeat(b *Broker, r *request) kmsg.Response {
 // handleShareGroupDescribe answers ShareGroupDescribe v1: each share
 // group's state, epochs, assignor ("simple") and members with their
 // subscriptions and assignments. A group named twice is described once.
-// VAST: not advertised (ClassicGroupsOnly).
+// VAST: not advertised (NoShareGroups).
 // Authorizes: KafkaDescribe on each group (GROUP_AUTHORIZATION_FAILED).
 func handleShareGroupDescribe(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.ShareGroupDescribeRequest)
@@ -70,7 +70,7 @@ func handleShareGroupDescribe(b *Broker, r *request) kmsg.Response {
 // answered by its leader: with several brokers a partition led elsewhere
 // gets NOT_LEADER_OR_FOLLOWER with its leader and that broker's address.
 // See coordinator.ShareFetch for the errors.
-// VAST: not advertised (ClassicGroupsOnly).
+// VAST: not advertised (NoShareGroups).
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED) and on
 // each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleShareFetch(b *Broker, r *request) kmsg.Response {
@@ -121,7 +121,7 @@ func (b *Broker) waitShareFetch(r *request, wait *coordinator.ShareFetchWait, ma
 // still holds. A partition led elsewhere gets NOT_LEADER_OR_FOLLOWER with
 // its leader and that broker's address. See coordinator.ShareAcknowledge
 // for the errors.
-// VAST: not advertised (ClassicGroupsOnly).
+// VAST: not advertised (NoShareGroups).
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED) and on
 // each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleShareAcknowledge(b *Broker, r *request) kmsg.Response {
@@ -139,7 +139,7 @@ func handleShareAcknowledge(b *Broker, r *request) kmsg.Response {
 // handleDescribeShareGroupOffsets answers DescribeShareGroupOffsets v0-v1
 // (v1 adds the lag, KIP-1226): each share partition's start offset. A group
 // named twice is described once.
-// VAST: not advertised (ClassicGroupsOnly).
+// VAST: not advertised (NoShareGroups).
 // Authorizes: KafkaDescribe on each group (GROUP_AUTHORIZATION_FAILED).
 func handleDescribeShareGroupOffsets(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DescribeShareGroupOffsetsRequest)
@@ -162,7 +162,7 @@ func handleDescribeShareGroupOffsets(b *Broker, r *request) kmsg.Response {
 // handleAlterShareGroupOffsets answers AlterShareGroupOffsets v0: it sets
 // the start offsets of an empty share group's partitions, creating the
 // group if need be (NON_EMPTY_GROUP while it has members).
-// VAST: not advertised (ClassicGroupsOnly).
+// VAST: not advertised (NoShareGroups).
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED), as
 // Kafka checks READ.
 func handleAlterShareGroupOffsets(b *Broker, r *request) kmsg.Response {
@@ -178,7 +178,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *request) kmsg.Response {
 // handleDeleteShareGroupOffsets answers DeleteShareGroupOffsets v0: it
 // forgets an empty share group's state of the topics named
 // (NON_EMPTY_GROUP while it has members).
-// VAST: not advertised (ClassicGroupsOnly).
+// VAST: not advertised (NoShareGroups).
 // Authorizes: KafkaDelete on the group (GROUP_AUTHORIZATION_FAILED).
 func handleDeleteShareGroupOffsets(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
@@ -355,6 +355,10 @@ func (b *Broker) describeGroupConfigs(r *request, sr *kmsg.DescribeConfigsRespon
 		sr.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return
 	}
+	if code, msg := b.refuseGroupConfigs(r, group, "DescribeConfigs"); code != 0 {
+		sr.ErrorCode, sr.ErrorMessage = code, msg
+		return
+	}
 	if group == "" {
 		sr.ErrorCode = kerr.InvalidRequest.Code
 		sr.ErrorMessage = kmsg.StringPtr("Group name can't be empty.")
@@ -380,6 +384,9 @@ func (b *Broker) alterGroupConfigs(r *request, group string, validateOnly bool, 
 	if !b.allowGroup(r, KafkaAlterConfigs, group) {
 		return kerr.GroupAuthorizationFailed.Code, nil
 	}
+	if code, msg := b.refuseGroupConfigs(r, group, kmsg.NameForKey(r.kreq.Key())); code != 0 {
+		return code, msg
+	}
 	next, code, msg := edit(b.coord.GroupConfigs(group))
 	if code == 0 {
 		code, msg = b.coord.SetGroupConfigs(group, next, validateOnly)
@@ -388,6 +395,19 @@ func (b *Broker) alterGroupConfigs(r *request, group string, validateOnly bool, 
 		return code, kmsg.StringPtr(msg)
 	}
 	return 0, nil
+}
+
+// refuseGroupConfigs applies NoShareGroups to a request for a GROUP config
+// resource: the group configs vastfake takes are share groups' (Kafka
+// 4.x), and VAST has neither. Enforced, it returns INVALID_REQUEST with
+// the refusal; audited, it records a finding and returns 0.
+func (b *Broker) refuseGroupConfigs(r *request, group, api string) (int16, *string) {
+	if !b.vast(r, rules.NoShareGroups, rules.Refused, "", group, func() string {
+		return api + " for the configs of group " + strconv.Quote(group) + ": VAST has no group configs (share.auto.offset.reset and the others are share groups')"
+	}) {
+		return 0, nil
+	}
+	return kerr.InvalidRequest.Code, kmsg.StringPtr(rules.NoShareGroups.Refusal("VAST has no share groups and no group configs", ""))
 }
 
 // editGroupConfigs applies IncrementalAlterConfigs operations to a group's

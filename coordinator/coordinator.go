@@ -183,7 +183,7 @@ type Config struct {
 	ConsumerGroupMaxSize int
 	// Share holds Kafka's share group settings (group.share.*); its zero
 	// value is Kafka's defaults. Share groups are served where
-	// ClassicGroupsOnly is not enforced (see sharegroup.go).
+	// NoShareGroups is not enforced (see sharegroup.go).
 	Share ShareConfig
 }
 
@@ -498,7 +498,7 @@ func (c *Coordinator) canCreateGroup(caller Caller, api, group string) bool {
 
 // classicGroups counts the classic groups, which Rules.MaxGroups caps: VAST
 // has no other kind, and KIP-848 consumer groups and share groups (served
-// only where ClassicGroupsOnly is not enforced) do not count.
+// only where ClassicGroupsOnly and NoShareGroups are not enforced) do not count.
 func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups - c.shareGroups }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets

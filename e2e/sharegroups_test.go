@@ -385,3 +385,144 @@ func TestShareGroupBadInput(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, int64(10), off)
 }
+
+// TestShareGroupProfiles: the VAST profile does not advertise share groups
+// (rule NoShareGroups): kgo's share consumer gets "broker is too old" from
+// every poll, and a group config request is refused with the rule; the
+// audit profile runs the same consumer unchanged, as Kafka 4.2 would, and
+// reports every share group request as a finding of NoShareGroups with
+// advice in kgo's terms.
+func TestShareGroupProfiles(t *testing.T) {
+	t.Parallel()
+	t.Run("vast", func(t *testing.T) {
+		t.Parallel()
+		k := fixtures.Start(t, fixtures.Topic("orders", 1))
+		k.Produce("orders", 0, "a")
+		versions := apiVersions(t, k.Client())
+		for _, key := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge,
+			kmsg.DescribeShareGroupOffsets, kmsg.AlterShareGroupOffsets, kmsg.DeleteShareGroupOffsets} {
+			_, advertised := versions[int16(key)]
+			assert.False(t, advertised, "%s is not advertised", key)
+		}
+		cl := shareConsumer(t, k.Addr(), "billing", kgo.ConsumeTopics("orders"))
+		err := cl.PollFetches(ctxT(t)).Err0()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "broker is too old")
+
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "billing"
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: coordinator.ShareAutoOffsetReset, Value: kmsg.StringPtr("earliest")}}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctxT(t), k.Client())
+		require.NoError(t, err)
+		assert.Equal(t, kerr.InvalidRequest.Code, resp.Resources[0].ErrorCode)
+		require.NotNil(t, resp.Resources[0].ErrorMessage)
+		assert.Contains(t, *resp.Resources[0].ErrorMessage, "rule NoShareGroups")
+		assert.True(t, k.AssertRefused("NoShareGroups"))
+
+		// A raw ShareFetch, which no client sends to a broker that does
+		// not advertise it, closes the connection with the rule logged.
+		conn := dialRaw(t, k.Addr())
+		_, err = conn.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, &kmsg.ShareFetchRequest{Version: 1}, 1))
+		require.NoError(t, err)
+		assertClosed(t, conn)
+	})
+	t.Run("audit", func(t *testing.T) {
+		t.Parallel()
+		k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 1))
+		b := k.Broker()
+		setGroupConfig(t, k.Client(), "billing", coordinator.ShareAutoOffsetReset, "earliest")
+		k.Produce("orders", 0, "a", "b")
+		cl := shareConsumer(t, k.Addr(), "billing", kgo.ConsumeTopics("orders"))
+		for _, r := range pollN(t, cl, 2) {
+			r.Ack(kgo.AckAccept)
+		}
+		require.NoError(t, cl.FlushAcks(ctxT(t)))
+		waitFor(t, "both records acknowledged", func() bool { return allDone(b, "billing", "orders", 1, 2) })
+		apis := map[string]bool{}
+		for _, f := range k.Findings() {
+			if f.Rule != "NoShareGroups" {
+				continue
+			}
+			apis[f.API] = true
+			assert.Equal(t, "billing", f.Group)
+			assert.Equal(t, "refused", f.Kind)
+			if f.ClientSoftware == "kgo" {
+				assert.Contains(t, f.Advice, "kgo.ConsumerGroup")
+			}
+		}
+		for _, api := range []string{"ShareGroupHeartbeat", "ShareFetch", "IncrementalAlterConfigs"} {
+			assert.True(t, apis[api], "a finding for %s: %v", api, apis)
+		}
+	})
+}
+
+// TestShareGroupSeveralBrokers: with three brokers each share partition is
+// served by its leader (the others answer NOT_LEADER_OR_FOLLOWER and kgo
+// moves), a ShareFetch fault (POST /faults) is retried, and a broker taken
+// down moves its partitions' leaders: every record is still delivered and
+// acknowledged.
+func TestShareGroupSeveralBrokers(t *testing.T) {
+	t.Parallel()
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Brokers(3), fixtures.Topic("jobs", 6),
+		fixtures.BrokerOptions(broker.WithElectionDelay(0)))
+	b := k.Broker()
+	setGroupConfig(t, k.Client(), "workers", coordinator.ShareAutoOffsetReset, "earliest")
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 2 {
+		cl := shareConsumer(t, k.Addr(), "workers", kgo.ConsumeTopics("jobs"))
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				for _, r := range cl.PollFetches(ctx).Records() {
+					mu.Lock()
+					seen[string(r.Value)] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			k.Produce("jobs", int32(i%6), strconv.Itoa(i))
+		}
+	}
+	produce(0, 60)
+	waitFor(t, "the first records delivered", func() bool { return allDone(b, "workers", "jobs", 6, 10) })
+	for id := range int32(3) {
+		served := false
+		for _, r := range b.Requests() {
+			served = served || r.API == kmsg.ShareFetch && r.Broker == id
+		}
+		assert.True(t, served, "broker %d served ShareFetch for the partitions it leads", id)
+	}
+
+	// Faults on ShareFetch, as on any API.
+	k.FailNext(kmsg.ShareFetch, 3, kerr.NotLeaderForPartition)
+	produce(60, 120)
+	waitFor(t, "records delivered through the faults", func() bool { return allDone(b, "workers", "jobs", 6, 20) })
+
+	// A broker down: its partitions move; their share state with them.
+	require.NoError(t, b.BrokerDown(2))
+	waitFor(t, "broker 2's partitions have another leader", func() bool {
+		for p := range int32(6) {
+			if b.LeaderOf("jobs", p) == 2 {
+				return false
+			}
+		}
+		return true
+	})
+	produce(120, 180)
+	waitFor(t, "every record acknowledged", func() bool { return allDone(b, "workers", "jobs", 6, 30) })
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 180 {
+		assert.True(t, seen[strconv.Itoa(i)], "record %d delivered", i)
+	}
+}
