@@ -527,6 +527,9 @@ type SharePartitionInfo struct {
 	// last reset by AlterShareGroupOffsets).
 	Acknowledged int64
 	Archived     int64
+	// Completed counts the records in flight whose delivery is complete:
+	// acknowledged or archived, behind a record still in delivery.
+	Completed int64
 }
 
 // AcquiredRecords are consecutive records a member holds.
@@ -567,7 +570,7 @@ func (c *Coordinator) shareInfo(g *group, gi *GroupInfo) {
 			topic = name
 		}
 		pi := SharePartitionInfo{Topic: topic, Partition: k.part, StartOffset: sp.start, EndOffset: sp.end,
-			InFlight: sp.records, Acknowledged: sp.acknowledged, Archived: sp.archived}
+			InFlight: sp.records, Acknowledged: sp.acknowledged, Archived: sp.archived, Completed: sp.finishedInFlight()}
 		for _, r := range sp.runs {
 			switch r.state {
 			case recordAvailable:
