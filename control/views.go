@@ -195,6 +195,8 @@ func (v memberView) MarshalJSON() ([]byte, error)          { return withBase64(v
 func (v groupPartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
 func (v rebalanceView) MarshalJSON() ([]byte, error)       { return withBase64(v) }
 func (v rebalanceMemberView) MarshalJSON() ([]byte, error) { return withBase64(v) }
+func (v sharePartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
+func (v acquiredRecordsView) MarshalJSON() ([]byte, error) { return withBase64(v) }
 func (v requestView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
 func (v headerView) MarshalJSON() ([]byte, error)          { return withBase64(v) }
 func (v findingView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
