@@ -379,15 +379,16 @@ func checkAckBatches(batches []ackBatch, renew bool) (int16, string) {
 // acknowledge applies member's acknowledgement batches (checked with
 // checkAckBatches) to the partition, all or none, as Kafka's
 // SharePartition.acknowledge does: every record in a batch's range must be
-// acquired by member; offsets before the start offset are done already and
-// offsets in the window that are no records are skipped. A record another
-// member holds, one no member holds, or one past the window (never read,
-// so never acquired) gets INVALID_RECORD_STATE and nothing changes. It
-// returns whether a record became available again.
+// acquired by member, and offsets in the window that are no records are
+// skipped. A record another member holds, one no member holds, one before
+// the start offset (acknowledged or archived already: Kafka no longer has
+// it in flight) or one past the window (never read, so never acquired)
+// gets INVALID_RECORD_STATE and nothing changes. It returns whether a
+// record became available again.
 func (sp *sharePartition) acknowledge(member string, batches []ackBatch, now time.Time, lim shareLimits) (int16, string, bool) {
 	for _, b := range batches {
-		if b.last < sp.start {
-			continue
+		if b.first < sp.start {
+			return kerr.InvalidRecordState.Code, fmt.Sprintf("Record %d was acknowledged or archived already: the share partition starts at %d.", b.first, sp.start), false
 		}
 		if b.last >= sp.end {
 			return kerr.InvalidRecordState.Code, fmt.Sprintf("Offsets %d to %d were never acquired: the share partition has read up to offset %d.", max(b.first, sp.end), b.last, sp.end-1), false

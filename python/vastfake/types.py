@@ -215,7 +215,7 @@ class AcquiredRecords:
     delivery_count: int
     # When the acquisition lock ends, on the broker's clock: then the
     # records become available to any member again.
-    lock_deadline: str
+    lock_deadline: datetime.datetime
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,7 @@ class Group:
                 available=p.get("available", 0),
                 acquired=[AcquiredRecords(first_offset=a["firstOffset"], last_offset=a["lastOffset"],
                                           member_id=a.get("memberId", ""), client_id=a.get("clientId", ""),
-                                          delivery_count=a.get("deliveryCount", 0), lock_deadline=a.get("lockDeadline", ""))
+                                          delivery_count=a.get("deliveryCount", 0), lock_deadline=parse_time(a["lockDeadline"]))
                           for a in p.get("acquired") or []],
                 acknowledged=p.get("acknowledged", 0), archived=p.get("archived", 0), lag=p.get("lag", 0))
                 for p in d.get("sharePartitions") or []],
