@@ -35,6 +35,7 @@ func producerStates(b *Broker) int {
 // deleted, and Reset clears all of it, so deleted topics leave no memory
 // behind.
 func TestProducerStateFollowsTopics(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "a", Partitions: 2}, TopicSpec{Name: "b", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -65,6 +66,7 @@ func TestProducerStateFollowsTopics(t *testing.T) {
 // another client is answered at once; the compressed one is answered as
 // soon as a turn frees up.
 func TestDecompressionWaitsForATurn(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithDecompressions(1), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -132,6 +134,7 @@ func gzipKeylessBatch(n int) []byte {
 // INVALID_RECORD listing the first maxRecordErrors of them, so that a small
 // compressed batch cannot make the broker build an answer of gigabytes.
 func TestKeylessRecordErrorsAreBounded(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "c", Partitions: 1,
 		Configs: map[string]string{"cleanup.policy": "compact"}}))
 	require.NoError(t, err)
@@ -172,6 +175,7 @@ func TestKeylessRecordErrorsAreBounded(t *testing.T) {
 // producer state behind for the deleted partition (the state would hold
 // the partition until the producer table's bound or expiry evicted it).
 func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -197,6 +201,7 @@ func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
 // after producer.id.expiration.ms on the broker's clock on a timer of its
 // own, so turning periodic retention off does not keep it forever.
 func TestProducerStateExpiresWithRetentionOff(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b, err := New(WithProfile("kafka"), WithClock(clk), WithRetentionCheckInterval(0), WithProducerIDExpiration(time.Minute),
 		WithTopics(TopicSpec{Name: "t", Partitions: 1}))
@@ -219,6 +224,7 @@ func TestProducerStateExpiresWithRetentionOff(t *testing.T) {
 // kept frames, a new topic taking the deleted one's memory, and, after a
 // Reset gives the frames back, new frames read into the same memory.
 func TestLargeBatchesStoredInTheirFrames(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithTopics(TopicSpec{Name: "kept", Partitions: 3}, TopicSpec{Name: "gone", Partitions: 3}))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })

@@ -44,6 +44,7 @@ type hideLength struct{ io.Reader }
 // Each answers 413 with a JSON error, and the broker is unchanged (the
 // POST /reset among them did not run). A body of MaxBodyBytes passes.
 func TestEveryRouteRefusesAnOversizedBody(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	big := bytes.Repeat([]byte("x"), control.MaxBodyBytes+1)
@@ -99,6 +100,7 @@ func recordsPage(t *testing.T, url string) ([]int64, string) {
 // Next-Offset. A page past the end is empty without one; DeleteRecords
 // inside a batch moves the first page up to the new log start.
 func TestRecordsPageWithNextOffset(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	n := 0
@@ -152,6 +154,7 @@ func TestRecordsPageWithNextOffset(t *testing.T) {
 // TestRecordsPageCompressedBatches: in the kafka profile a compressed batch
 // is one entry of the records endpoint, and pages step over whole batches.
 func TestRecordsPageCompressedBatches(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	cl := k.Client(kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic("orders"))
@@ -204,6 +207,7 @@ func TestRecordsPageCompressedBatches(t *testing.T) {
 // TestRecordsLimitIsCapped: a limit up to MaxRecordsLimit is served, one
 // above is refused with 400 naming the cap.
 func TestRecordsLimitIsCapped(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	k.Produce("orders", 0, "a")
@@ -270,6 +274,7 @@ func TestUnreadDumpsHoldLittle(t *testing.T) {
 // answer is cut off once it has taken nothing for the write stall, and
 // the connection closes; nothing waits on it forever.
 func TestStalledReaderIsCutOff(t *testing.T) {
+	t.Parallel()
 	defer control.SetWriteStall(200 * time.Millisecond)()
 	k := fixtures.Start(t, fixtures.Topic("dump", 1))
 	value := strings.Repeat("v", 64<<10)
@@ -308,6 +313,7 @@ func TestStalledReaderIsCutOff(t *testing.T) {
 // HTTP request waits, while a Kafka client still connects and produces;
 // when one idle connection closes, the waiting request is answered.
 func TestConnectionCapLeavesKafkaServing(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -382,6 +388,7 @@ func serveWith(t *testing.T, k *fixtures.Kafka, edit func(*http.Server)) string 
 // headers over 64 KiB get 431; a client that trickles a body is cut off
 // at the read timeout (shortened here), its connection closed.
 func TestServerBoundsHeadersAndTricklingBodies(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t)
 	srv := control.NewServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	assert.Equal(t, control.ReadHeaderTimeout, srv.ReadHeaderTimeout)
@@ -418,6 +425,7 @@ func TestServerBoundsHeadersAndTricklingBodies(t *testing.T) {
 // server's WriteTimeout (here 1 ns, which no unstreamed answer survives)
 // arrives whole.
 func TestStreamedAnswersOutliveWriteTimeout(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("dump", 1))
 	value := strings.Repeat("v", 64<<10)
 	var recs []*kgo.Record

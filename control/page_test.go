@@ -68,6 +68,7 @@ var (
 // script; every partition box must name its owner and lag, and a
 // screenshot of it must be a real picture.
 func TestLivePage(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	k := fixtures.Start(t, fixtures.Topic("events", 6), fixtures.Topic("audit", 2))
 	url := serve(t, k) + "/"
@@ -131,6 +132,7 @@ func TestLivePage(t *testing.T) {
 // id, which is down, how many partitions each leads, and each partition's
 // leader; with one broker the card stays hidden.
 func TestLivePageBrokers(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	k := fixtures.Start(t, fixtures.Brokers(3), fixtures.Profile("kafka"), fixtures.Topic("events", 4))
 	url := serve(t, k) + "/"
@@ -157,6 +159,7 @@ func TestLivePageBrokers(t *testing.T) {
 // TestLivePageTransactions: while a transaction is open the page lists it,
 // with its partitions; with none open the card is hidden.
 func TestLivePageTransactions(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 2))
 	url := serve(t, k) + "/"

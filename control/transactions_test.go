@@ -25,6 +25,7 @@ import (
 // records show the markers that end transactions as markers, and each
 // transactional record's fate.
 func TestTransactionsAndMarkers(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 1))
 	url := serve(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -183,6 +184,7 @@ func TestUnreadTransactionListsHoldLittle(t *testing.T) {
 // where the bytes are not UTF-8) and, beside it, as base64 of the bytes
 // themselves, so two ids that differ only there are told apart.
 func TestClientBytesThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("t", 1))
 	url := serve(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)

@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestMemberIDRequiredFlow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ctx := WithClient(context.Background(), "billing", "/10.0.0.7")
 
@@ -89,6 +90,7 @@ func TestMemberIDRequiredFlow(t *testing.T) {
 }
 
 func TestPendingMemberExpiresAfterSessionTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	id := h.memberID("g")
 	h.clk.Advance(10 * time.Second)
@@ -96,6 +98,7 @@ func TestPendingMemberExpiresAfterSessionTimeout(t *testing.T) {
 }
 
 func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int16{0, 3} {
 		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
 			h := newHarness(t, rules.VAST())
@@ -115,6 +118,7 @@ func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
 // any group.min.session.timeout.ms; zero passes, as in Kafka with a minimum
 // of 0.
 func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka()) // MinSessionTimeout and MaxSessionTimeout 0: no bounds
 	for _, ms := range []int32{-1, -1 << 31} {
 		req := joinReq("g", "")
@@ -129,6 +133,7 @@ func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
 }
 
 func TestJoinGroupRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka(), func(c *Config) {
 		c.MinSessionTimeout, c.MaxSessionTimeout = DefaultMinSessionTimeout, DefaultMaxSessionTimeout
 	})
@@ -171,6 +176,7 @@ func TestJoinGroupRefusals(t *testing.T) {
 // joining a Stable group, heartbeats and syncs in each state, and the errors
 // Kafka answers along the way.
 func TestRebalanceStates(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
 	a := ids[0]
@@ -240,6 +246,7 @@ func TestRebalanceStates(t *testing.T) {
 // TestRebalanceDuringSync checks that a member joining while followers wait
 // in SyncGroup fails those syncs with REBALANCE_IN_PROGRESS.
 func TestRebalanceDuringSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -263,6 +270,7 @@ func TestRebalanceDuringSync(t *testing.T) {
 }
 
 func TestSessionTimeoutRemovesMember(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -292,6 +300,7 @@ func TestSessionTimeoutRemovesMember(t *testing.T) {
 }
 
 func TestBlockedMemberDoesNotExpire(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -312,6 +321,7 @@ func TestBlockedMemberDoesNotExpire(t *testing.T) {
 }
 
 func TestRebalanceTimeoutRemovesMemberThatDidNotRejoin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -338,6 +348,7 @@ func TestRebalanceTimeoutRemovesMemberThatDidNotRejoin(t *testing.T) {
 }
 
 func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a := h.memberID("g")
 	req := joinReq("g", "")
@@ -359,6 +370,7 @@ func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
 // that asked for it is open; once it closes the phase completes with no
 // time passing, and the id is unknown.
 func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a := h.memberID("g")
 	conn, hangUp := context.WithCancel(context.Background())
@@ -383,6 +395,7 @@ func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
 // cannot hold the join phase up with ids piling up on a manual clock. Ids
 // asked for on other connections stay.
 func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	conn, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
@@ -413,6 +426,7 @@ func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
 }
 
 func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -435,6 +449,7 @@ func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
 }
 
 func TestInitialRebalanceDelay(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST(), func(c *Config) { c.InitialRebalanceDelay = 3 * time.Second })
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -466,6 +481,7 @@ func TestInitialRebalanceDelay(t *testing.T) {
 }
 
 func TestInitialRebalanceDelayIsCappedByRebalanceTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST(), func(c *Config) { c.InitialRebalanceDelay = 3 * time.Second })
 	req := joinReq("g", "")
 	req.Version = 3
@@ -477,6 +493,7 @@ func TestInitialRebalanceDelayIsCappedByRebalanceTimeout(t *testing.T) {
 }
 
 func TestNoInitialDelayCompletesAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a := h.memberID("g")
 	r := h.join(joinReq("g", a)) // completes without any clock movement
@@ -484,6 +501,7 @@ func TestNoInitialDelayCompletesAtOnce(t *testing.T) {
 }
 
 func TestProtocolVote(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		prefs [][]string
@@ -519,6 +537,7 @@ func TestProtocolVote(t *testing.T) {
 }
 
 func TestEagerAssignorsOnly(t *testing.T) {
+	t.Parallel()
 	t.Run("vast", func(t *testing.T) {
 		h := newHarness(t, rules.VAST())
 		req := joinReq("g", "")
@@ -584,6 +603,7 @@ func TestEagerAssignorsOnly(t *testing.T) {
 // TestRefusalSink: a refusal made because of a VAST rule goes to the ctx's
 // sink, with the rule and why, and is logged only at Debug.
 func TestRefusalSink(t *testing.T) {
+	t.Parallel()
 	r := rules.VAST()
 	r.MaxGroups = 1
 	h := newHarness(t, r)
@@ -609,6 +629,7 @@ func TestRefusalSink(t *testing.T) {
 // that looks up the group might) does not deadlock, for JoinGroup and for
 // OffsetCommit.
 func TestRefusalSinkMayCallBack(t *testing.T) {
+	t.Parallel()
 	r := rules.VAST()
 	r.MaxGroups = 1
 	// No harness: on a deadlock its cleanup's Close would hang too.
@@ -645,6 +666,7 @@ func TestRefusalSinkMayCallBack(t *testing.T) {
 // cooperative-sticky member's owned partitions change) or the leader
 // rejoining starts a rebalance.
 func TestRejoinWhileStable(t *testing.T) {
+	t.Parallel()
 	for _, r := range []rules.Rules{rules.VAST(), rules.Kafka()} {
 		h := newHarness(t, r)
 		ids, gen := h.stable("g", 2)
@@ -683,6 +705,7 @@ func TestRejoinWhileStable(t *testing.T) {
 }
 
 func TestLeaveGroup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 3)
 	a, b, c := ids[0], ids[1], ids[2]
@@ -721,6 +744,7 @@ func TestLeaveGroup(t *testing.T) {
 }
 
 func TestPendingMemberLeavingAStableGroupDoesNotRebalance(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	h.stable("g", 2)
 	p := h.memberID("g") // handed out with MEMBER_ID_REQUIRED, never joined
@@ -735,6 +759,7 @@ func TestPendingMemberLeavingAStableGroupDoesNotRebalance(t *testing.T) {
 }
 
 func TestLeaveDuringJoinCompletesIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, _ := h.stable("g", 2)
 	aj := h.joinAsync(joinReq("g", ids[0]))
@@ -750,6 +775,7 @@ func TestLeaveDuringJoinCompletesIt(t *testing.T) {
 }
 
 func TestStaticMembershipKafka(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	static := func(inst, memberID string) *kmsg.JoinGroupRequest {
 		r := joinReq("g", memberID)
@@ -835,6 +861,7 @@ func TestStaticMembershipKafka(t *testing.T) {
 }
 
 func TestStaticMemberFencedWhileWaiting(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	leader, extra := h.memberID("g"), h.memberID("g")
 	lj := h.joinAsync(joinReq("g", leader))
@@ -871,6 +898,7 @@ func TestStaticMemberFencedWhileWaiting(t *testing.T) {
 }
 
 func TestStaticMembershipIgnoredByVAST(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	static := func(memberID string) *kmsg.JoinGroupRequest {
 		r := joinReq("g", memberID)
@@ -924,6 +952,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 }
 
 func TestContextCancelReleasesJoinAndSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -955,6 +984,7 @@ func TestContextCancelReleasesJoinAndSync(t *testing.T) {
 }
 
 func TestCloseReleasesBlockedCalls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -980,6 +1010,7 @@ func TestCloseReleasesBlockedCalls(t *testing.T) {
 }
 
 func TestCloseReleasesBlockedSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))

@@ -91,6 +91,7 @@ func flagRows(t *testing.T, table string) (rows []struct{ flags, envs []string }
 // setting, and is described in the prose under the table; -healthcheck,
 // another command, on the Containers page.
 func TestReadmeFlagTable(t *testing.T) {
+	t.Parallel()
 	flags := usageFlags(t)
 	documented := map[string]bool{}
 	for _, row := range readmeFlagTable(t) {
@@ -118,6 +119,7 @@ func TestReadmeFlagTable(t *testing.T) {
 // parseConfig reads: VASTFAKE_ and the flag name, plural for a repeatable
 // flag.
 func TestEveryFlagNamesTheEnvironmentVariableItReads(t *testing.T) {
+	t.Parallel()
 	repeatable := []string{"topic", "rule", "user", "policy", "offset-gap"}
 	for f, env := range usageFlags(t) {
 		if commands[f] {
