@@ -134,7 +134,11 @@ func TestLivePage(t *testing.T) {
 func TestLivePageBrokers(t *testing.T) {
 	t.Parallel()
 	needChromium(t)
-	k := fixtures.Start(t, fixtures.Brokers(3), fixtures.Profile("kafka"), fixtures.Topic("events", 4))
+	// The broker's clock stands still, so that however long Chromium takes
+	// on a loaded machine, the kafka profile's election (9 s after the
+	// broker went down) does not move partition 2 before the page is drawn.
+	k := fixtures.Start(t, fixtures.Brokers(3), fixtures.Profile("kafka"), fixtures.Topic("events", 4),
+		fixtures.ManualClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)))
 	url := serve(t, k) + "/"
 	require.NoError(t, k.Broker().BrokerDown(2))
 	require.NoError(t, k.Broker().MoveLeader("events", 3, 1))
@@ -161,7 +165,11 @@ func TestLivePageBrokers(t *testing.T) {
 func TestLivePageTransactions(t *testing.T) {
 	t.Parallel()
 	needChromium(t)
-	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 2))
+	// The broker's clock stands still, so that however long Chromium takes
+	// on a loaded machine, the transaction does not reach its timeout (kgo's
+	// 40 s) and end before the page is drawn.
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 2),
+		fixtures.ManualClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)))
 	url := serve(t, k) + "/"
 	p := k.TransactionalClient("ledger-writer", kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -174,7 +182,10 @@ func TestLivePageTransactions(t *testing.T) {
 	assert.Contains(t, dom, `data-transaction="ledger-writer"`)
 	assert.Contains(t, dom, "ledger/1")
 
-	require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+	// A deadline of its own: Chromium may have taken longer than the first.
+	endCtx, cancelEnd := context.WithTimeout(context.Background(), deadline)
+	defer cancelEnd()
+	require.NoError(t, p.EndTransaction(endCtx, kgo.TryCommit))
 	dom = string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", url))
 	assert.Contains(t, dom, `<section class="card" id="transactions" hidden="">`, "no card with none open")
 }
