@@ -2,13 +2,16 @@
 
 package broker
 
-// The memory bounds of docs/limits.md measured on the heap: heavy, so
-// test.sh runs them apart (go test -tags heavy), with the race detector and
-// again without it.
+// The memory bounds of docs/limits.md measured on the heap, and what a
+// request repeating its arrays costs in allocations: heavy, so test.sh runs
+// them apart (go test -tags heavy), with the race detector and the
+// TestMemory ones again without it.
 
 import (
 	"fmt"
 	"net"
+	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // TestMemoryOfTransactionPartitions: what open transactions keep for their
@@ -118,4 +122,74 @@ func TestMemoryOfCommitMarkers(t *testing.T) {
 			assert.Less(t, kept/markers, int64(markerCostBound))
 		})
 	}
+}
+
+func TestRepeatedNamesAreAnsweredOnce(t *testing.T) {
+	for _, profile := range []string{"kafka", "vast"} {
+		r := rules.VAST()
+		if profile == "kafka" {
+			r = rules.Kafka()
+		}
+		apis, _, _ := buildAPIs(&r)
+		for _, a := range apis {
+			versions := []int16{a.min}
+			if a.max != a.min {
+				versions = append(versions, a.max)
+			}
+			for _, v := range versions {
+				name := fmt.Sprintf("%s/%s/v%d", profile, kmsg.NameForKey(a.key), v)
+				probe := buildRepeatRequest(a.key, v, &repeatWorld{memberID: "m", generation: 1})
+				paths := slicePaths(reflect.ValueOf(probe).Elem(), "")
+				if len(paths) == 0 {
+					t.Logf("%s: no arrays in the request", name)
+					continue
+				}
+				for _, p := range paths {
+					if why, ok := repeatExempt[kmsg.NameForKey(a.key)+"."+p]; ok {
+						t.Logf("%s %s: exempt: %s", name, p, why)
+						continue
+					}
+					t.Run(name+"/"+p, func(t *testing.T) {
+						require.NotZero(t, sliceAt(reflect.ValueOf(probe).Elem(), p).Len(),
+							"the test does not know how to fill %s: teach fillRepeat its elements, or exempt it with a reason", p)
+						one := sendRepeated(t, profile, a.key, v, p, 1)
+						many := sendRepeated(t, profile, a.key, v, p, repeatN)
+						t.Logf("answer %d B (one copy) / %d B (%d copies, request %d B); allocated %d B / %d B",
+							one.answer, many.answer, repeatN, many.request, one.alloc, many.alloc)
+						require.LessOrEqual(t, many.answer, 3*one.answer+256,
+							"the answer to %d copies of %s is %d bytes; to one copy %d", repeatN, p, many.answer, one.answer)
+						require.LessOrEqual(t, many.alloc, 8*(one.alloc+uint64(many.request))+4<<20,
+							"answering %d copies of %s allocated %d bytes; one copy %d", repeatN, p, many.alloc, one.alloc)
+					})
+				}
+			}
+		}
+	}
+}
+
+type repeatResult struct {
+	request, answer int
+	alloc           uint64
+}
+
+// sendRepeated starts a fresh world, sends the request for key and version
+// with the array at path repeated n times, and measures the answer and the
+// bytes the process allocated between sending and reading it.
+func sendRepeated(t *testing.T, profile string, key, version int16, path string, n int) repeatResult {
+	t.Helper()
+	w := newRepeatWorld(t, profile)
+	req := buildRepeatRequest(key, version, w)
+	repeatAt(reflect.ValueOf(req).Elem(), path, n)
+	nc, err := net.Dial("tcp", w.b.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("repeat")).AppendRequest(nil, req, 7)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = nc.Write(frame)
+	require.NoError(t, err)
+	body := readFrame(t, nc)
+	runtime.ReadMemStats(&after)
+	return repeatResult{request: len(frame), answer: len(body), alloc: after.TotalAlloc - before.TotalAlloc}
 }
