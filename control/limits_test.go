@@ -223,7 +223,7 @@ func TestRecordsLimitIsCapped(t *testing.T) {
 // answer is cut off once it has taken nothing for the write stall, and
 // the connection closes; nothing waits on it forever.
 func TestStalledReaderIsCutOff(t *testing.T) {
-	t.Parallel()
+	// Not parallel: SetWriteStall shortens every streamed answer's stall.
 	defer control.SetWriteStall(200 * time.Millisecond)()
 	k := fixtures.Start(t, fixtures.Topic("dump", 1))
 	value := strings.Repeat("v", 64<<10)

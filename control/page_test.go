@@ -40,7 +40,7 @@ func needChromium(t *testing.T) {
 // returns its stdout.
 func chromium(t *testing.T, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // against a hang: Chromium takes a minute or more on a loaded machine
 	defer cancel()
 	base := []string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -68,6 +68,8 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 // gone no connection goroutine is left (goleak checks the package's end
 // too).
 func TestConnectionChurn(t *testing.T) {
+	// Not parallel: it counts the connection goroutines of every broker in
+	// the process.
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "churn", Partitions: 2}))
 	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("churn"))
 	apiVersions := fm.AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1)

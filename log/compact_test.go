@@ -372,7 +372,7 @@ func TestCompactDirtyRatio(t *testing.T) {
 }
 
 func TestCompactionKeyMapIsBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it lowers the package's maxCompactionKeys.
 	old := maxCompactionKeys
 	maxCompactionKeys = 3
 	t.Cleanup(func() { maxCompactionKeys = old })

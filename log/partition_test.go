@@ -631,7 +631,7 @@ func headered(i int32, ts int64, n int) []byte {
 // (as those longer than the read buffer are) are refused for every reason
 // in-place records are, and measured the same, in every codec.
 func TestStreamedRecordsGetTheSameChecks(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it moves the package's inPlaceMax.
 	defer func(old int) { inPlaceMax = old }(inPlaceMax)
 	valid := append(append(headered(0, 5, 10), headered(1, -3, 300)...), headered(2, 0, 0)...)
 	nullKey := kmsg.NewRecord()
