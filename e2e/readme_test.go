@@ -92,8 +92,9 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 	require.NoError(t, err)
 
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// ctx is each scenario's own deadline, set as it starts (the scenarios
+	// run one at a time): one slow scenario cannot use up the others'.
+	var ctx context.Context
 	// raw is a client with kgo's defaults but for the address and a short
 	// metadata age, so the texts are the ones an app sees.
 	raw := func(t *testing.T, opts ...kgo.Opt) *kgo.Client {
@@ -182,6 +183,9 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 	}
 	for rule, run := range scenarios {
 		t.Run(rule, func(t *testing.T) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute) // MaxGroups makes 257 commits
+			defer cancel()
 			row, ok := readme.RowFor(rows, rule)
 			require.True(t, ok, "the troubleshooting table has no row for %s", rule)
 			require.NotEmpty(t, row.Texts["kgo"], "the %s row quotes no kgo text", rule)
