@@ -104,6 +104,7 @@ func TestEveryRuleHasAnAction(t *testing.T) {
 // TestCheck: enforced, a check refuses (only a refusal) and answers as
 // VAST; audited, it records and answers as Kafka; off, it does neither.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	r := VAST()
 	r.Audit = []string{MaxGroups.String()}
 	r.NoCompression = false
