@@ -2,21 +2,26 @@
 
 package broker
 
-// The memory bounds of docs/limits.md measured on the heap, and what a
-// request repeating its arrays costs in allocations: heavy, so test.sh runs
+// The memory bounds of docs/limits.md measured on the heap, what a request
+// repeating its arrays costs in allocations, and the bound on a refused
+// batch's record errors: heavy, so test.sh runs
 // them apart (go test -tags heavy), with the race detector and the
 // TestMemory ones again without it.
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"reflect"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/coordinator"
@@ -192,4 +197,49 @@ func sendRepeated(t *testing.T, profile string, key, version int16, path string,
 	body := readFrame(t, nc)
 	runtime.ReadMemStats(&after)
 	return repeatResult{request: len(frame), answer: len(body), alloc: after.TotalAlloc - before.TotalAlloc}
+}
+
+// TestKeylessRecordErrorsAreBounded: a compressed batch of more keyless
+// records than maxRecordErrors, to a compacted topic, is refused with
+// INVALID_RECORD listing the first maxRecordErrors of them, so that a small
+// compressed batch cannot make the broker build an answer of gigabytes.
+func TestKeylessRecordErrorsAreBounded(t *testing.T) {
+	t.Parallel()
+	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "c", Partitions: 1,
+		Configs: map[string]string{"cleanup.policy": "compact"}}))
+	require.NoError(t, err)
+	defer b.Close()
+	// kgo waits for an answer up to the request's timeout and a minute
+	// more: the race detector on a loaded machine takes a minute or more
+	// over the larger batch.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RequestTimeoutOverhead(time.Minute))
+	require.NoError(t, err)
+	defer cl.Close()
+	// A deadline against a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	for _, n := range []int{3, maxRecordErrors + 1000} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = "c", b.data.get("c").id // v13 names topics by id
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = gzipKeylessBatch(n)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		sp := resp.Topics[0].Partitions[0]
+		require.Equal(t, kerr.InvalidRecord.Code, sp.ErrorCode, "%d keyless records", n)
+		want := min(n, maxRecordErrors)
+		require.Equal(t, want, len(sp.ErrorRecords), "record errors for %d keyless records", n)
+		for i, e := range sp.ErrorRecords {
+			if e.RelativeOffset != int32(i) {
+				t.Fatalf("record error %d names record %d", i, e.RelativeOffset)
+			}
+		}
+		require.NotNil(t, sp.ErrorMessage)
+		assert.Contains(t, *sp.ErrorMessage, strconv.Itoa(n)+" record errors in total")
+	}
 }

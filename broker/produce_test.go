@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/clock"
@@ -127,49 +125,6 @@ func gzipKeylessBatch(n int) []byte {
 	binary.BigEndian.PutUint32(batch[8:], uint32(len(batch)-12))
 	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return batch
-}
-
-// TestKeylessRecordErrorsAreBounded: a compressed batch of more keyless
-// records than maxRecordErrors, to a compacted topic, is refused with
-// INVALID_RECORD listing the first maxRecordErrors of them, so that a small
-// compressed batch cannot make the broker build an answer of gigabytes.
-func TestKeylessRecordErrorsAreBounded(t *testing.T) {
-	t.Parallel()
-	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "c", Partitions: 1,
-		Configs: map[string]string{"cleanup.policy": "compact"}}))
-	require.NoError(t, err)
-	defer b.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	require.NoError(t, err)
-	defer cl.Close()
-	// A deadline against a hang, generous: the race detector on a loaded
-	// machine takes a minute or more over the larger batch.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-
-	for _, n := range []int{3, maxRecordErrors + 1000} {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 30_000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "c", b.data.get("c").id // v13 names topics by id
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = gzipKeylessBatch(n)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
-		sp := resp.Topics[0].Partitions[0]
-		require.Equal(t, kerr.InvalidRecord.Code, sp.ErrorCode, "%d keyless records", n)
-		want := min(n, maxRecordErrors)
-		require.Equal(t, want, len(sp.ErrorRecords), "record errors for %d keyless records", n)
-		for i, e := range sp.ErrorRecords {
-			if e.RelativeOffset != int32(i) {
-				t.Fatalf("record error %d names record %d", i, e.RelativeOffset)
-			}
-		}
-		require.NotNil(t, sp.ErrorMessage)
-		assert.Contains(t, *sp.ErrorMessage, strconv.Itoa(n)+" record errors in total")
-	}
 }
 
 // TestProducerStateOfADeletedTopicIsNotKept: a produce that found its
