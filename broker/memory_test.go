@@ -4,9 +4,8 @@ package broker
 
 // The memory bounds of docs/limits.md measured on the heap, what a request
 // repeating its arrays costs in allocations, and the bound on a refused
-// batch's record errors: heavy, so test.sh runs
-// them apart (go test -tags heavy), with the race detector and the
-// TestMemory ones again without it.
+// batch's record errors: heavy, so test.sh runs them apart (go test -tags
+// heavy), with the race detector and the TestMemory ones again without it.
 
 import (
 	"context"
