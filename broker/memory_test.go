@@ -3,22 +3,26 @@
 package broker
 
 // The memory bounds of docs/limits.md measured on the heap, what a request
-// repeating its arrays costs in allocations, and the bound on a refused
-// batch's record errors: heavy, so test.sh runs them apart (go test -tags
+// repeating its arrays costs in allocations, the bound on a refused batch's
+// record errors, and large batches kept in their frames through tens of
+// megabytes of reuse: heavy, so test.sh runs them apart (go test -tags
 // heavy), with the race detector and the TestMemory ones again without it.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"reflect"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -241,4 +245,105 @@ func TestKeylessRecordErrorsAreBounded(t *testing.T) {
 		require.NotNil(t, sp.ErrorMessage)
 		assert.Contains(t, *sp.ErrorMessage, strconv.Itoa(n)+" record errors in total")
 	}
+}
+
+// TestLargeBatchesStoredInTheirFrames: a producer's large batches are stored
+// in the memory their request was read into, without a copy, and read back
+// whole however the broker's other memory is reused afterwards: frames of
+// small batches, which are copied, a deleted topic whose batches shared the
+// kept frames, a new topic taking the deleted one's memory, and, after a
+// Reset gives the frames back, new frames read into the same memory.
+func TestLargeBatchesStoredInTheirFrames(t *testing.T) {
+	t.Parallel()
+	b, err := New(WithTopics(TopicSpec{Name: "kept", Partitions: 3}, TopicSpec{Name: "gone", Partitions: 3}))
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DisableIdempotentWrite(), kgo.ManualFlushing(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(1<<20), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	ctx := context.Background()
+	adm := kadm.NewClient(cl)
+	value := func(topic string, p int32, i int) []byte {
+		v := fmt.Appendf(nil, "%s/%d/%d/", topic, p, i)
+		return append(v, bytes.Repeat([]byte{byte('a' + i%26)}, 1000)...)
+	}
+	var produceErr error
+	var errMu sync.Mutex
+	failed := func(_ *kgo.Record, err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		if err != nil && produceErr == nil {
+			produceErr = err
+		}
+	}
+	// produce sends records from..from+n-1 to each partition of the topics
+	// and waits for them all.
+	produce := func(from, n int, topics ...string) {
+		for i := from; i < from+n; i++ {
+			for p := range int32(3) {
+				for _, topic := range topics {
+					cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value(topic, p, i)}, failed)
+				}
+			}
+		}
+		require.NoError(t, cl.Flush(ctx))
+		errMu.Lock()
+		defer errMu.Unlock()
+		require.NoError(t, produceErr)
+	}
+	// check consumes each of topic's partitions from the start and
+	// compares its records with what produce sent.
+	check := func(topic string, each int) {
+		cons, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		require.NoError(t, err)
+		defer cons.Close()
+		got := map[int32][][]byte{}
+		wait, cancel := context.WithTimeout(ctx, 5*time.Minute) // tens of megabytes under the race detector
+		defer cancel()
+		for total := 0; total < 3*each; {
+			fs := cons.PollFetches(wait)
+			require.NoError(t, wait.Err(), "%s: records read: %d of %d", topic, total, 3*each)
+			fs.EachRecord(func(r *kgo.Record) {
+				got[r.Partition] = append(got[r.Partition], r.Value)
+				total++
+			})
+		}
+		for p := range int32(3) {
+			require.Len(t, got[p], each, "%s partition %d", topic, p)
+			for i, v := range got[p] {
+				if want := value(topic, p, i); !bytes.Equal(v, want) {
+					t.Fatalf("%s partition %d record %d: got %.20q…, want %.20q…", topic, p, i, v, want)
+				}
+			}
+		}
+	}
+	const rounds, small, large = 4, 20, 2500 // large: 2.5 MB a partition, in batches of up to 1 MB
+	for r := range rounds {
+		at := r * (small + large)
+		produce(at, small, "kept", "gone")
+		produce(at+small, large, "kept", "gone")
+	}
+	assert.Positive(t, b.buffers.ownedFrames(), "produce frames read into memory of their own")
+
+	_, err = adm.DeleteTopic(ctx, "gone")
+	require.NoError(t, err)
+	_, err = adm.CreateTopic(ctx, 3, 1, nil, "new")
+	require.NoError(t, err)
+	produce(0, small, "new")
+	produce(small, 2*large, "new")
+	check("kept", rounds*(small+large))
+
+	b.Reset()
+	given := b.buffers.keptFreeBytes()
+	assert.Positive(t, given, "the reset gave the frames back")
+	owned := b.buffers.ownedFrames()
+	_, err = adm.CreateTopic(ctx, 3, 1, nil, "again")
+	require.NoError(t, err)
+	produce(0, 2*large, "again")
+	assert.Greater(t, b.buffers.ownedFrames(), owned)
+	assert.Less(t, b.buffers.keptFreeBytes(), given, "new frames reuse them")
+	check("again", 2*large)
 }
