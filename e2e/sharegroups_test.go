@@ -111,7 +111,7 @@ func TestShareGroupDeliversEveryRecord(t *testing.T) {
 	for i := range 400 {
 		k.Produce("jobs", int32(i%4), strconv.Itoa(i))
 	}
-	waitFor(t, "every record acknowledged", func() bool { return allDone(b, "workers", "jobs", 4, 100) })
+	fixtures.WaitFor(t, "every record acknowledged", func() bool { return allDone(b, "workers", "jobs", 4, 100) })
 	cancel()
 	wg.Wait()
 	mu.Lock()
@@ -156,7 +156,7 @@ func TestShareGroupReleaseAndReject(t *testing.T) {
 	assert.Equal(t, int32(2), again[0].DeliveryCount())
 	again[0].Ack(kgo.AckAccept)
 	require.NoError(t, cl.FlushAcks(ctxT(t)))
-	waitFor(t, "every record done", func() bool { return allDone(b, "g", "tasks", 1, 3) })
+	fixtures.WaitFor(t, "every record done", func() bool { return allDone(b, "g", "tasks", 1, 3) })
 	sp := shareGroupOf(t, b, "g").SharePartitions[0]
 	assert.Equal(t, int64(1), sp.Archived, "the rejected record")
 	assert.Equal(t, int64(2), sp.Acknowledged)
@@ -184,7 +184,7 @@ func TestShareGroupLockEndsOnTheClock(t *testing.T) {
 	assert.Equal(t, k.Clock().Now().Add(coordinator.DefaultShareRecordLockDuration), sp.Acquired[0].LockDeadline)
 
 	other := shareConsumer(t, k.Addr(), "g", kgo.ConsumeTopics("q"), kgo.FetchMaxWait(100*time.Millisecond))
-	waitFor(t, "the second member joined", func() bool { return len(shareGroupOf(t, b, "g").Members) == 2 })
+	fixtures.WaitFor(t, "the second member joined", func() bool { return len(shareGroupOf(t, b, "g").Members) == 2 })
 	k.Advance(coordinator.DefaultShareRecordLockDuration)
 	redelivered := pollN(t, other, 3)
 	for _, r := range redelivered {
@@ -192,7 +192,7 @@ func TestShareGroupLockEndsOnTheClock(t *testing.T) {
 		r.Ack(kgo.AckAccept)
 	}
 	require.NoError(t, other.FlushAcks(ctxT(t)))
-	waitFor(t, "the queue drained", func() bool { return allDone(b, "g", "q", 1, 3) })
+	fixtures.WaitFor(t, "the queue drained", func() bool { return allDone(b, "g", "q", 1, 3) })
 }
 
 // memberUUID makes a member id as Kafka's clients do: a random UUID in
@@ -439,7 +439,7 @@ func TestShareGroupProfiles(t *testing.T) {
 			r.Ack(kgo.AckAccept)
 		}
 		require.NoError(t, cl.FlushAcks(ctxT(t)))
-		waitFor(t, "both records acknowledged", func() bool { return allDone(b, "billing", "orders", 1, 2) })
+		fixtures.WaitFor(t, "both records acknowledged", func() bool { return allDone(b, "billing", "orders", 1, 2) })
 		apis := map[string]bool{}
 		for _, f := range k.Findings() {
 			if f.Rule != "NoShareGroups" {
@@ -492,7 +492,7 @@ func TestShareGroupSeveralBrokers(t *testing.T) {
 		}
 	}
 	produce(0, 60)
-	waitFor(t, "the first records delivered", func() bool { return allDone(b, "workers", "jobs", 6, 10) })
+	fixtures.WaitFor(t, "the first records delivered", func() bool { return allDone(b, "workers", "jobs", 6, 10) })
 	for id := range int32(3) {
 		served := false
 		for _, r := range b.Requests() {
@@ -504,11 +504,11 @@ func TestShareGroupSeveralBrokers(t *testing.T) {
 	// Faults on ShareFetch, as on any API.
 	k.FailNext(kmsg.ShareFetch, 3, kerr.NotLeaderForPartition)
 	produce(60, 120)
-	waitFor(t, "records delivered through the faults", func() bool { return allDone(b, "workers", "jobs", 6, 20) })
+	fixtures.WaitFor(t, "records delivered through the faults", func() bool { return allDone(b, "workers", "jobs", 6, 20) })
 
 	// A broker down: its partitions move; their share state with them.
 	require.NoError(t, b.BrokerDown(2))
-	waitFor(t, "broker 2's partitions have another leader", func() bool {
+	fixtures.WaitFor(t, "broker 2's partitions have another leader", func() bool {
 		for p := range int32(6) {
 			if b.LeaderOf("jobs", p) == 2 {
 				return false
@@ -517,7 +517,7 @@ func TestShareGroupSeveralBrokers(t *testing.T) {
 		return true
 	})
 	produce(120, 180)
-	waitFor(t, "every record acknowledged", func() bool { return allDone(b, "workers", "jobs", 6, 30) })
+	fixtures.WaitFor(t, "every record acknowledged", func() bool { return allDone(b, "workers", "jobs", 6, 30) })
 	cancel()
 	wg.Wait()
 	mu.Lock()
