@@ -425,7 +425,7 @@ func (s *session) java(t *testing.T, b docblocks.Block) {
 	dir := t.TempDir()
 	name := regexp.MustCompile(`class (\w+)`).FindStringSubmatch(b.Text)[1]
 	files := map[string]string{
-		name + ".java": b.Text,
+		name + ".java":                         b.Text,
 		"org/junit/jupiter/api/BeforeAll.java": annotation("BeforeAll"),
 		"org/junit/jupiter/api/AfterAll.java":  annotation("AfterAll"),
 		"org/junit/jupiter/api/Test.java":      annotation("Test"),
@@ -638,7 +638,6 @@ func firstGlob(t *testing.T, pattern string) string {
 	require.NotEmpty(t, files, pattern)
 	return files[0]
 }
-
 
 // topLevel lists the names in dir.
 func topLevel(t *testing.T, dir string) map[string]bool {
