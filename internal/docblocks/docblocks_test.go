@@ -1,3 +1,5 @@
+//go:build unix
+
 package docblocks_test
 
 // Every code block of the pages a newcomer follows without a clone
