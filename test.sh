@@ -114,7 +114,7 @@ else
 fi
 
 # The Python package (python/, with its tests and examples/pytest, the
-# the first Python test of README.md) on /usr/bin/python3 with Debian's pytest,
+# first Python test of Getting started) on /usr/bin/python3 with Debian's pytest,
 # confluent-kafka and kafka-python. pip installs it into a temporary
 # directory, offline, so that pytest loads the plugin through its pytest11
 # entry point as it does for users.
@@ -129,7 +129,7 @@ elif [ -n "${CI:-}" ]; then
   exit 1
 fi
 
-# The JavaScript package (js/, with README.md's first JavaScript test)
+# The JavaScript package (js/, with the first JavaScript test of Getting started)
 # under node --test, with kafkajs from npm ci.
 if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; then
   # containers.test.js runs in containers/test.sh, with a container engine.
