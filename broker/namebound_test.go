@@ -1,3 +1,5 @@
+//go:build heavy
+
 package broker
 
 import (
@@ -26,7 +28,9 @@ import (
 // 32,767 bytes for group and transactional ids, 249 for topics, the group
 // record's 1 MiB for what members send, 4 KiB of offset metadata), and a
 // refusal with Kafka's error past it. The answer to each such request is
-// bounded like the request: it may echo the string once, never more.
+// bounded like the request: it may echo the string once, never more. Heavy
+// (test.sh runs it with -tags heavy): some hundreds of requests of over a
+// megabyte, each measured on the live heap after two collections.
 
 const (
 	nameBoundLong   = 1<<20 + 64<<10 // over a group's 1 MiB record, so no bound lets one through

@@ -184,6 +184,11 @@ type Config struct {
 	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
 	ConsumerGroupMaxSize int
 
+	// Share holds Kafka's share group settings (group.share.*); its zero
+	// value is Kafka's defaults. Share groups are served where
+	// NoShareGroups is not enforced (see sharegroup.go).
+	Share ShareConfig
+
 	// regexesByHand (tests) starts no regex worker: the test resolves
 	// regexes with resolveRegexes.
 	regexesByHand bool
@@ -251,6 +256,21 @@ type Coordinator struct {
 	regexWorker   sync.WaitGroup      // the worker, which Close waits for
 	regexPass     sync.Mutex          // held through each of the worker's passes
 	regexPending  map[string]struct{} // topics created since the worker's last pass
+	// Share groups (sharegroup.go, sharepartition.go, sharefetch.go,
+	// shareadmin.go).
+	share         ShareConfig
+	shareGroups   int // how many of groups are share groups
+	shareSessions map[shareSessionKey]*shareSession
+	// shareSessionsByNode counts the sessions each broker id holds,
+	// shareSessionParts their partitions together.
+	shareSessionsByNode map[int32]int
+	shareSessionParts   int
+	shareConns          map[<-chan struct{}]*shareConn
+	// shareAvail is closed when records of a share group are released
+	// (shareRecordsAvailable), to wake waiting ShareFetch requests.
+	shareAvail chan struct{}
+	// groupConfigs are the configs set on GROUP resources, by group.
+	groupConfigs map[string]map[string]string
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -349,6 +369,7 @@ func New(cfg Config) *Coordinator {
 		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
 
 		regexesByHand: cfg.regexesByHand,
+		share:         cfg.Share.withDefaults(),
 	}
 	c.startRegexWorker()
 	c.refreshTopics()
@@ -375,6 +396,12 @@ func (c *Coordinator) Close() {
 	for _, t := range c.txns.byID {
 		t.timer.cancel()
 		t.timer = nil
+	}
+	for done, sc := range c.shareConns {
+		if sc.unwatch != nil && sc.unwatch() {
+			c.watchers.Done() // the watch will never run
+		}
+		delete(c.shareConns, done)
 	}
 	close(c.done)
 	c.unlock()
@@ -494,9 +521,9 @@ func (c *Coordinator) canCreateGroup(caller Caller, api, group string) bool {
 }
 
 // classicGroups counts the classic groups, which Rules.MaxGroups caps: VAST
-// has no other kind, and KIP-848 consumer groups (served only where
-// ClassicGroupsOnly is not enforced) do not count.
-func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups }
+// has no other kind, and KIP-848 consumer groups and share groups (served
+// only where ClassicGroupsOnly and NoShareGroups are not enforced) do not count.
+func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups - c.shareGroups }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets
 // COORDINATOR_NOT_AVAILABLE, and it is Dead; once no group is left, the
@@ -508,6 +535,14 @@ func (c *Coordinator) removeGroup(g *group) {
 		c.consumerGroups--
 		for _, m := range g.cg.members {
 			c.setMemberRegex(g.cg, m, nil)
+		}
+	}
+	if g.sg != nil {
+		c.shareGroups--
+		for key, sess := range c.shareSessions {
+			if key.group == g.name {
+				c.endShareSession(sess, false)
+			}
 		}
 	}
 	for t, ps := range g.offsets {
@@ -554,7 +589,8 @@ func (c *Coordinator) instanceID(id *string, versionHasIt bool) *string {
 // GroupInfo is a deep copy of one group's state, for tests and fixtures.
 type GroupInfo struct {
 	Name string
-	// Type is "classic" or "consumer" (a KIP-848 consumer group).
+	// Type is "classic", "consumer" (a KIP-848 consumer group) or
+	// "share" (a KIP-932 share group).
 	Type string
 	// State is Kafka's name for the group state: "Empty",
 	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead" for
@@ -579,6 +615,9 @@ type GroupInfo struct {
 	Members []MemberInfo
 	// Offsets are the committed offsets by topic and partition.
 	Offsets map[string]map[int32]OffsetInfo
+	// SharePartitions are a share group's partitions with share state,
+	// by topic and partition.
+	SharePartitions []SharePartitionInfo `json:",omitempty"`
 }
 
 // MemberInfo is one member of a group.
@@ -707,6 +746,9 @@ func (c *Coordinator) info(g *group) GroupInfo {
 	if g.cg != nil {
 		gi.Members = nil
 		c.consumerInfo(g, &gi)
+	}
+	if g.sg != nil {
+		c.shareInfo(g, &gi)
 	}
 	return gi
 }
