@@ -295,9 +295,9 @@ func (c *Coordinator) DescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 		case c.closed:
 			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case g == nil:
-			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+rg.GroupID+" not found.")
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+clipQuoted(rg.GroupID)+" not found.")
 		case g.sg == nil:
-			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+rg.GroupID+" is not a share group.")
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+clipQuoted(rg.GroupID)+" is not a share group.")
 		default:
 			topics := rg.Topics
 			if topics == nil {
