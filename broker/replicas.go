@@ -392,36 +392,79 @@ func (b *Broker) checkReplicationFactor(f int16) (int16, string) {
 	return 0, ""
 }
 
-// checkAssignment returns INVALID_REPLICA_ASSIGNMENT and a message like
-// Kafka's for explicit replica assignments (CreateTopics, CreatePartitions)
-// the cluster cannot have: an empty list, a broker named twice or one that
-// does not exist, or lists of different lengths (or of another length than
-// factor, when it is above 0). Without elections (VAST) assignments are
-// accepted and ignored.
-func (b *Broker) checkAssignment(assign [][]int32, factor int) (int16, string) {
+// checkReplicaList returns INVALID_REPLICA_ASSIGNMENT and Kafka's message
+// for one partition's explicit replica list (CreateTopics, CreatePartitions)
+// the cluster cannot have, checked as Kafka's controller checks it
+// (ReplicationControlManager.validateManualPartitionAssignment, then the
+// active-replica check): an empty list; in sorted order, a broker that does
+// not exist or one named twice; a length other than factor (when above
+// 0: the previous lists', or the topic's replication factor); every broker
+// of the list fenced. partition names it in that last message. Without
+// elections (VAST) assignments are accepted and ignored.
+func (b *Broker) checkReplicaList(reps []int32, factor int, partition int32) (int16, string) {
 	if b.enforced(rules.AnyAddressServes) {
 		return 0, ""
 	}
-	for i, reps := range assign {
-		switch {
-		case len(reps) == 0:
-			return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes a partition with no replicas."
-		case factor > 0 && len(reps) != factor:
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Inconsistent replication factor between partitions: %d, not %d.", len(reps), factor)
+	if len(reps) == 0 {
+		return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(reps))
+	for i, id := range sorted {
+		if b.nodeByID(id) == nil {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
-		if i == 0 && factor <= 0 {
-			factor = len(reps)
-		}
-		for j, id := range reps {
-			if b.nodeByID(id) == nil {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
-			}
-			if slices.Contains(reps[:j], id) {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
-			}
+		if i > 0 && sorted[i-1] == id {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
 		}
 	}
+	if factor > 0 && len(reps) != factor {
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(reps), factor)
+	}
+	b.moves.mu.RLock()
+	defer b.moves.mu.RUnlock()
+	if !slices.ContainsFunc(reps, func(id int32) bool { return !b.repl.fenced[id] }) {
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
+	}
 	return 0, ""
+}
+
+// checkTopicAssignment returns the error Kafka's controller answers for a
+// CreateTopics topic with explicit replica assignments, in its order
+// (ReplicationControlManager.createTopic): INVALID_REQUEST when the topic
+// also sets a replication factor or a partition count; then, list by list
+// in request order, INVALID_REPLICA_ASSIGNMENT for a partition assigned
+// twice or a list checkReplicaList refuses (the first list's length sets
+// the others'); then for partitions that are not 0 to n-1. On success it
+// returns the lists by partition. Without elections (VAST) the lists are
+// accepted (and ignored) whatever they hold.
+func (b *Broker) checkTopicAssignment(rt *kmsg.CreateTopicsRequestTopic) ([][]int32, int16, string) {
+	elects := !b.enforced(rules.AnyAddressServes)
+	if elects && rt.ReplicationFactor != -1 {
+		return nil, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
+	}
+	if elects && rt.NumPartitions != -1 {
+		return nil, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
+	}
+	byPartition := make(map[int32][]int32, len(rt.ReplicaAssignment))
+	factor := 0
+	for _, ra := range rt.ReplicaAssignment {
+		if _, ok := byPartition[ra.Partition]; ok {
+			return nil, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", ra.Partition)
+		}
+		if code, msg := b.checkReplicaList(ra.Replicas, factor, ra.Partition); code != 0 {
+			return nil, code, msg
+		}
+		factor = len(ra.Replicas)
+		byPartition[ra.Partition] = ra.Replicas
+	}
+	assign := make([][]int32, len(byPartition))
+	for p, reps := range byPartition {
+		if p < 0 || int(p) >= len(assign) {
+			return nil, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
+		}
+		assign[p] = reps
+	}
+	return assign, 0, ""
 }
 
 // setAssignment records explicit replica assignments of topic's
