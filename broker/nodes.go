@@ -489,20 +489,6 @@ func (b *Broker) movedCoordinator(key string) (int32, bool) {
 	return id, ok
 }
 
-// checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
-// partition says it knows (-1: none) against the partition's, as Kafka
-// does: an older one gets FENCED_LEADER_EPOCH (the client's metadata is
-// stale), a newer one UNKNOWN_LEADER_EPOCH; 0 when it matches.
-func (b *Broker) checkLeaderEpoch(topic string, p, known int32) int16 {
-	switch epoch := b.LeaderEpochOf(topic, p); {
-	case known < 0 || known == epoch:
-		return 0
-	case known < epoch:
-		return kerr.FencedLeaderEpoch.Code
-	}
-	return kerr.UnknownLeaderEpoch.Code
-}
-
 // moves are the leaders and coordinators MoveLeader and MoveCoordinator
 // set; any is set once there is one, so that LeaderOf costs no lock until
 // a test moves something.
@@ -621,9 +607,10 @@ func (b *Broker) forgetMoves(topic string) {
 }
 
 // addLeaderHints names the current leader of each partition answered
-// NOT_LEADER_OR_FOLLOWER, and its address, in a Produce (v10+) or Fetch
-// (v12+, addresses v16+) answer, as Kafka does (KIP-951); older versions
-// do not carry the fields, which then go unsent.
+// NOT_LEADER_OR_FOLLOWER (in a Fetch, FENCED_LEADER_EPOCH too), and its
+// address, in a Produce (v10+) or Fetch (v12+, addresses v16+) answer, as
+// Kafka does (KIP-951); older versions do not carry the fields, which then
+// go unsent.
 func (b *Broker) addLeaderHints(resp kmsg.Response) {
 	seen := map[int32]bool{}
 	// hint returns partition p's leader and epoch, and the leader's node
@@ -661,7 +648,7 @@ func (b *Broker) addLeaderHints(resp kmsg.Response) {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+				if p.ErrorCode != kerr.NotLeaderForPartition.Code && p.ErrorCode != kerr.FencedLeaderEpoch.Code {
 					continue
 				}
 				var n *node

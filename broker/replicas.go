@@ -294,6 +294,9 @@ func (b *Broker) fence(id int32) {
 				}
 			}
 			moved++
+			if st.id != -1 {
+				b.beginLeaderEpoch(topic, p, st.epoch)
+			}
 		}
 		b.moves.leaders[topicPartition{topic, p}] = st
 	})
@@ -332,6 +335,7 @@ func (b *Broker) rejoin(id int32) {
 		switch {
 		case st.id == -1 && slices.Contains(st.isr, id):
 			st.id, st.epoch = id, st.epoch+1
+			b.beginLeaderEpoch(topic, p, st.epoch)
 		case st.id != -1 && !slices.Contains(st.isr, id):
 		default:
 			return
@@ -575,13 +579,18 @@ func (b *Broker) elect(topic string, p int32, unclean bool) error {
 	return nil
 }
 
-// storeLocked stores a partition's leadership. Call with b.moves.mu held.
+// storeLocked stores a partition's leadership, a new leader with a new
+// epoch, which it begins in the partition's log. Call with b.moves.mu
+// held.
 func (b *Broker) storeLocked(topic string, p int32, st movedLeader) {
 	if b.moves.leaders == nil {
 		b.moves.leaders = map[topicPartition]movedLeader{}
 	}
 	b.moves.leaders[topicPartition{topic, p}] = st
 	b.moves.any.Store(true)
+	if st.id != -1 {
+		b.beginLeaderEpoch(topic, p, st.epoch)
+	}
 }
 
 // handleElectLeaders answers ElectLeaders v0-v2 (kafka-leader-election.sh,
