@@ -591,6 +591,10 @@ func New(opts ...Option) (*Broker, error) {
 		}
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	var locate func(string) (int32, bool)
+	if b.elects() { // groups' coordinators move and go down (coordinatorfailover.go)
+		locate = b.locateGroup
+	}
 	b.coord = coordinator.New(coordinator.Config{
 		Rules:                 cfg.rules,
 		Clock:                 cfg.clock,
@@ -610,6 +614,7 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
 		OffsetsTopic:              b.appendOffsetsRecord,
 		GroupCreated:              b.groupCreated,
+		Locate:                    locate,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -314,7 +314,9 @@ func (b *Broker) BrokerDown(id int32) error {
 	b.stopNode(n)
 	n.down = true
 	n.gen++
+	b.setDown(id, true)
 	b.scheduleFence(n, n.gen)
+	b.coordinatorsMoved()
 	return nil
 }
 
@@ -342,7 +344,9 @@ func (b *Broker) BrokerUp(id int32) error {
 	n.down = false
 	n.gen++
 	n.endBlackout()
+	b.setDown(id, false)
 	b.rejoin(n.id)
+	b.coordinatorsMoved()
 	return nil
 }
 
@@ -529,10 +533,13 @@ func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
 		return fmt.Errorf("%w: no partition %d of topic %q", ErrUnknownPartition, p, topic)
 	}
 	b.moves.mu.Lock()
-	defer b.moves.mu.Unlock()
 	st := b.stateLocked(topic, p)
 	st.id, st.epoch = id, st.epoch+1
 	b.storeLocked(topic, p, st)
+	b.moves.mu.Unlock()
+	if topic == offsetsTopic {
+		b.coordinatorsMoved()
+	}
 	return nil
 }
 
@@ -570,6 +577,16 @@ func (b *Broker) MoveCoordinator(group string, id int32) error {
 	if len(group) > coordinator.MaxGroupIDBytes {
 		return fmt.Errorf("%w: a group name of %d bytes, over the %d bytes of Kafka's group ids", ErrNameTooLong, len(group), coordinator.MaxGroupIDBytes)
 	}
+	if err := b.storeCoordinator(group, id); err != nil {
+		return err
+	}
+	b.coordinatorsMoved() // the new coordinator takes the group over
+	return nil
+}
+
+// storeCoordinator records broker id as group's coordinator, within
+// MaxCoordinatorMoves and MaxCoordinatorMoveBytes.
+func (b *Broker) storeCoordinator(group string, id int32) error {
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
 	if _, ok := b.moves.coordinators[group]; !ok &&

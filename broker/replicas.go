@@ -78,6 +78,9 @@ type replication struct {
 	// stopFence cancels the fence timer of a broker that is down and not
 	// fenced yet, by broker id.
 	stopFence map[int32]func() bool
+	// down are the brokers taken down (BrokerDown) and not back up,
+	// fenced or not.
+	down map[int32]bool
 }
 
 // elects reports whether leaders move when a broker goes down: several
@@ -239,6 +242,7 @@ func (b *Broker) scheduleFence(n *node, gen int) {
 				return // back up (or down again) meanwhile, or closed
 			}
 			b.fence(n.id)
+			b.coordinatorsMoved()
 		})
 	})
 	b.moves.mu.Lock()
@@ -514,6 +518,7 @@ func (b *Broker) ElectPreferredLeader(topic string, p int32) error {
 	if t := b.data.get(topic); t == nil || t.partition(p) == nil {
 		return fmt.Errorf("%w: no partition %d of topic %q", ErrUnknownPartition, p, topic)
 	}
+	defer b.coordinatorsMoved()
 	return b.elect(topic, p, false)
 }
 
@@ -537,6 +542,7 @@ func (b *Broker) ElectPreferredLeaders(name string) (int, error) {
 			}
 		}
 	}
+	b.coordinatorsMoved()
 	return n, nil
 }
 
@@ -654,5 +660,6 @@ func handleElectLeaders(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.coordinatorsMoved() // a __consumer_offsets partition's leader may have moved
 	return resp
 }

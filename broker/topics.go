@@ -358,6 +358,7 @@ func (b *Broker) deleteTopic(t *topic) {
 		b.coord.Failover()
 		b.createOffsetsTopic()
 		b.coord.TopicsChanged(offsetsTopic) // it is there again, under a new id
+		b.coordinatorsMoved()               // its partitions' leaders are the preferred ones again
 	}
 }
 

@@ -199,6 +199,14 @@ type Config struct {
 	// joining a consumer group that has this many gets
 	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
 	ConsumerGroupMaxSize int
+
+	// Locate, when set, says which broker coordinates a group and whether
+	// it serves now (several brokers, kafka profile): a group whose
+	// coordinator does not serve has its timers paused, and the broker
+	// that takes it over gives its members fresh session timeouts
+	// (CoordinatorsMoved). It is called with the coordinator's lock held
+	// and must not call the coordinator.
+	Locate func(group string) (broker int32, serving bool)
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -251,6 +259,8 @@ type Coordinator struct {
 	cgInterval     time.Duration
 	cgMaxSize      int
 	consumerGroups int // how many of groups are consumer groups
+
+	locate func(group string) (broker int32, serving bool) // Config.Locate
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -348,6 +358,7 @@ func New(cfg Config) *Coordinator {
 		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
 		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
 		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+		locate:       cfg.Locate,
 	}
 	c.refreshTopics()
 	return c
@@ -605,6 +616,7 @@ func (c *Coordinator) newGroup(name string) *group {
 		emptySince: c.clock.Now(),
 	}
 	c.groups[name] = g
+	c.relocate(g)
 	c.expiryChanged(g)
 	return g
 }
