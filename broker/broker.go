@@ -86,6 +86,9 @@ type Broker struct {
 	// guarded by appendMu.
 	producers *log.Producers
 	staleEnd  atomic.Int64 // StaleEndOffset in nanoseconds
+	// held are the acks=all produces waiting for a down in-sync replica
+	// (insync.go).
+	held heldProduces
 
 	faults faultState
 	reqLog requestLog
@@ -557,6 +560,7 @@ func New(opts ...Option) (*Broker, error) {
 		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 		decompress: make(chan struct{}, cfg.decompressions),
+		held:       heldProduces{maxN: MaxHeldProduces, maxBytes: MaxHeldProduceBytes},
 		largeTurn:  make(chan struct{}, 1),
 	}
 	if b.enforced(rules.StaleEndOffset) {

@@ -30,7 +30,8 @@ func (b *Broker) coordinatorsMoved() {
 	}
 }
 
-// setDown records whether broker id is down (BrokerDown) for locateGroup.
+// setDown records whether broker id is down (BrokerDown), for locateGroup
+// and the produces held for in-sync replicas.
 func (b *Broker) setDown(id int32, down bool) {
 	if !b.elects() {
 		return
@@ -45,4 +46,5 @@ func (b *Broker) setDown(id int32, down bool) {
 	} else {
 		delete(b.repl.down, id)
 	}
+	b.noteLaggingLocked()
 }

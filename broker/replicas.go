@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -79,8 +80,12 @@ type replication struct {
 	// fenced yet, by broker id.
 	stopFence map[int32]func() bool
 	// down are the brokers taken down (BrokerDown) and not back up,
-	// fenced or not.
-	down map[int32]bool
+	// fenced or not; lagging counts those not fenced yet, still in
+	// in-sync sets without fetching (insync.go), and isrChanged, when
+	// set, is closed at the next change of either.
+	down       map[int32]bool
+	lagging    atomic.Int32
+	isrChanged chan struct{}
 }
 
 // elects reports whether leaders move when a broker goes down: several
@@ -306,6 +311,7 @@ func (b *Broker) fence(id int32) {
 	})
 	b.repl.fenced[id] = true
 	b.moves.any.Store(true)
+	b.noteLaggingLocked() // acks=all produces held for it are answered
 	b.moves.mu.Unlock()
 	b.log.Info("broker fenced: new leaders elected", "broker", id, "partitions", moved)
 	if b.audited(rules.AnyAddressServes) {

@@ -352,7 +352,8 @@ func (b *Broker) deleteTopic(t *topic) {
 		b.producers.DropPartition(p)
 	}
 	b.appendMu.Unlock()
-	b.notifyData() // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by ID)
+	b.notifyData()       // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by ID)
+	b.wakeHeldProduces() // and produces held for its in-sync replicas are answered
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()
