@@ -617,7 +617,6 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
 		OffsetsTopic:              b.appendOffsetsRecord,
-		GroupCreated:              b.groupCreated,
 		Locate:                    locate,
 	})
 	b.scheduleRetention()
