@@ -24,6 +24,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
@@ -110,6 +111,16 @@ func throughAnElection(t *testing.T, b *broker.Broker, group string, send func(i
 		stored += p.HighWatermark
 	}
 	assert.Equal(t, int64(60), stored, "every acknowledged record stored once")
+	validations, failed := 0, 0
+	for _, r := range b.Requests() {
+		if r.API == kmsg.OffsetForLeaderEpoch {
+			validations++
+			if r.ErrorCode != 0 {
+				failed++
+			}
+		}
+	}
+	t.Logf("OffsetForLeaderEpoch (KIP-320): %d requests, %d with an error", validations, failed)
 	s := seen()
 	require.Len(t, s, 60)
 	for k, n := range s {
