@@ -45,29 +45,26 @@ const (
 
 // heldProduces counts the produces held for in-sync replicas.
 type heldProduces struct {
-	mu        sync.Mutex
-	n         int
-	bytes     int64
-	maxN      int   // MaxHeldProduces; tests lower it
-	maxBytes  int64 // MaxHeldProduceBytes; tests lower it
-	refused   int64 // produces answered at once for want of room
-	peakN     int
-	peakBytes int64
+	mu       sync.Mutex
+	n        int
+	bytes    int64
+	maxN     int   // MaxHeldProduces; tests lower it
+	maxBytes int64 // MaxHeldProduceBytes; tests lower it
+	refused  int64 // produces answered at once for want of room
 }
 
-// take makes room for a held produce of size bytes; false when there is
-// none.
-func (h *heldProduces) take(size int64) bool {
+// take makes room for a held produce of size bytes. When there is none it
+// returns false and how many produces have been answered at once so.
+func (h *heldProduces) take(size int64) (bool, int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.n >= h.maxN || h.bytes+size > h.maxBytes {
 		h.refused++
-		return false
+		return false, h.refused
 	}
 	h.n++
 	h.bytes += size
-	h.peakN, h.peakBytes = max(h.peakN, h.n), max(h.peakBytes, h.bytes)
-	return true
+	return true, 0
 }
 
 // give gives back what take took.
@@ -161,9 +158,11 @@ func (b *Broker) awaitInSync(r *request, timeoutMillis int32, pending []pendingA
 	if r.conn != nil {
 		size = int64(r.conn.lastFrame)
 	}
-	if !b.held.take(size) {
-		b.log.Warn("acks=all produce answered without waiting for a down in-sync replica: the broker holds as many as it may",
-			"max_held", b.held.maxN, "max_held_bytes", b.held.maxBytes)
+	if ok, refused := b.held.take(size); !ok {
+		if refused == 1 || refused%1000 == 0 { // a line, not one per produce
+			b.log.Warn("acks=all produce answered without waiting for a down in-sync replica: the broker holds as many as it may",
+				"max_held", b.held.maxN, "max_held_bytes", b.held.maxBytes, "answered_so", refused)
+		}
 		return
 	}
 	defer b.held.give(size)

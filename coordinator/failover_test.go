@@ -71,7 +71,7 @@ func TestClassicRebalanceWaitsForTheCoordinator(t *testing.T) {
 	ids, _ := h.stable("g", 2)
 	newcomer := h.memberID("g")
 	joined := h.joinAsync(joinReq("g", newcomer)) // a rebalance: 30 s for the others to rejoin
-	h.waitUntil("the rebalance", func() bool { return h.state("g") == "PreparingRebalance" })
+	h.waitUntil("the rebalance", func() bool { return h.c.groups["g"].state == statePreparingRebalance })
 	loc.set(1, false)
 	h.c.CoordinatorsMoved()
 	h.clk.Advance(time.Hour)
