@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: the root module (broker, coordinator, log, fixtures, the
-# binary, end-to-end tests) and the interop module (sarama, kafka-go,
-# confluent-kafka-go, the Confluent Python client), all with the race
-# detector; every fuzz target of the root module for a few seconds
-# (FUZZTIME, 3000x: 3,000 inputs, by default); every benchmark and cmd/vastbench once; then
+# binary, end-to-end tests, and the heavy ones behind the build tag heavy)
+# and the interop module (sarama, kafka-go, confluent-kafka-go, the
+# Confluent Python client), all with the race detector; every fuzz target
+# of the root module for a few seconds (FUZZTIME, 3000x: 3,000 inputs, by
+# default); every benchmark and cmd/vastbench once; then
 # the Python package (python/ and examples/pytest) when /usr/bin/python3 has
 # what it needs, and the JavaScript package (js/) when node and its npm ci
 # are there (both required when CI is set), each also from the wheel or npm
@@ -51,8 +52,15 @@ go vet ./...
 GOOS=darwin go vet ./...
 GOOS=windows go vet ./...
 go test -race -count=1 ./...
-# Resident-memory bounds, which the race detector's shadow memory hides.
-go test -count=1 -run '^TestMemory' ./...
+# The heavy tests, kept out of the default go test by the build tag heavy so
+# that it stays quick and deterministic: fixed-duration load tests and the
+# memory bounds (TestMemory*), found by the tag so that a new one runs too.
+# First with the race detector, as every test; then the memory bounds again
+# without it, since its shadow memory hides resident memory.
+mapfile -t heavy_tests < <(grep -rl --include='*_test.go' '^//go:build.*\bheavy\b' . | grep -v '^\./interop/' |
+  xargs -r grep -ohE '^func Test[A-Za-z0-9_]+' | sed 's/^func //' | sort -u)
+go test -race -count=1 -tags heavy -run "^($(IFS='|'; echo "${heavy_tests[*]}"))\$" ./...
+go test -count=1 -tags heavy -run '^TestMemory' ./...
 # Every fuzz target briefly, found by name so that a new one runs too: this
 # keeps the targets building and their seed corpora passing, and now and
 # then finds something (the failing input lands in the package's

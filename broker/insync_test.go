@@ -102,6 +102,7 @@ func answer(t *testing.T, ch <-chan produceResult) kmsg.ProduceResponseTopicPart
 // in-sync set; acks=1 is answered at once; the records are readable
 // meanwhile (one shared log).
 func TestAcksAllWaitsForADownInSyncReplica(t *testing.T) {
+	t.Parallel()
 	b, clk := inSyncBroker(t)
 	require.NoError(t, b.BrokerDown(2))
 	all := produceAsync(t, b, 1, "t", 0, -1, 30_000)
@@ -123,6 +124,7 @@ func TestAcksAllWaitsForADownInSyncReplica(t *testing.T) {
 // broker's clock, answers REQUEST_TIMED_OUT with the record stored, as
 // Kafka's delayed produce expires; a timeout of 0 at once.
 func TestAcksAllHeldUntilTheRequestTimeout(t *testing.T) {
+	t.Parallel()
 	b, clk := inSyncBroker(t)
 	require.NoError(t, b.BrokerDown(3))
 	ch := produceAsync(t, b, 1, "t", 0, -1, 2_000)
@@ -139,6 +141,7 @@ func TestAcksAllHeldUntilTheRequestTimeout(t *testing.T) {
 // TestAcksAllReleasedWhenTheReplicaComesBack: a follower back up within
 // the election delay catches up at once and the held produce is answered.
 func TestAcksAllReleasedWhenTheReplicaComesBack(t *testing.T) {
+	t.Parallel()
 	b, _ := inSyncBroker(t)
 	require.NoError(t, b.BrokerDown(2))
 	ch := produceAsync(t, b, 3, "t", 2, -1, 30_000)
@@ -153,6 +156,7 @@ func TestAcksAllReleasedWhenTheReplicaComesBack(t *testing.T) {
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND, as from Kafka's leader, and the next
 // one NOT_ENOUGH_REPLICAS.
 func TestAcksAllAfterAppendBelowMinInsync(t *testing.T) {
+	t.Parallel()
 	b, clk := inSyncBroker(t)
 	require.NoError(t, b.BrokerDown(2))
 	ch := produceAsync(t, b, 1, "strict", 0, -1, 30_000)
@@ -166,6 +170,7 @@ func TestAcksAllAfterAppendBelowMinInsync(t *testing.T) {
 // connections produce to the same partition, fetch it and read metadata;
 // past the bound a produce is answered at once; Close ends a hold.
 func TestHeldProducesHoldNothingElse(t *testing.T) {
+	t.Parallel()
 	b, _ := inSyncBroker(t)
 	b.held.maxN = 2
 	require.NoError(t, b.BrokerDown(2))

@@ -52,6 +52,7 @@ func electedHistory(t *testing.T) (*Broker, *kgo.Client, context.Context) {
 // the epoch of the leader that appended it, and the log keeps the history
 // of epochs.
 func TestStoredBatchesCarryTheirLeaderEpoch(t *testing.T) {
+	t.Parallel()
 	b, cl, ctx := electedHistory(t)
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxBytes = 1 << 20
@@ -101,6 +102,7 @@ func offsetForLeaderEpoch(t *testing.T, ctx context.Context, cl *kgo.Client, at,
 // leadership); a follower asked with the current epoch answers
 // NOT_LEADER_OR_FOLLOWER.
 func TestOffsetForLeaderEpoch(t *testing.T) {
+	t.Parallel()
 	_, cl, ctx := electedHistory(t)
 	type answer struct {
 		code  int16
@@ -133,6 +135,7 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 // epoch for the latest offset and, for any other, the epoch that wrote it,
 // as Kafka does.
 func TestListOffsetsLeaderEpochs(t *testing.T) {
+	t.Parallel()
 	_, cl, ctx := electedHistory(t)
 	list := func(ts int64) (int64, int32) {
 		req := kmsg.NewPtrListOffsetsRequest()
@@ -169,6 +172,7 @@ func TestListOffsetsLeaderEpochs(t *testing.T) {
 // API vastfake does not serve (the KRaft-internal ones) must stay out of
 // the API table until it is covered here.
 func TestFollowersCheckLeaderEpochsFirst(t *testing.T) {
+	t.Parallel()
 	b, cl, ctx := electedHistory(t)
 	notServed := map[int16]bool{int16(kmsg.FetchSnapshot): true, int16(kmsg.UpdateRaftVoter): true}
 	covered := 0
@@ -279,6 +283,7 @@ func partitionErrorCode(t *testing.T, resp kmsg.Response) int16 {
 // (NoOffsetForLeaderEpoch); the audit profile serves it and records each
 // request as a finding; the kafka profile serves it.
 func TestOffsetForLeaderEpochByProfile(t *testing.T) {
+	t.Parallel()
 	for _, profile := range []string{"vast", "audit", "kafka"} {
 		b, err := New(WithProfile(profile), WithTopics(TopicSpec{Name: "orders", Partitions: 1}))
 		require.NoError(t, err)

@@ -37,6 +37,7 @@ func (l *location) set(at int32, serving bool) {
 // timeout from then on, as Kafka's coordinator does when it loads a group.
 // A move between two serving brokers is a takeover too.
 func TestClassicSessionsWaitForTheCoordinator(t *testing.T) {
+	t.Parallel()
 	loc := &location{at: 1, serving: true}
 	h := newHarness(t, rules.Kafka(), func(c *Config) { c.Locate = loc.locate })
 	ids, gen := h.stable("g", 2) // sessions of 10 s
@@ -69,6 +70,7 @@ func TestClassicSessionsWaitForTheCoordinator(t *testing.T) {
 // their fresh sessions of 10 s) and the member waiting in JoinGroup is
 // answered.
 func TestClassicRebalanceWaitsForTheCoordinator(t *testing.T) {
+	t.Parallel()
 	loc := &location{at: 1, serving: true}
 	h := newHarness(t, rules.Kafka(), func(c *Config) { c.Locate = loc.locate })
 	_, gen := h.stable("g", 2)
@@ -99,6 +101,7 @@ func TestClassicRebalanceWaitsForTheCoordinator(t *testing.T) {
 // group: no member is fenced while the coordinator is away, and each gets
 // a fresh session timeout when another broker takes the group over.
 func TestConsumerGroupSessionsWaitForTheCoordinator(t *testing.T) {
+	t.Parallel()
 	loc := &location{at: 1, serving: true}
 	h := newCGHarness(t, func(c *Config) { c.Locate = loc.locate })
 	h.addTopic("t", 2)
@@ -128,6 +131,7 @@ func TestConsumerGroupSessionsWaitForTheCoordinator(t *testing.T) {
 // Locate has seen it is located when created, so a later move is a
 // takeover for it too.
 func TestGroupsCreatedWhileAwayWait(t *testing.T) {
+	t.Parallel()
 	loc := &location{at: 1, serving: true}
 	h := newHarness(t, rules.Kafka(), func(c *Config) { c.Locate = loc.locate })
 	ids, gen := h.stable("g", 1)

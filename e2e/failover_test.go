@@ -57,7 +57,7 @@ func TestReadingThroughElectionsValidatesPositions(t *testing.T) {
 	first := b.LeaderOf("orders", 0)
 	require.NoError(t, b.BrokerDown(first))
 	k.Advance(broker.DefaultElectionDelay) // fenced: its partition moves, epoch 1
-	waitFor(t, "the election", func() bool { return b.LeaderEpochOf("orders", 0) == 1 })
+	k.WaitFor("the election", func() bool { return b.LeaderEpochOf("orders", 0) == 1 })
 	produce(90)
 	read()
 	require.NoError(t, b.BrokerUp(first))
@@ -131,7 +131,7 @@ func TestCoordinatorFailoverKeepsMembers(t *testing.T) {
 				}
 			}
 			var before coordinator.GroupInfo
-			waitFor(t, "both members in the group, settled", func() bool {
+			k.WaitFor("both members in the group, settled", func() bool {
 				for _, m := range members {
 					pctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 					m.PollFetches(pctx)
@@ -147,7 +147,7 @@ func TestCoordinatorFailoverKeepsMembers(t *testing.T) {
 			down := b.CoordinatorOf(group)
 			require.NoError(t, b.BrokerDown(down))
 			k.Advance(broker.DefaultElectionDelay) // fenced: the group's __consumer_offsets partition moves
-			waitFor(t, "the coordinator's move", func() bool { return b.CoordinatorOf(group) != down })
+			k.WaitFor("the coordinator's move", func() bool { return b.CoordinatorOf(group) != down })
 			after, _ := b.Group(group)
 			assert.Len(t, after.Members, 2, "no member expelled while the coordinator was away")
 			if protocol == "classic" {

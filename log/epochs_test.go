@@ -13,6 +13,7 @@ import (
 // appending a batch into its header and nothing else: the bytes from the
 // attributes on, which the CRC covers, are the producer's.
 func TestBatchesCarryTheirLeaderEpoch(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	raw := batch(t, same(2, 100), "a", "b")
 	appendRaw(t, p, raw, AppendOptions{})
@@ -33,6 +34,7 @@ func TestBatchesCarryTheirLeaderEpoch(t *testing.T) {
 // TestEndOffsetForEpochTable: Kafka's answers (LeaderEpochFileCache's
 // endOffsetFor) for histories written by hand.
 func TestEndOffsetForEpochTable(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		begin   int32 // a leader takes over with this epoch (0: none)
 		records int   // then this many one-record batches
@@ -109,6 +111,7 @@ func TestEndOffsetForEpochTable(t *testing.T) {
 // what happened: which epochs began at which high watermark, and which
 // batches each wrote.
 func TestEndOffsetForEpochAgainstAModel(t *testing.T) {
+	t.Parallel()
 	type begun struct {
 		epoch int32
 		start int64 // the high watermark when it began

@@ -19,6 +19,7 @@ import (
 // it finds (a new one fails here until wheel.go knows it), and the Python
 // and npm packages share a version.
 func TestReadsTheRepositorysPackages(t *testing.T) {
+	t.Parallel()
 	proj, err := readPyproject("../../python/pyproject.toml")
 	require.NoError(t, err)
 	require.Equal(t, "vastfake", proj.name)
@@ -33,6 +34,7 @@ func TestReadsTheRepositorysPackages(t *testing.T) {
 }
 
 func TestPyprojectRefusesWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "pyproject.toml")
 	require.NoError(t, os.WriteFile(file, []byte("[project]\nname = \"x\"\nversion = \"1\"\ndependencies = [\"requests\"]\n"), 0o644))
 	_, err := readPyproject(file)
@@ -42,6 +44,7 @@ func TestPyprojectRefusesWhatItDoesNotKnow(t *testing.T) {
 // The wheel is what pip wants (PEP 427): every file in RECORD with its
 // SHA-256 and size, the binary executable, the tags in WHEEL and the name.
 func TestWheel(t *testing.T) {
+	t.Parallel()
 	proj, err := readPyproject("../../python/pyproject.toml")
 	require.NoError(t, err)
 	proj.version = "9.8.7"
@@ -98,6 +101,7 @@ func TestWheel(t *testing.T) {
 // executable binary; the main one js/'s files and package.json, less what
 // only the checkout needs, listing the platform packages.
 func TestNPMPackages(t *testing.T) {
+	t.Parallel()
 	pkg, err := readPackageJSON("../../js/package.json")
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -144,6 +148,7 @@ func TestNPMPackages(t *testing.T) {
 
 // js/lib/binary.js looks for the platform packages vastdist builds.
 func TestTheLauncherKnowsEveryPlatformPackage(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../js/lib/binary.js")
 	require.NoError(t, err)
 	_, list, ok := strings.Cut(string(src), "const PLATFORM_PACKAGES = ")
@@ -157,6 +162,7 @@ func TestTheLauncherKnowsEveryPlatformPackage(t *testing.T) {
 }
 
 func TestChoose(t *testing.T) {
+	t.Parallel()
 	all, err := choose("all")
 	require.NoError(t, err)
 	require.Len(t, all, 5)
