@@ -26,11 +26,12 @@ import (
 	"github.com/vastfake/vastfake/internal/readme"
 )
 
-// TestReadmeFirstTests keeps the first tests the front page and the
-// guides quote, one per language, the files CI compiles and runs
-// (examples/gettingstarted with go test, examples/pytest with pytest,
-// js/test with node --test), so that a newcomer copying one gets a passing
-// test.
+// TestReadmeFirstTests keeps the first tests the guides quote, one per
+// language, the files CI compiles and runs (examples/gettingstarted with go
+// test, examples/pytest with pytest, js/test with node --test), so that a
+// newcomer copying one gets a passing test. Getting started quotes each
+// whole; the front page quotes only the Go test's function, word for word,
+// and none of the whole files, so that its first screen stays short.
 func TestReadmeFirstTests(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ file, lang string }{
@@ -38,22 +39,40 @@ func TestReadmeFirstTests(t *testing.T) {
 		{"examples/pytest/test_billing.py", "python"},
 		{"js/test/billing.test.js", "js"},
 	} {
-		for _, doc := range []string{"README.md", "docs/getting-started.md"} {
-			assertQuotes(t, doc, tc.file, tc.lang)
-		}
+		assertQuotes(t, "docs/getting-started.md", tc.file, tc.lang)
+		front, err := os.ReadFile(repo("README.md"))
+		require.NoError(t, err)
+		example, err := os.ReadFile(repo(tc.file))
+		require.NoError(t, err)
+		assert.NotContains(t, string(front), string(example), "README.md quotes %s whole: Getting started does", tc.file)
 	}
+	assertQuotesFrom(t, "README.md", "examples/gettingstarted/billing_test.go", "func TestBillingCommitsWhatItRead(", "go")
 	assertQuotes(t, "docs/brokers.md", "examples/gettingstarted/failover_test.go", "go")
 }
 
 // assertQuotes checks that doc quotes file verbatim in a code block of lang.
 func assertQuotes(t *testing.T, doc, file, lang string) {
 	t.Helper()
+	assertQuotesFrom(t, doc, file, "", lang)
+}
+
+// assertQuotesFrom checks that doc quotes file verbatim in a code block of
+// lang, from the line that starts with from (the whole file when from is
+// empty) to its end.
+func assertQuotesFrom(t *testing.T, doc, file, from, lang string) {
+	t.Helper()
 	page, err := os.ReadFile(repo(doc))
 	require.NoError(t, err)
 	example, err := os.ReadFile(repo(file))
 	require.NoError(t, err)
-	assert.True(t, strings.Contains(string(page), "```"+lang+"\n"+string(example)+"```\n"),
-		"%s must quote %s verbatim in a %s block", doc, file, lang)
+	quoted := string(example)
+	if from != "" {
+		i := strings.Index(quoted, "\n"+from)
+		require.GreaterOrEqual(t, i, 0, "%s has no line starting %q", file, from)
+		quoted = quoted[i+1:]
+	}
+	assert.True(t, strings.Contains(string(page), "```"+lang+"\n"+quoted+"```\n"),
+		"%s must quote %s verbatim in a %s block (from %q)", doc, file, lang, from)
 }
 
 // TestFirstTestPassesAgainstARealCluster runs the getting-started test with
