@@ -8,8 +8,10 @@
 # the Python package (python/ and examples/pytest) when /usr/bin/python3 has
 # what it needs, and the JavaScript package (js/) when node and its npm ci
 # are there (both required when CI is set), each also from the wheel or npm
-# packages that carry the binary (cmd/vastdist, for this platform); and the
-# container image with its Testcontainers helpers (containers/test.sh: Go,
+# packages that carry the binary (cmd/vastdist, for this platform); the code
+# blocks of Getting started, Packages and Containers as written
+# (internal/docblocks, when npm and python3-venv are there); and the
+# container image with its Testcontainers helpers (containers/test.sh: Go, Python,
 # and js/'s under Node.js 22) when there is a container engine: DOCKER_HOST,
 # a Docker socket, or podman (required when CI is set).
 set -euo pipefail
@@ -41,6 +43,14 @@ if [ -z "${CI:-}" ]; then
   if ! command -v node >/dev/null || [ ! -f js/node_modules/kafkajs/package.json ]; then
     skip "js/: it needs node on PATH and kafkajs (cd js && npm ci)"
   fi
+fi
+# The pages' code blocks (internal/docblocks) run as a user would: npm,
+# and a virtual environment of /usr/bin/python3 with pip.
+docs_missing=""
+command -v npm >/dev/null || docs_missing+=" npm"
+/usr/bin/python3 -c 'import venv' 2>/dev/null || docs_missing+=" python3-venv"
+if [ -z "${CI:-}" ] && [ -n "$docs_missing$py_missing" ]; then
+  skip "the pages' code blocks (internal/docblocks): they need$docs_missing $py_missing (apt-get install -y nodejs npm python3-venv $py_missing)"
 fi
 have_engine() { [ -n "${DOCKER_HOST:-}" ] || [ -S /var/run/docker.sock ] || command -v podman >/dev/null; }
 if [ -z "${CI:-}" ] && ! have_engine; then
@@ -91,6 +101,17 @@ go build -o "$tmp/vastfake" ./cmd/vastfake
 # offline and run a broker from them with no Go on PATH.
 go run ./cmd/vastdist -o "$tmp/dist" -platforms host >/dev/null
 export VASTFAKE_DIST="$tmp/dist"
+# The code blocks of Getting started, Packages and Containers that need no
+# container engine, run as written against those packages
+# (internal/docblocks); containers/test.sh runs the others.
+if [ -z "$docs_missing$py_missing" ]; then
+  go test -count=1 -timeout 30m -run 'TestDocBlocksRun' ./internal/docblocks
+elif [ -n "${CI:-}" ]; then
+  echo "the pages' code blocks (internal/docblocks) need$docs_missing $py_missing: apt-get install -y nodejs npm python3-venv $py_missing" >&2
+  exit 1
+else
+  export VASTFAKE_DOCS_SKIP=1 # and containers/test.sh skips the others
+fi
 
 # The Python package (python/, with its tests and examples/pytest, the
 # first Python test of Getting started) on /usr/bin/python3 with Debian's pytest,
@@ -102,7 +123,7 @@ if [ -z "$py_missing" ]; then
     --target "$tmp/site" ./python
   rm -rf python/build python/vastfake.egg-info
   PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 VASTFAKE_BIN="$tmp/vastfake" \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests examples/pytest
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider --ignore=python/tests/test_containers.py python/tests examples/pytest
 elif [ -n "${CI:-}" ]; then
   echo "python/ needs Debian packages for /usr/bin/python3: apt-get install -y $py_missing" >&2
   exit 1
