@@ -108,11 +108,6 @@ func (p *Partition) appendMarkerLocked(marker Batch, now time.Time) (int64, bool
 	return base, true
 }
 
-// leaderEpochLocked is the leader epoch batches are stamped with: 0, the
-// one Publish stamps, until the log keeps a leader-epoch history, whose
-// current epoch this must then be (an unencoded marker is encoded with it).
-func (p *Partition) leaderEpochLocked() int32 { return 0 }
-
 // readMarkersLocked answers a read whose first entry, i, is an unencoded
 // marker: the run of unencoded markers from it, encoded into memory of
 // their own (a read of markers is rare), up to maxBytes but at least one,

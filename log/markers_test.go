@@ -52,9 +52,10 @@ func traverse(tb testing.TB, p *Partition, committed bool, maxBytes int) ([]byte
 // unencoded and one that stores every marker encoded, given the same
 // appends (transactional data, commit and abort markers of several
 // producers, epochs and coordinator epochs, markers in runs and after
-// data), retention, DeleteRecords and compaction, read back the same bytes,
-// CRCs included, read_uncommitted and read_committed, at any read size,
-// with the same aborted transactions, watermarks and size.
+// data, leaders taking the partition over with new epochs), retention,
+// DeleteRecords and compaction, read back the same bytes, CRCs included,
+// read_uncommitted and read_committed, at any read size, with the same
+// aborted transactions, watermarks and size.
 func TestUnencodedMarkersReadAsStored(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -65,6 +66,10 @@ func TestUnencodedMarkersReadAsStored(t *testing.T) {
 			now, kept := t0, 0
 			for op := range 200 {
 				now = now.Add(time.Duration(rng.IntN(2000)) * time.Millisecond)
+				if rng.IntN(25) == 0 { // a new leader: later batches and markers carry its epoch
+					epoch := unencoded.LeaderEpoch() + 1
+					both(func(p *Partition) { p.BeginLeaderEpoch(epoch) })
+				}
 				k := rng.IntN(20)
 				if seed%2 == 0 && k < 7 && rng.IntN(4) > 0 {
 					k = 7 + rng.IntN(9) // mostly markers, as in the partitions of a wide transaction
@@ -165,6 +170,27 @@ func TestMarkersAfterDataStayEncoded(t *testing.T) {
 		assert.True(t, q.entries[i].unencoded())
 	}
 	q.mu.RUnlock()
+}
+
+// TestUnencodedMarkersCarryTheLeaderEpoch: a marker kept unencoded is read
+// with the leader epoch of the leader that appended it, as a stored batch
+// is, across a leader change.
+func TestUnencodedMarkersCarryTheLeaderEpoch(t *testing.T) {
+	p := NewPartition()
+	p.AppendMarker(MarkerBatch(1, 0, true, 0, t0), 1, true, t0)
+	p.BeginLeaderEpoch(3)
+	p.AppendMarker(MarkerBatch(2, 0, false, 0, t0), 2, false, t0)
+	p.mu.RLock()
+	for i := range p.entries {
+		assert.True(t, p.entries[i].unencoded(), "entry %d", i)
+	}
+	p.mu.RUnlock()
+	res, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	defer res.Release()
+	var epochs []int32
+	EachBatch(res.Records, func(b Batch) bool { epochs = append(epochs, b.LeaderEpoch()); return true })
+	assert.Equal(t, []int32{0, 3}, epochs)
 }
 
 // describeLog lists a log's batches, for a failure's message.
