@@ -612,6 +612,16 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.AnyAddressServes: {
 		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",
 	},
+	rules.PlainSASLOnly: {
+		"":               "VAST offers SASL/PLAIN only: log in with PLAIN over TLS (sasl.mechanism=PLAIN, security.protocol=SASL_SSL)",
+		familyLibrdkafka: "set sasl.mechanism=PLAIN (sasl.mechanisms is its alias), with security.protocol=SASL_SSL so that the password travels encrypted",
+		familyJava:       "set sasl.mechanism=PLAIN and sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\"; with security.protocol=SASL_SSL",
+		familyFranz:      "use kgo.SASL(plain.Auth{User: ..., Pass: ...}.AsMechanism()) (github.com/twmb/franz-go/pkg/sasl/plain) instead of scram.Auth, with kgo.DialTLSConfig(...)",
+		familySarama:     "set config.Net.SASL.Mechanism = sarama.SASLTypePlaintext and drop SCRAMClientGeneratorFunc, with config.Net.TLS.Enable = true",
+		familyKafkaGo:    "use plain.Mechanism{Username: ..., Password: ...} (github.com/segmentio/kafka-go/sasl/plain) instead of scram.Mechanism, with a TLS dialer",
+		familyKafkaJS:    "use sasl: { mechanism: 'plain', username, password } with ssl: true",
+		familyKafkaPy:    "set sasl_mechanism='PLAIN' and security_protocol='SASL_SSL'",
+	},
 	rules.ClassicGroupsOnly: {
 		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer), share groups or streams groups; use the classic protocol",
 		familyLibrdkafka: "set group.protocol=classic (the default): with group.protocol=consumer a librdkafka consumer gets no assignment from VAST and says why only in its debug log (debug=cgrp)",

@@ -71,8 +71,9 @@ type clientConn struct {
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
 	authenticated bool
-	mechanism     string // set by a successful SaslHandshake
-	rawSASLNext   bool   // after a v0 SaslHandshake: the next frame is a raw token
+	mechanism     string         // set by a successful SaslHandshake
+	rawSASLNext   bool           // after a v0 SaslHandshake: the next frame is a raw token
+	scram         *scramExchange // the SCRAM conversation under way, or nil
 }
 
 func newClientConn(b *Broker, n *node, nc net.Conn) *clientConn {
@@ -552,7 +553,7 @@ func (c *clientConn) handleOne() error {
 				d += ": " + rec.Message
 			}
 			return d
-		}, func() string { return errorAdvice(key, rec.ErrorCode) })
+		}, func() string { return errorAdvice(key, rec.ErrorCode, req.denied) })
 	}
 	if req.rule != "" {
 		c.logRefusal(&rec, req.rule, req.refusedAbout, key, version)
@@ -735,9 +736,14 @@ func refusalMessage(rule string, key int16, msg string) string {
 }
 
 // errorAdvice is the advice for an error answered without a rule, or ""
-// for the error's own description.
-func errorAdvice(key, code int16) string {
+// for the error's own description; denied is why the request was denied,
+// if it was.
+func errorAdvice(key, code int16, denied string) string {
 	switch code {
+	case kerr.SaslAuthenticationFailed.Code:
+		if denied != "" {
+			return "the login failed: " + denied
+		}
 	case kerr.UnknownTopicOrPartition.Code:
 		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
 			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"

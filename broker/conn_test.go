@@ -199,7 +199,7 @@ func TestFrameBuffersHoldAtMostTwiceWhatArrived(t *testing.T) {
 // reads through a small buffer until it has, and until it has sent
 // readBufferSize bytes, then a full-size one.
 func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
-	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}, ctx: context.Background()}
+	b := &Broker{creds: &credentials{plain: map[string][]byte{"app": nil}}, ctx: context.Background()}
 	server, client := net.Pipe()
 	defer server.Close()
 	defer client.Close()
