@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/broker"
@@ -150,6 +151,14 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 		"ClassicGroupsOnly": func(t *testing.T) []string {
 			_, err := k.Admin().DescribeShareGroups(ctx, "billing")
 			return []string{errText(t, err)}
+		},
+		"PlainSASLOnly": func(t *testing.T) []string {
+			withUser := fixtures.Start(t, fixtures.User("app", "app-secret"))
+			cl, err := kgo.NewClient(kgo.SeedBrokers(withUser.Addr()), kgo.RequestRetries(0),
+				kgo.SASL(scram.Auth{User: "app", Pass: "app-secret"}.AsSha512Mechanism()))
+			require.NoError(t, err)
+			t.Cleanup(cl.Close)
+			return []string{errText(t, cl.Ping(ctx))}
 		},
 		"MaxGroups": func(t *testing.T) []string {
 			offs := kadm.Offsets{}

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // SASL/SCRAM end to end: franz-go logging in with SCRAM-SHA-256 and
 // SCRAM-SHA-512 in the kafka profile (v1 handshake, over TLS too), a raw v0
