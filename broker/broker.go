@@ -620,7 +620,6 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
 		OffsetsTopic:              b.appendOffsetsRecord,
-		GroupCreated:              b.groupCreated,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -1,11 +1,11 @@
 package coordinator
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -28,7 +28,8 @@ type offset struct {
 // REBALANCE_IN_PROGRESS. Commits during PreparingRebalance are accepted, as
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
-// GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
+// GROUP_MAX_SIZE_REACHED, reported to caller, which also hears of a group
+// created and names the client that committed.
 // A partition whose metadata is longer than Config.OffsetMetadataMaxBytes,
 // or does not fit in OffsetMetadataTotalMaxBytes with every other committed
 // offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored. A
@@ -36,14 +37,14 @@ type offset struct {
 // INVALID_GROUP_ID.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
-func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	ctx, flush := deferRefusals(ctx)
+func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	caller, flush := deferRefusals(caller)
 	defer flush() // after the unlock below: defers run last in, first out
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
-	g, code := c.commitGroup(ctx, req)
+	g, code := c.commitGroup(caller, req)
 	now := c.clock.Now()
 	for _, t := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
@@ -59,7 +60,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			}
 			if code == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
 				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
-				sp.ErrorCode = errOffsetMetadataTooLarge
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 			if sp.ErrorCode != errNone {
@@ -84,7 +85,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		resp.Topics = append(resp.Topics, st)
 	}
 	if g != nil {
-		if id, _ := clientFrom(ctx); id != "" {
+		if id, _ := caller.Client(); id != "" {
 			g.committedBy = id
 		}
 		c.expiryChanged(g)
@@ -94,9 +95,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 
 // commitGroup validates a commit and returns the group it goes to, creating
 // it for a generation -1 commit.
-func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitRequest) (*group, int16) {
+func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) (*group, int16) {
 	if c.closed {
-		return nil, errCoordinatorNotAvailable
+		return nil, kerr.CoordinatorNotAvailable.Code
 	}
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
@@ -107,20 +108,18 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 	if g == nil {
 		if generation >= 0 {
 			if req.Version >= 9 {
-				return nil, errGroupIDNotFound
+				return nil, kerr.GroupIDNotFound.Code
 			}
-			return nil, errIllegalGeneration
+			return nil, kerr.IllegalGeneration.Code
 		}
 		if len(req.Group) > MaxGroupIDBytes {
-			return nil, errInvalidGroupID
+			return nil, kerr.InvalidGroupID.Code
 		}
-		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
-			return nil, errGroupMaxSizeReached
+		if !c.canCreateGroup(caller, "OffsetCommit", req.Group) {
+			return nil, kerr.GroupMaxSizeReached.Code
 		}
 		g = c.newGroup(req.Group)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 		return g, errNone
 	}
 	if g.cg != nil {
@@ -138,13 +137,13 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 			return nil, code
 		}
 		if g.state == stateCompletingRebalance {
-			return nil, errRebalanceInProgress
+			return nil, kerr.RebalanceInProgress.Code
 		}
 		c.resetSession(g, m)
 		return g, errNone
 	}
 	// Generation -1 and no member id on a group with members.
-	return nil, errUnknownMemberID
+	return nil, kerr.UnknownMemberID.Code
 }
 
 // OffsetFetch returns committed offsets: v0-v7 for one group, v8+ for a
@@ -161,7 +160,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			if c.closed {
-				sg.ErrorCode = errCoordinatorNotAvailable
+				sg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				resp.Groups = append(resp.Groups, sg)
 				continue
 			}
@@ -189,7 +188,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 					sp.LeaderEpoch = p.epoch
 					sp.Metadata = kmsg.StringPtr(p.meta)
 					if req.RequireStable && c.unstableOffset(rg.Group, t.topic, p.part) {
-						sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+						sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 					}
 					st.Partitions = append(st.Partitions, sp)
 				}
@@ -200,7 +199,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	var want []fetchTopic
@@ -220,7 +219,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sp.LeaderEpoch = p.epoch
 			sp.Metadata = kmsg.StringPtr(p.meta)
 			if req.Version >= 7 && req.RequireStable && c.unstableOffset(req.Group, t.topic, p.part) {
-				sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+				sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -295,18 +294,18 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		resp.ErrorCode = errGroupIDNotFound
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}
 	var subscribed map[string]bool
 	if g.state != stateEmpty {
 		if g.protocolType != "consumer" {
-			resp.ErrorCode = errNonEmptyGroup
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
 			return resp
 		}
 		subscribed = g.subscribedTopics()
@@ -318,7 +317,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = p.Partition
 			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
-				sp.ErrorCode = errGroupSubscribedToTopic
+				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			} else if ps := g.offsets[t.Topic]; ps != nil {
 				if _, ok := ps[p.Partition]; ok {
 					c.logOffsetGone(g.name, t.Topic, p.Partition)
@@ -511,7 +510,7 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
-					c.vast(g.clientsCtx(), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
+					c.vast(c.clientsOf(g), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
 						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
 					c.metaBytes -= len(o.meta)
 					delete(ps, p)

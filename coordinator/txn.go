@@ -19,19 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// Kafka error codes of the transaction APIs.
-const (
-	errInvalidProducerEpoch      int16 = 47
-	errInvalidTxnState           int16 = 48
-	errInvalidProducerIDMapping  int16 = 49
-	errInvalidTransactionTimeout int16 = 50
-	errTransactionalIDNotFound   int16 = 105
-	errProducerFenced            int16 = 90
-	errUnstableOffsetCommit      int16 = 88
-	errInvalidRequest            int16 = 42
 )
 
 // DefaultTransactionMaxTimeout is Kafka's transaction.max.timeout.ms: an
@@ -224,16 +213,16 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	defer c.unlock()
 	switch {
 	case c.closed:
-		return -1, -1, errCoordinatorNotAvailable
+		return -1, -1, kerr.CoordinatorNotAvailable.Code
 	case len(id) > MaxTransactionalIDBytes:
-		return -1, -1, errInvalidRequest
+		return -1, -1, kerr.InvalidRequest.Code
 	case timeout <= 0 || timeout > DefaultTransactionMaxTimeout:
-		return -1, -1, errInvalidTransactionTimeout
+		return -1, -1, kerr.InvalidTransactionTimeout.Code
 	}
 	t := c.txns.byID[id]
 	if t == nil {
 		if !c.roomForTxn(len(id)) {
-			return -1, -1, errCoordinatorNotAvailable
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
 		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
 		c.txns.byID[id] = t
@@ -241,7 +230,7 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 		c.txns.byPID[t.producerID] = t
 	} else {
 		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
-			return -1, -1, errProducerFenced
+			return -1, -1, kerr.ProducerFenced.Code
 		}
 		if t.state == TxnOngoing {
 			c.endTxn(t, false, true)
@@ -317,14 +306,14 @@ func (c *Coordinator) touch(t *transaction) {
 // PRODUCER_FENCED for another epoch.
 func (c *Coordinator) producer(id string, producerID int64, epoch int16) (*transaction, int16) {
 	if c.closed {
-		return nil, errCoordinatorNotAvailable
+		return nil, kerr.CoordinatorNotAvailable.Code
 	}
 	t := c.txns.byID[id]
 	switch {
 	case t == nil || t.producerID != producerID:
-		return nil, errInvalidProducerIDMapping
+		return nil, kerr.InvalidProducerIDMapping.Code
 	case t.epoch != epoch:
-		return nil, errProducerFenced
+		return nil, kerr.ProducerFenced.Code
 	}
 	c.touch(t)
 	return t, errNone
@@ -365,7 +354,7 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 	c.mu.Lock()
 	defer c.unlock()
 	if group == "" || len(group) > MaxGroupIDBytes {
-		return errInvalidGroupID
+		return kerr.InvalidGroupID.Code
 	}
 	t, code := c.producer(id, producerID, epoch)
 	if t == nil {
@@ -373,7 +362,7 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 	}
 	c.begin(t)
 	if _, ok := t.groups[group]; !ok && len(t.groups) >= MaxTransactionGroups {
-		return errInvalidTxnState
+		return kerr.InvalidTxnState.Code
 	}
 	t.groups[group] = struct{}{}
 	return errNone
@@ -391,14 +380,14 @@ func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartit
 	t := c.txns.byPID[producerID]
 	switch {
 	case t == nil:
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	case epoch < t.epoch:
-		return errInvalidProducerEpoch, nil
+		return kerr.InvalidProducerEpoch.Code, nil
 	case epoch > t.epoch || t.state != TxnOngoing:
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	}
 	if !t.parts.has(p) {
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	}
 	n := t.number
 	return errNone, func() bool { return t.open.Load() == n }
@@ -440,17 +429,17 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 // txnCommitCheck checks a TxnOffsetCommit against t and its group.
 func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) int16 {
 	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
-		return errInvalidGroupID
+		return kerr.InvalidGroupID.Code
 	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
-		return errInvalidTxnState
+		return kerr.InvalidTxnState.Code
 	}
 	if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
 		return errNone
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		return errIllegalGeneration
+		return kerr.IllegalGeneration.Code
 	}
 	if g.cg != nil {
 		// A consumer group's member commits with its member epoch, as
@@ -472,7 +461,7 @@ func (c *Coordinator) pendTxnOffset(t *transaction, group, topic string, rp kmsg
 		meta = *rp.Metadata
 	}
 	if len(meta) > c.maxMetadata || len(meta) > len(old.meta) && c.metaBytes-len(old.meta)+len(meta) > c.metaBudget {
-		return errOffsetMetadataTooLarge
+		return kerr.OffsetMetadataTooLarge.Code
 	}
 	if t.offsets == nil {
 		t.offsets = make(map[string]map[TopicPartition]offset)
@@ -507,7 +496,7 @@ func (c *Coordinator) EndTxn(id string, producerID int64, epoch int16, commit bo
 	case commit && t.state == TxnCompleteCommit, !commit && t.state == TxnCompleteAbort:
 		return errNone
 	}
-	return errInvalidTxnState
+	return kerr.InvalidTxnState.Code
 }
 
 // endTxn ends t's open transaction. An abort the coordinator makes itself
@@ -652,9 +641,9 @@ func (c *Coordinator) DescribeTransactions(req *kmsg.DescribeTransactionsRequest
 		t := c.txns.byID[id]
 		switch {
 		case c.closed:
-			st.ErrorCode = errCoordinatorNotAvailable
+			st.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case t == nil:
-			st.ErrorCode = errTransactionalIDNotFound
+			st.ErrorCode = kerr.TransactionalIDNotFound.Code
 		default:
 			info := t.info()
 			st.State = info.State.String()
@@ -688,7 +677,7 @@ func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest) *kmsg.
 	resp := kmsg.NewPtrListTransactionsResponse()
 	resp.Version = req.Version
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	states := map[string]bool{}
