@@ -536,11 +536,11 @@ func (c *clientConn) rawSASLAuthenticate() error {
 	if size < 0 || size > maxSASLFrameSize {
 		return protoErr("raw SASL token size %d out of range", size)
 	}
-	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID, Broker: c.brokerID()}
+	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID}
 	if size > maxSASLTokenSize { // refused unread
 		why := tokenTooLong(int(size))
-		rec.Time, rec.ErrorCode, rec.Denied, rec.Closed = c.b.clock.Now(), kerr.SaslAuthenticationFailed.Code, why, true
-		c.b.reqLog.add(rec)
+		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
+		c.logRequest(rec, nil)
 		return &closeError{reason: why}
 	}
 	token, err := c.readFrame(int(size))
@@ -551,13 +551,13 @@ func (c *clientConn) rawSASLAuthenticate() error {
 		return err
 	}
 	answer, done, user, _, why := c.b.saslStep(c, token)
-	rec.Time, rec.User = c.b.clock.Now(), user
+	rec.User = user
 	if why != "" {
 		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
-		c.b.reqLog.add(rec)
+		c.logRequest(rec, nil)
 		return &closeError{reason: why}
 	}
-	c.b.reqLog.add(rec)
+	c.logRequest(rec, nil)
 	if done {
 		c.rawSASLNext = false
 		c.user, c.authenticated, c.scram = user, true, nil
