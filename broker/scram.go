@@ -147,8 +147,16 @@ type credentials struct {
 	scram [len(scramMechanisms)]map[string]scramCredential // by mechanism, in scramMechanisms' order
 }
 
+// MaxUsers bounds the users a broker is started with (WithUsers, -user):
+// each costs two PBKDF2 derivations of 4096 iterations at start (about
+// 3 ms), so a list without end would stall the start.
+const MaxUsers = 1000
+
 // newCredentials derives the credentials of users, name to password.
 func newCredentials(users map[string]string) (*credentials, error) {
+	if len(users) > MaxUsers {
+		return nil, fmt.Errorf("vastfake: %d SASL users: want at most %d", len(users), MaxUsers)
+	}
 	c := &credentials{plainKey: make([]byte, 32), plain: make(map[string][]byte, len(users))}
 	rand.Read(c.plainKey)
 	for i := range c.scram {

@@ -605,6 +605,9 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 			cfg.Users = map[string]string{}
 		}
 		cfg.Users[name] = pass
+		if len(cfg.Users) > broker.MaxUsers {
+			return nil, wrong("user", it.text, it.from, fmt.Sprintf("at most %d users", broker.MaxUsers))
+		}
 	}
 	policyItems, err := items("policy").check()
 	if err != nil {
