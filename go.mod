@@ -14,8 +14,9 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
+require go.yaml.in/yaml/v3 v3.0.5
+
 require (
 	github.com/xdg-go/stringprep v1.0.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/text v0.3.8 // indirect
 )

@@ -12,6 +12,7 @@ import (
 // TestManyUsers: a broker starts with at most MaxUsers users, and refuses
 // more before it derives any credential.
 func TestManyUsers(t *testing.T) {
+	t.Parallel()
 	users := map[string]string{}
 	for i := range MaxUsers + 1 {
 		users["u"+strconv.Itoa(i)] = "p"
@@ -25,6 +26,7 @@ func TestManyUsers(t *testing.T) {
 // as xdg-go's client derives it from the same password, salt and count, and
 // keeps no password.
 func TestDerivedCredentials(t *testing.T) {
+	t.Parallel()
 	c, err := newCredentials(map[string]string{"app": "app-secret"})
 	require.NoError(t, err)
 	for i, m := range scramMechanisms {

@@ -66,6 +66,7 @@ func assertAllSucceeded(t *testing.T, k *fixtures.Kafka) {
 // defaults against the audit profile: every request succeeds as on Kafka,
 // and the findings are exactly what those defaults would meet on VAST.
 func TestAuditKgoDefaults(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
 	producer, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()))
 	require.NoError(t, err)
@@ -113,6 +114,7 @@ func TestAuditKgoDefaults(t *testing.T) {
 // TestAuditKgoVASTSettings runs the same app with the settings docs/client-settings.md
 // recommends for VAST: no findings.
 func TestAuditKgoVASTSettings(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
 	producer := k.Client()
 	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"))
@@ -378,6 +380,7 @@ var auditCases = map[rules.ID]auditCase{
 // TestAuditEveryRule runs one case per rule against the audit profile:
 // the requests succeed as on Kafka and cause exactly the rule's findings.
 func TestAuditEveryRule(t *testing.T) {
+	t.Parallel()
 	for _, id := range rules.IDs() {
 		c, ok := auditCases[id]
 		if !ok {
@@ -457,6 +460,7 @@ func joinGroup(t *testing.T, cl *kgo.Client, group string, instance *string, pro
 // but also offers range joins VAST, which votes range: the group
 // rebalances eagerly there, a difference the audit reports.
 func TestAuditCooperativeChosen(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
 	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
 		kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.RangeBalancer()))
@@ -476,6 +480,7 @@ func TestAuditCooperativeChosen(t *testing.T) {
 // finding even when a topic of that name exists and is served, and the
 // errors it gets where none exists are in the report.
 func TestAuditTopicIDAsName(t *testing.T) {
+	t.Parallel()
 	const id = "00000000-0000-0000-0000-000000000000"
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic(id, 1))
 	c := dialRaw(t, k.Addr())
@@ -513,6 +518,7 @@ func TestAuditTopicIDAsName(t *testing.T) {
 // group forecast, and once it has left three groups empty the audit says
 // it would run out of VAST's 256 groups.
 func TestAuditOneRunGroups(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 1))
 	k.Produce("orders", 0, "a")
 	cl := k.Client(kgo.ClientID("console-cli"))
@@ -545,6 +551,7 @@ func TestAuditOneRunGroups(t *testing.T) {
 // Collector's kafka receiver, on kgo), and kgo's snappy note comes only
 // with snappy batches.
 func TestAuditAdviceInTheAppsTerms(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("otlp_logs", 1))
 	collector, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("otel-collector"),
 		kgo.ConsumerGroup("otel-collector"), kgo.ConsumeTopics("otlp_logs"))

@@ -23,7 +23,7 @@ func envName(flagName string) string {
 // launcher's environment reaches the binary it starts, so they are no
 // mistake there.
 var launcherVariables = []string{"VASTFAKE_BIN", "VASTFAKE_SRC", "VASTFAKE_CACHE_DIR", "VASTFAKE_ARGS",
-	"VASTFAKE_IMAGE", "VASTFAKE_BOOTSTRAP", "VASTFAKE_DIST"}
+	"VASTFAKE_IMAGE", "VASTFAKE_URL", "VASTFAKE_DIST"}
 
 // unknownVariable is a VASTFAKE_ variable that sets nothing, and the known
 // variable nearest to its name.
