@@ -167,7 +167,7 @@ func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
 		rule string
 	}{
 		{kmsg.NewPtrConsumerGroupHeartbeatRequest(), "ClassicGroupsOnly"},
-		{kmsg.NewPtrShareFetchRequest(), "ClassicGroupsOnly"},
+		{kmsg.NewPtrShareFetchRequest(), "NoShareGroups"},
 		{kmsg.NewPtrOffsetDeleteRequest(), "NoOffsetDelete"},
 		{kmsg.NewPtrCreatePartitionsRequest(), "FixedPartitions"},
 		{kmsg.NewPtrInitProducerIDRequest(), "NoIdempotence"},

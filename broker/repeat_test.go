@@ -191,7 +191,7 @@ func fillRepeat(v reflect.Value, owner string, w *repeatWorld) {
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
 			switch name {
-			case "Groups", "CoordinatorKeys":
+			case "Groups", "GroupIDs", "CoordinatorKeys":
 				f.Set(reflect.ValueOf([]string{repeatGroup}))
 			case "TopicNames", "SubscribedTopicNames":
 				f.Set(reflect.ValueOf([]string{repeatTopic}))
@@ -205,6 +205,10 @@ func fillRepeat(v reflect.Value, owner string, w *repeatWorld) {
 				f.Set(reflect.ValueOf([]string{"dup-txn"}))
 			case "StateFilters":
 				f.Set(reflect.ValueOf([]string{"Ongoing"}))
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int8:
+			if name == "AcknowledgeTypes" {
+				f.Set(reflect.ValueOf([]int8{1})) // Accept
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int64:
 			if name == "ProducerIDFilters" {
@@ -236,7 +240,7 @@ func repeatString(owner, name string, w *repeatWorld) (string, bool) {
 	switch name {
 	case "Topic", "ResourceName":
 		return repeatTopic, true
-	case "Group", "CoordinatorKey":
+	case "Group", "GroupID", "CoordinatorKey":
 		return repeatGroup, true
 	case "MemberID":
 		return w.memberID, true

@@ -50,7 +50,12 @@ func TestEveryAPIHasAShare(t *testing.T) {
 			// It names partitions, for the controller to elect their
 			// leaders; any broker forwards it there.
 			want = anyBroker
-		case has(req, "Group") || has(req, "Groups"):
+		case a.key == int16(kmsg.ShareFetch) || a.key == int16(kmsg.ShareAcknowledge):
+			// They name their share group, but each partition's leader
+			// holds its share state and answers for it (KIP-932's
+			// share-partition leader).
+			want = partitionLeader
+		case has(req, "Group") || has(req, "Groups") || has(req, "GroupID") || has(req, "GroupIDs"):
 			want = groupCoordinator
 		case has(req, "TransactionalID") || has(req, "TransactionalIDs"):
 			want = txnCoordinator

@@ -147,15 +147,22 @@ var auditCases = map[rules.ID]auditCase{
 			roundTrip(t, c, 1, req, resp, 1)
 			assert.Equal(t, int16(0), resp.ErrorCode, "joined as on Kafka")
 			assert.Equal(t, int32(1), resp.MemberEpoch)
-			// Share groups are not served even with Kafka's behaviour:
-			// the connection closes.
-			c = dialRaw(t, k.Addr())
-			_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, kmsg.NewPtrShareFetchRequest(), 1))
-			require.NoError(t, err)
-			_, err = c.Read(make([]byte, 1))
-			require.Error(t, err, "the broker closes the connection")
 		},
-		want: []string{"ClassicGroupsOnly refused", "ClassicGroupsOnly refused  g"},
+		want: []string{"ClassicGroupsOnly refused  g"},
+	},
+	rules.NoShareGroups: {
+		run: func(t *testing.T, k *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			// A kgo share consumer runs unchanged, as on Kafka 4.2: its
+			// group config, heartbeats, fetches and acknowledgements are
+			// served, each a finding.
+			setGroupConfig(t, cl, "g", "share.auto.offset.reset", "earliest")
+			k.Produce("t", 0, "job")
+			sc := shareConsumer(t, k.Addr(), "g", kgo.ConsumeTopics("t"))
+			recs := pollN(t, sc, 1)
+			recs[0].Ack(kgo.AckAccept)
+			require.NoError(t, sc.FlushAcks(testCtx(t)))
+		},
+		want: []string{"NoShareGroups refused  g"},
 	},
 	rules.EagerAssignorsOnly: {
 		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {

@@ -171,9 +171,10 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 			_, err := k.Admin().DeleteOffsets(ctx, "billing", kadm.TopicsSet{"orders": {0: {}}})
 			return []string{errText(t, err)}
 		},
-		"ClassicGroupsOnly": func(t *testing.T) []string {
+		"NoShareGroups": func(t *testing.T) []string {
 			_, err := k.Admin().DescribeShareGroups(ctx, "billing")
-			return []string{errText(t, err)}
+			cl := raw(t, kgo.ShareGroup("billing"), kgo.ConsumeTopics("orders"))
+			return []string{errText(t, err), errText(t, cl.PollFetches(ctx).Err0())}
 		},
 		"PlainSASLOnly": func(t *testing.T) []string {
 			withUser := fixtures.Start(t, fixtures.User("app", "app-secret"))
