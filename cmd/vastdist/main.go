@@ -22,7 +22,10 @@
 //
 // The tarballs are what npm pack writes, ready for npm publish (the
 // platform packages first) or npm install. The version is js/package.json's,
-// which must equal python/pyproject.toml's, unless -version gives one. Run
+// which must equal python/pyproject.toml's, unless -version gives one; the
+// npm packages' repository is js/package.json's, unless -repository gives
+// one (npm publish --provenance wants the repository the release ran in).
+// Run
 // it in the vastfake checkout (or below it). Each platform's build takes
 // about a minute and a half on a 2-core machine the first time (Go then
 // caches it).
@@ -88,12 +91,13 @@ func main() {
 	only := flag.String("platforms", "all", "comma-separated GOOS/GOARCH pairs, \"host\" for this machine's, or \"all\": "+platformList())
 	version := flag.String("version", "", "the packages' version; default js/package.json's, which must equal python/pyproject.toml's")
 	binary := flag.String("binary", "", "use this vastfake binary instead of building one (with a single platform only)")
+	repository := flag.String("repository", "", "the npm packages' repository, https://github.com/OWNER/NAME; default js/package.json's (npm publish --provenance refuses a package whose repository is not the one the release ran in)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/vastdist -o DIR [-platforms all|host|GOOS/GOARCH,...] [-version V]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/vastdist -o DIR [-platforms all|host|GOOS/GOARCH,...] [-version V] [-repository URL]")
 		os.Exit(2)
 	}
-	if err := run(*out, *only, *version, *binary); err != nil {
+	if err := run(*out, *only, *version, *binary, *repository); err != nil {
 		fmt.Fprintln(os.Stderr, "vastdist:", err)
 		os.Exit(1)
 	}
@@ -133,7 +137,7 @@ func choose(spec string) ([]platform, error) {
 	return chosen, nil
 }
 
-func run(out, only, version, binary string) error {
+func run(out, only, version, binary, repository string) error {
 	chosen, err := choose(only)
 	if err != nil {
 		return err
@@ -160,6 +164,11 @@ func run(out, only, version, binary string) error {
 		version = pkg.version
 	}
 	project.version = version
+	if repository != "" {
+		if err := pkg.setRepository(repository); err != nil {
+			return err
+		}
+	}
 
 	bins, err := os.MkdirTemp("", "vastdist-")
 	if err != nil {

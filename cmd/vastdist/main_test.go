@@ -252,3 +252,39 @@ func TestChecksums(t *testing.T) {
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return fmt.Sprintf("%x", h) }
 	require.Equal(t, sum("b")+"  bin/vastfake-1-linux-amd64\n"+sum("o")+"  npm/offline/y.tgz\n"+sum("w")+"  python/x.whl\n", string(got))
 }
+
+// Every npm package names the repository it was built from, as npm publish
+// --provenance wants (it refuses, with E422, a package whose repository.url
+// is not the repository the release ran in): js/package.json's, or the one
+// -repository gives, which the release workflow sets to its own.
+func TestNPMPackagesNameTheirRepository(t *testing.T) {
+	t.Parallel()
+	pkg, err := readPackageJSON("../../js/package.json")
+	require.NoError(t, err)
+	var own struct{ URL string }
+	require.NoError(t, json.Unmarshal(pkg.get("repository"), &own), "js/package.json has a repository")
+	require.Equal(t, "git+https://github.com/vastfake/vastfake.git", own.URL, "the module's path")
+
+	require.ErrorContains(t, pkg.setRepository("github.com/someone/fork"), "want https://HOST/OWNER/NAME")
+	require.NoError(t, pkg.setRepository("https://github.com/someone/fork.git"))
+	p := platforms[0]
+	dir := t.TempDir()
+	platform, err := writePlatformPackage(dir, pkg, p, "9.8.7", []byte("binary"))
+	require.NoError(t, err)
+	offline, err := writeOfflinePackage(dir, "../../js", pkg, "9.8.7", p, []byte("binary"))
+	require.NoError(t, err)
+	main, err := writeMainPackage(dir, "../../js", pkg, "9.8.7", platforms)
+	require.NoError(t, err)
+	for _, out := range []string{platform, offline, main} {
+		data, err := os.ReadFile(filepath.Join(out, "package.json"))
+		require.NoError(t, err)
+		var got struct{ Repository struct{ URL string } }
+		require.NoError(t, json.Unmarshal(data, &got))
+		require.Equal(t, "git+https://github.com/someone/fork.git", got.Repository.URL, out)
+	}
+
+	workflow, err := os.ReadFile("../../.github/workflows/release.yml")
+	require.NoError(t, err)
+	require.Contains(t, string(workflow), `-repository "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY"`,
+		"the release names its own repository in the npm packages")
+}

@@ -75,6 +75,27 @@ func (pkg packageJSON) get(key string) json.RawMessage {
 	return nil
 }
 
+// setRepository sets pkg's repository field to the Git repository at url
+// (https://github.com/OWNER/NAME), the package being its js/ directory; the
+// platform and offline packages copy it. npm publish --provenance refuses,
+// with E422, a package whose repository.url is not the repository the
+// publishing workflow ran in.
+func (pkg *packageJSON) setRepository(url string) error {
+	url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
+	if !strings.HasPrefix(url, "https://") || strings.Count(strings.TrimPrefix(url, "https://"), "/") != 2 {
+		return fmt.Errorf("-repository %q: want https://HOST/OWNER/NAME", url)
+	}
+	value := raw(map[string]string{"type": "git", "url": "git+" + url + ".git", "directory": "js"})
+	for i, f := range pkg.fields {
+		if f.key == "repository" {
+			pkg.fields[i].value = value
+			return nil
+		}
+	}
+	pkg.fields = append(pkg.fields, jsonField{"repository", value})
+	return nil
+}
+
 // encode writes fields as an indented JSON object, in order, with no
 // newline at its end.
 func encode(fields []jsonField) ([]byte, error) {
