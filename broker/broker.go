@@ -609,6 +609,7 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
 		OffsetsTopic:              b.appendOffsetsRecord,
+		TxnOffsetsTopic:           b.appendTxnOffsetsRecords,
 		GroupCreated:              b.groupCreated,
 	})
 	b.scheduleRetention()

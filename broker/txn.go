@@ -311,9 +311,11 @@ func handleDescribeProducers(b *Broker, r *request) kmsg.Response {
 }
 
 // writeTxnMarkers writes the markers that end a transaction into its
-// partitions, as Kafka's coordinator has their leaders write them, and
-// gives the producer's state in each the marker's epoch, then wakes the
-// fetches waiting for data. Partitions of deleted topics are skipped. The coordinator calls it with its lock held.
+// partitions and into the __consumer_offsets partition of each group it
+// commits offsets for, as Kafka's coordinator has their leaders write them,
+// and gives the producer's state in each data partition the marker's epoch,
+// then wakes the fetches waiting for data. Partitions of deleted topics are
+// skipped. The coordinator calls it with its lock held.
 func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
 	now := b.clock.Now()
 	marker := log.MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, 0, now)
@@ -333,6 +335,18 @@ func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
 		if !part.Released() {
 			b.producers.Mark(part, m.ProducerID, m.ProducerEpoch, now)
 		}
+	}
+	var marked map[int32]bool
+	for _, g := range m.Groups {
+		_, p, part := b.offsetsPartition(g)
+		if part == nil || marked[p] {
+			continue
+		}
+		if marked == nil {
+			marked = make(map[int32]bool)
+		}
+		marked[p] = true
+		part.AppendMarker(marker, m.ProducerID, m.Commit, now)
 	}
 }
 

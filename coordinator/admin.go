@@ -159,10 +159,10 @@ func (c *Coordinator) Reset() {
 	c.rebalances = nil
 	for _, t := range c.txns.byID {
 		t.timer.cancel()
-		for _, offs := range t.offsets {
-			for _, o := range offs {
-				c.metaBytes -= len(o.meta)
-			}
+	}
+	for _, ps := range c.txns.pending {
+		for po := range ps {
+			c.metaBytes -= po.meta
 		}
 	}
 	clear(c.txns.byID)

@@ -169,6 +169,12 @@ type Config struct {
 	// in the order the changes happen, and must not call back into the
 	// Coordinator. It may be nil (VAST keeps no such topic).
 	OffsetsTopic func(group string, key, value []byte)
+	// TxnOffsetsTopic receives the records of each TxnOffsetCommit, to be
+	// written to __consumer_offsets as one transactional batch of the
+	// producer's id and epoch, which the transaction's marker (see
+	// TxnMarkers.Groups) commits or aborts. The same rules as OffsetsTopic
+	// apply; nil writes none.
+	TxnOffsetsTopic func(TxnOffsetRecords)
 	// GroupCreated is told of every group a JoinGroup or OffsetCommit
 	// creates, with the request's ctx, so that the broker can say which
 	// clients create how many groups. It is called with the coordinator's
@@ -240,7 +246,11 @@ type Coordinator struct {
 	txns         txns
 	writeMarkers func(TxnMarkers)
 	offsetsLog   func(group string, key, value []byte)
-	groupCreated func(ctx context.Context, group string)
+	// txnOffsetsLog is Config.TxnOffsetsTopic; offsetSeq numbers committed
+	// and pending offsets in the order of their records (nextOffsetSeq).
+	txnOffsetsLog func(TxnOffsetRecords)
+	offsetSeq     uint64
+	groupCreated  func(ctx context.Context, group string)
 
 	// KIP-848 consumer groups (consumergroup.go).
 	topicsFn       func() []TopicMeta
@@ -339,15 +349,16 @@ func New(cfg Config) *Coordinator {
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
 		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
-			pending: make(map[string]map[TopicPartition]int)},
-		writeMarkers: cfg.WriteTxnMarkers,
-		offsetsLog:   cfg.OffsetsTopic,
-		groupCreated: cfg.GroupCreated,
-		topicsFn:     cfg.Topics,
-		topicFn:      cfg.Topic,
-		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
-		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
-		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+			pending: make(map[string]map[*pendingOffsets]struct{})},
+		writeMarkers:  cfg.WriteTxnMarkers,
+		offsetsLog:    cfg.OffsetsTopic,
+		txnOffsetsLog: cfg.TxnOffsetsTopic,
+		groupCreated:  cfg.GroupCreated,
+		topicsFn:      cfg.Topics,
+		topicFn:       cfg.Topic,
+		cgSession:     cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
+		cgInterval:    cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
+		cgMaxSize:     cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
 	}
 	c.refreshTopics()
 	return c

@@ -16,6 +16,10 @@ type offset struct {
 	epoch int32
 	meta  string
 	at    time.Time // commit time on the coordinator's clock
+	// seq orders the offset's record among every offset record the
+	// coordinator wrote (nextOffsetSeq): of a pending transactional offset
+	// and a committed one, the later record wins.
+	seq uint64
 }
 
 // OffsetCommit stores committed offsets, validated as Kafka 4.x validates a
@@ -65,7 +69,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if sp.ErrorCode != errNone {
 				continue
 			}
-			o := offset{off: p.Offset, epoch: -1, at: now}
+			o := offset{off: p.Offset, epoch: -1, at: now, seq: c.nextOffsetSeq()}
 			if req.Version >= 6 {
 				o.epoch = p.LeaderEpoch
 			}
@@ -457,6 +461,20 @@ func (c *Coordinator) expiryChanged(g *group) {
 	if at, ok := c.nextExpiry(g); ok {
 		c.scheduleExpiry(at)
 	}
+}
+
+// offsetsCommitted is expiryChanged for offsets just committed to g, the
+// earliest of them at at: it makes sure the expiry timer runs by the time
+// they expire, without reading g's other offsets, so that committing a
+// chunk of a large transaction costs the chunk. Call it with c.mu held.
+func (c *Coordinator) offsetsCommitted(g *group, at time.Time) {
+	if g.state != stateEmpty || c.closed || c.enforced(rules.OffsetsNeverExpire) || c.rules.OffsetsRetention <= 0 {
+		return
+	}
+	if g.emptySince.After(at) {
+		at = g.emptySince
+	}
+	c.scheduleExpiry(at.Add(c.rules.OffsetsRetention))
 }
 
 // scheduleExpiry makes the expiry timer due at at, unless it is due

@@ -108,6 +108,10 @@ type TxnMarkers struct {
 	ProducerEpoch   int16
 	Commit          bool
 	Partitions      []TopicPartition
+	// Groups are the consumer groups whose offsets the transaction
+	// commits (AddOffsetsToTxn): Kafka adds each group's partition of
+	// __consumer_offsets to the transaction and writes a marker there too.
+	Groups []string
 }
 
 // TxnInfo describes one transactional id, as DescribeTransactions does.
@@ -140,7 +144,7 @@ type transaction struct {
 	idle       *list.Element // in txns.idle while no transaction is open
 	parts      partSet       // of the open transaction
 	groups     map[string]struct{}
-	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
+	offsets    map[string]*pendingOffsets // by group, applied at commit (txnoffsets.go)
 	timer      *timer
 	// number counts the transactions begun; open is number while one is
 	// open and 0 once it ends, read without the coordinator's lock by
@@ -167,30 +171,13 @@ type txns struct {
 	// idle lists the ids with no open transaction, least recently used
 	// first: the ones roomForTxn may forget.
 	idle list.List
-	// pending counts, per group and partition, the open transactions
-	// holding an offset for it, for OffsetFetch's require_stable.
-	pending map[string]map[TopicPartition]int
+	// pending holds, per group, the offsets of open transactions and of
+	// committed ones not yet applied (txnoffsets.go), for OffsetFetch's
+	// require_stable.
+	pending map[string]map[*pendingOffsets]struct{}
 	// idBytes is the length of every id in byID together
 	// (TransactionalIDTotalMaxBytes), idleBytes of those in idle.
 	idBytes, idleBytes int
-}
-
-// addPending and dropPending keep txns.pending; call them with c.mu held.
-func (x *txns) addPending(group string, tp TopicPartition) {
-	if x.pending[group] == nil {
-		x.pending[group] = make(map[TopicPartition]int)
-	}
-	x.pending[group][tp]++
-}
-
-func (x *txns) dropPending(group string, tp TopicPartition) {
-	ps := x.pending[group]
-	if ps[tp]--; ps[tp] <= 0 {
-		delete(ps, tp)
-		if len(ps) == 0 {
-			delete(x.pending, group)
-		}
-	}
 }
 
 // sortedParts returns the partitions of t's open transaction by topic and
@@ -404,9 +391,11 @@ func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartit
 	return errNone, func() bool { return t.open.Load() == n }
 }
 
-// TxnOffsetCommit stores offsets a transaction commits for a group; they
-// become the group's committed offsets when the transaction commits and are
-// dropped when it aborts. The transaction must have added the group
+// TxnOffsetCommit stores offsets a transaction commits for a group: they
+// are written to __consumer_offsets at once, as one transactional batch
+// (Config.TxnOffsetsTopic), and become the group's committed offsets when
+// the transaction commits; they are dropped when it aborts (see
+// txnoffsets.go). The transaction must have added the group
 // (AddOffsetsToTxn), else INVALID_TXN_STATE. From v3 a commit naming a
 // member is checked as OffsetCommit checks one (UNKNOWN_MEMBER_ID,
 // ILLEGAL_GENERATION, FENCED_INSTANCE_ID). Metadata is bounded as
@@ -421,6 +410,7 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 	if t != nil {
 		code = c.txnCommitCheck(t, req)
 	}
+	var recs TxnOffsetRecords
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
@@ -428,11 +418,19 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, code
 			if code == errNone {
-				sp.ErrorCode = c.pendTxnOffset(t, req.Group, rt.Topic, rp)
+				var o offset
+				if o, sp.ErrorCode = c.pendTxnOffset(t, req.Group, rt.Topic, rp); sp.ErrorCode == errNone && c.txnOffsetsLog != nil {
+					k, v := offsetRecord(req.Group, TopicPartition{rt.Topic, rp.Partition}, o)
+					recs.Keys, recs.Values = append(recs.Keys, k), append(recs.Values, v)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(recs.Keys) > 0 {
+		recs.Group, recs.ProducerID, recs.ProducerEpoch = req.Group, t.producerID, t.epoch
+		c.txnOffsetsLog(recs)
 	}
 	return resp
 }
@@ -463,62 +461,53 @@ func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRe
 	return errNone
 }
 
-// pendTxnOffset keeps one partition's offset in t until it ends.
-func (c *Coordinator) pendTxnOffset(t *transaction, group, topic string, rp kmsg.TxnOffsetCommitRequestTopicPartition) int16 {
-	key := TopicPartition{topic, rp.Partition}
-	old := t.offsets[group][key]
-	meta := ""
-	if rp.Metadata != nil {
-		meta = *rp.Metadata
-	}
-	if len(meta) > c.maxMetadata || len(meta) > len(old.meta) && c.metaBytes-len(old.meta)+len(meta) > c.metaBudget {
-		return errOffsetMetadataTooLarge
-	}
-	if t.offsets == nil {
-		t.offsets = make(map[string]map[TopicPartition]offset)
-	}
-	if t.offsets[group] == nil {
-		t.offsets[group] = make(map[TopicPartition]offset)
-	}
-	if _, ok := t.offsets[group][key]; !ok {
-		c.txns.addPending(group, key)
-	}
-	c.metaBytes += len(meta) - len(old.meta)
-	t.offsets[group][key] = offset{off: rp.Offset, epoch: rp.LeaderEpoch, meta: meta, at: c.clock.Now()}
-	return errNone
-}
-
 // EndTxn commits or aborts the producer's open transaction: its markers are
 // written (Config.WriteTxnMarkers) and, for a commit, its offsets become
-// their groups' committed offsets. Ending again the way the last
-// transaction ended answers no error (a retry); anything else without an
-// open transaction gets INVALID_TXN_STATE.
+// their groups' committed offsets before EndTxn returns, applied a chunk at
+// a time so that other clients wait at most one chunk (see txnoffsets.go).
+// Ending again the way the last transaction ended answers no error (a
+// retry); anything else without an open transaction gets
+// INVALID_TXN_STATE.
 func (c *Coordinator) EndTxn(id string, producerID int64, epoch int16, commit bool) int16 {
 	c.mu.Lock()
-	defer c.unlock()
+	code, apply := c.endTxnRequest(id, producerID, epoch, commit)
+	for {
+		apply = c.applyPendingOffsets(apply, applyOffsetsChunk)
+		c.unlock()
+		if len(apply) == 0 {
+			return code
+		}
+		c.mu.Lock()
+	}
+}
+
+// endTxnRequest is EndTxn's answer and the pending offsets its commit is to
+// apply. Call it with c.mu held.
+func (c *Coordinator) endTxnRequest(id string, producerID int64, epoch int16, commit bool) (int16, []*pendingOffsets) {
 	t, code := c.producer(id, producerID, epoch)
 	if t == nil {
-		return code
+		return code, nil
 	}
 	switch {
 	case t.state == TxnOngoing:
-		c.endTxn(t, commit, false)
-		return errNone
+		return errNone, c.endTxn(t, commit, false)
 	case commit && t.state == TxnCompleteCommit, !commit && t.state == TxnCompleteAbort:
-		return errNone
+		return errNone, nil
 	}
-	return errInvalidTxnState
+	return errInvalidTxnState, nil
 }
 
-// endTxn ends t's open transaction. An abort the coordinator makes itself
-// (a timeout, or a new InitProducerId fencing the open transaction) first
-// bumps the producer's epoch, as Kafka's coordinator does, so the producer
-// that began it is fenced. Call it with c.mu held.
-func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
+// endTxn ends t's open transaction and returns, for a commit, the pending
+// offsets to apply (applyPendingOffsets); an abort drops them. An abort the
+// coordinator makes itself (a timeout, or a new InitProducerId fencing the
+// open transaction) first bumps the producer's epoch, as Kafka's
+// coordinator does, so the producer that began it is fenced. Call it with
+// c.mu held.
+func (c *Coordinator) endTxn(t *transaction, commit, fence bool) []*pendingOffsets {
 	t.timer.cancel()
 	t.timer = nil
 	if fence && t.state != TxnOngoing {
-		return // the timer fired after the transaction ended
+		return nil // the timer fired after the transaction ended
 	}
 	t.open.Store(0) // before the markers: see TxnCheck
 	if fence {
@@ -529,33 +518,22 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 	}
 	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
 	m.Partitions = t.sortedParts()
-	if c.writeMarkers != nil && len(m.Partitions) > 0 {
+	for g := range t.groups {
+		m.Groups = append(m.Groups, g)
+	}
+	sort.Strings(m.Groups)
+	if c.writeMarkers != nil && len(m.Partitions)+len(m.Groups) > 0 {
 		c.writeMarkers(m)
 	}
-	for name, offs := range t.offsets {
-		var g *group
-		if commit {
-			if g = c.lookup(name); g == nil && len(name) <= MaxGroupIDBytes {
-				g = c.newGroup(name)
-			}
-		}
-		for tp, o := range offs {
-			c.metaBytes -= len(o.meta)
-			c.txns.dropPending(name, tp)
-			if g == nil {
-				continue
-			}
-			ps := g.offsets[tp.Topic]
-			if ps == nil {
-				ps = make(map[int32]offset)
-				g.offsets[tp.Topic] = ps
-			}
-			c.metaBytes += len(o.meta) - len(ps[tp.Partition].meta)
-			ps[tp.Partition] = o
-			c.logOffset(g.name, tp.Topic, tp.Partition, o)
-		}
-		if g != nil {
-			c.expiryChanged(g)
+	var apply []*pendingOffsets
+	for _, name := range m.Groups {
+		po := t.offsets[name]
+		switch {
+		case po == nil:
+		case commit:
+			apply = append(apply, po)
+		default:
+			c.dropPendingOffsets(po)
 		}
 	}
 	if commit {
@@ -567,13 +545,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 	}
 	t.parts, t.groups, t.offsets = partSet{}, nil, nil
 	c.touch(t)
-}
-
-// unstableOffset reports whether an open transaction holds an offset for
-// the group's partition: OffsetFetch with require_stable answers it
-// UNSTABLE_OFFSET_COMMIT.
-func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool {
-	return c.txns.pending[group][TopicPartition{topic, partition}] > 0
+	return apply
 }
 
 // txnTopicDeleted forgets a deleted topic's partitions and offsets in every
@@ -581,16 +553,8 @@ func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool 
 func (c *Coordinator) txnTopicDeleted(topic string) {
 	for _, t := range c.txns.byID {
 		t.parts.dropTopic(topic)
-		for group, offs := range t.offsets {
-			for tp, o := range offs {
-				if tp.Topic == topic {
-					c.metaBytes -= len(o.meta)
-					c.txns.dropPending(group, tp)
-					delete(offs, tp)
-				}
-			}
-		}
 	}
+	c.pendingTopicDeleted(topic)
 }
 
 // Transactions returns every transactional id the coordinator keeps, by id.

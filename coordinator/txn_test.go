@@ -125,7 +125,11 @@ func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
 	assert.Equal(t, int64(7), got.Offset)
 	assert.Equal(t, 2, h.c.metaBytes)
 	assert.Empty(t, h.c.txns.pending, "no transaction holds an offset")
-	require.Len(t, h.markers, 0, "no partition was added: no marker")
+	require.Len(t, h.markers, 2, "one marker each, for the group's partition of __consumer_offsets")
+	for _, m := range h.markers {
+		assert.Empty(t, m.Partitions, "no partition was added")
+		assert.Equal(t, []string{"g"}, m.Groups)
+	}
 }
 
 // TestTransactionTimeoutFencesAndAborts: a transaction past its timeout is
