@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Topics and configs through real clients: Metadata's authorized
 // operations and internal topic, duplicated names in one request, list

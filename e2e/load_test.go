@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // A bounded load test: producers with acks=all (no idempotence, as on VAST)
 // and 16 consumer groups whose members join and leave for a fixed time,

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 import (
 	"bytes"
@@ -47,9 +47,9 @@ func TestReadmeFirstTests(t *testing.T) {
 // assertQuotes checks that doc quotes file verbatim in a code block of lang.
 func assertQuotes(t *testing.T, doc, file, lang string) {
 	t.Helper()
-	page, err := os.ReadFile(doc)
+	page, err := os.ReadFile(repo(doc))
 	require.NoError(t, err)
-	example, err := os.ReadFile(file)
+	example, err := os.ReadFile(repo(file))
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(page), "```"+lang+"\n"+string(example)+"```\n"),
 		"%s must quote %s verbatim in a %s block", doc, file, lang)
@@ -65,6 +65,7 @@ func TestFirstTestPassesAgainstARealCluster(t *testing.T) {
 	}
 	cluster := fixtures.StartBroker(t)
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestBillingCommitsWhatItRead$", "./examples/gettingstarted")
+	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KAFKA_BOOTSTRAP="+cluster.Addr())
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -82,7 +83,7 @@ func TestFirstTestPassesAgainstARealCluster(t *testing.T) {
 // profile refuses them, and that every row naming a rule with a franz-go
 // story has one.
 func TestTroubleshootingFranzGo(t *testing.T) {
-	data, err := os.ReadFile(readme.TroubleshootingPage)
+	data, err := os.ReadFile(repo(readme.TroubleshootingPage))
 	require.NoError(t, err)
 	rows, err := readme.Troubleshooting(string(data))
 	require.NoError(t, err)
@@ -197,15 +198,15 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 func TestDocsNameRealTests(t *testing.T) {
 	funcs := map[string]bool{}
 	declared := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Example|Benchmark)\w*)\(`)
-	require.NoError(t, filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	require.NoError(t, fs.WalkDir(os.DirFS(repoRoot), ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != "." {
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
 		if strings.HasSuffix(path, "_test.go") {
-			data, err := os.ReadFile(path)
+			data, err := os.ReadFile(repo(path))
 			if err != nil {
 				return err
 			}
@@ -217,7 +218,7 @@ func TestDocsNameRealTests(t *testing.T) {
 	}))
 	named := regexp.MustCompile("`((?:Test|Fuzz|Example|Benchmark)[A-Z]\\w*)")
 	for _, doc := range userDocs(t) {
-		data, err := os.ReadFile(doc)
+		data, err := os.ReadFile(repo(doc))
 		require.NoError(t, err)
 		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
 			assert.True(t, funcs[m[1]], "%s names %s, which no _test.go declares", doc, m[1])
@@ -231,7 +232,7 @@ func TestDocsNameRealTests(t *testing.T) {
 func TestReadmeNamesEveryVASTTopicConfig(t *testing.T) {
 	var rows []string
 	for _, doc := range []string{readme.TroubleshootingPage, "docs/vast-rules.md"} {
-		data, err := os.ReadFile(doc)
+		data, err := os.ReadFile(repo(doc))
 		require.NoError(t, err)
 		for _, line := range strings.Split(string(data), "\n") {
 			_, after, ok := strings.Cut(line, "| `VASTTopicConfigsOnly` | ")
@@ -248,11 +249,18 @@ func TestReadmeNamesEveryVASTTopicConfig(t *testing.T) {
 	}
 }
 
-// userDocs returns the Markdown pages users read: README.md, CHANGELOG.md
-// and docs/*.md.
+// repoRoot is the module root, where the docs and examples are, from this
+// package's directory.
+const repoRoot = ".."
+
+// repo returns the path of a file named relative to the module root.
+func repo(path string) string { return filepath.Join(repoRoot, path) }
+
+// userDocs returns the Markdown pages users read, relative to the module
+// root: README.md, CHANGELOG.md and docs/*.md.
 func userDocs(t *testing.T) []string {
 	t.Helper()
-	docs, err := filepath.Glob("docs/*.md")
+	docs, err := fs.Glob(os.DirFS(repoRoot), "docs/*.md")
 	require.NoError(t, err)
 	return append(docs, "README.md", "CHANGELOG.md")
 }
@@ -271,14 +279,14 @@ func TestDocsLinksResolve(t *testing.T) {
 		if a, ok := anchorsOf[page]; ok {
 			return a
 		}
-		data, err := os.ReadFile(page)
+		data, err := os.ReadFile(repo(page))
 		require.NoError(t, err)
 		a := markdownAnchors(string(data))
 		anchorsOf[page] = a
 		return a
 	}
 	for _, doc := range userDocs(t) {
-		data, err := os.ReadFile(doc)
+		data, err := os.ReadFile(repo(doc))
 		require.NoError(t, err)
 		n := 0
 		for _, m := range mdLink.FindAllStringSubmatch(withoutCode(string(data)), -1) {
@@ -290,7 +298,7 @@ func TestDocsLinksResolve(t *testing.T) {
 			target := doc
 			if path != "" {
 				target = filepath.Join(filepath.Dir(doc), path)
-				if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", doc, path+m[2]) {
+				if _, err := os.Stat(repo(target)); !assert.NoError(t, err, "%s links to %s", doc, path+m[2]) {
 					continue
 				}
 			}

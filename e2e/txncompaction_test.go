@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Compaction with transactions through real clients: kgo transactional
 // producers, compaction on demand, and read_committed and read_uncommitted

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // KIP-848 consumer groups (group.protocol=consumer) end to end through kgo
 // with kgo.ServerSideBalancer(): served in the kafka profile, recorded in

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Offset gaps and compaction, through franz-go: consumers, groups, lag and
 // ListOffsets across gaps, compaction as Kafka's cleaner does it, and the

@@ -1,9 +1,9 @@
-package vastfake_test
+package e2e_test
 
 // Throughput benchmarks through kgo, run side by side against vastfake and
 // kfake so one run shows both:
 //
-//	go test -run '^$' -bench . -benchtime 3s -count 5 . | tee new.txt
+//	go test -run '^$' -bench . -benchtime 3s -count 5 ./e2e/ | tee new.txt
 //	benchstat new.txt
 
 import (
@@ -121,7 +121,7 @@ func BenchmarkFetch(b *testing.B) {
 // BenchmarkMemoryPerStoredByte measures heap growth per byte of record value
 // stored through the wire: b.N MiB of 100-byte values produced by kgo.
 //
-//	go test -run '^$' -bench MemoryPerStoredByte -benchtime 64x .
+//	go test -run '^$' -bench MemoryPerStoredByte -benchtime 64x ./e2e/
 func BenchmarkMemoryPerStoredByte(b *testing.B) {
 	for _, bb := range benchBrokers {
 		b.Run(bb.name, func(b *testing.B) {
@@ -185,7 +185,7 @@ func BenchmarkGroupFirstRecord(b *testing.B) {
 // broker reset between cases, whose log memory the next case reuses. One
 // op is one case; a suite of 100:
 //
-//	go test -run '^$' -bench SuiteResetVsFresh -benchtime 100x -count 6 .
+//	go test -run '^$' -bench SuiteResetVsFresh -benchtime 100x -count 6 ./e2e/
 func BenchmarkSuiteResetVsFresh(b *testing.B) {
 	const records = 10_000
 	runCase := func(b *testing.B, addr string) {

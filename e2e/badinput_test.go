@@ -1,9 +1,8 @@
-package vastfake_test
+package e2e_test
 
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -20,29 +19,12 @@ import (
 	"github.com/vastfake/vastfake/fixtures"
 )
 
-// frame prefixes body with its int32 size.
-func frame(size int32, body []byte) []byte {
-	out := binary.BigEndian.AppendUint32(nil, uint32(size))
-	return append(out, body...)
-}
-
 // header builds a request header v1: key, version, correlation id, client id.
 func header(key, version int16, corr int32) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(key))
 	b = binary.BigEndian.AppendUint16(b, uint16(version))
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
 	return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
-}
-
-// assertClosed reads until the broker closes the connection.
-func assertClosed(t *testing.T, c net.Conn) {
-	t.Helper()
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
-	_, err := io.ReadAll(c)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatal("the broker kept the connection open")
-	}
 }
 
 // TestBadInputClosesOnlyThatConnection sends malformed frames; each closes

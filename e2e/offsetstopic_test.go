@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Idempotent producers (kafka profile): sequence numbers checked per
 // producer id, epoch and partition as Kafka checks them, and retries of a

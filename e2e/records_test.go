@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Record validation, record size limits and fetch response limits: what a
 // producer's batch must be to be stored, and what a Fetch gets back.
@@ -127,27 +127,6 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, batch []byte) kmsg.P
 	resp, err := req.RequestWith(ctxT(t), cl)
 	require.NoError(t, err)
 	return resp.Topics[0].Partitions[0]
-}
-
-// fetchRaw fetches partition 0 of topic from offset 0 and returns the
-// stored bytes and the high watermark.
-func fetchRaw(t *testing.T, cl *kgo.Client, topic string) ([]byte, int64) {
-	t.Helper()
-	md, err := kadm.NewClient(cl).ListTopics(ctxT(t), topic)
-	require.NoError(t, err)
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes, req.SessionEpoch = 50<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, md[topic].ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 10 << 20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t), cl)
-	require.NoError(t, err)
-	p := resp.Topics[0].Partitions[0]
-	require.Equal(t, int16(0), p.ErrorCode)
-	return p.RecordBatches, p.HighWatermark
 }
 
 // TestBrokenRecordsAreRefused sends batches whose header and CRC are right

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Reliability over raw TCP, beyond the malformed frames of
 // badinput_test.go: a client that dribbles its request a byte at a time,

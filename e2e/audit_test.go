@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Audit mode end to end: real clients at their default settings against
 // the audit profile, the findings their defaults cause, and one case per
@@ -7,8 +7,6 @@ package vastfake_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,17 +21,6 @@ import (
 	"github.com/vastfake/vastfake/fixtures"
 	"github.com/vastfake/vastfake/rules"
 )
-
-// findingKeys lists findings as "Rule kind topic group", sorted, for
-// asserting the exact set a scenario causes.
-func findingKeys(fs []broker.Finding) []string {
-	out := make([]string, 0, len(fs))
-	for _, f := range fs {
-		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", f.Rule, f.Kind, f.Topic, f.Group)))
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
-}
 
 // compressible is a value kgo's snappy shrinks, so kgo's default producer
 // sends it compressed (kgo sends a batch uncompressed when compressing does

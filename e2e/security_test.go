@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Security end to end: SASL/PLAIN through franz-go (v1 and v0 handshakes),
 // wrong and missing credentials, brute input on the SASL path over raw TCP,
@@ -6,13 +6,11 @@ package vastfake_test
 // a TLS listener.
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +26,9 @@ import (
 	"github.com/vastfake/vastfake/fixtures"
 )
 
-const (
-	adminUser, adminPass = "admin", "admin-secret"
-	appUser, appPass     = "app", "app-secret"
-)
-
 // saslOpt authenticates a kgo client with SASL/PLAIN.
 func saslOpt(user, pass string) kgo.Opt {
 	return kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism())
-}
-
-// findRequest returns the last logged request of api that matches, or
-// false.
-func findRequest(b *broker.Broker, api kmsg.Key, match func(broker.RequestRecord) bool) (broker.RequestRecord, bool) {
-	reqs := b.Requests()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		if reqs[i].API == api && match(reqs[i]) {
-			return reqs[i], true
-		}
-	}
-	return broker.RequestRecord{}, false
 }
 
 // shortCtx bounds a call that the broker is expected to refuse, so that a
@@ -605,24 +586,6 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	assertClosed(t, c)
 }
 
-// lockedBuffer is a buffer a logger and a test may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // TestLongNamesAreClippedInLogs: failed logins with huge user names and a
 // huge client id leave short request-log entries and short log lines; a
 // token over the SASL size cap is refused before it is parsed.
@@ -669,13 +632,6 @@ func TestLongNamesAreClippedInLogs(t *testing.T) {
 	for _, line := range lines {
 		assert.LessOrEqual(t, len(line), 2000, "log line %.300s", line)
 	}
-}
-
-// offsetsFor is one committed offset for kadm.
-func offsetsFor(topic string, partition int32, at int64) kadm.Offsets {
-	os := make(kadm.Offsets)
-	os.AddOffset(topic, partition, at, -1)
-	return os
 }
 
 // firstFetchError polls cl until a fetch error arrives and returns it.

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Consumer groups end to end through kgo and kadm: sharing partitions,
 // committing and resuming, the seed 001 crash stories, and VAST's group
@@ -24,45 +24,6 @@ import (
 	"github.com/vastfake/vastfake/fixtures"
 	"github.com/vastfake/vastfake/rules"
 )
-
-// waitFor polls cond every few milliseconds until it holds or the deadline
-// passes, then fails with what.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// groupConsumer returns a kgo group consumer reading topic from the start.
-func groupConsumer(t *testing.T, addr, group, topic string, opts ...kgo.Opt) *kgo.Client {
-	return newClient(t, addr, append([]kgo.Opt{
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(),
-		kgo.SessionTimeout(6 * time.Second),
-		kgo.RebalanceTimeout(6 * time.Second),
-	}, opts...)...)
-}
-
-// pollN polls cl until it has n records, failing on any fetch error.
-func pollN(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
-	t.Helper()
-	ctx := ctxT(t)
-	var out []*kgo.Record
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		require.NoError(t, ctx.Err(), "polled %d of %d records", len(out), n)
-		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
-		out = append(out, fs.Records()...)
-	}
-	return out
-}
 
 // pollNothingNew produces a marker record and polls until it arrives,
 // returning every record seen before it: what the group had not yet consumed.

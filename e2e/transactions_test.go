@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Transactions (kafka and audit profiles): a transactional producer's
 // commit and abort, what read_committed and read_uncommitted consumers see,
@@ -38,15 +38,6 @@ func txnBrokers(t *testing.T, topics ...string) map[string]string {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return map[string]string{"vastfake": k.Addr(), "kfake": c.ListenAddrs()[0]}
-}
-
-// txnClient returns a kgo client for addr with opts, closed with the test.
-func txnClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	return cl
 }
 
 // produceInTxn runs one transaction of values to topic's partition 0 and
@@ -130,24 +121,6 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 			assert.Equal(t, int64(13), listEnd(t, addr, "txn-out", 1))
 		})
 	}
-}
-
-// listEnd returns partition 0's latest offset at an isolation level.
-func listEnd(t *testing.T, addr, topic string, isolation int8) int64 {
-	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.IsolationLevel = isolation
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t), txnClient(t, addr))
-	require.NoError(t, err)
-	p := resp.Topics[0].Partitions[0]
-	require.Zero(t, p.ErrorCode)
-	return p.Offset
 }
 
 // TestTransactionConsumeTransformProduce runs kgo's GroupTransactSession:

@@ -1,4 +1,4 @@
-package vastfake_test
+package e2e_test
 
 // Every path that removes, moves or rewrites records, checked against
 // transactions: compaction on demand and on its interval, retention by
