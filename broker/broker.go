@@ -64,7 +64,8 @@ type Broker struct {
 	stopCompact func()
 	sweepMu     sync.Mutex
 	data        *store
-	apis        []api // the table, with the rules applied
+	apis        []api     // the table, with the rules applied
+	features    []feature // what ApiVersions v3+ lists (KafkaVersion.features)
 	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy [maxAPIKey + 1]string
@@ -132,6 +133,7 @@ type config struct {
 	clusterID    string
 	rules        rules.Rules
 	rulesSet     bool
+	kafka        KafkaVersion // WithKafkaVersion
 	clock        clock.Clock
 	logger       *slog.Logger
 	topics       []TopicSpec
@@ -199,6 +201,13 @@ func WithProfile(name string) Option {
 		c.rules, c.rulesSet = r, true
 	}
 }
+
+// WithKafkaVersion sets the Kafka release whose semantics the broker
+// follows where Kafka 4.x releases differ: DefaultKafkaVersion (4.3)
+// unless set. See KafkaVersion for what each changes; ApiVersions and the
+// features it advertises follow it. The VAST profile's rules hide what
+// changes, so there it changes only the metadata.version it advertises.
+func WithKafkaVersion(v KafkaVersion) Option { return func(c *config) { c.kafka = v } }
 
 // WithClock sets the broker's clock. The default is the wall clock; a
 // *clock.Manual lets a test move time.
@@ -486,6 +495,9 @@ func New(opts ...Option) (*Broker, error) {
 	if !cfg.rulesSet {
 		cfg.rules = rules.VAST()
 	}
+	if cfg.kafka == (KafkaVersion{}) {
+		cfg.kafka = DefaultKafkaVersion
+	}
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
@@ -562,10 +574,11 @@ func New(opts ...Option) (*Broker, error) {
 	if b.enforced(rules.StaleEndOffset) {
 		b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
 	}
-	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules)
+	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules, cfg.kafka)
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
+	b.features = cfg.kafka.features(b.servedVersion)
 	b.createOffsetsTopic()
 	for _, t := range cfg.topics {
 		if code, msg := b.createTopic(nil, t.Name, t.Partitions, t.Configs, false); code != 0 {
@@ -610,6 +623,7 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
 		OffsetsTopic:              b.appendOffsetsRecord,
 		TxnOffsetsTopic:           b.appendTxnOffsetsRecords,
+		AssignmentEpochs:          cfg.kafka.AssignmentEpochs(),
 		GroupCreated:              b.groupCreated,
 	})
 	b.scheduleRetention()

@@ -169,6 +169,13 @@ type Config struct {
 	// in the order the changes happen, and must not call back into the
 	// Coordinator. It may be nil (VAST keeps no such topic).
 	OffsetsTopic func(group string, key, value []byte)
+	// AssignmentEpochs checks a KIP-848 member's OffsetCommit and
+	// TxnOffsetCommit by per-partition assignment epochs, as Kafka 4.3
+	// does (KIP-1251): a commit is refused only when its epoch is newer
+	// than the member's, or older than the epoch the member was given the
+	// partition at. Off, as before Kafka 4.3, the epoch must be the
+	// member's.
+	AssignmentEpochs bool
 	// TxnOffsetsTopic receives the records of each TxnOffsetCommit, to be
 	// written to __consumer_offsets as one transactional batch of the
 	// producer's id and epoch, which the transaction's marker (see
@@ -248,9 +255,10 @@ type Coordinator struct {
 	offsetsLog   func(group string, key, value []byte)
 	// txnOffsetsLog is Config.TxnOffsetsTopic; offsetSeq numbers committed
 	// and pending offsets in the order of their records (nextOffsetSeq).
-	txnOffsetsLog func(TxnOffsetRecords)
-	offsetSeq     uint64
-	groupCreated  func(ctx context.Context, group string)
+	txnOffsetsLog    func(TxnOffsetRecords)
+	assignmentEpochs bool // Config.AssignmentEpochs
+	offsetSeq        uint64
+	groupCreated     func(ctx context.Context, group string)
 
 	// KIP-848 consumer groups (consumergroup.go).
 	topicsFn       func() []TopicMeta
@@ -350,15 +358,16 @@ func New(cfg Config) *Coordinator {
 		groups:       make(map[string]*group),
 		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
 			pending: make(map[string]map[*pendingOffsets]struct{})},
-		writeMarkers:  cfg.WriteTxnMarkers,
-		offsetsLog:    cfg.OffsetsTopic,
-		txnOffsetsLog: cfg.TxnOffsetsTopic,
-		groupCreated:  cfg.GroupCreated,
-		topicsFn:      cfg.Topics,
-		topicFn:       cfg.Topic,
-		cgSession:     cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
-		cgInterval:    cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
-		cgMaxSize:     cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+		writeMarkers:     cfg.WriteTxnMarkers,
+		offsetsLog:       cfg.OffsetsTopic,
+		txnOffsetsLog:    cfg.TxnOffsetsTopic,
+		assignmentEpochs: cfg.AssignmentEpochs,
+		groupCreated:     cfg.GroupCreated,
+		topicsFn:         cfg.Topics,
+		topicFn:          cfg.Topic,
+		cgSession:        cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
+		cgInterval:       cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
+		cgMaxSize:        cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
 	}
 	c.refreshTopics()
 	return c

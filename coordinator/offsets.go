@@ -47,7 +47,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
-	g, code := c.commitGroup(ctx, req)
+	g, code, partCheck := c.commitGroup(ctx, req)
 	now := c.clock.Now()
 	for _, t := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
@@ -61,7 +61,10 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if g != nil {
 				old = g.offsets[t.Topic][p.Partition]
 			}
-			if code == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
+			if code == errNone && partCheck != nil {
+				sp.ErrorCode = partCheck(t.Topic, p.Partition)
+			}
+			if sp.ErrorCode == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
 				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
 				sp.ErrorCode = errOffsetMetadataTooLarge
 			}
@@ -97,10 +100,12 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 }
 
 // commitGroup validates a commit and returns the group it goes to, creating
-// it for a generation -1 commit.
-func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitRequest) (*group, int16) {
+// it for a generation -1 commit, and for a consumer group's member
+// committing at an older epoch the check of each partition (see
+// consumerGroup.commitCheck).
+func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitRequest) (*group, int16, func(string, int32) int16) {
 	if c.closed {
-		return nil, errCoordinatorNotAvailable
+		return nil, errCoordinatorNotAvailable, nil
 	}
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
@@ -111,44 +116,45 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 	if g == nil {
 		if generation >= 0 {
 			if req.Version >= 9 {
-				return nil, errGroupIDNotFound
+				return nil, errGroupIDNotFound, nil
 			}
-			return nil, errIllegalGeneration
+			return nil, errIllegalGeneration, nil
 		}
 		if len(req.Group) > MaxGroupIDBytes {
-			return nil, errInvalidGroupID
+			return nil, errInvalidGroupID, nil
 		}
 		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
-			return nil, errGroupMaxSizeReached
+			return nil, errGroupMaxSizeReached, nil
 		}
 		g = c.newGroup(req.Group)
 		if c.groupCreated != nil {
 			c.groupCreated(ctx, req.Group)
 		}
-		return g, errNone
+		return g, errNone, nil
 	}
 	if g.cg != nil {
-		if code := g.cg.commitCheck(memberID, generation, req.Version); code != errNone {
-			return nil, code
+		code, check := g.cg.commitCheck(memberID, generation, req.Version, c.assignmentEpochs)
+		if code != errNone {
+			return nil, code, nil
 		}
-		return g, errNone
+		return g, errNone, check
 	}
 	if generation < 0 && g.state == stateEmpty {
-		return g, errNone
+		return g, errNone, nil
 	}
 	if generation >= 0 || memberID != "" || instanceID != nil {
 		m, code := g.validate(instanceID, memberID, generation)
 		if m == nil {
-			return nil, code
+			return nil, code, nil
 		}
 		if g.state == stateCompletingRebalance {
-			return nil, errRebalanceInProgress
+			return nil, errRebalanceInProgress, nil
 		}
 		c.resetSession(g, m)
-		return g, errNone
+		return g, errNone, nil
 	}
 	// Generation -1 and no member id on a group with members.
-	return nil, errUnknownMemberID
+	return nil, errUnknownMemberID, nil
 }
 
 // OffsetFetch returns committed offsets: v0-v7 for one group, v8+ for a

@@ -407,8 +407,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	resp.Version = req.Version
 	t, code := c.producer(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
+	var partCheck func(string, int32) int16
 	if t != nil {
-		code = c.txnCommitCheck(t, req)
+		code, partCheck = c.txnCommitCheck(t, req)
 	}
 	var recs TxnOffsetRecords
 	for _, rt := range req.Topics {
@@ -417,7 +418,10 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, code
-			if code == errNone {
+			if code == errNone && partCheck != nil {
+				sp.ErrorCode = partCheck(rt.Topic, rp.Partition)
+			}
+			if sp.ErrorCode == errNone {
 				var o offset
 				if o, sp.ErrorCode = c.pendTxnOffset(t, req.Group, rt.Topic, rp); sp.ErrorCode == errNone && c.txnOffsetsLog != nil {
 					k, v := offsetRecord(req.Group, TopicPartition{rt.Topic, rp.Partition}, o)
@@ -435,30 +439,32 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 	return resp
 }
 
-// txnCommitCheck checks a TxnOffsetCommit against t and its group.
-func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) int16 {
+// txnCommitCheck checks a TxnOffsetCommit against t and its group, and
+// returns the check of each partition a consumer group's member committing
+// at an older epoch gets (see consumerGroup.commitCheck).
+func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) (int16, func(string, int32) int16) {
 	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
-		return errInvalidGroupID
+		return errInvalidGroupID, nil
 	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
-		return errInvalidTxnState
+		return errInvalidTxnState, nil
 	}
 	if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
-		return errNone
+		return errNone, nil
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		return errIllegalGeneration
+		return errIllegalGeneration, nil
 	}
 	if g.cg != nil {
 		// A consumer group's member commits with its member epoch, as
 		// an OffsetCommit v9+ (Kafka's validateOffsetCommit).
-		return g.cg.commitCheck(req.MemberID, req.Generation, 9)
+		return g.cg.commitCheck(req.MemberID, req.Generation, 9, c.assignmentEpochs)
 	}
 	if _, code := g.validate(c.instanceID(req.InstanceID, true), req.MemberID, req.Generation); code != errNone {
-		return code
+		return code, nil
 	}
-	return errNone
+	return errNone, nil
 }
 
 // EndTxn commits or aborts the producer's open transaction: its markers are

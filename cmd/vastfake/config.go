@@ -39,6 +39,7 @@ type config struct {
 	Listen                 string
 	Advertise              string
 	Profile                string
+	KafkaVersion           broker.KafkaVersion
 	Topics                 []broker.TopicSpec
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
@@ -328,6 +329,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	advertise := str("advertise", "", "host:port clients are told to connect to, or with -brokers one per broker, comma-separated; default the listen addresses")
 	brokers := fs.Int("brokers", 1, "broker ids, each with its own listener, listed in Metadata: the first on -listen, the others on the ports after it (all picked by the system when its port is 0); 1 to 16 (env VASTFAKE_BROKERS)")
 	profile := str("profile", "vast", "rules to apply: vast (enforce every VAST rule), kafka (none) or audit (behave as Kafka and report what VAST would refuse or do differently)")
+	kafkaVersion := str("kafka-version", broker.DefaultKafkaVersion.String(), "Kafka release whose semantics the kafka and audit profiles follow where 4.x releases differ: 4.0 (transactions v1, KIP-848 commits at the member's exact epoch), 4.1, 4.2 (share groups), 4.3 (transactions v2, KIP-1251 assignment epochs); ApiVersions follows it")
 	auditReport := str("audit-report", "", "at exit, write the findings of audited rules to FILE.md and FILE.json (or only FILE, when it ends in .md or .json)")
 	rebal := dur("initial-rebalance-delay", "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0, and Kafka's 3s with -profile kafka (but not with -manual-clock, where it would hold every new group until the clock is advanced)")
 	minSession := dur("min-session-timeout", "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
@@ -481,6 +483,11 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
 	}
+	kv, err := broker.ParseKafkaVersion(*kafkaVersion)
+	if err != nil {
+		return nil, fmt.Errorf("-kafka-version: %w", err)
+	}
+	cfg.KafkaVersion = kv
 	r, ok := rules.ForProfile(cfg.Profile)
 	if !ok {
 		return nil, fmt.Errorf("unknown profile %q (want vast, kafka or audit)", cfg.Profile)

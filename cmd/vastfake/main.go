@@ -145,6 +145,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithBrokers(cfg.Brokers),
 		advertiseOption(cfg.Advertise),
 		broker.WithRules(cfg.Rules),
+		broker.WithKafkaVersion(cfg.KafkaVersion),
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
 		broker.WithDefaultPartitions(cfg.NumPartitions),
@@ -205,7 +206,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	if generatedToken != "" {
 		fmt.Fprintf(stdout, "control plane token %s\n", generatedToken)
 	}
-	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "brokers", len(b.BrokerIDs()), "profile", cfg.Profile,
+	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "brokers", len(b.BrokerIDs()), "profile", cfg.Profile, "kafka_version", cfg.KafkaVersion.String(),
 		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock, "http", httpAddr,
 		"sasl_users", len(cfg.Users), "policies", len(cfg.Policies), "tls", cfg.TLSCert != "")
 
