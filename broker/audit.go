@@ -8,7 +8,6 @@ package broker
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -234,7 +232,7 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 // vast applies rule id to a request (r; nil for the broker's own work,
 // seed topics or expiry) that does what the rule is about: sends a
 // compressed batch, names a topic that does not exist, offers only
-// cooperative protocols. It is the one place a rule's mode takes effect:
+// cooperative protocols. The rule's mode decides (rules.Modes.Check):
 //   - enforced, it records a refusal on r (kind Refused) and returns true:
 //     the caller answers as VAST does;
 //   - audited, it records a finding of kind about topic or group, with
@@ -246,19 +244,16 @@ func (a *auditLog) record(k findingKey, detail func() string, now time.Time) {
 // the produce or fetch path costs no string in any mode (a closure that
 // does not escape costs no allocation either).
 func (b *Broker) vast(r *request, id rules.ID, kind rules.Kind, topic, group string, detail func() string) bool {
-	switch b.modes[id] {
-	case rules.Enforce:
-		if kind == rules.Refused && r != nil {
-			r.refuse(id.String())
-			if r.refusedAbout == "" {
-				r.refusedAbout = cmp.Or(topic, group)
+	return b.modes.Check(id, kind,
+		func() {
+			if r != nil {
+				r.refuse(id.String())
+				if r.refusedAbout == "" {
+					r.refusedAbout = cmp.Or(topic, group)
+				}
 			}
-		}
-		return true
-	case rules.Audit:
-		b.recordFinding(r, id, kind, topic, group, detail)
-	}
-	return false
+		},
+		func() { b.recordFinding(r, id, kind, topic, group, detail) })
 }
 
 // enforced reports whether rule id is enforced, for behaviour that is not
@@ -324,23 +319,15 @@ func (b *Broker) Audited() bool {
 }
 
 // coordinatorFinding is the coordinator's Config.Audit: it records a
-// finding for the request ctx carries, if any.
-func (b *Broker) coordinatorFinding(ctx context.Context, id rules.ID, kind rules.Kind, group, detail string) {
+// finding no request caused, about a group as a whole, naming the group's
+// clients, never "(no client)", when it has some.
+func (b *Broker) coordinatorFinding(clients string, id rules.ID, kind rules.Kind, group, detail string) {
 	var r *request
-	if ctx != nil {
-		r, _ = ctx.Value(requestKey{}).(*request)
-	}
-	if r == nil && ctx != nil {
-		// A finding about a group as a whole names its members' clients
-		// (coordinator.WithClient), never "(no client)".
-		if ids, _ := coordinator.ClientFrom(ctx); ids != "" {
-			r = &request{clientID: ids}
-		}
+	if clients != "" {
+		r = &request{clientID: clients}
 	}
 	b.recordFinding(r, id, kind, "", group, func() string { return detail })
 }
-
-type requestKey struct{}
 
 // SortFindings orders findings by rule, kind, client, topic and group, for
 // reports that should read the same from run to run.

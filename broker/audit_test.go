@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -224,11 +223,10 @@ func TestAuditSideTablesAreBounded(t *testing.T) {
 	assert.Equal(t, int64(10), rep.ErrorsDropped)
 	assert.Contains(t, rep.Markdown(), "10 more distinct errors not kept (the broker keeps 1000)")
 
-	ctx := context.WithValue(context.Background(), requestKey{}, &request{})
 	for i := range maxForecastClients + 10 {
-		r := &request{clientID: "c" + strconv.Itoa(i)}
+		r := &request{b: b, clientID: "c" + strconv.Itoa(i)}
 		for j := range keptGroupNames + 5 {
-			b.groupCreated(context.WithValue(ctx, requestKey{}, r), "g"+strconv.Itoa(j))
+			r.GroupCreated("g" + strconv.Itoa(j))
 		}
 	}
 	assert.Len(t, b.forecast.clients, maxForecastClients)

@@ -624,7 +624,6 @@ func New(opts ...Option) (*Broker, error) {
 		OffsetsTopic:              b.appendOffsetsRecord,
 		TxnOffsetsTopic:           b.appendTxnOffsetsRecords,
 		AssignmentEpochs:          cfg.kafka.AssignmentEpochs(),
-		GroupCreated:              b.groupCreated,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -179,9 +179,11 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// request is one decoded request as a handler sees it.
+// request is one decoded request as a handler sees it. It is also the
+// coordinator's Caller (caller.go).
 type request struct {
 	ctx      context.Context
+	b        *Broker
 	conn     *clientConn
 	version  int16
 	clientID string
@@ -484,7 +486,7 @@ func (c *clientConn) handleOne() error {
 		endLarge() // these wait for other members, who may be waiting for the turn
 	}
 
-	req := &request{ctx: c.ctx, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
+	req := &request{ctx: c.ctx, b: c.b, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
 	defer req.releaseReads()
 	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || a.hiddenByCap() || version > a.advertised) {
 		group := ""

@@ -10,7 +10,6 @@ package broker
 
 import (
 	"cmp"
-	"context"
 	"slices"
 	"strconv"
 	"sync"
@@ -56,14 +55,10 @@ type groupForecast struct {
 	clients map[string]*clientGroups
 }
 
-// groupCreated is the coordinator's Config.GroupCreated: it counts the
-// group for the client of the request ctx carries. It is called with the
-// coordinator's lock held.
-func (b *Broker) groupCreated(ctx context.Context, group string) {
-	r, _ := ctx.Value(requestKey{}).(*request)
-	if r == nil {
-		return
-	}
+// groupCreated counts group, which r created, for r's client
+// (coordinator.Caller's GroupCreated). It is called with the coordinator's
+// lock held.
+func (b *Broker) groupCreated(r *request, group string) {
 	id, sw, v := b.clientOf(r)
 	f := &b.forecast
 	f.mu.Lock()

@@ -5,7 +5,6 @@ package broker
 // live in package coordinator; these handlers pass requests to it.
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -81,13 +80,6 @@ func handleFindCoordinator(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
-// coordinatorCtx is the ctx the coordinator gets for r: the connection's,
-// with a refusal sink that records on r the VAST rule that refused it and
-// why, for the request log.
-func coordinatorCtx(r *request) context.Context {
-	return coordinator.WithRefusalSink(context.WithValue(r.ctx, requestKey{}, r), r.refuseBecause)
-}
-
 // handleJoinGroup answers JoinGroup v0-v9. It blocks until the group's join
 // phase completes, the connection closes or the broker closes. A session
 // timeout outside group.min/max.session.timeout.ms (WithMinSessionTimeout,
@@ -116,8 +108,7 @@ func handleJoinGroup(b *Broker, r *request) kmsg.Response {
 		merged.Protocols = ps
 		req = &merged
 	}
-	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	resp := b.coord.JoinGroup(ctx, req)
+	resp := b.coord.JoinGroup(r.ctx, r, req)
 	b.checkOneRunGroups(r)
 	return resp
 }
@@ -208,8 +199,7 @@ func handleConsumerGroupHeartbeat(b *Broker, r *request) kmsg.Response {
 	if !b.allowGroup(r, KafkaRead, req.Group) {
 		return errorAnswer(r, kerr.GroupAuthorizationFailed.Code)
 	}
-	ctx := coordinator.WithClient(coordinatorCtx(r), r.clientID, r.conn.remoteHost())
-	return b.coord.ConsumerGroupHeartbeat(ctx, req)
+	return b.coord.ConsumerGroupHeartbeat(r, req)
 }
 
 // handleConsumerGroupDescribe answers ConsumerGroupDescribe v0-v1: each

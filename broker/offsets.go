@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -244,7 +243,7 @@ func handleOffsetCommit(b *Broker, r *request) kmsg.Response {
 		resp.Topics = unknown
 		return resp
 	}
-	resp := b.coord.OffsetCommit(coordinator.WithClient(coordinatorCtx(r), r.clientID, ""), &known)
+	resp := b.coord.OffsetCommit(r, &known)
 	b.checkOneRunGroups(r)
 	resp.Topics = append(resp.Topics, unknown...)
 	return resp

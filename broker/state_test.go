@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/coordinator"
 )
 
 // TestResetReusesLogMemory: Reset gives the deleted topics' log memory back
@@ -99,7 +100,7 @@ func TestResetKeepsTheOffsetsTopicVisible(t *testing.T) {
 	req.Version, req.Group, req.MemberID, req.MemberEpoch = 1, "g", "m1", 0
 	req.RebalanceTimeoutMillis, req.Topics = 30_000, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	req.SubscribedTopicNames = []string{offsetsTopic}
-	resp := b.coord.ConsumerGroupHeartbeat(context.Background(), req)
+	resp := b.coord.ConsumerGroupHeartbeat(coordinator.NoCaller, req)
 	require.Zero(t, resp.ErrorCode)
 	require.NotNil(t, resp.Assignment)
 	n := 0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -18,7 +19,7 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	match := func(filter []string, v string) bool {
@@ -70,7 +71,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group = name
 		if c.closed {
-			dg.ErrorCode = errCoordinatorNotAvailable
+			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			resp.Groups = append(resp.Groups, dg)
 			continue
 		}
@@ -78,7 +79,7 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		if g == nil {
 			dg.State = stateDead.String()
 			if req.Version >= 6 {
-				dg.ErrorCode = errGroupIDNotFound
+				dg.ErrorCode = kerr.GroupIDNotFound.Code
 				dg.ErrorMessage = kmsg.StringPtr("group " + name + " not found")
 			}
 			resp.Groups = append(resp.Groups, dg)
@@ -132,11 +133,11 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 		g := c.lookup(name)
 		switch {
 		case c.closed:
-			dg.ErrorCode = errCoordinatorNotAvailable
+			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case g == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 		case g.state != stateEmpty:
-			dg.ErrorCode = errNonEmptyGroup
+			dg.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
 			c.removeGroup(g)
 		}

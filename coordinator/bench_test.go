@@ -54,7 +54,7 @@ func Benchmark256GroupsOf4(b *testing.B) {
 			name := fmt.Sprint("group-", g)
 			ids := make([]string, 4)
 			for i := range ids {
-				r := c.JoinGroup(context.Background(), joinReq(name, ""))
+				r := c.JoinGroup(context.Background(), NoCaller, joinReq(name, ""))
 				ids[i] = r.MemberID
 			}
 			for _, id := range ids {
@@ -84,7 +84,7 @@ func Benchmark256GroupsOf4(b *testing.B) {
 // benchMember joins and syncs like a consumer: the leader assigns every
 // member its own id.
 func benchMember(c *Coordinator, group, id string) error {
-	jr := c.JoinGroup(context.Background(), joinReq(group, id))
+	jr := c.JoinGroup(context.Background(), NoCaller, joinReq(group, id))
 	if jr.ErrorCode != errNone {
 		return fmt.Errorf("join %s: error %d", group, jr.ErrorCode)
 	}

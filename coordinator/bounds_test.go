@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/rules"
@@ -32,12 +33,12 @@ func TestOffsetMetadataBound(t *testing.T) {
 				p := &req.Topics[0].Partitions[i]
 				p.Metadata = kmsg.StringPtr(strings.Repeat("m", tc.fits+int(p.Partition))) // 1 is one byte over
 			}
-			resp := h.c.OffsetCommit(context.Background(), req)
+			resp := h.c.OffsetCommit(NoCaller, req)
 			codes := map[int32]int16{}
 			for _, p := range resp.Topics[0].Partitions {
 				codes[p.Partition] = p.ErrorCode
 			}
-			assert.Equal(t, map[int32]int16{0: errNone, 1: errOffsetMetadataTooLarge}, codes)
+			assert.Equal(t, map[int32]int16{0: errNone, 1: kerr.OffsetMetadataTooLarge.Code}, codes)
 			gi, ok := h.c.Group("g")
 			require.True(t, ok)
 			require.Len(t, gi.Offsets["t"], 1, "only the partition within the bound is stored")
@@ -79,7 +80,7 @@ func TestGroupMetadataBound(t *testing.T) {
 		h.waitJoining("g", i+1)
 	}
 	for range 2 {
-		assert.Equal(t, errGroupMaxSizeReached, h.join(join()).ErrorCode, "a fourth member of 300 KiB does not fit in 1 MiB")
+		assert.Equal(t, kerr.GroupMaxSizeReached.Code, h.join(join()).ErrorCode, "a fourth member of 300 KiB does not fit in 1 MiB")
 	}
 	assert.LessOrEqual(t, groupBytes(h.c, "g"), GroupMetadataMaxBytes)
 
@@ -103,9 +104,9 @@ func TestGroupMetadataBound(t *testing.T) {
 	}
 	h.waitSyncing("g", len(follow))
 	lr := h.c.SyncGroup(context.Background(), syncReq("g", leader, gen, assign))
-	assert.Equal(t, errUnknownServerError, lr.ErrorCode, "3 x 400 KiB do not fit")
+	assert.Equal(t, kerr.UnknownServerError.Code, lr.ErrorCode, "3 x 400 KiB do not fit")
 	for _, ch := range follow {
-		assert.Equal(t, errUnknownServerError, get(t, ch).ErrorCode)
+		assert.Equal(t, kerr.UnknownServerError.Code, get(t, ch).ErrorCode)
 	}
 	assert.Equal(t, "PreparingRebalance", h.state("g"))
 	assert.LessOrEqual(t, groupBytes(h.c, "g"), GroupMetadataMaxBytes)
@@ -136,10 +137,10 @@ func TestOffsetMetadataTotalBound(t *testing.T) {
 	commit := func(group, topic string, md int) int16 {
 		req := commitReq(group, "", -1, topic, map[int32]int64{0: 1})
 		req.Topics[0].Partitions[0].Metadata = kmsg.StringPtr(strings.Repeat("m", md))
-		return h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		return h.c.OffsetCommit(NoCaller, req).Topics[0].Partitions[0].ErrorCode
 	}
 	assert.Equal(t, errNone, commit("a", "t", 60))
-	assert.Equal(t, errOffsetMetadataTooLarge, commit("b", "t", 60), "60 + 60 > 100")
+	assert.Equal(t, kerr.OffsetMetadataTooLarge.Code, commit("b", "t", 60), "60 + 60 > 100")
 	assert.Equal(t, errNone, commit("b", "t", 40))
 	assert.Equal(t, errNone, commit("a", "t", 60), "the same size again fits")
 	assert.Equal(t, errNone, commit("a", "t", 10), "shrinking fits")
@@ -166,10 +167,10 @@ func TestOffsetMetadataTotalBound(t *testing.T) {
 func TestGroupIDBound(t *testing.T) {
 	h := newHarness(t, rules.Kafka())
 	long := strings.Repeat("g", MaxGroupIDBytes+1)
-	assert.Equal(t, errInvalidGroupID, h.join(joinReq(long, "")).ErrorCode)
-	resp := h.c.OffsetCommit(context.Background(), commitReq(long, "", -1, "t", map[int32]int64{0: 1}))
-	assert.Equal(t, errInvalidGroupID, resp.Topics[0].Partitions[0].ErrorCode)
+	assert.Equal(t, kerr.InvalidGroupID.Code, h.join(joinReq(long, "")).ErrorCode)
+	resp := h.c.OffsetCommit(NoCaller, commitReq(long, "", -1, "t", map[int32]int64{0: 1}))
+	assert.Equal(t, kerr.InvalidGroupID.Code, resp.Topics[0].Partitions[0].ErrorCode)
 	assert.Empty(t, h.c.Groups())
 	fits := strings.Repeat("g", MaxGroupIDBytes)
-	assert.Equal(t, errMemberIDRequired, h.join(joinReq(fits, "")).ErrorCode)
+	assert.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq(fits, "")).ErrorCode)
 }

@@ -29,7 +29,6 @@ package coordinator
 // of every member, once per change, in O(members + partitions).
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -424,13 +423,13 @@ func (c *Coordinator) dropGoneTopics(cg *consumerGroup) {
 // FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, and
 // GROUP_ID_NOT_FOUND for a classic group with members; an Empty classic
 // group becomes a consumer group, keeping its offsets. It never blocks.
-func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *Coordinator) ConsumerGroupHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
 	resp.HeartbeatIntervalMillis = int32(c.cgInterval / time.Millisecond)
-	code, msg := c.consumerHeartbeat(ctx, req, resp)
+	code, msg := c.consumerHeartbeat(caller, req, resp)
 	if g := c.groups[req.Group]; g != nil {
 		c.noteStable(g)
 	}
@@ -528,9 +527,9 @@ func compileTopicRegex(s string) (*regexp.Regexp, error) {
 	return regexp.Compile("^(?:" + s + ")$")
 }
 
-func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	if c.closed {
-		return errCoordinatorNotAvailable, ""
+		return kerr.CoordinatorNotAvailable.Code, ""
 	}
 	if code, msg := checkHeartbeat(req); code != errNone {
 		return code, msg
@@ -538,25 +537,23 @@ func (c *Coordinator) consumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 	g := c.groups[req.Group]
 	switch {
 	case g == nil && req.MemberEpoch != epochJoin:
-		return errUnknownMemberID, "Consumer group " + req.Group + " not found."
+		return kerr.UnknownMemberID.Code, "Consumer group " + req.Group + " not found."
 	case g == nil:
 		g = c.newGroup(req.Group)
 		c.toConsumerGroup(g)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 	case g.cg == nil:
 		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 {
-			return errGroupIDNotFound, "Group " + req.Group + " is not a consumer group."
+			return kerr.GroupIDNotFound.Code, "Group " + req.Group + " is not a consumer group."
 		}
 		if req.MemberEpoch != epochJoin {
-			return errUnknownMemberID, ""
+			return kerr.UnknownMemberID.Code, ""
 		}
 		c.toConsumerGroup(g)
 	}
 	switch req.MemberEpoch {
 	case epochJoin:
-		return c.consumerJoin(ctx, g, req, resp)
+		return c.consumerJoin(caller, g, req, resp)
 	case epochLeave, epochStaticLeave:
 		return c.consumerLeave(g, req, resp)
 	}
@@ -587,10 +584,10 @@ func (c *Coordinator) toClassicGroup(g *group) {
 func (cg *consumerGroup) staticHolder(instanceID, memberID string) (*cmember, int16) {
 	id, ok := cg.static[instanceID]
 	if !ok || cg.members[id] == nil {
-		return nil, errUnknownMemberID
+		return nil, kerr.UnknownMemberID.Code
 	}
 	if id != memberID {
-		return nil, errFencedInstanceID
+		return nil, kerr.FencedInstanceID.Code
 	}
 	return cg.members[id], errNone
 }
@@ -599,7 +596,7 @@ func (cg *consumerGroup) staticHolder(instanceID, memberID string) (*cmember, in
 // was fenced or lost its state (its partitions stay its own unless the
 // target moved them), or a static member taking over from its previous
 // instance that left with epoch -2.
-func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
 	cg := g.cg
 	id := req.MemberID
 	if id == "" {
@@ -618,15 +615,15 @@ func (c *Coordinator) consumerJoin(ctx context.Context, g *group, req *kmsg.Cons
 	}
 	m := cg.members[id]
 	if m == nil && inherit == nil && len(cg.members) >= c.cgMaxSize {
-		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cgMaxSize)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cgMaxSize)
 	}
-	clientID, clientHost := clientFrom(ctx)
+	clientID, clientHost := caller.Client()
 	probe := m
 	if probe == nil {
 		probe = &cmember{id: id}
 	}
 	if !cg.fits(probe, req, clientID, clientHost) {
-		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	changed := false
 	if m == nil {
@@ -766,7 +763,7 @@ func (cg *consumerGroup) memberOf(req *kmsg.ConsumerGroupHeartbeatRequest) (*cme
 	if m := cg.members[req.MemberID]; m != nil {
 		return m, errNone
 	}
-	return nil, errUnknownMemberID
+	return nil, kerr.UnknownMemberID.Code
 }
 
 // consumerLeave handles epochs -1 (leave) and -2 (a static member leaving
@@ -864,7 +861,7 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 		}
 	}
 	if !cg.fits(m, req, m.clientID, m.clientHost) {
-		return errGroupMaxSizeReached, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
+		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	c.resetConsumerSession(g, m)
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
@@ -1398,14 +1395,14 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		g := c.lookup(name)
 		switch {
 		case c.closed:
-			dg.ErrorCode = errCoordinatorNotAvailable
+			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case name == "":
-			dg.ErrorCode = errInvalidGroupID
+			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
 		case g.cg == nil:
-			dg.ErrorCode = errGroupIDNotFound
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
 			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a consumer group.")
 		default:
 			cg := g.cg
@@ -1523,7 +1520,7 @@ func (cg *consumerGroup) commitCheck(memberID string, epoch int32, version int16
 	}
 	m := cg.members[memberID]
 	if m == nil {
-		return errUnknownMemberID, nil
+		return kerr.UnknownMemberID.Code, nil
 	}
 	if version < 9 {
 		return kerr.UnsupportedVersion.Code, nil
@@ -1556,7 +1553,7 @@ func (cg *consumerGroup) fetchCheck(memberID *string, epoch int32) int16 {
 	}
 	m := cg.members[id]
 	if m == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if epoch != m.epoch {
 		return kerr.StaleMemberEpoch.Code

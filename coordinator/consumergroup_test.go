@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -65,12 +64,13 @@ func (tt *topicTable) add(name string, partitions int32) TopicMeta {
 type cgHarness struct {
 	*harness
 	topics *topicTable
+	caller Caller // the heartbeats' caller
 }
 
 func newCGHarness(t testing.TB, opts ...func(*Config)) *cgHarness {
 	tt := &topicTable{}
 	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) { c.Topics, c.Topic = tt.get, tt.lookup }}, opts...)...)
-	return &cgHarness{harness: h, topics: tt}
+	return &cgHarness{harness: h, topics: tt, caller: NoCaller}
 }
 
 // cmem is the client side of one member: its id, epoch and what it owns.
@@ -153,7 +153,7 @@ func (m *cmem) beat(edit func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.Consum
 	if edit != nil {
 		edit(req)
 	}
-	resp := m.h.c.ConsumerGroupHeartbeat(context.Background(), req)
+	resp := m.h.c.ConsumerGroupHeartbeat(m.h.caller, req)
 	if resp.ErrorCode == 0 {
 		m.epoch = resp.MemberEpoch
 		if resp.Assignment != nil {
@@ -266,7 +266,7 @@ func TestConsumerGroupRebalanceTimeout(t *testing.T) {
 	require.Len(t, g.Members, 1, "fenced after its rebalance timeout")
 	g = h.settle("g", b)
 	assert.Equal(t, map[string][]int32{"t": {0, 1}}, g.Members[0].Current)
-	assert.Equal(t, errUnknownMemberID, a.beat(nil).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, a.beat(nil).ErrorCode)
 }
 
 // TestConsumerGroupStaticMember: a static member leaving with epoch -2 keeps
@@ -463,12 +463,12 @@ func TestConsumerGroupOffsets(t *testing.T) {
 	commit := func(member string, epoch int32, version int16) int16 {
 		req := commitReq("g", member, epoch, "t", map[int32]int64{0: 5})
 		req.Version = version
-		return h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+		return h.c.OffsetCommit(NoCaller, req).Topics[0].Partitions[0].ErrorCode
 	}
 	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit("m", 0, 9))
 	assert.Equal(t, kerr.UnsupportedVersion.Code, commit("m", 1, 8), "a KIP-848 member commits with v9+")
-	assert.Equal(t, errUnknownMemberID, commit("x", 1, 9))
-	assert.Equal(t, errUnknownMemberID, commit("", -1, 9), "an admin commit needs an empty group")
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("x", 1, 9))
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit("", -1, 9), "an admin commit needs an empty group")
 	assert.Equal(t, errNone, commit("m", 1, 9))
 
 	fetch := func(member *string, epoch int32) int16 {
@@ -482,7 +482,7 @@ func TestConsumerGroupOffsets(t *testing.T) {
 	assert.Equal(t, errNone, fetch(nil, -1), "an admin's fetch")
 	assert.Equal(t, errNone, fetch(kmsg.StringPtr("m"), 1))
 	assert.Equal(t, kerr.StaleMemberEpoch.Code, fetch(kmsg.StringPtr("m"), 7))
-	assert.Equal(t, errUnknownMemberID, fetch(kmsg.StringPtr("x"), 1))
+	assert.Equal(t, kerr.UnknownMemberID.Code, fetch(kmsg.StringPtr("x"), 1))
 }
 
 // TestConsumerGroupAndClassic: ListGroups filters by type and state;
@@ -495,11 +495,11 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	r.MaxGroups = 1
 	tt := &topicTable{}
 	tt.add("t", 2)
-	h := &cgHarness{harness: newHarness(t, r, func(c *Config) { c.Topics = tt.get }), topics: tt}
+	h := &cgHarness{harness: newHarness(t, r, func(c *Config) { c.Topics = tt.get }), topics: tt, caller: NoCaller}
 	m := h.member("cg", "m")
 	require.Equal(t, int16(0), m.join("t").ErrorCode)
 	h.settle("cg", m)
-	require.Equal(t, errMemberIDRequired, h.join(joinReq("classic", "")).ErrorCode, "the cap counts classic groups only")
+	require.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq("classic", "")).ErrorCode, "the cap counts classic groups only")
 
 	lg := kmsg.NewPtrListGroupsRequest()
 	lg.Version = 5
@@ -524,9 +524,9 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 	require.Len(t, a.Topics, 1)
 	assert.Equal(t, []int32{0, 1}, a.Topics[0].Partitions)
 
-	assert.Equal(t, errInconsistentGroupProtocol, h.join(joinReq("cg", "")).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(joinReq("cg", "")).ErrorCode)
 	require.Equal(t, errNone, m.beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -1 }).ErrorCode)
-	assert.Equal(t, errMemberIDRequired, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
+	assert.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq("cg", "")).ErrorCode, "an Empty consumer group becomes classic")
 	assert.Equal(t, "classic", h.group("cg").Type)
 }
 
@@ -586,7 +586,7 @@ func TestConsumerGroupBounds(t *testing.T) {
 	a, b, c := h.member("g", "a"), h.member("g", "b"), h.member("g", "c")
 	require.Equal(t, errNone, a.join("t").ErrorCode)
 	require.Equal(t, errNone, b.join("t").ErrorCode)
-	assert.Equal(t, errGroupMaxSizeReached, c.join("t").ErrorCode)
+	assert.Equal(t, kerr.GroupMaxSizeReached.Code, c.join("t").ErrorCode)
 	assert.Equal(t, errNone, a.join("t").ErrorCode, "a member of the group rejoins")
 	assert.Len(t, h.group("g").Members, 2)
 
@@ -659,12 +659,11 @@ func TestConsumerGroupRebalanceHistory(t *testing.T) {
 // members would keep more than MaxConsumerGroupBytes gets
 // GROUP_MAX_SIZE_REACHED and keeps what it had, a member rejoining under a
 // new instance id leaves no entry for the old one, and a consumer group is
-// counted by Config.GroupCreated as a classic one is.
+// told to its caller as created, as a classic one is.
 func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
-	var created []string
-	h := newCGHarness(t, func(c *Config) {
-		c.GroupCreated = func(_ context.Context, group string) { created = append(created, group) }
-	})
+	caller := &testCaller{id: "app"}
+	h := newCGHarness(t)
+	h.caller = caller
 	h.addTopic("orders", 2)
 
 	long := string(make([]byte, MaxGroupIDBytes+1))
@@ -712,6 +711,7 @@ func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
 	static := len(h.c.groups["s"].cg.static)
 	h.c.mu.Unlock()
 	assert.Equal(t, 1, static)
+	_, _, created := caller.told()
 	assert.Equal(t, []string{"g", "s"}, created)
 }
 
@@ -747,7 +747,7 @@ func TestAssignmentEpochCommits(t *testing.T) {
 					req.Topics = append(req.Topics, rt)
 				}
 				out := map[string]int16{}
-				for _, rt := range h.c.OffsetCommit(context.Background(), req).Topics {
+				for _, rt := range h.c.OffsetCommit(NoCaller, req).Topics {
 					out[rt.Topic] = rt.Partitions[0].ErrorCode
 				}
 				return out

@@ -30,12 +30,14 @@
 // in the caller's goroutine.
 //
 // The broker passes each decoded request and gets the response back with
-// the request's version. It wraps the ctx of JoinGroup with WithClient so
-// member ids and DescribeGroups carry the client id and host, and the ctx of
-// JoinGroup and OffsetCommit with WithRefusalSink so a refusal made because
-// of a VAST rule reaches its request log with the rules.Rules field name
-// ("EagerAssignorsOnly", "MaxGroups"). Without a sink such a refusal is
-// logged with the attribute "rule" set to that name.
+// the request's version. With the requests whose work depends on the client
+// (JoinGroup, OffsetCommit, ConsumerGroupHeartbeat) it passes a
+// Caller, its own request: who the client is, so member ids and
+// DescribeGroups carry the client id and host, and where a refusal made
+// because of a VAST rule, a finding of an audited one and a group created
+// are reported, so that they reach the request log with the rule's
+// rules.Rules field name ("EagerAssignorsOnly", "MaxGroups"). A refusal is
+// also logged with the attribute "rule" set to that name.
 package coordinator
 
 import (
@@ -53,25 +55,9 @@ import (
 	"github.com/vastfake/vastfake/rules"
 )
 
-// Kafka error codes the coordinator answers with.
-const (
-	errUnknownServerError        int16 = -1
-	errNone                      int16 = 0
-	errOffsetMetadataTooLarge    int16 = 12
-	errCoordinatorNotAvailable   int16 = 15
-	errIllegalGeneration         int16 = 22
-	errInconsistentGroupProtocol int16 = 23
-	errInvalidGroupID            int16 = 24
-	errUnknownMemberID           int16 = 25
-	errInvalidSessionTimeout     int16 = 26
-	errRebalanceInProgress       int16 = 27
-	errNonEmptyGroup             int16 = 68
-	errGroupIDNotFound           int16 = 69
-	errMemberIDRequired          int16 = 79
-	errGroupMaxSizeReached       int16 = 81
-	errFencedInstanceID          int16 = 82
-	errGroupSubscribedToTopic    int16 = 86
-)
+// errNone is the error code of a success; every other code the
+// coordinator answers with is kerr's.
+const errNone int16 = 0
 
 // DefaultOffsetMetadataMaxBytes is Kafka's offset.metadata.max.bytes: the
 // longest metadata string a committed offset may carry.
@@ -151,13 +137,15 @@ type Config struct {
 	// Logger receives refusals made because of a VAST rule, with the
 	// attribute "rule" naming the rules.Rules field. It may be nil.
 	Logger *slog.Logger
-	// Audit receives the findings of audited rules (Rules.Audit): the
-	// rule, whether VAST would have refused or behaved otherwise, the
-	// group and what happened. ctx is the request's (as given to JoinGroup,
-	// OffsetCommit...), or nil for a finding no request caused (offsets
-	// expiring). It is called with the coordinator's lock held and must
-	// not call back into the Coordinator. It may be nil.
-	Audit func(ctx context.Context, rule rules.ID, kind rules.Kind, group, detail string)
+	// Audit receives the findings of audited rules (Rules.Audit) that no
+	// one request caused, the coordinator's own (offsets expiring, the
+	// protocol a rebalance chose): the client ids of the group's members
+	// (comma-separated, or the client that last committed its offsets, or
+	// ""), the rule, whether VAST would have refused or behaved otherwise,
+	// the group and what happened. The findings a request caused go to its
+	// Caller. It is called with the coordinator's lock held and must not
+	// call back into the Coordinator. It may be nil.
+	Audit func(clients string, rule rules.ID, kind rules.Kind, group, detail string)
 	// WriteTxnMarkers writes the markers that end a transaction into its
 	// partitions (see txn.go). It is called with the coordinator's lock
 	// held and must not call back into the Coordinator. It may be nil.
@@ -182,12 +170,6 @@ type Config struct {
 	// TxnMarkers.Groups) commits or aborts. The same rules as OffsetsTopic
 	// apply; nil writes none.
 	TxnOffsetsTopic func(TxnOffsetRecords)
-	// GroupCreated is told of every group a JoinGroup or OffsetCommit
-	// creates, with the request's ctx, so that the broker can say which
-	// clients create how many groups. It is called with the coordinator's
-	// lock held and must not call back into the Coordinator. It may be
-	// nil.
-	GroupCreated func(ctx context.Context, group string)
 	// Topics returns every topic KIP-848 consumer groups may be assigned,
 	// internal ones included, as Kafka matches a regex against them. The coordinator calls it, with its lock
 	// held, when it starts and on TopicsChanged and TopicDeleted; it must
@@ -219,7 +201,7 @@ type Config struct {
 type Coordinator struct {
 	rules        rules.Rules
 	modes        rules.Modes
-	audit        func(ctx context.Context, rule rules.ID, kind rules.Kind, group, detail string)
+	audit        func(clients string, rule rules.ID, kind rules.Kind, group, detail string)
 	clock        clock.Clock
 	initialDelay time.Duration
 	minSession   time.Duration
@@ -258,7 +240,6 @@ type Coordinator struct {
 	txnOffsetsLog    func(TxnOffsetRecords)
 	assignmentEpochs bool // Config.AssignmentEpochs
 	offsetSeq        uint64
-	groupCreated     func(ctx context.Context, group string)
 
 	// KIP-848 consumer groups (consumergroup.go).
 	topicsFn       func() []TopicMeta
@@ -362,7 +343,6 @@ func New(cfg Config) *Coordinator {
 		offsetsLog:       cfg.OffsetsTopic,
 		txnOffsetsLog:    cfg.TxnOffsetsTopic,
 		assignmentEpochs: cfg.AssignmentEpochs,
-		groupCreated:     cfg.GroupCreated,
 		topicsFn:         cfg.Topics,
 		topicFn:          cfg.Topic,
 		cgSession:        cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
@@ -408,42 +388,32 @@ func (c *Coordinator) unlock() {
 	c.mu.Unlock()
 }
 
-// refuse reports a request refused because of a VAST rule: to the refusal
-// sink of ctx (WithRefusalSink) when there is one, which then owns the
-// report, and always to the coordinator's logger, at Info without a sink and
-// at Debug with one. It runs with c.mu held, so the sink it finds must be
-// the one deferRefusals put in ctx, which calls the caller's sink only once
-// c.mu is released.
-func (c *Coordinator) refuse(ctx context.Context, api, rule, group, reason string) {
-	level := slog.LevelInfo
-	if sink := refusalSinkFrom(ctx); sink != nil {
-		sink(rule, reason)
-		level = slog.LevelDebug
+// refuse reports a request refused because of a VAST rule to its caller,
+// which then owns the report, and to the coordinator's logger, at Debug, or
+// at Info for NoCaller. It runs with c.mu held, so the caller it is given
+// must be the one deferRefusals returned, which reports only once c.mu is
+// released.
+func (c *Coordinator) refuse(caller Caller, api string, rule rules.ID, group, reason string) {
+	level := slog.LevelDebug
+	if caller == NoCaller {
+		level = slog.LevelInfo
 	}
-	c.log.Log(ctx, level, "coordinator: refused by VAST rule",
-		"api", api, "rule", rule, "group", group, "reason", reason)
+	caller.Refused(rule, reason)
+	c.log.Log(context.Background(), level, "coordinator: refused by VAST rule",
+		"api", api, "rule", rule.String(), "group", group, "reason", reason)
 }
 
 // vast applies rule id to a request that does what the rule is about, as
-// the broker's Broker.vast does: enforced, it reports a refusal (kind
-// Refused) to ctx's refusal sink with reason and returns true, and the
-// caller answers as VAST does; audited, it reports a finding to
-// Config.Audit and returns false, and the caller goes on as Kafka does;
-// off, it returns false. Call it with c.mu held when ctx's refusal sink
-// was deferred (deferRefusals).
-func (c *Coordinator) vast(ctx context.Context, id rules.ID, kind rules.Kind, api, group, reason string) bool {
-	switch c.modes.Of(id) {
-	case rules.Enforce:
-		if kind == rules.Refused {
-			c.refuse(ctx, api, id.String(), group, reason)
-		}
-		return true
-	case rules.Audit:
-		if c.audit != nil {
-			c.audit(ctx, id, kind, group, reason)
-		}
-	}
-	return false
+// the broker's checks do, through the one decision of rules.Modes.Check:
+// enforced, it reports a refusal (kind Refused) to caller with reason and
+// returns true, and the request is answered as VAST does; audited, it
+// reports a finding to caller and returns false, and the request goes on
+// as in Kafka; off, it returns false. Call it with c.mu held, with a
+// caller from deferRefusals.
+func (c *Coordinator) vast(caller Caller, id rules.ID, kind rules.Kind, api, group, reason string) bool {
+	return c.modes.Check(id, kind,
+		func() { c.refuse(caller, api, id, group, reason) },
+		func() { caller.Finding(id, kind, group, reason) })
 }
 
 // enforced reports whether rule id is enforced.
@@ -452,74 +422,6 @@ func (c *Coordinator) enforced(id rules.ID) bool { return c.modes.Of(id) == rule
 // maxGroupsReason explains a MaxGroups refusal.
 func (c *Coordinator) maxGroupsReason() string {
 	return fmt.Sprintf("the view already has %d consumer groups, VAST's limit", c.rules.MaxGroups)
-}
-
-// ---- refusal sink ----
-
-type refusalSinkKey struct{}
-
-// WithRefusalSink returns a context that carries sink. A call given this
-// context (JoinGroup, OffsetCommit) that refuses its request because of a
-// VAST rule calls sink once, in the caller's goroutine before the call
-// returns and without holding the Coordinator's lock (sink may call
-// Groups, Group or CommittedOffset), with the rules.Rules field name ("EagerAssignorsOnly",
-// "MaxGroups") and a sentence saying why. The broker uses it to record the
-// rule on the request in its request log.
-func WithRefusalSink(ctx context.Context, sink func(rule, reason string)) context.Context {
-	return context.WithValue(ctx, refusalSinkKey{}, sink)
-}
-
-// deferRefusals returns a ctx whose refusal sink only collects, and a flush
-// that hands what was collected to the sink of the ctx it was given. A call
-// passes the returned ctx to its locked part and runs flush after releasing
-// c.mu, so a sink that calls back into the Coordinator (Groups, Group,
-// CommittedOffset) does not deadlock. Without a sink it returns ctx as is.
-func deferRefusals(ctx context.Context) (context.Context, func()) {
-	sink := refusalSinkFrom(ctx)
-	if sink == nil {
-		return ctx, func() {}
-	}
-	var queued [][2]string // rule, reason; appended under c.mu
-	collect := func(rule, reason string) { queued = append(queued, [2]string{rule, reason}) }
-	return WithRefusalSink(ctx, collect), func() {
-		for _, q := range queued {
-			sink(q[0], q[1])
-		}
-	}
-}
-
-func refusalSinkFrom(ctx context.Context) func(rule, reason string) {
-	if ctx == nil {
-		return nil
-	}
-	sink, _ := ctx.Value(refusalSinkKey{}).(func(rule, reason string))
-	return sink
-}
-
-// ---- client identity ----
-
-type clientKey struct{}
-
-type clientInfo struct{ id, host string }
-
-// WithClient returns a context carrying the client id (from the Kafka request
-// header) and the client host of a connection. The broker wraps the ctx it
-// passes to JoinGroup with it, so new member ids read clientID-uuid as in
-// Kafka and DescribeGroups shows ClientID and ClientHost.
-func WithClient(ctx context.Context, clientID, clientHost string) context.Context {
-	return context.WithValue(ctx, clientKey{}, clientInfo{clientID, clientHost})
-}
-
-// ClientFrom returns the client id and host WithClient put in ctx, or
-// empty strings.
-func ClientFrom(ctx context.Context) (id, host string) { return clientFrom(ctx) }
-
-func clientFrom(ctx context.Context) (id, host string) {
-	if ctx == nil {
-		return "", ""
-	}
-	ci, _ := ctx.Value(clientKey{}).(clientInfo)
-	return ci.id, ci.host
 }
 
 // newMemberID makes a member id as Kafka does: the client id, a dash and a
@@ -575,7 +477,7 @@ func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecon
 // delete (abandoned), since that cleanup may run at any moment: a group that
 // holds no member and no offset does not keep a new one out. Call it with
 // c.mu held.
-func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) bool {
+func (c *Coordinator) canCreateGroup(caller Caller, api, group string) bool {
 	if c.rules.MaxGroups <= 0 || c.classicGroups() < c.rules.MaxGroups {
 		return true
 	}
@@ -584,7 +486,7 @@ func (c *Coordinator) canCreateGroup(ctx context.Context, api, group string) boo
 			c.removeGroup(g)
 		}
 	}
-	return c.classicGroups() < c.rules.MaxGroups || !c.vast(ctx, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
+	return c.classicGroups() < c.rules.MaxGroups || !c.vast(caller, rules.MaxGroups, rules.Refused, api, group, c.maxGroupsReason())
 }
 
 // classicGroups counts the classic groups, which Rules.MaxGroups caps: VAST

@@ -89,7 +89,7 @@ func emptyGroup(t *testing.T, c *Coordinator, group string) {
 	t.Helper()
 	j := joinReq(group, "")
 	j.Version = 3 // no MEMBER_ID_REQUIRED round
-	resp := c.JoinGroup(context.Background(), j)
+	resp := c.JoinGroup(context.Background(), NoCaller, j)
 	require.Equal(t, errNone, resp.ErrorCode)
 	leave := kmsg.NewPtrLeaveGroupRequest()
 	leave.Group, leave.MemberID = group, resp.MemberID
@@ -105,7 +105,7 @@ func TestReadsDoNotExpire(t *testing.T) {
 	c := New(Config{Rules: rules.Kafka(), Clock: clk})
 	defer c.Close()
 	emptyGroup(t, c, "abandoned")
-	c.OffsetCommit(context.Background(), commitReq("committed", "", -1, "t", map[int32]int64{0: 5}))
+	c.OffsetCommit(NoCaller, commitReq("committed", "", -1, "t", map[int32]int64{0: 5}))
 	clk.move(rules.Kafka().OffsetsRetention + emptyGroupCleanup)
 	before := c.Groups()
 	require.Len(t, before, 2)
@@ -144,7 +144,7 @@ func TestReadsDoNotExpire(t *testing.T) {
 func TestExpiryOnTheManualClock(t *testing.T) {
 	h := newHarness(t, rules.Kafka())
 	emptyGroup(t, h.c, "abandoned")
-	h.c.OffsetCommit(context.Background(), commitReq("committed", "", -1, "t", map[int32]int64{0: 5}))
+	h.c.OffsetCommit(NoCaller, commitReq("committed", "", -1, "t", map[int32]int64{0: 5}))
 	count := func() int {
 		h.c.mu.Lock()
 		defer h.c.unlock()
@@ -170,7 +170,7 @@ func TestGroupLimitFreesRoomAtOnce(t *testing.T) {
 	emptyGroup(t, c, "b")
 	j := joinReq("c", "")
 	j.Version = 3
-	assert.Equal(t, errNone, c.JoinGroup(context.Background(), j).ErrorCode)
+	assert.Equal(t, errNone, c.JoinGroup(context.Background(), NoCaller, j).ErrorCode)
 	var names []string
 	for _, g := range c.Groups() {
 		names = append(names, g.Name)

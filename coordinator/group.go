@@ -7,9 +7,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -68,9 +68,9 @@ type group struct {
 
 	offsets    map[string]map[int32]offset
 	emptySince time.Time
-	// committedBy is the client id of the last OffsetCommit, when the
-	// broker named it (WithClient), so that findings about the offsets of
-	// an empty group name a client.
+	// committedBy is the client id of the last OffsetCommit, when its
+	// Caller named one, so that findings about the offsets of an empty
+	// group name a client.
 	committedBy string
 
 	// cg is set while the group is a KIP-848 consumer group
@@ -78,23 +78,6 @@ type group struct {
 	// then Empty without members and Stable with some, for the group
 	// cleanup and DeleteGroups.
 	cg *consumerGroup
-}
-
-// clientsCtx returns a ctx naming, as WithClient does, the client ids of
-// g's members (comma-separated, in join order, each once), or else of the
-// client that last committed its offsets: a finding about the group as a
-// whole, which no one request caused, names them.
-func (g *group) clientsCtx() context.Context {
-	var ids []string
-	for _, m := range g.ordered() {
-		if !slices.Contains(ids, m.clientID) {
-			ids = append(ids, m.clientID)
-		}
-	}
-	if len(ids) == 0 && g.committedBy != "" {
-		ids = append(ids, g.committedBy)
-	}
-	return WithClient(context.Background(), strings.Join(ids, ", "), "")
 }
 
 // member is one joined member.
@@ -301,10 +284,10 @@ func (g *group) vote() string {
 func (g *group) checkInstance(instanceID, memberID string) int16 {
 	id, ok := g.static[instanceID]
 	if !ok {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if id != memberID {
-		return errFencedInstanceID
+		return kerr.FencedInstanceID.Code
 	}
 	return errNone
 }
@@ -321,10 +304,10 @@ func (g *group) validate(instanceID *string, memberID string, generation int32) 
 	}
 	m := g.members[memberID]
 	if m == nil {
-		return nil, errUnknownMemberID
+		return nil, kerr.UnknownMemberID.Code
 	}
 	if generation != g.generation {
-		return nil, errIllegalGeneration
+		return nil, kerr.IllegalGeneration.Code
 	}
 	return m, errNone
 }
@@ -338,10 +321,10 @@ func (g *group) stopTimers(c *Coordinator) {
 		m.sessionTimer.cancel()
 		m.sessionTimer = nil
 		if m.joinWait != nil {
-			c.deliverJoin(g, m, joinError(m.joinVersion, m.id, errCoordinatorNotAvailable))
+			c.deliverJoin(g, m, joinError(m.joinVersion, m.id, kerr.CoordinatorNotAvailable.Code))
 		}
 		if m.syncWait != nil {
-			c.deliverSync(g, m, syncError(m.syncVersion, errCoordinatorNotAvailable))
+			c.deliverSync(g, m, syncError(m.syncVersion, kerr.CoordinatorNotAvailable.Code))
 		}
 	}
 	for _, p := range g.pending {
@@ -367,7 +350,8 @@ func (g *group) stopTimers(c *Coordinator) {
 // vote and a member offering nothing else gets INCONSISTENT_GROUP_PROTOCOL;
 // Rules.MaxGroups refuses creating one group too many with
 // GROUP_MAX_SIZE_REACHED, after deleting the groups Kafka's cleanup would
-// delete. Both refusals go to ctx's refusal sink (WithRefusalSink). A join
+// delete. Both refusals go to caller, which also names the client (its id
+// and host go to the member) and hears of a group created. A join
 // that would make what the group keeps for its members exceed
 // GroupMetadataMaxBytes gets GROUP_MAX_SIZE_REACHED too, in both profiles,
 // and a group name longer than MaxGroupIDBytes INVALID_GROUP_ID.
@@ -378,10 +362,10 @@ func (g *group) stopTimers(c *Coordinator) {
 // MEMBER_ID_REQUIRED that was not used yet is forgotten. So a member that
 // went away holds a join phase up for at most its session timeout (30 min
 // by default), however long its rebalance timeout.
-func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	ctx, flush := deferRefusals(ctx)
+func (c *Coordinator) JoinGroup(ctx context.Context, caller Caller, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	caller, flush := deferRefusals(caller)
 	c.mu.Lock()
-	resp, wait, m := c.join(ctx, req)
+	resp, wait, m := c.join(ctx, caller, req)
 	c.unlock()
 	flush()
 	if wait == nil {
@@ -390,7 +374,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest)
 	if r, ok := await(c, ctx, wait, &m.joinWait, req.Group, m); ok {
 		return r
 	}
-	return joinError(req.Version, m.id, errCoordinatorNotAvailable)
+	return joinError(req.Version, m.id, kerr.CoordinatorNotAvailable.Code)
 }
 
 // await blocks until wait delivers m's answer, ctx ends or the coordinator
@@ -434,7 +418,7 @@ func joinError(version int16, memberID string, code int16) *kmsg.JoinGroupRespon
 // under an enforced Rules.EagerAssignorsOnly. It returns none when every
 // protocol offered is cooperative and the rule refuses that (enforced), or
 // all of them when the rule is audited, with a finding.
-func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
+func (c *Coordinator) usableProtocols(caller Caller, req *kmsg.JoinGroupRequest) []kmsg.JoinGroupRequestProtocol {
 	cooperative := func(p kmsg.JoinGroupRequestProtocol) bool {
 		return c.rules.EagerAssignorsOnly && req.ProtocolType == "consumer" && c.rules.CooperativeAssignor(p.Name)
 	}
@@ -449,7 +433,7 @@ func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRe
 		for i, p := range req.Protocols {
 			names[i] = p.Name
 		}
-		if c.vast(ctx, rules.EagerAssignorsOnly, rules.Refused, "JoinGroup", req.Group,
+		if c.vast(caller, rules.EagerAssignorsOnly, rules.Refused, "JoinGroup", req.Group,
 			fmt.Sprintf("every protocol offered, %q, is cooperative; VAST rebalances eagerly only", names)) {
 			return nil
 		}
@@ -465,41 +449,42 @@ func (c *Coordinator) usableProtocols(ctx context.Context, req *kmsg.JoinGroupRe
 }
 
 // join runs a JoinGroup under c.mu. It returns either a response, or a
-// channel the response will arrive on and the member waiting on it.
-func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, *member) {
+// channel the response will arrive on and the member waiting on it. ctx
+// is the connection's (see addPending).
+func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, *member) {
 	fail := func(code int16) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse, *member) {
 		return joinError(req.Version, req.MemberID, code), nil, nil
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable)
+		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
 	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
-		return fail(errInvalidGroupID)
+		return fail(kerr.InvalidGroupID.Code)
 	}
 	session := millis(req.SessionTimeoutMillis)
 	// Kafka refuses sessionTimeoutMs < group.min.session.timeout.ms, which
 	// is never negative: a negative session timeout is refused even with
 	// the minimum removed. Zero passes, as in Kafka with a minimum of 0.
 	if session < 0 || session < c.minSession || (c.maxSession > 0 && session > c.maxSession) {
-		return fail(errInvalidSessionTimeout)
+		return fail(kerr.InvalidSessionTimeout.Code)
 	}
 	rebalance := millis(req.RebalanceTimeoutMillis)
 	if req.Version == 0 || rebalance <= 0 {
 		rebalance = session // v0 has no rebalance timeout: Kafka uses the session timeout
 	}
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
-		return fail(errInconsistentGroupProtocol)
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
-	protocols := c.usableProtocols(ctx, req)
+	protocols := c.usableProtocols(caller, req)
 	if len(protocols) == 0 {
-		return fail(errInconsistentGroupProtocol)
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	if req.Version >= 5 && req.InstanceID != nil {
-		c.vast(ctx, rules.IgnoreGroupInstanceID, rules.Differs, "JoinGroup", req.Group,
+		c.vast(caller, rules.IgnoreGroupInstanceID, rules.Differs, "JoinGroup", req.Group,
 			"group.instance.id "+strconv.Quote(*req.InstanceID)+": VAST makes the member dynamic, so a restart rebalances the group")
 	}
 	instanceID := c.instanceID(req.InstanceID, req.Version >= 5)
-	clientID, clientHost := clientFrom(ctx)
+	clientID, clientHost := caller.Client()
 	newMember := func(id string) *member {
 		c.seq++
 		return &member{
@@ -518,15 +503,13 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.MemberID != "" {
-			return fail(errUnknownMemberID)
+			return fail(kerr.UnknownMemberID.Code)
 		}
-		if !c.canCreateGroup(ctx, "JoinGroup", req.Group) {
-			return fail(errGroupMaxSizeReached)
+		if !c.canCreateGroup(caller, "JoinGroup", req.Group) {
+			return fail(kerr.GroupMaxSizeReached.Code)
 		}
 		g = c.newGroup(req.Group)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 	}
 	if g.cg != nil {
 		// A classic member and a KIP-848 consumer group: an Empty one
@@ -535,12 +518,12 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		// the group does not support (vastfake does not mix classic
 		// members into a consumer group, Kafka's online migration).
 		if len(g.cg.members) > 0 {
-			return fail(errInconsistentGroupProtocol)
+			return fail(kerr.InconsistentGroupProtocol.Code)
 		}
 		c.toClassicGroup(g)
 	}
 	if !g.supports(req.ProtocolType, protocols, req.MemberID) {
-		return fail(errInconsistentGroupProtocol)
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	joining := member{id: req.MemberID, instanceID: instanceID, clientID: clientID, clientHost: clientHost,
 		protocolType: req.ProtocolType, protocols: protocols}
@@ -550,7 +533,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	if g.storedBytes(req.MemberID)+joining.storedBytes() > GroupMetadataMaxBytes {
 		c.log.InfoContext(ctx, "coordinator: group metadata would exceed its bound", "group", req.Group,
 			"bound", GroupMetadataMaxBytes)
-		return fail(errGroupMaxSizeReached)
+		return fail(kerr.GroupMaxSizeReached.Code)
 	}
 
 	if req.MemberID == "" {
@@ -565,7 +548,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		id := newMemberID(clientID)
 		if req.Version >= 4 {
 			c.addPending(ctx, g, id, session)
-			r := joinError(req.Version, id, errMemberIDRequired)
+			r := joinError(req.Version, id, kerr.MemberIDRequired.Code)
 			return r, nil, nil
 		}
 		return c.addAndRebalance(g, newMember(id), req)
@@ -582,7 +565,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 	}
 	m := g.members[req.MemberID]
 	if m == nil {
-		return fail(errUnknownMemberID)
+		return fail(kerr.UnknownMemberID.Code)
 	}
 	switch g.state {
 	case statePreparingRebalance:
@@ -606,7 +589,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		c.updateMember(m, req, protocols, session, rebalance)
 		return c.awaitJoin(g, m, req)
 	}
-	return fail(errUnknownMemberID)
+	return fail(kerr.UnknownMemberID.Code)
 }
 
 func (c *Coordinator) updateMember(m *member, req *kmsg.JoinGroupRequest, ps []kmsg.JoinGroupRequestProtocol, session, rebalance time.Duration) {
@@ -689,7 +672,7 @@ func (c *Coordinator) awaitJoin(g *group, m *member, req *kmsg.JoinGroupRequest)
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
 	if m.joinWait != nil {
 		// A second JoinGroup from the same member replaces the first.
-		c.deliverJoin(g, m, joinError(m.joinVersion, m.id, errRebalanceInProgress))
+		c.deliverJoin(g, m, joinError(m.joinVersion, m.id, kerr.RebalanceInProgress.Code))
 	}
 	m.joinWait = ch
 	m.joinVersion = req.Version
@@ -712,10 +695,10 @@ func (c *Coordinator) replaceStatic(g *group, old, m *member, req *kmsg.JoinGrou
 		return c.addAndRebalance(g, m, req)
 	}
 	if old.joinWait != nil {
-		c.deliverJoin(g, old, joinError(old.joinVersion, old.id, errFencedInstanceID))
+		c.deliverJoin(g, old, joinError(old.joinVersion, old.id, kerr.FencedInstanceID.Code))
 	}
 	if old.syncWait != nil {
-		c.deliverSync(g, old, syncError(old.syncVersion, errFencedInstanceID))
+		c.deliverSync(g, old, syncError(old.syncVersion, kerr.FencedInstanceID.Code))
 	}
 	old.sessionTimer.cancel()
 	old.sessionTimer = nil
@@ -774,7 +757,7 @@ func (c *Coordinator) prepareRebalance(g *group) {
 		for _, m := range g.members {
 			m.assignment = nil
 			if m.syncWait != nil {
-				c.deliverSync(g, m, syncError(m.syncVersion, errRebalanceInProgress))
+				c.deliverSync(g, m, syncError(m.syncVersion, kerr.RebalanceInProgress.Code))
 			}
 		}
 	}
@@ -840,7 +823,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	for _, m := range g.members {
 		if m.joinWait == nil {
 			c.log.Debug("coordinator: member did not rejoin in time", "group", g.name, "member", m.id)
-			c.removeMember(g, m, errUnknownMemberID)
+			c.removeMember(g, m, kerr.UnknownMemberID.Code)
 		}
 	}
 	g.generation++
@@ -881,7 +864,7 @@ func (c *Coordinator) auditCooperativeChoice(g *group) {
 			return
 		}
 	}
-	c.vast(g.clientsCtx(), rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
+	c.vast(c.clientsOf(g), rules.EagerAssignorsOnly, rules.Differs, "JoinGroup", g.name,
 		"the group chose "+g.protocol+"; VAST leaves it out of the vote, so the group would rebalance eagerly with another protocol its members offer")
 }
 
@@ -907,7 +890,7 @@ func (c *Coordinator) syncExpired(g *group, gen int32) {
 	}
 	for id := range g.pendingSync {
 		if m := g.members[id]; m != nil {
-			c.removeMember(g, m, errUnknownMemberID)
+			c.removeMember(g, m, kerr.UnknownMemberID.Code)
 		}
 	}
 	c.membersLeft(g)
@@ -926,7 +909,7 @@ func (c *Coordinator) deliverJoin(g *group, m *member, r *kmsg.JoinGroupResponse
 func (c *Coordinator) deliverSync(g *group, m *member, r *kmsg.SyncGroupResponse) {
 	m.syncWait <- r
 	m.syncWait = nil
-	if r.ErrorCode == errNone || r.ErrorCode == errRebalanceInProgress {
+	if r.ErrorCode == errNone || r.ErrorCode == kerr.RebalanceInProgress.Code {
 		c.resetSession(g, m)
 	}
 }
@@ -944,7 +927,7 @@ func (c *Coordinator) resetSession(g *group, m *member) {
 			return
 		}
 		c.log.Debug("coordinator: session timeout", "group", g.name, "member", m.id)
-		c.removeMember(g, m, errUnknownMemberID)
+		c.removeMember(g, m, kerr.UnknownMemberID.Code)
 		c.membersLeft(g)
 	})
 }
@@ -1005,7 +988,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if r, ok := await(c, ctx, wait, &m.syncWait, req.Group, m); ok {
 		return r
 	}
-	return syncError(req.Version, errCoordinatorNotAvailable)
+	return syncError(req.Version, kerr.CoordinatorNotAvailable.Code)
 }
 
 func syncError(version int16, code int16) *kmsg.SyncGroupResponse {
@@ -1032,14 +1015,14 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		return syncError(req.Version, code), nil, nil
 	}
 	if c.closed {
-		return fail(errCoordinatorNotAvailable)
+		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
 	if req.Group == "" {
-		return fail(errInvalidGroupID)
+		return fail(kerr.InvalidGroupID.Code)
 	}
 	g := c.groups[req.Group]
 	if g == nil {
-		return fail(errUnknownMemberID)
+		return fail(kerr.UnknownMemberID.Code)
 	}
 	m, code := g.validate(c.instanceID(req.InstanceID, req.Version >= 3), req.MemberID, req.Generation)
 	if m == nil {
@@ -1048,17 +1031,17 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 	if req.Version >= 5 {
 		if (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
 			(req.Protocol != nil && *req.Protocol != g.protocol) {
-			return fail(errInconsistentGroupProtocol)
+			return fail(kerr.InconsistentGroupProtocol.Code)
 		}
 	}
 	switch g.state {
 	case statePreparingRebalance:
-		return fail(errRebalanceInProgress)
+		return fail(kerr.RebalanceInProgress.Code)
 	case stateCompletingRebalance:
 		c.synced(g, m.id)
 		ch := make(chan *kmsg.SyncGroupResponse, 1)
 		if m.syncWait != nil {
-			c.deliverSync(g, m, syncError(m.syncVersion, errRebalanceInProgress))
+			c.deliverSync(g, m, syncError(m.syncVersion, kerr.RebalanceInProgress.Code))
 		}
 		m.syncWait = ch
 		m.syncVersion = req.Version
@@ -1085,7 +1068,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 					"bytes", size, "bound", GroupMetadataMaxBytes)
 				for _, mm := range g.ordered() {
 					if mm.syncWait != nil {
-						c.deliverSync(g, mm, syncError(mm.syncVersion, errUnknownServerError))
+						c.deliverSync(g, mm, syncError(mm.syncVersion, kerr.UnknownServerError.Code))
 						c.resetSession(g, mm)
 					}
 				}
@@ -1109,7 +1092,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		c.resetSession(g, m)
 		return c.syncResult(g, m, req.Version), nil, nil
 	}
-	return fail(errUnknownMemberID)
+	return fail(kerr.UnknownMemberID.Code)
 }
 
 // synced notes that a member of the current generation sent SyncGroup.
@@ -1140,14 +1123,14 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 
 func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	if c.closed {
-		return errCoordinatorNotAvailable
+		return kerr.CoordinatorNotAvailable.Code
 	}
 	if req.Group == "" {
-		return errInvalidGroupID
+		return kerr.InvalidGroupID.Code
 	}
 	g := c.groups[req.Group]
 	if g == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	m, code := g.validate(c.instanceID(req.InstanceID, req.Version >= 3), req.MemberID, req.Generation)
 	if m == nil {
@@ -1156,12 +1139,12 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	switch g.state {
 	case statePreparingRebalance:
 		c.resetSession(g, m)
-		return errRebalanceInProgress
+		return kerr.RebalanceInProgress.Code
 	case stateCompletingRebalance, stateStable:
 		c.resetSession(g, m)
 		return errNone
 	}
-	return errUnknownMemberID
+	return kerr.UnknownMemberID.Code
 }
 
 // ---- LeaveGroup ----
@@ -1180,11 +1163,11 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	topCode := errNone
 	switch {
 	case c.closed:
-		topCode = errCoordinatorNotAvailable
+		topCode = kerr.CoordinatorNotAvailable.Code
 	case req.Group == "":
-		topCode = errInvalidGroupID
+		topCode = kerr.InvalidGroupID.Code
 	case c.groups[req.Group] == nil:
-		topCode = errUnknownMemberID
+		topCode = kerr.UnknownMemberID.Code
 	}
 	if topCode != errNone {
 		resp.ErrorCode = topCode
@@ -1221,10 +1204,10 @@ func (c *Coordinator) leaveOne(g *group, memberID string, instanceID *string, le
 	if instanceID != nil {
 		id, ok := g.static[*instanceID]
 		if !ok {
-			return errUnknownMemberID
+			return kerr.UnknownMemberID.Code
 		}
 		if memberID != "" && memberID != id {
-			return errFencedInstanceID
+			return kerr.FencedInstanceID.Code
 		}
 		memberID = id
 	}
@@ -1234,9 +1217,9 @@ func (c *Coordinator) leaveOne(g *group, memberID string, instanceID *string, le
 	}
 	m := g.members[memberID]
 	if m == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
-	c.removeMember(g, m, errUnknownMemberID)
+	c.removeMember(g, m, kerr.UnknownMemberID.Code)
 	*left = true
 	return errNone
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/clock"
@@ -48,15 +49,16 @@ func TestMain(m *testing.M) {
 
 func TestMemberIDRequiredFlow(t *testing.T) {
 	h := newHarness(t, rules.VAST())
-	ctx := WithClient(context.Background(), "billing", "/10.0.0.7")
+	ctx := context.Background()
+	billing := &testCaller{id: "billing", host: "/10.0.0.7"}
 
-	r := get(t, h.joinAsyncCtx(ctx, joinReq("g", "")))
-	require.Equal(t, errMemberIDRequired, r.ErrorCode)
+	r := get(t, h.joinAsyncAs(ctx, billing, joinReq("g", "")))
+	require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode)
 	require.True(t, strings.HasPrefix(r.MemberID, "billing-"), r.MemberID)
 	assert.Equal(t, "Empty", h.state("g"), "a pending member does not start a rebalance")
 	id := r.MemberID
 
-	jr := get(t, h.joinAsyncCtx(ctx, joinReq("g", id)))
+	jr := get(t, h.joinAsyncAs(ctx, billing, joinReq("g", id)))
 	require.Equal(t, errNone, jr.ErrorCode)
 	assert.Equal(t, int32(1), jr.Generation)
 	assert.Equal(t, id, jr.LeaderID)
@@ -84,15 +86,15 @@ func TestMemberIDRequiredFlow(t *testing.T) {
 		Assignment: []byte("mine"), Metadata: []byte("md-range")}, gi.Members[0])
 
 	// A rejoin with an id the group never handed out is refused.
-	assert.Equal(t, errUnknownMemberID, h.join(joinReq("g", "nobody")).ErrorCode)
-	assert.Equal(t, errUnknownMemberID, h.join(joinReq("other", "nobody")).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.join(joinReq("g", "nobody")).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.join(joinReq("other", "nobody")).ErrorCode)
 }
 
 func TestPendingMemberExpiresAfterSessionTimeout(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	id := h.memberID("g")
 	h.clk.Advance(10 * time.Second)
-	assert.Equal(t, errUnknownMemberID, h.join(joinReq("g", id)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.join(joinReq("g", id)).ErrorCode)
 }
 
 func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
@@ -119,13 +121,13 @@ func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
 	for _, ms := range []int32{-1, -1 << 31} {
 		req := joinReq("g", "")
 		req.SessionTimeoutMillis = ms
-		assert.Equal(t, errInvalidSessionTimeout, h.join(req).ErrorCode, "session timeout %d ms", ms)
+		assert.Equal(t, kerr.InvalidSessionTimeout.Code, h.join(req).ErrorCode, "session timeout %d ms", ms)
 	}
 	_, ok := h.c.Group("g")
 	assert.False(t, ok, "a refused join creates no group")
 	req := joinReq("zero", "")
 	req.SessionTimeoutMillis = 0
-	assert.Equal(t, errMemberIDRequired, h.join(req).ErrorCode)
+	assert.Equal(t, kerr.MemberIDRequired.Code, h.join(req).ErrorCode)
 }
 
 func TestJoinGroupRefusals(t *testing.T) {
@@ -134,12 +136,12 @@ func TestJoinGroupRefusals(t *testing.T) {
 	})
 
 	req := joinReq("", "")
-	assert.Equal(t, errInvalidGroupID, h.join(req).ErrorCode)
+	assert.Equal(t, kerr.InvalidGroupID.Code, h.join(req).ErrorCode)
 
 	for _, ms := range []int32{-1, 0, 5_999, 1_800_001, 1<<31 - 1} {
 		req = joinReq("g", "")
 		req.SessionTimeoutMillis = ms
-		assert.Equal(t, errInvalidSessionTimeout, h.join(req).ErrorCode, "session timeout %d ms", ms)
+		assert.Equal(t, kerr.InvalidSessionTimeout.Code, h.join(req).ErrorCode, "session timeout %d ms", ms)
 	}
 	_, ok := h.c.Group("g")
 	assert.False(t, ok, "a refused join creates no group")
@@ -147,24 +149,24 @@ func TestJoinGroupRefusals(t *testing.T) {
 		req = joinReq("bounds", "")
 		req.SessionTimeoutMillis = ms
 		req.RebalanceTimeoutMillis = 1<<31 - 1 // any rebalance timeout, as Kafka Streams sends
-		assert.Equal(t, errMemberIDRequired, h.join(req).ErrorCode, "session timeout %d ms", ms)
+		assert.Equal(t, kerr.MemberIDRequired.Code, h.join(req).ErrorCode, "session timeout %d ms", ms)
 	}
 
 	req = joinReq("g", "")
 	req.Protocols = nil
-	assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(req).ErrorCode)
 
 	req = joinReq("g", "")
 	req.ProtocolType = ""
-	assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(req).ErrorCode)
 
 	h.stable("g", 1)
 	req = joinReq("g", "")
 	req.ProtocolType = "connect"
-	assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode, "protocol type must match")
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(req).ErrorCode, "protocol type must match")
 	req = joinReq("g", "")
 	req.Protocols = protos("roundrobin")
-	assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode, "no protocol in common")
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(req).ErrorCode, "no protocol in common")
 }
 
 // TestRebalanceStates walks a group through every state: a second member
@@ -178,10 +180,10 @@ func TestRebalanceStates(t *testing.T) {
 
 	// Stable: heartbeats pass, wrong generation and unknown members fail.
 	assert.Equal(t, errNone, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
-	assert.Equal(t, errIllegalGeneration, h.c.Heartbeat(hbReq("g", a, 7)).ErrorCode)
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("g", "x", 1)).ErrorCode)
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("nope", a, 1)).ErrorCode)
-	assert.Equal(t, errInvalidGroupID, h.c.Heartbeat(hbReq("", a, 1)).ErrorCode)
+	assert.Equal(t, kerr.IllegalGeneration.Code, h.c.Heartbeat(hbReq("g", a, 7)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("g", "x", 1)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("nope", a, 1)).ErrorCode)
+	assert.Equal(t, kerr.InvalidGroupID.Code, h.c.Heartbeat(hbReq("", a, 1)).ErrorCode)
 
 	// A new member joining a Stable group starts a rebalance.
 	b := h.memberID("g")
@@ -193,9 +195,9 @@ func TestRebalanceStates(t *testing.T) {
 
 	// PreparingRebalance: heartbeats tell members to rejoin, syncs are
 	// refused, member commits of the current generation still pass.
-	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
-	assert.Equal(t, errRebalanceInProgress, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, 1, "t", map[int32]int64{0: 5}))))
+	assert.Equal(t, kerr.RebalanceInProgress.Code, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
+	assert.Equal(t, kerr.RebalanceInProgress.Code, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, 1, "t", map[int32]int64{0: 5}))))
 
 	aj := h.joinAsync(joinReq("g", a))
 	ar, br := get(t, aj), get(t, bj)
@@ -212,16 +214,16 @@ func TestRebalanceStates(t *testing.T) {
 	// CompletingRebalance: heartbeats pass, commits are refused, wrong
 	// syncs are refused, a follower's sync waits for the leader.
 	assert.Equal(t, errNone, h.c.Heartbeat(hbReq("g", b, 2)).ErrorCode)
-	assert.Equal(t, []int16{errRebalanceInProgress}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", b, 2, "t", map[int32]int64{0: 6}))))
-	assert.Equal(t, errIllegalGeneration, h.c.SyncGroup(context.Background(), syncReq("g", b, 1, nil)).ErrorCode)
-	assert.Equal(t, errUnknownMemberID, h.c.SyncGroup(context.Background(), syncReq("g", "x", 2, nil)).ErrorCode)
-	assert.Equal(t, errUnknownMemberID, h.c.SyncGroup(context.Background(), syncReq("nope", b, 2, nil)).ErrorCode)
+	assert.Equal(t, []int16{kerr.RebalanceInProgress.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", b, 2, "t", map[int32]int64{0: 6}))))
+	assert.Equal(t, kerr.IllegalGeneration.Code, h.c.SyncGroup(context.Background(), syncReq("g", b, 1, nil)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.SyncGroup(context.Background(), syncReq("g", "x", 2, nil)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.SyncGroup(context.Background(), syncReq("nope", b, 2, nil)).ErrorCode)
 	bad := syncReq("g", b, 2, nil)
 	bad.Protocol = kmsg.StringPtr("roundrobin")
-	assert.Equal(t, errInconsistentGroupProtocol, h.c.SyncGroup(context.Background(), bad).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.c.SyncGroup(context.Background(), bad).ErrorCode)
 	bad = syncReq("g", b, 2, nil)
 	bad.ProtocolType = kmsg.StringPtr("connect")
-	assert.Equal(t, errInconsistentGroupProtocol, h.c.SyncGroup(context.Background(), bad).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.c.SyncGroup(context.Background(), bad).ErrorCode)
 
 	bs := h.syncAsync(syncReq("g", b, 2, nil))
 	h.waitSyncing("g", 1)
@@ -252,7 +254,7 @@ func TestRebalanceDuringSync(t *testing.T) {
 
 	c := h.memberID("g")
 	cj := h.joinAsync(joinReq("g", c))
-	assert.Equal(t, errRebalanceInProgress, get(t, bs).ErrorCode)
+	assert.Equal(t, kerr.RebalanceInProgress.Code, get(t, bs).ErrorCode)
 	assert.Equal(t, "PreparingRebalance", h.state("g"))
 	aj, bj = h.joinAsync(joinReq("g", a)), h.joinAsync(joinReq("g", b))
 	for _, ch := range []<-chan *kmsg.JoinGroupResponse{aj, bj, cj} {
@@ -274,8 +276,8 @@ func TestSessionTimeoutRemovesMember(t *testing.T) {
 	require.Len(t, gi.Members, 1)
 	assert.Equal(t, a, gi.Members[0].MemberID)
 	assert.Equal(t, "PreparingRebalance", gi.State)
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
-	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hbReq("g", a, gen)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
+	assert.Equal(t, kerr.RebalanceInProgress.Code, h.c.Heartbeat(hbReq("g", a, gen)).ErrorCode)
 
 	r := h.join(joinReq("g", a))
 	require.Equal(t, errNone, r.ErrorCode)
@@ -288,7 +290,7 @@ func TestSessionTimeoutRemovesMember(t *testing.T) {
 	assert.Equal(t, "Empty", gi.State)
 	assert.Empty(t, gi.Members)
 	assert.Equal(t, gen+2, gi.Generation)
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("g", a, gen+2)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("g", a, gen+2)).ErrorCode)
 }
 
 func TestBlockedMemberDoesNotExpire(t *testing.T) {
@@ -303,7 +305,7 @@ func TestBlockedMemberDoesNotExpire(t *testing.T) {
 	// session, which must not expire them.
 	for range 3 {
 		h.clk.Advance(8 * time.Second)
-		require.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
+		require.Equal(t, kerr.RebalanceInProgress.Code, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
 	}
 	bj := h.joinAsync(joinReq("g", b))
 	for _, ch := range []<-chan *kmsg.JoinGroupResponse{aj, bj, cj} {
@@ -323,7 +325,7 @@ func TestRebalanceTimeoutRemovesMemberThatDidNotRejoin(t *testing.T) {
 	// b keeps its session alive but never rejoins.
 	for range 3 {
 		h.clk.Advance(9 * time.Second)
-		require.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
+		require.Equal(t, kerr.RebalanceInProgress.Code, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
 		still(t, aj)
 	}
 	h.clk.Advance(3 * time.Second) // 30s rebalance timeout
@@ -334,7 +336,7 @@ func TestRebalanceTimeoutRemovesMemberThatDidNotRejoin(t *testing.T) {
 	assert.Len(t, ar.Members, 2)
 	gi, _ := h.c.Group("g")
 	assert.Equal(t, []string{a, c}, []string{gi.Members[0].MemberID, gi.Members[1].MemberID})
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("g", b, gen)).ErrorCode)
 }
 
 func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
@@ -343,7 +345,7 @@ func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
 	req := joinReq("g", "")
 	req.SessionTimeoutMillis = 60_000 // the pending id outlives the rebalance timeout
 	r := h.join(req)
-	require.Equal(t, errMemberIDRequired, r.ErrorCode)
+	require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode)
 	aj := h.joinAsync(joinReq("g", a))
 	h.waitJoining("g", 1)
 	h.clk.Advance(29 * time.Second)
@@ -366,7 +368,7 @@ func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
 	req.SessionTimeoutMillis = 1_800_000
 	req.RebalanceTimeoutMillis = 1<<31 - 1
 	gone := get(t, h.joinAsyncCtx(conn, req))
-	require.Equal(t, errMemberIDRequired, gone.ErrorCode)
+	require.Equal(t, kerr.MemberIDRequired.Code, gone.ErrorCode)
 	aj := h.joinAsync(joinReq("g", a))
 	h.waitJoining("g", 1)
 	still(t, aj) // Kafka waits for pending member ids
@@ -374,7 +376,7 @@ func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
 	ar := get(t, aj)
 	require.Equal(t, errNone, ar.ErrorCode)
 	assert.Len(t, ar.Members, 1)
-	assert.Equal(t, errUnknownMemberID, h.join(joinReq("g", gone.MemberID)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.join(joinReq("g", gone.MemberID)).ErrorCode)
 }
 
 // TestPendingMemberIDsBoundedPerConnection: a connection that asks a group
@@ -389,21 +391,21 @@ func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
 	var ids []string
 	for range 100 {
 		r := get(t, h.joinAsyncCtx(conn, joinReq("g", "")))
-		require.Equal(t, errMemberIDRequired, r.ErrorCode)
+		require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode)
 		ids = append(ids, r.MemberID)
 	}
 	// The join phase waits for no older id: it completes with no time passing.
 	r := get(t, h.joinAsyncCtx(conn, joinReq("g", ids[len(ids)-1])))
 	require.Equal(t, errNone, r.ErrorCode)
 	assert.Len(t, r.Members, 1)
-	assert.Equal(t, errUnknownMemberID, get(t, h.joinAsyncCtx(conn, joinReq("g", ids[0]))).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, get(t, h.joinAsyncCtx(conn, joinReq("g", ids[0]))).ErrorCode)
 
 	other, hangUpOther := context.WithCancel(context.Background())
 	defer hangUpOther()
 	x := get(t, h.joinAsyncCtx(other, joinReq("h", "")))
-	require.Equal(t, errMemberIDRequired, x.ErrorCode)
+	require.Equal(t, kerr.MemberIDRequired.Code, x.ErrorCode)
 	y := get(t, h.joinAsyncCtx(conn, joinReq("h", "")))
-	require.Equal(t, errMemberIDRequired, y.ErrorCode)
+	require.Equal(t, kerr.MemberIDRequired.Code, y.ErrorCode)
 	yj := h.joinAsyncCtx(conn, joinReq("h", y.MemberID))
 	h.waitJoining("h", 1)
 	still(t, yj) // the other connection's id is still awaited
@@ -523,7 +525,7 @@ func TestEagerAssignorsOnly(t *testing.T) {
 		h := newHarness(t, rules.VAST())
 		req := joinReq("g", "")
 		req.Protocols = protos("cooperative-sticky")
-		assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode)
+		assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(req).ErrorCode)
 		assert.Contains(t, h.log.String(), `"rule":"EagerAssignorsOnly"`)
 
 		// Offering an eager assignor too: only it takes part in the vote.
@@ -577,64 +579,65 @@ func TestEagerAssignorsOnly(t *testing.T) {
 		h := newHarness(t, r)
 		req := joinReq("g", "")
 		req.Protocols = protos("cooperative-sticky")
-		assert.Equal(t, errInconsistentGroupProtocol, h.join(req).ErrorCode)
+		assert.Equal(t, kerr.InconsistentGroupProtocol.Code, h.join(req).ErrorCode)
 	})
 }
 
-// TestRefusalSink: a refusal made because of a VAST rule goes to the ctx's
-// sink, with the rule and why, and is logged only at Debug.
-func TestRefusalSink(t *testing.T) {
+// TestRefusalsGoToTheCaller: a refusal made because of a VAST rule goes to
+// the request's caller, with the rule and why, and is logged only at Debug.
+func TestRefusalsGoToTheCaller(t *testing.T) {
 	r := rules.VAST()
 	r.MaxGroups = 1
 	h := newHarness(t, r)
-	var got []string
-	ctx := WithRefusalSink(context.Background(), func(rule, reason string) { got = append(got, rule+": "+reason) })
+	caller := &testCaller{id: "app"}
 
 	req := joinReq("coop", "")
 	req.Protocols = protos("cooperative-sticky")
-	assert.Equal(t, errInconsistentGroupProtocol, get(t, h.joinAsyncCtx(ctx, req)).ErrorCode)
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))))
-	assert.Equal(t, []int16{errGroupMaxSizeReached}, commitCodes(h.c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))))
-	assert.Equal(t, errGroupMaxSizeReached, get(t, h.joinAsyncCtx(ctx, joinReq("c", ""))).ErrorCode)
+	assert.Equal(t, kerr.InconsistentGroupProtocol.Code, get(t, h.joinAsyncAs(context.Background(), caller, req)).ErrorCode)
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(caller, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, []int16{kerr.GroupMaxSizeReached.Code}, commitCodes(h.c.OffsetCommit(caller, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, kerr.GroupMaxSizeReached.Code, get(t, h.joinAsyncAs(context.Background(), caller, joinReq("c", ""))).ErrorCode)
 
+	got, _, _ := caller.told()
 	require.Len(t, got, 3)
 	assert.Equal(t, `EagerAssignorsOnly: every protocol offered, ["cooperative-sticky"], is cooperative; VAST rebalances eagerly only`, got[0])
 	assert.Equal(t, "MaxGroups: the view already has 1 consumer groups, VAST's limit", got[1])
 	assert.Equal(t, got[1], got[2])
-	assert.NotContains(t, h.log.String(), `"rule"`, "the sink's owner reports the refusal")
+	assert.NotContains(t, h.log.String(), `"rule"`, "the caller reports the refusal")
 }
 
-// TestRefusalSinkMayCallBack: the refusal sink runs without the
-// coordinator's lock, so a sink that reads the coordinator (as a request log
-// that looks up the group might) does not deadlock, for JoinGroup and for
-// OffsetCommit.
-func TestRefusalSinkMayCallBack(t *testing.T) {
+// TestRefusedMayCallBack: a caller is told of a refusal without the
+// coordinator's lock, so a caller that reads the coordinator (as a request
+// log that looks up the group might) does not deadlock, for JoinGroup and
+// for OffsetCommit.
+func TestRefusedMayCallBack(t *testing.T) {
 	r := rules.VAST()
 	r.MaxGroups = 1
 	// No harness: on a deadlock its cleanup's Close would hang too.
 	c := New(Config{Rules: r, Clock: clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))})
 	var seen [][]string
-	ctx := WithRefusalSink(context.Background(), func(rule, _ string) {
+	caller := &testCaller{onRefused: func(rule rules.ID) {
 		var names []string
 		for _, g := range c.Groups() {
 			names = append(names, g.Name)
 		}
-		seen = append(seen, append([]string{rule}, names...))
-	})
+		seen = append(seen, append([]string{rule.String()}, names...))
+	}}
+	ctx := context.Background()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		req := joinReq("coop", "")
 		req.Protocols = protos("cooperative-sticky")
-		c.JoinGroup(ctx, req)
-		c.OffsetCommit(ctx, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
-		c.OffsetCommit(ctx, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))
-		c.JoinGroup(ctx, joinReq("c", ""))
+		c.JoinGroup(ctx, caller, req)
+		c.OffsetCommit(caller, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
+		c.OffsetCommit(caller, commitReq("b", "", -1, "t", map[int32]int64{0: 1}))
+		c.JoinGroup(ctx, caller, joinReq("c", ""))
 	}()
 	select {
 	case <-done:
 	case <-time.After(deadline):
-		t.Fatalf("a refusal sink calling Groups deadlocked the coordinator")
+		t.Fatalf("a caller calling Groups on a refusal deadlocked the coordinator")
 	}
 	c.Close()
 	assert.Equal(t, [][]string{{"EagerAssignorsOnly"}, {"MaxGroups", "a"}, {"MaxGroups", "a"}}, seen)
@@ -692,7 +695,7 @@ func TestLeaveGroup(t *testing.T) {
 	l.Version = 2
 	l.Group = "g"
 	l.MemberID = "nobody"
-	assert.Equal(t, errUnknownMemberID, h.c.LeaveGroup(l).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.LeaveGroup(l).ErrorCode)
 	l.MemberID = c
 	assert.Equal(t, errNone, h.c.LeaveGroup(l).ErrorCode)
 	assert.Equal(t, "PreparingRebalance", h.state("g"))
@@ -710,14 +713,14 @@ func TestLeaveGroup(t *testing.T) {
 	resp := h.c.LeaveGroup(l)
 	require.Equal(t, errNone, resp.ErrorCode)
 	require.Len(t, resp.Members, 4)
-	assert.Equal(t, []int16{errNone, errUnknownMemberID, errNone, errNone},
+	assert.Equal(t, []int16{errNone, kerr.UnknownMemberID.Code, errNone, errNone},
 		[]int16{resp.Members[0].ErrorCode, resp.Members[1].ErrorCode, resp.Members[2].ErrorCode, resp.Members[3].ErrorCode})
 	gi, _ := h.c.Group("g")
 	assert.Equal(t, "Empty", gi.State, "the last member leaving empties the group")
 	assert.Empty(t, gi.Members)
 
 	l.Group = "nope"
-	assert.Equal(t, errUnknownMemberID, h.c.LeaveGroup(l).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.LeaveGroup(l).ErrorCode)
 }
 
 func TestPendingMemberLeavingAStableGroupDoesNotRebalance(t *testing.T) {
@@ -795,14 +798,14 @@ func TestStaticMembershipKafka(t *testing.T) {
 	// The old member id is fenced.
 	hb := hbReq("g", a, gen)
 	hb.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, errFencedInstanceID, h.c.Heartbeat(hb).ErrorCode)
+	assert.Equal(t, kerr.FencedInstanceID.Code, h.c.Heartbeat(hb).ErrorCode)
 	old := syncReq("g", a, gen, nil)
 	old.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, errFencedInstanceID, h.c.SyncGroup(context.Background(), old).ErrorCode)
+	assert.Equal(t, kerr.FencedInstanceID.Code, h.c.SyncGroup(context.Background(), old).ErrorCode)
 	oc := commitReq("g", a, gen, "t", map[int32]int64{0: 1})
 	oc.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, []int16{errFencedInstanceID}, commitCodes(h.c.OffsetCommit(context.Background(), oc)))
-	assert.Equal(t, errFencedInstanceID, h.join(static("i-a", a)).ErrorCode)
+	assert.Equal(t, []int16{kerr.FencedInstanceID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, oc)))
+	assert.Equal(t, kerr.FencedInstanceID.Code, h.join(static("i-a", a)).ErrorCode)
 	hb = hbReq("g", a2, gen)
 	hb.InstanceID = kmsg.StringPtr("i-a")
 	assert.Equal(t, errNone, h.c.Heartbeat(hb).ErrorCode)
@@ -824,11 +827,11 @@ func TestStaticMembershipKafka(t *testing.T) {
 	l.Version = 4
 	l.Group = "g"
 	l.Members = []kmsg.LeaveGroupRequestMember{{MemberID: a, InstanceID: kmsg.StringPtr("i-a")}}
-	assert.Equal(t, errFencedInstanceID, h.c.LeaveGroup(l).Members[0].ErrorCode)
+	assert.Equal(t, kerr.FencedInstanceID.Code, h.c.LeaveGroup(l).Members[0].ErrorCode)
 	l.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: kmsg.StringPtr("i-a")}, {InstanceID: kmsg.StringPtr("i-zz")}}
 	resp := h.c.LeaveGroup(l)
 	assert.Equal(t, errNone, resp.Members[0].ErrorCode)
-	assert.Equal(t, errUnknownMemberID, resp.Members[1].ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, resp.Members[1].ErrorCode)
 	gi, _ = h.c.Group("g")
 	require.Len(t, gi.Members, 1)
 	assert.Equal(t, b, gi.Members[0].MemberID)
@@ -859,7 +862,7 @@ func TestStaticMemberFencedWhileWaiting(t *testing.T) {
 	os := h.syncAsync(old)
 	h.waitSyncing("g", 1)
 	nj := h.joinAsync(sreq)
-	assert.Equal(t, errFencedInstanceID, get(t, os).ErrorCode)
+	assert.Equal(t, kerr.FencedInstanceID.Code, get(t, os).ErrorCode)
 	h.waitJoining("g", 1)
 	assert.Equal(t, "PreparingRebalance", h.state("g"), "not Stable: the replacement rebalances")
 	lj = h.joinAsync(joinReq("g", leader))
@@ -878,7 +881,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 		return r
 	}
 	r := h.join(static(""))
-	require.Equal(t, errMemberIDRequired, r.ErrorCode, "VAST: an instance id joins as a dynamic member")
+	require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode, "VAST: an instance id joins as a dynamic member")
 	a := r.MemberID
 	jr := h.join(static(a))
 	require.Equal(t, errNone, jr.ErrorCode)
@@ -889,7 +892,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 
 	// Restart with the same instance id: a new member, and a rebalance.
 	r = h.join(static(""))
-	require.Equal(t, errMemberIDRequired, r.ErrorCode)
+	require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode)
 	a2 := r.MemberID
 	assert.NotEqual(t, a, a2)
 	j2 := h.joinAsync(static(a2))
@@ -899,10 +902,10 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 	// The old member is never fenced: it is told to rejoin.
 	hb := hbReq("g", a, 1)
 	hb.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, errRebalanceInProgress, h.c.Heartbeat(hb).ErrorCode)
+	assert.Equal(t, kerr.RebalanceInProgress.Code, h.c.Heartbeat(hb).ErrorCode)
 	oc := commitReq("g", a, 1, "t", map[int32]int64{0: 1})
 	oc.InstanceID = kmsg.StringPtr("i-a")
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), oc)))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, oc)))
 	// It does not rejoin and its session ends: it is removed.
 	h.clk.Advance(10 * time.Second)
 	r2 := get(t, j2)
@@ -918,7 +921,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 	l.Version = 4
 	l.Group = "g"
 	l.Members = []kmsg.LeaveGroupRequestMember{{InstanceID: kmsg.StringPtr("i-a")}}
-	assert.Equal(t, errUnknownMemberID, h.c.LeaveGroup(l).Members[0].ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.LeaveGroup(l).Members[0].ErrorCode)
 	l.Members = []kmsg.LeaveGroupRequestMember{{MemberID: a2, InstanceID: kmsg.StringPtr("i-a")}}
 	assert.Equal(t, errNone, h.c.LeaveGroup(l).Members[0].ErrorCode)
 }
@@ -932,7 +935,7 @@ func TestContextCancelReleasesJoinAndSync(t *testing.T) {
 	cj := h.joinAsyncCtx(ctx, joinReq("g", c))
 	h.waitJoining("g", 1)
 	cancel()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, cj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, cj).ErrorCode)
 	h.waitJoining("g", 0)
 
 	// c is still a member; its session, restarted when its call ended,
@@ -951,7 +954,7 @@ func TestContextCancelReleasesJoinAndSync(t *testing.T) {
 	go func() { defer h.wg.Done(); sc <- h.c.SyncGroup(ctx, syncReq("g", b, gen+1, nil)) }()
 	h.waitSyncing("g", 1)
 	cancel()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, sc).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, sc).ErrorCode)
 }
 
 func TestCloseReleasesBlockedCalls(t *testing.T) {
@@ -966,14 +969,14 @@ func TestCloseReleasesBlockedCalls(t *testing.T) {
 	require.NotZero(t, h.clk.Pending())
 
 	h.c.Close()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, aj).ErrorCode)
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, cj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, aj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, cj).ErrorCode)
 	assert.Zero(t, h.clk.Pending(), "Close stops every timer")
 
-	assert.Equal(t, errCoordinatorNotAvailable, h.join(joinReq("g", b)).ErrorCode)
-	assert.Equal(t, errCoordinatorNotAvailable, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
-	assert.Equal(t, errCoordinatorNotAvailable, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
-	assert.Equal(t, []int16{errCoordinatorNotAvailable}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, h.join(joinReq("g", b)).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, h.c.SyncGroup(context.Background(), syncReq("g", a, 1, nil)).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, h.c.Heartbeat(hbReq("g", a, 1)).ErrorCode)
+	assert.Equal(t, []int16{kerr.CoordinatorNotAvailable.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 1}))))
 	h.c.Close() // idempotent
 	_, ok := h.c.Group("h")
 	assert.True(t, ok, "groups stay readable after Close")
@@ -990,5 +993,5 @@ func TestCloseReleasesBlockedSync(t *testing.T) {
 	bs := h.syncAsync(syncReq("g", b, gen, nil))
 	h.waitSyncing("g", 1)
 	h.c.Close()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, bs).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, bs).ErrorCode)
 }

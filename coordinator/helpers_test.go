@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/clock"
@@ -150,14 +152,63 @@ func (h *harness) joinAsync(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupRe
 	return h.joinAsyncCtx(context.Background(), req)
 }
 
+// joinAsyncCtx joins with ctx as the connection's context and no client.
 func (h *harness) joinAsyncCtx(ctx context.Context, req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
+	return h.joinAsyncAs(ctx, NoCaller, req)
+}
+
+// joinAsyncAs joins with ctx as the connection's context and caller as
+// the client.
+func (h *harness) joinAsyncAs(ctx context.Context, caller Caller, req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		ch <- h.c.JoinGroup(ctx, req)
+		ch <- h.c.JoinGroup(ctx, caller, req)
 	}()
 	return ch
+}
+
+// testCaller is a Caller naming a client that records what the
+// coordinator tells it; onRefused, when set, runs on each refusal.
+type testCaller struct {
+	id, host  string
+	onRefused func(rule rules.ID)
+
+	mu       sync.Mutex
+	refused  []string // "rule: reason"
+	findings []string // "rule kind group: detail"
+	created  []string
+}
+
+func (c *testCaller) Client() (id, host string) { return c.id, c.host }
+
+func (c *testCaller) Refused(rule rules.ID, reason string) {
+	c.mu.Lock()
+	c.refused = append(c.refused, rule.String()+": "+reason)
+	c.mu.Unlock()
+	if c.onRefused != nil {
+		c.onRefused(rule)
+	}
+}
+
+func (c *testCaller) Finding(rule rules.ID, kind rules.Kind, group, detail string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.findings = append(c.findings, rule.String()+" "+kind.String()+" "+group+": "+detail)
+}
+
+func (c *testCaller) GroupCreated(group string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created = append(c.created, group)
+}
+
+// told returns copies of what the caller was told.
+func (c *testCaller) told() (refused, findings, created []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.refused), slices.Clone(c.findings), slices.Clone(c.created)
 }
 
 func (h *harness) syncAsync(req *kmsg.SyncGroupRequest) <-chan *kmsg.SyncGroupResponse {
@@ -270,7 +321,7 @@ func (h *harness) state(group string) string {
 func (h *harness) memberID(group string) string {
 	h.t.Helper()
 	r := h.join(joinReq(group, ""))
-	require.Equal(h.t, errMemberIDRequired, r.ErrorCode)
+	require.Equal(h.t, kerr.MemberIDRequired.Code, r.ErrorCode)
 	require.NotEmpty(h.t, r.MemberID)
 	return r.MemberID
 }

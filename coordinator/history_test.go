@@ -1,11 +1,11 @@
 package coordinator
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/rules"
@@ -48,18 +48,18 @@ func TestRebalanceHistory(t *testing.T) {
 func TestReset(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
-	require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))))
+	require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))))
 	// A second member waits in JoinGroup for the first to rejoin.
 	waiting := h.joinAsync(joinReq("g", h.memberID("g")))
 	h.waitJoining("g", 1)
 
 	h.c.Reset()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, waiting).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, waiting).ErrorCode)
 	assert.Empty(t, h.c.Groups())
 	assert.Empty(t, h.c.Rebalances())
 	_, ok := h.c.CommittedOffset("g", "t", 0)
 	assert.False(t, ok)
-	assert.Equal(t, errUnknownMemberID, h.c.Heartbeat(hbReq("g", ids[0], gen)).ErrorCode)
+	assert.Equal(t, kerr.UnknownMemberID.Code, h.c.Heartbeat(hbReq("g", ids[0], gen)).ErrorCode)
 
 	ids, gen = h.stable("g", 1)
 	assert.Equal(t, int32(1), gen, "a new group starts at generation 1")

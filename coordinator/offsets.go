@@ -1,11 +1,11 @@
 package coordinator
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -32,7 +32,8 @@ type offset struct {
 // REBALANCE_IN_PROGRESS. Commits during PreparingRebalance are accepted, as
 // in Kafka, so eager consumers can commit while their partitions are
 // revoked. Creating one group too many under Rules.MaxGroups gets
-// GROUP_MAX_SIZE_REACHED, reported to ctx's refusal sink (WithRefusalSink).
+// GROUP_MAX_SIZE_REACHED, reported to caller, which also hears of a group
+// created and names the client that committed.
 // A partition whose metadata is longer than Config.OffsetMetadataMaxBytes,
 // or does not fit in OffsetMetadataTotalMaxBytes with every other committed
 // offset's, gets OFFSET_METADATA_TOO_LARGE and the others are stored. A
@@ -40,14 +41,14 @@ type offset struct {
 // INVALID_GROUP_ID.
 // Topics are taken by name; the broker filters topics that do not exist and
 // caps the version below v10 (topic ids). It never blocks.
-func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	ctx, flush := deferRefusals(ctx)
+func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	caller, flush := deferRefusals(caller)
 	defer flush() // after the unlock below: defers run last in, first out
 	c.mu.Lock()
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
-	g, code, partCheck := c.commitGroup(ctx, req)
+	g, code, partCheck := c.commitGroup(caller, req)
 	now := c.clock.Now()
 	for _, t := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
@@ -66,7 +67,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			}
 			if sp.ErrorCode == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
 				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
-				sp.ErrorCode = errOffsetMetadataTooLarge
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 			if sp.ErrorCode != errNone {
@@ -91,7 +92,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		resp.Topics = append(resp.Topics, st)
 	}
 	if g != nil {
-		if id, _ := clientFrom(ctx); id != "" {
+		if id, _ := caller.Client(); id != "" {
 			g.committedBy = id
 		}
 		c.expiryChanged(g)
@@ -103,9 +104,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 // it for a generation -1 commit, and for a consumer group's member
 // committing at an older epoch the check of each partition (see
 // consumerGroup.commitCheck).
-func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitRequest) (*group, int16, func(string, int32) int16) {
+func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) (*group, int16, func(string, int32) int16) {
 	if c.closed {
-		return nil, errCoordinatorNotAvailable, nil
+		return nil, kerr.CoordinatorNotAvailable.Code, nil
 	}
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
@@ -116,20 +117,18 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 	if g == nil {
 		if generation >= 0 {
 			if req.Version >= 9 {
-				return nil, errGroupIDNotFound, nil
+				return nil, kerr.GroupIDNotFound.Code, nil
 			}
-			return nil, errIllegalGeneration, nil
+			return nil, kerr.IllegalGeneration.Code, nil
 		}
 		if len(req.Group) > MaxGroupIDBytes {
-			return nil, errInvalidGroupID, nil
+			return nil, kerr.InvalidGroupID.Code, nil
 		}
-		if !c.canCreateGroup(ctx, "OffsetCommit", req.Group) {
-			return nil, errGroupMaxSizeReached, nil
+		if !c.canCreateGroup(caller, "OffsetCommit", req.Group) {
+			return nil, kerr.GroupMaxSizeReached.Code, nil
 		}
 		g = c.newGroup(req.Group)
-		if c.groupCreated != nil {
-			c.groupCreated(ctx, req.Group)
-		}
+		caller.GroupCreated(req.Group)
 		return g, errNone, nil
 	}
 	if g.cg != nil {
@@ -148,13 +147,13 @@ func (c *Coordinator) commitGroup(ctx context.Context, req *kmsg.OffsetCommitReq
 			return nil, code, nil
 		}
 		if g.state == stateCompletingRebalance {
-			return nil, errRebalanceInProgress, nil
+			return nil, kerr.RebalanceInProgress.Code, nil
 		}
 		c.resetSession(g, m)
 		return g, errNone, nil
 	}
 	// Generation -1 and no member id on a group with members.
-	return nil, errUnknownMemberID, nil
+	return nil, kerr.UnknownMemberID.Code, nil
 }
 
 // OffsetFetch returns committed offsets: v0-v7 for one group, v8+ for a
@@ -171,7 +170,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			if c.closed {
-				sg.ErrorCode = errCoordinatorNotAvailable
+				sg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				resp.Groups = append(resp.Groups, sg)
 				continue
 			}
@@ -199,7 +198,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 					sp.LeaderEpoch = p.epoch
 					sp.Metadata = kmsg.StringPtr(p.meta)
 					if req.RequireStable && c.unstableOffset(rg.Group, t.topic, p.part) {
-						sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+						sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 					}
 					st.Partitions = append(st.Partitions, sp)
 				}
@@ -210,7 +209,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		return resp
 	}
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	var want []fetchTopic
@@ -230,7 +229,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sp.LeaderEpoch = p.epoch
 			sp.Metadata = kmsg.StringPtr(p.meta)
 			if req.Version >= 7 && req.RequireStable && c.unstableOffset(req.Group, t.topic, p.part) {
-				sp.Offset, sp.ErrorCode = -1, errUnstableOffsetCommit
+				sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -305,18 +304,18 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	resp.Version = req.Version
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		resp.ErrorCode = errGroupIDNotFound
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}
 	var subscribed map[string]bool
 	if g.state != stateEmpty {
 		if g.protocolType != "consumer" {
-			resp.ErrorCode = errNonEmptyGroup
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
 			return resp
 		}
 		subscribed = g.subscribedTopics()
@@ -328,7 +327,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = p.Partition
 			if subscribed != nil && (subscribed[t.Topic] || subscribed[""]) {
-				sp.ErrorCode = errGroupSubscribedToTopic
+				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			} else if ps := g.offsets[t.Topic]; ps != nil {
 				if _, ok := ps[p.Partition]; ok {
 					c.logOffsetGone(g.name, t.Topic, p.Partition)
@@ -535,7 +534,7 @@ func (c *Coordinator) expire(g *group) {
 					base = g.emptySince
 				}
 				if !now.Before(base.Add(c.rules.OffsetsRetention)) {
-					c.vast(g.clientsCtx(), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
+					c.vast(c.clientsOf(g), rules.OffsetsNeverExpire, rules.Differs, "", g.name,
 						fmt.Sprintf("the committed offset of %s[%d] expired after offsets.retention.minutes; VAST keeps it forever", t, p))
 					c.metaBytes -= len(o.meta)
 					delete(ps, p)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/rules"
@@ -31,7 +32,7 @@ func TestGenerationMinusOneCommits(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 
 	// assign()+commit: the commit creates the group, Empty.
-	resp := h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 10, 1: 20}))
+	resp := h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 10, 1: 20}))
 	assert.Equal(t, []int16{errNone, errNone}, commitCodes(resp))
 	gi, ok := h.c.Group("g")
 	require.True(t, ok)
@@ -44,18 +45,18 @@ func TestGenerationMinusOneCommits(t *testing.T) {
 	// v0 carries no generation: it is a -1 commit.
 	v0 := commitReq("g", "", 0, "t", map[int32]int64{0: 11})
 	v0.Version = 0
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), v0)))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, v0)))
 	gi, _ = h.c.Group("g")
 	assert.Equal(t, int32(-1), gi.Offsets["t"][0].LeaderEpoch, "v0-v5 carry no leader epoch")
 
 	// With active members an admin reset is refused, as Kafka does.
 	ids, gen := h.stable("g", 1)
 	a := ids[0]
-	assert.Equal(t, []int16{errUnknownMemberID}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errIllegalGeneration}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, -1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errIllegalGeneration}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errUnknownMemberID}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "x", gen, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, gen, "t", map[int32]int64{0: 12}))))
+	assert.Equal(t, []int16{kerr.UnknownMemberID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.IllegalGeneration.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, -1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.IllegalGeneration.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.UnknownMemberID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "x", gen, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen, "t", map[int32]int64{0: 12}))))
 	off, _ = h.c.CommittedOffset("g", "t", 0)
 	assert.Equal(t, int64(12), off)
 
@@ -66,23 +67,23 @@ func TestGenerationMinusOneCommits(t *testing.T) {
 	l.MemberID = a
 	require.Equal(t, errNone, h.c.LeaveGroup(l).ErrorCode)
 	assert.Equal(t, "Empty", h.state("g"))
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
-	assert.Equal(t, []int16{errUnknownMemberID}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))),
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.UnknownMemberID.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", a, gen+1, "t", map[int32]int64{0: 0}))),
 		"a member commit to an Empty group")
 
 	// A member commit to a group that does not exist.
-	assert.Equal(t, []int16{errGroupIDNotFound}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("nope", "m", 1, "t", map[int32]int64{0: 0}))))
+	assert.Equal(t, []int16{kerr.GroupIDNotFound.Code}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("nope", "m", 1, "t", map[int32]int64{0: 0}))))
 	v8 := commitReq("nope", "m", 1, "t", map[int32]int64{0: 0})
 	v8.Version = 8
-	assert.Equal(t, []int16{errIllegalGeneration}, commitCodes(h.c.OffsetCommit(context.Background(), v8)))
+	assert.Equal(t, []int16{kerr.IllegalGeneration.Code}, commitCodes(h.c.OffsetCommit(NoCaller, v8)))
 	_, ok = h.c.Group("nope")
 	assert.False(t, ok)
 }
 
 func TestOffsetFetch(t *testing.T) {
 	h := newHarness(t, rules.VAST())
-	h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "b", map[int32]int64{1: 7, 0: 5}))
-	h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "a", map[int32]int64{0: 1}))
+	h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "b", map[int32]int64{1: 7, 0: 5}))
+	h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "a", map[int32]int64{0: 1}))
 
 	// v0-v7: one group; nil topics returns everything, sorted.
 	resp := h.c.OffsetFetch(fetchV7("g", nil))
@@ -132,9 +133,9 @@ func TestOffsetFetch(t *testing.T) {
 func TestFailoverAndTopicDeleted(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
-	h.c.OffsetCommit(context.Background(), commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))
-	h.c.OffsetCommit(context.Background(), commitReq("g", ids[0], gen, "u", map[int32]int64{0: 6}))
-	h.c.OffsetCommit(context.Background(), commitReq("h", "", -1, "t", map[int32]int64{0: 7}))
+	h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))
+	h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "u", map[int32]int64{0: 6}))
+	h.c.OffsetCommit(NoCaller, commitReq("h", "", -1, "t", map[int32]int64{0: 7}))
 
 	h.c.TopicDeleted("t")
 	_, ok := h.c.CommittedOffset("g", "t", 0)
@@ -161,12 +162,12 @@ func TestOffsetRetention(t *testing.T) {
 	t.Run("kafka expires offsets of an empty group", func(t *testing.T) {
 		h := newHarness(t, rules.Kafka())
 		ids, gen := h.stable("g", 1)
-		h.c.OffsetCommit(context.Background(), commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))
+		h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))
 		h.clk.Advance(10 * time.Second) // the session ends: Empty
 		require.Equal(t, "Empty", h.state("g"))
 		// A reset commit made a day later counts from its own time.
 		h.clk.Advance(24 * time.Hour)
-		h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{1: 6}))
+		h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{1: 6}))
 		h.clk.Advance(6 * 24 * time.Hour)
 		_, ok := h.c.CommittedOffset("g", "t", 0)
 		assert.False(t, ok, "expired OffsetsRetention after the group became empty")
@@ -183,7 +184,7 @@ func TestOffsetRetention(t *testing.T) {
 	})
 	t.Run("vast never expires", func(t *testing.T) {
 		h := newHarness(t, rules.VAST())
-		h.c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 5}))
+		h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", map[int32]int64{0: 5}))
 		h.clk.Advance(365 * 24 * time.Hour)
 		off, ok := h.c.CommittedOffset("g", "t", 0)
 		assert.True(t, ok)
@@ -204,24 +205,24 @@ func TestMaxGroups(t *testing.T) {
 				if i%2 == 0 {
 					h.memberID(g) // JoinGroup creates the group
 				} else {
-					require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq(g, "", -1, "t", map[int32]int64{0: 1}))))
+					require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq(g, "", -1, "t", map[int32]int64{0: 1}))))
 				}
 			}
 			join := h.join(joinReq("g256", ""))
-			commit := commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g257", "", -1, "t", map[int32]int64{0: 1})))
+			commit := commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g257", "", -1, "t", map[int32]int64{0: 1})))
 			list := kmsg.NewPtrListGroupsRequest()
 			list.Version = 5
 			groups := h.c.ListGroups(list).Groups
 			if tc.refused {
-				assert.Equal(t, errGroupMaxSizeReached, join.ErrorCode)
-				assert.Equal(t, []int16{errGroupMaxSizeReached}, commit)
+				assert.Equal(t, kerr.GroupMaxSizeReached.Code, join.ErrorCode)
+				assert.Equal(t, []int16{kerr.GroupMaxSizeReached.Code}, commit)
 				assert.Len(t, groups, 256)
 				assert.Contains(t, h.log.String(), `"rule":"MaxGroups"`)
 				// Existing groups still work.
-				assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("g001", "", -1, "t", map[int32]int64{0: 2}))))
+				assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g001", "", -1, "t", map[int32]int64{0: 2}))))
 				h.stable("g001", 1)
 			} else {
-				assert.Equal(t, errMemberIDRequired, join.ErrorCode)
+				assert.Equal(t, kerr.MemberIDRequired.Code, join.ErrorCode)
 				assert.Equal(t, []int16{errNone}, commit)
 				assert.Len(t, groups, 258)
 			}
@@ -243,7 +244,7 @@ func TestAbandonedGroupsAreDeleted(t *testing.T) {
 		leave := kmsg.NewPtrLeaveGroupRequest()
 		leave.Version, leave.Group, leave.MemberID = 0, "left", ids[0]
 		require.Equal(t, errNone, h.c.LeaveGroup(leave).ErrorCode)
-		h.c.OffsetCommit(context.Background(), commitReq("committed", "", -1, "t", map[int32]int64{0: 1}))
+		h.c.OffsetCommit(NoCaller, commitReq("committed", "", -1, "t", map[int32]int64{0: 1}))
 
 		h.clk.Advance(10*time.Minute - time.Second)
 		for _, g := range []string{"never-joined", "left", "committed"} {
@@ -262,14 +263,14 @@ func TestAbandonedGroupsAreDeleted(t *testing.T) {
 		conn, hangUp := context.WithCancel(context.Background())
 		for i := range 254 {
 			r := get(t, h.joinAsyncCtx(conn, joinReq(fmt.Sprintf("abandoned-%03d", i), "")))
-			require.Equal(t, errMemberIDRequired, r.ErrorCode)
+			require.Equal(t, kerr.MemberIDRequired.Code, r.ErrorCode)
 		}
 		h.memberID("joining") // its connection stays open
-		h.c.OffsetCommit(context.Background(), commitReq("committed", "", -1, "t", map[int32]int64{0: 1}))
-		assert.Equal(t, errGroupMaxSizeReached, h.join(joinReq("new", "")).ErrorCode, "the connection may still use its ids")
+		h.c.OffsetCommit(NoCaller, commitReq("committed", "", -1, "t", map[int32]int64{0: 1}))
+		assert.Equal(t, kerr.GroupMaxSizeReached.Code, h.join(joinReq("new", "")).ErrorCode, "the connection may still use its ids")
 
 		hangUp()
-		assert.Equal(t, errMemberIDRequired, h.join(joinReq("new", "")).ErrorCode)
+		assert.Equal(t, kerr.MemberIDRequired.Code, h.join(joinReq("new", "")).ErrorCode)
 		list := kmsg.NewPtrListGroupsRequest()
 		var names []string
 		for _, g := range h.c.ListGroups(list).Groups {
@@ -304,9 +305,9 @@ func TestOffsetDelete(t *testing.T) {
 	r := h.join(req)
 	require.Equal(t, errNone, r.ErrorCode)
 	require.Equal(t, errNone, h.c.SyncGroup(context.Background(), syncReq("g", id, r.Generation, nil)).ErrorCode)
-	c := h.c.OffsetCommit(context.Background(), commitReq("g", id, r.Generation, "sub", map[int32]int64{0: 1}))
+	c := h.c.OffsetCommit(NoCaller, commitReq("g", id, r.Generation, "sub", map[int32]int64{0: 1}))
 	require.Equal(t, []int16{errNone}, commitCodes(c))
-	h.c.OffsetCommit(context.Background(), commitReq("g", id, r.Generation, "other", map[int32]int64{0: 1, 1: 2}))
+	h.c.OffsetCommit(NoCaller, commitReq("g", id, r.Generation, "other", map[int32]int64{0: 1, 1: 2}))
 
 	del := kmsg.NewPtrOffsetDeleteRequest()
 	del.Group = "g"
@@ -316,7 +317,7 @@ func TestOffsetDelete(t *testing.T) {
 	}
 	resp := h.c.OffsetDelete(del)
 	require.Equal(t, errNone, resp.ErrorCode)
-	assert.Equal(t, errGroupSubscribedToTopic, resp.Topics[0].Partitions[0].ErrorCode)
+	assert.Equal(t, kerr.GroupSubscribedToTopic.Code, resp.Topics[0].Partitions[0].ErrorCode)
 	assert.Equal(t, errNone, resp.Topics[1].Partitions[0].ErrorCode)
 	_, ok := h.c.CommittedOffset("g", "other", 1)
 	assert.False(t, ok)
@@ -326,10 +327,10 @@ func TestOffsetDelete(t *testing.T) {
 	assert.True(t, ok)
 
 	del.Group = "nope"
-	assert.Equal(t, errGroupIDNotFound, h.c.OffsetDelete(del).ErrorCode)
+	assert.Equal(t, kerr.GroupIDNotFound.Code, h.c.OffsetDelete(del).ErrorCode)
 
 	// An Empty group's offsets can all be deleted.
-	h.c.OffsetCommit(context.Background(), commitReq("e", "", -1, "sub", map[int32]int64{0: 1}))
+	h.c.OffsetCommit(NoCaller, commitReq("e", "", -1, "sub", map[int32]int64{0: 1}))
 	del.Group = "e"
 	resp = h.c.OffsetDelete(del)
 	assert.Equal(t, errNone, resp.Topics[0].Partitions[0].ErrorCode)
@@ -342,13 +343,13 @@ func TestOffsetDelete(t *testing.T) {
 	cr.ProtocolType = "connect"
 	require.Equal(t, errNone, h.join(cr).ErrorCode)
 	del.Group = "connect"
-	assert.Equal(t, errNonEmptyGroup, h.c.OffsetDelete(del).ErrorCode)
+	assert.Equal(t, kerr.NonEmptyGroup.Code, h.c.OffsetDelete(del).ErrorCode)
 }
 
 func TestListGroups(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	h.stable("stable", 1)
-	h.c.OffsetCommit(context.Background(), commitReq("empty", "", -1, "t", map[int32]int64{0: 1}))
+	h.c.OffsetCommit(NoCaller, commitReq("empty", "", -1, "t", map[int32]int64{0: 1}))
 	a, b := h.memberID("preparing"), h.memberID("preparing")
 	aj := h.joinAsync(joinReq("preparing", a))
 	h.waitJoining("preparing", 1)
@@ -374,7 +375,7 @@ func TestListGroups(t *testing.T) {
 	assert.Len(t, list(3, []string{"Stable"}, []string{"consumer"}), 3, "filters are v4+/v5+ only")
 
 	h.c.Close()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, aj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, aj).ErrorCode)
 }
 
 func TestDescribeGroups(t *testing.T) {
@@ -402,7 +403,7 @@ func TestDescribeGroups(t *testing.T) {
 
 	gs = desc(6, "nope")
 	assert.Equal(t, "Dead", gs[0].State)
-	assert.Equal(t, errGroupIDNotFound, gs[0].ErrorCode, "v6+: GROUP_ID_NOT_FOUND (KIP-1043)")
+	assert.Equal(t, kerr.GroupIDNotFound.Code, gs[0].ErrorCode, "v6+: GROUP_ID_NOT_FOUND (KIP-1043)")
 	require.NotNil(t, gs[0].ErrorMessage)
 	assert.True(t, strings.Contains(*gs[0].ErrorMessage, "nope"))
 
@@ -416,14 +417,14 @@ func TestDescribeGroups(t *testing.T) {
 	assert.Len(t, g.Members, 3)
 	assert.Empty(t, g.Members[0].MemberAssignment)
 	h.c.Close()
-	assert.Equal(t, errCoordinatorNotAvailable, get(t, cj).ErrorCode)
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, get(t, cj).ErrorCode)
 }
 
 func TestDeleteGroups(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("active", 1)
-	h.c.OffsetCommit(context.Background(), commitReq("active", ids[0], gen, "t", map[int32]int64{0: 1}))
-	h.c.OffsetCommit(context.Background(), commitReq("idle", "", -1, "t", map[int32]int64{0: 1}))
+	h.c.OffsetCommit(NoCaller, commitReq("active", ids[0], gen, "t", map[int32]int64{0: 1}))
+	h.c.OffsetCommit(NoCaller, commitReq("idle", "", -1, "t", map[int32]int64{0: 1}))
 	h.memberID("pending") // Empty with a pending member id
 
 	req := kmsg.NewPtrDeleteGroupsRequest()
@@ -431,9 +432,9 @@ func TestDeleteGroups(t *testing.T) {
 	req.Groups = []string{"active", "idle", "nope", "pending"}
 	resp := h.c.DeleteGroups(req)
 	require.Len(t, resp.Groups, 4)
-	assert.Equal(t, errNonEmptyGroup, resp.Groups[0].ErrorCode)
+	assert.Equal(t, kerr.NonEmptyGroup.Code, resp.Groups[0].ErrorCode)
 	assert.Equal(t, errNone, resp.Groups[1].ErrorCode)
-	assert.Equal(t, errGroupIDNotFound, resp.Groups[2].ErrorCode)
+	assert.Equal(t, kerr.GroupIDNotFound.Code, resp.Groups[2].ErrorCode)
 	assert.Equal(t, errNone, resp.Groups[3].ErrorCode)
 
 	_, ok := h.c.Group("idle")
@@ -444,7 +445,7 @@ func TestDeleteGroups(t *testing.T) {
 	assert.True(t, ok)
 
 	// A deleted group can be created again, from nothing.
-	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(context.Background(), commitReq("idle", "", -1, "u", map[int32]int64{0: 3}))))
+	assert.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("idle", "", -1, "u", map[int32]int64{0: 3}))))
 	gi, _ := h.c.Group("idle")
 	assert.Equal(t, map[string]map[int32]OffsetInfo{"u": {0: {Offset: 3, LeaderEpoch: 3, Metadata: "meta"}}}, gi.Offsets)
 }
@@ -452,7 +453,7 @@ func TestDeleteGroups(t *testing.T) {
 func TestGroupsInspectionIsACopy(t *testing.T) {
 	h := newHarness(t, rules.VAST())
 	h.stable("b", 1)
-	h.c.OffsetCommit(context.Background(), commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
+	h.c.OffsetCommit(NoCaller, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))
 	gs := h.c.Groups()
 	require.Len(t, gs, 2)
 	assert.Equal(t, "a", gs[0].Name)

@@ -77,7 +77,7 @@ func TestOffsetsTopicRecordsEveryChange(t *testing.T) {
 	assert.Equal(t, []offsetsEntry{{group: "g", offset: int64(join.Generation), metadata: true, members: 1}}, take())
 
 	// Commits.
-	h.c.OffsetCommit(context.Background(), commitReq("g", join.MemberID, join.Generation, "orders", map[int32]int64{0: 5, 1: 7}))
+	h.c.OffsetCommit(NoCaller, commitReq("g", join.MemberID, join.Generation, "orders", map[int32]int64{0: 5, 1: 7}))
 	commits := take()
 	assert.ElementsMatch(t, []offsetsEntry{{group: "g", topic: "orders", partition: 0, offset: 5}, {group: "g", topic: "orders", partition: 1, offset: 7}}, commits)
 

@@ -19,19 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// Kafka error codes of the transaction APIs.
-const (
-	errInvalidProducerEpoch      int16 = 47
-	errInvalidTxnState           int16 = 48
-	errInvalidProducerIDMapping  int16 = 49
-	errInvalidTransactionTimeout int16 = 50
-	errTransactionalIDNotFound   int16 = 105
-	errProducerFenced            int16 = 90
-	errUnstableOffsetCommit      int16 = 88
-	errInvalidRequest            int16 = 42
 )
 
 // DefaultTransactionMaxTimeout is Kafka's transaction.max.timeout.ms: an
@@ -211,16 +200,16 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	defer c.unlock()
 	switch {
 	case c.closed:
-		return -1, -1, errCoordinatorNotAvailable
+		return -1, -1, kerr.CoordinatorNotAvailable.Code
 	case len(id) > MaxTransactionalIDBytes:
-		return -1, -1, errInvalidRequest
+		return -1, -1, kerr.InvalidRequest.Code
 	case timeout <= 0 || timeout > DefaultTransactionMaxTimeout:
-		return -1, -1, errInvalidTransactionTimeout
+		return -1, -1, kerr.InvalidTransactionTimeout.Code
 	}
 	t := c.txns.byID[id]
 	if t == nil {
 		if !c.roomForTxn(len(id)) {
-			return -1, -1, errCoordinatorNotAvailable
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
 		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
 		c.txns.byID[id] = t
@@ -228,7 +217,7 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 		c.txns.byPID[t.producerID] = t
 	} else {
 		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
-			return -1, -1, errProducerFenced
+			return -1, -1, kerr.ProducerFenced.Code
 		}
 		if t.state == TxnOngoing {
 			c.endTxn(t, false, true)
@@ -304,14 +293,14 @@ func (c *Coordinator) touch(t *transaction) {
 // PRODUCER_FENCED for another epoch.
 func (c *Coordinator) producer(id string, producerID int64, epoch int16) (*transaction, int16) {
 	if c.closed {
-		return nil, errCoordinatorNotAvailable
+		return nil, kerr.CoordinatorNotAvailable.Code
 	}
 	t := c.txns.byID[id]
 	switch {
 	case t == nil || t.producerID != producerID:
-		return nil, errInvalidProducerIDMapping
+		return nil, kerr.InvalidProducerIDMapping.Code
 	case t.epoch != epoch:
-		return nil, errProducerFenced
+		return nil, kerr.ProducerFenced.Code
 	}
 	c.touch(t)
 	return t, errNone
@@ -352,7 +341,7 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 	c.mu.Lock()
 	defer c.unlock()
 	if group == "" || len(group) > MaxGroupIDBytes {
-		return errInvalidGroupID
+		return kerr.InvalidGroupID.Code
 	}
 	t, code := c.producer(id, producerID, epoch)
 	if t == nil {
@@ -360,7 +349,7 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 	}
 	c.begin(t)
 	if _, ok := t.groups[group]; !ok && len(t.groups) >= MaxTransactionGroups {
-		return errInvalidTxnState
+		return kerr.InvalidTxnState.Code
 	}
 	t.groups[group] = struct{}{}
 	return errNone
@@ -378,14 +367,14 @@ func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartit
 	t := c.txns.byPID[producerID]
 	switch {
 	case t == nil:
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	case epoch < t.epoch:
-		return errInvalidProducerEpoch, nil
+		return kerr.InvalidProducerEpoch.Code, nil
 	case epoch > t.epoch || t.state != TxnOngoing:
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	}
 	if !t.parts.has(p) {
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	}
 	n := t.number
 	return errNone, func() bool { return t.open.Load() == n }
@@ -444,17 +433,17 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 // at an older epoch gets (see consumerGroup.commitCheck).
 func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) (int16, func(string, int32) int16) {
 	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
-		return errInvalidGroupID, nil
+		return kerr.InvalidGroupID.Code, nil
 	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
-		return errInvalidTxnState, nil
+		return kerr.InvalidTxnState.Code, nil
 	}
 	if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
 		return errNone, nil
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		return errIllegalGeneration, nil
+		return kerr.IllegalGeneration.Code, nil
 	}
 	if g.cg != nil {
 		// A consumer group's member commits with its member epoch, as
@@ -500,7 +489,7 @@ func (c *Coordinator) endTxnRequest(id string, producerID int64, epoch int16, co
 	case commit && t.state == TxnCompleteCommit, !commit && t.state == TxnCompleteAbort:
 		return errNone, nil
 	}
-	return errInvalidTxnState, nil
+	return kerr.InvalidTxnState.Code, nil
 }
 
 // endTxn ends t's open transaction and returns, for a commit, the pending
@@ -622,9 +611,9 @@ func (c *Coordinator) DescribeTransactions(req *kmsg.DescribeTransactionsRequest
 		t := c.txns.byID[id]
 		switch {
 		case c.closed:
-			st.ErrorCode = errCoordinatorNotAvailable
+			st.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case t == nil:
-			st.ErrorCode = errTransactionalIDNotFound
+			st.ErrorCode = kerr.TransactionalIDNotFound.Code
 		default:
 			info := t.info()
 			st.State = info.State.String()
@@ -658,7 +647,7 @@ func (c *Coordinator) ListTransactions(req *kmsg.ListTransactionsRequest) *kmsg.
 	resp := kmsg.NewPtrListTransactionsResponse()
 	resp.Version = req.Version
 	if c.closed {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	states := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/rules"
@@ -55,7 +56,7 @@ func TestTransactionalIDBound(t *testing.T) {
 	require.Len(t, h.c.Transactions(), MaxTransactionalIDs)
 
 	_, _, code := h.c.InitProducerID("one-more", time.Minute, -1, -1, h.newID)
-	assert.Equal(t, errCoordinatorNotAvailable, code, "every id has an open transaction")
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, code, "every id has an open transaction")
 
 	require.Zero(t, h.c.EndTxn("txn-7", pids[7], 0, true))
 	h.init("one-more")
@@ -74,7 +75,7 @@ func TestTransactionGroupBound(t *testing.T) {
 	for i := range MaxTransactionGroups {
 		require.Zero(t, h.c.AddOffsetsToTxn("groups", pid, epoch, "g"+strconv.Itoa(i)))
 	}
-	assert.Equal(t, errInvalidTxnState, h.c.AddOffsetsToTxn("groups", pid, epoch, "one-more"))
+	assert.Equal(t, kerr.InvalidTxnState.Code, h.c.AddOffsetsToTxn("groups", pid, epoch, "one-more"))
 	assert.Zero(t, h.c.AddOffsetsToTxn("groups", pid, epoch, "g0"), "a group already in the transaction")
 	info, _ := h.c.Transaction("groups")
 	assert.Len(t, info.Groups, MaxTransactionGroups)
@@ -111,7 +112,7 @@ func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
 	require.Zero(t, h.c.AddOffsetsToTxn("offs", pid, epoch, "g"))
 	commit(5, "m5")
 	assert.Equal(t, int64(-1), fetch(false).Offset, "not visible before the commit")
-	assert.Equal(t, errUnstableOffsetCommit, fetch(true).ErrorCode)
+	assert.Equal(t, kerr.UnstableOffsetCommit.Code, fetch(true).ErrorCode)
 	assert.Equal(t, 2, h.c.metaBytes)
 	require.Zero(t, h.c.EndTxn("offs", pid, epoch, false))
 	assert.Equal(t, int64(-1), fetch(false).Offset, "dropped by the abort")
@@ -144,16 +145,16 @@ func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
 	h.clk.Advance(10 * time.Second)
 	require.Len(t, h.markers, 1)
 	assert.Equal(t, TxnMarkers{TransactionalID: "slow", ProducerID: pid, ProducerEpoch: epoch + 1, Partitions: []TopicPartition{{"t", 0}, {"t", 1}}}, h.markers[0])
-	assert.Equal(t, errProducerFenced, h.c.EndTxn("slow", pid, epoch, true))
+	assert.Equal(t, kerr.ProducerFenced.Code, h.c.EndTxn("slow", pid, epoch, true))
 	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 0})
-	assert.Equal(t, errInvalidProducerEpoch, code)
+	assert.Equal(t, kerr.InvalidProducerEpoch.Code, code)
 
 	newPid, newEpoch, code := h.c.InitProducerID("slow", 10*time.Second, pid, epoch, h.newID)
 	require.Zero(t, code, "recovering with the epoch the timeout bumped")
 	assert.Equal(t, pid, newPid)
 	assert.Equal(t, epoch+2, newEpoch)
 	_, _, code = h.c.InitProducerID("slow", 10*time.Second, pid, epoch, h.newID)
-	assert.Equal(t, errProducerFenced, code, "an epoch two bumps old")
+	assert.Equal(t, kerr.ProducerFenced.Code, code, "an epoch two bumps old")
 	info, _ := h.c.Transaction("slow")
 	assert.Equal(t, 1, info.TimedOut)
 }
@@ -175,7 +176,7 @@ func TestTxnCheckClosesWithTheTransaction(t *testing.T) {
 	require.Zero(t, h.c.AddPartitionsToTxn("gate", pid, epoch, tp))
 	assert.False(t, still(), "a new transaction is not the one checked")
 	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 1})
-	assert.Equal(t, errInvalidTxnState, code, "a partition not added")
+	assert.Equal(t, kerr.InvalidTxnState.Code, code, "a partition not added")
 }
 
 // TestTransactionalIDBytesBound: an id longer than MaxTransactionalIDBytes
@@ -189,7 +190,7 @@ func TestTransactionalIDBytesBound(t *testing.T) {
 	h := newTxnHarness(t)
 	long := strings.Repeat("x", MaxTransactionalIDBytes)
 	_, _, code := h.c.InitProducerID(long+"x", time.Minute, -1, -1, h.newID)
-	assert.Equal(t, errInvalidRequest, code)
+	assert.Equal(t, kerr.InvalidRequest.Code, code)
 	assert.Empty(t, h.c.Transactions())
 
 	n := TransactionalIDTotalMaxBytes / MaxTransactionalIDBytes
@@ -201,7 +202,7 @@ func TestTransactionalIDBytesBound(t *testing.T) {
 		require.Zero(t, h.c.AddPartitionsToTxn(id(i), pid, epoch, []TopicPartition{{"t", 0}}))
 	}
 	_, _, code = h.c.InitProducerID(id(n), time.Minute, -1, -1, h.newID)
-	assert.Equal(t, errCoordinatorNotAvailable, code, "every id kept has an open transaction")
+	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, code, "every id kept has an open transaction")
 	_, _, code = h.c.InitProducerID("short", time.Minute, -1, -1, h.newID)
 	assert.Zero(t, code, "a short id still fits")
 
@@ -216,14 +217,14 @@ func TestTransactionalIDBytesBound(t *testing.T) {
 
 	pid, epoch := h.init("short")
 	require.Zero(t, h.c.AddPartitionsToTxn("short", pid, epoch, []TopicPartition{{"t", 0}}))
-	assert.Equal(t, errInvalidGroupID, h.c.AddOffsetsToTxn("short", pid, epoch, strings.Repeat("g", MaxGroupIDBytes+1)))
+	assert.Equal(t, kerr.InvalidGroupID.Code, h.c.AddOffsetsToTxn("short", pid, epoch, strings.Repeat("g", MaxGroupIDBytes+1)))
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "short", strings.Repeat("g", MaxGroupIDBytes+1), pid, epoch
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
 	rt.Topic = "t"
 	rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	assert.Equal(t, errInvalidGroupID, h.c.TxnOffsetCommit(req).Topics[0].Partitions[0].ErrorCode)
+	assert.Equal(t, kerr.InvalidGroupID.Code, h.c.TxnOffsetCommit(req).Topics[0].Partitions[0].ErrorCode)
 }
 
 // TestEachTransactionCopiesOneAtATime: EachTransaction holds no lock while

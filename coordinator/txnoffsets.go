@@ -17,6 +17,7 @@ package coordinator
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -87,7 +88,7 @@ func (c *Coordinator) pendTxnOffset(t *transaction, group, topic string, rp kmsg
 		meta = *rp.Metadata
 	}
 	if len(meta) > c.maxMetadata || len(meta) > len(old.meta) && c.metaBytes-len(old.meta)+len(meta) > c.metaBudget {
-		return offset{}, errOffsetMetadataTooLarge
+		return offset{}, kerr.OffsetMetadataTooLarge.Code
 	}
 	if po == nil {
 		po = &pendingOffsets{group: group, index: make(map[TopicPartition]int)}

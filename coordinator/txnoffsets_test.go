@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 
 	"testing"
 
@@ -114,7 +113,7 @@ func TestLaterPlainCommitWinsOverTransaction(t *testing.T) {
 		rp.Partition, rp.Offset = partition, off
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		require.Zero(t, h.c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode)
+		require.Zero(t, h.c.OffsetCommit(NoCaller, req).Topics[0].Partitions[0].ErrorCode)
 	}
 	pid, epoch := h.init("etl")
 	require.Zero(t, h.c.AddOffsetsToTxn("etl", pid, epoch, "g"))

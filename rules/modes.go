@@ -216,6 +216,33 @@ type Modes [numIDs]Mode
 // Of returns the mode of rule id.
 func (m *Modes) Of(id ID) Mode { return m[id] }
 
+// Check applies rule id to a request that does what the rule is about (a
+// compressed batch, a topic that does not exist, only cooperative
+// protocols offered). It is the one place a rule's mode takes effect, for
+// the broker and the coordinator alike:
+//   - enforced, it calls refuse when kind is Refused and returns true: the
+//     caller answers as VAST does;
+//   - audited, it calls record and returns false: the caller goes on as
+//     Kafka does, and record keeps the finding;
+//   - off, it returns false.
+//
+// refuse and record may be nil. Neither is kept, so closures passed here
+// cost no allocation on a request's path.
+func (m *Modes) Check(id ID, kind Kind, refuse, record func()) bool {
+	switch m[id] {
+	case Enforce:
+		if kind == Refused && refuse != nil {
+			refuse()
+		}
+		return true
+	case Audit:
+		if record != nil {
+			record()
+		}
+	}
+	return false
+}
+
 // Modes returns the mode of every rule: Off while the rule's field holds
 // its zero value (its Kafka behaviour), Audit when the rule is named in
 // r.Audit, Enforce otherwise. This is the one place that decides.

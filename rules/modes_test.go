@@ -96,3 +96,31 @@ func TestEveryRuleHasAnAction(t *testing.T) {
 	}
 	assert.Empty(t, ID(0).Action())
 }
+
+// TestCheck: enforced, a check refuses (only a refusal) and answers as
+// VAST; audited, it records and answers as Kafka; off, it does neither.
+func TestCheck(t *testing.T) {
+	r := VAST()
+	r.Audit = []string{MaxGroups.String()}
+	r.NoCompression = false
+	m := r.Modes()
+	for _, c := range []struct {
+		id              ID
+		kind            Kind
+		vast            bool
+		refused, record bool
+	}{
+		{EagerAssignorsOnly, Refused, true, true, false},
+		{EagerAssignorsOnly, Differs, true, false, false},
+		{MaxGroups, Refused, false, false, true},
+		{MaxGroups, Differs, false, false, true},
+		{NoCompression, Refused, false, false, false},
+	} {
+		var refused, recorded bool
+		got := m.Check(c.id, c.kind, func() { refused = true }, func() { recorded = true })
+		assert.Equal(t, c.vast, got, "%v %v", c.id, c.kind)
+		assert.Equal(t, c.refused, refused, "%v %v refuses", c.id, c.kind)
+		assert.Equal(t, c.record, recorded, "%v %v records", c.id, c.kind)
+		assert.Equal(t, c.vast, m.Check(c.id, c.kind, nil, nil), "nil callbacks")
+	}
+}
