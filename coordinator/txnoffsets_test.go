@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-
 	"testing"
 
 	"github.com/stretchr/testify/assert"
