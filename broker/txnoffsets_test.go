@@ -82,6 +82,9 @@ func TestTransactionalOffsetsAreWrittenWhenCommitted(t *testing.T) {
 		endResp, err := end.RequestWith(ctx, cl)
 		require.NoError(t, err)
 		require.Zero(t, endResp.ErrorCode)
+		if endResp.Version >= 5 { // KIP-890's second part: the next transaction's epoch
+			ini.ProducerID, ini.ProducerEpoch = endResp.ProducerID, endResp.ProducerEpoch
+		}
 		assert.Equal(t, hwm+4, offsets.HighWatermark(), "EndTxn writes the marker alone")
 		assert.Equal(t, hwm+4, offsets.LastStableOffset())
 	}

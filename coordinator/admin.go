@@ -167,7 +167,6 @@ func (c *Coordinator) Reset() {
 		}
 	}
 	clear(c.txns.byID)
-	clear(c.txns.byPID)
 	clear(c.txns.pending)
 	c.txns.idle.Init()
 	c.txns.idBytes, c.txns.idleBytes = 0, 0

@@ -337,7 +337,7 @@ func New(cfg Config) *Coordinator {
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
-		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
+		txns: txns{byID: make(map[string]*transaction),
 			pending: make(map[string]map[*pendingOffsets]struct{})},
 		writeMarkers:     cfg.WriteTxnMarkers,
 		offsetsLog:       cfg.OffsetsTopic,

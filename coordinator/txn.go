@@ -127,14 +127,21 @@ type transaction struct {
 	producerID int64
 	epoch      int16
 	lastEpoch  int16 // the epoch before the coordinator last bumped it, or -1
-	timeout    time.Duration
-	state      TxnState
-	start      time.Time
-	idle       *list.Element // in txns.idle while no transaction is open
-	parts      partSet       // of the open transaction
-	groups     map[string]struct{}
-	offsets    map[string]*pendingOffsets // by group, applied at commit (txnoffsets.go)
-	timer      *timer
+	// prevProducerID is the producer id before the epoch ran out and the
+	// coordinator gave a new one, or -1 (Kafka's previousProducerId).
+	prevProducerID int64
+	// v2 says the last transaction ended by an EndTxn v5+, which bumped
+	// the epoch (KIP-890's second part): an EndTxn v5+ with the epoch
+	// before is then a retry (endTxnV2).
+	v2      bool
+	timeout time.Duration
+	state   TxnState
+	start   time.Time
+	idle    *list.Element // in txns.idle while no transaction is open
+	parts   partSet       // of the open transaction
+	groups  map[string]struct{}
+	offsets map[string]*pendingOffsets // by group, applied at commit (txnoffsets.go)
+	timer   *timer
 	// number counts the transactions begun; open is number while one is
 	// open and 0 once it ends, read without the coordinator's lock by
 	// InTransaction's check (TxnCheck).
@@ -155,8 +162,7 @@ type TxnCheck func() bool
 // txns is the coordinator's transaction state; its fields are guarded by
 // Coordinator.mu.
 type txns struct {
-	byID  map[string]*transaction
-	byPID map[int64]*transaction
+	byID map[string]*transaction
 	// idle lists the ids with no open transaction, least recently used
 	// first: the ones roomForTxn may forget.
 	idle list.List
@@ -211,16 +217,15 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 		if !c.roomForTxn(len(id)) {
 			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
-		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
+		t = &transaction{id: id, producerID: newID(), lastEpoch: -1, prevProducerID: -1}
 		c.txns.byID[id] = t
 		c.txns.idBytes += len(id)
-		c.txns.byPID[t.producerID] = t
 	} else {
-		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
+		if producerID >= 0 && epoch >= 0 && !t.initFrom(producerID, epoch) {
 			return -1, -1, kerr.ProducerFenced.Code
 		}
 		if t.state == TxnOngoing {
-			c.endTxn(t, false, true)
+			c.endTxn(t, false, endFence)
 		}
 		c.bumpEpoch(t, newID)
 	}
@@ -228,6 +233,18 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	t.state = TxnEmpty
 	c.touch(t)
 	return t.producerID, t.epoch, errNone
+}
+
+// initFrom reports whether an InitProducerId naming producerID and epoch
+// (v3+, KIP-360) may bump t: the current epoch, the one before the
+// coordinator's last bump (a transaction it timed out or an EndTxn v5
+// bumped), or, after the epoch ran out, the previous producer id at its
+// last epoch, as Kafka's isValidProducerId accepts.
+func (t *transaction) initFrom(producerID int64, epoch int16) bool {
+	if producerID == t.producerID {
+		return epoch == t.epoch || epoch == t.lastEpoch
+	}
+	return producerID == t.prevProducerID && epoch >= math.MaxInt16-1
 }
 
 // roomForTxn makes room for one more transactional id of size bytes under
@@ -250,7 +267,6 @@ func (c *Coordinator) roomForTxn(size int) bool {
 		oldest := c.txns.idle.Remove(c.txns.idle.Front()).(*transaction)
 		c.txns.idleBytes -= len(oldest.id)
 		delete(c.txns.byID, oldest.id)
-		delete(c.txns.byPID, oldest.producerID)
 		c.txns.idBytes -= len(oldest.id)
 	}
 	return true
@@ -261,9 +277,8 @@ func (c *Coordinator) roomForTxn(size int) bool {
 func (c *Coordinator) bumpEpoch(t *transaction, newID func() int64) {
 	if t.epoch >= math.MaxInt16-1 {
 		if newID != nil {
-			delete(c.txns.byPID, t.producerID)
+			t.prevProducerID = t.producerID
 			t.producerID, t.epoch, t.lastEpoch = newID(), 0, -1
-			c.txns.byPID[t.producerID] = t
 		} else if t.epoch < math.MaxInt16 {
 			t.lastEpoch, t.epoch = t.epoch, math.MaxInt16
 		}
@@ -317,7 +332,7 @@ func (c *Coordinator) begin(t *transaction) {
 	t.open.Store(t.number)
 	c.touch(t) // no longer idle
 	t.parts, t.groups, t.offsets = partSet{}, make(map[string]struct{}), nil
-	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
+	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, endFence) })
 }
 
 // AddPartitionsToTxn adds partitions to the producer's transaction,
@@ -355,37 +370,14 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 	return errNone
 }
 
-// InTransaction reports whether a transactional batch of producerID and
-// epoch may be written to a partition: 0 when the partition is in the
-// producer's open transaction, INVALID_PRODUCER_EPOCH for an older epoch
-// than the producer's, and INVALID_TXN_STATE otherwise, as Kafka's partition
-// leaders verify a transactional write with its coordinator (KIP-890). With
-// 0 it returns the check to make again just before the append (TxnCheck).
-func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartition) (int16, TxnCheck) {
-	c.mu.Lock()
-	defer c.unlock()
-	t := c.txns.byPID[producerID]
-	switch {
-	case t == nil:
-		return kerr.InvalidTxnState.Code, nil
-	case epoch < t.epoch:
-		return kerr.InvalidProducerEpoch.Code, nil
-	case epoch > t.epoch || t.state != TxnOngoing:
-		return kerr.InvalidTxnState.Code, nil
-	}
-	if !t.parts.has(p) {
-		return kerr.InvalidTxnState.Code, nil
-	}
-	n := t.number
-	return errNone, func() bool { return t.open.Load() == n }
-}
-
 // TxnOffsetCommit stores offsets a transaction commits for a group: they
 // are written to __consumer_offsets at once, as one transactional batch
 // (Config.TxnOffsetsTopic), and become the group's committed offsets when
 // the transaction commits; they are dropped when it aborts (see
 // txnoffsets.go). The transaction must have added the group
-// (AddOffsetsToTxn), else INVALID_TXN_STATE. From v3 a commit naming a
+// (AddOffsetsToTxn), else INVALID_TXN_STATE (v0-v3) or
+// TRANSACTION_ABORTABLE (v4); from v5 (KIP-890's second part) the commit
+// adds the group itself, and starts the transaction if none is open. From v3 a commit naming a
 // member is checked as OffsetCommit checks one (UNKNOWN_MEMBER_ID,
 // ILLEGAL_GENERATION, FENCED_INSTANCE_ID). Metadata is bounded as
 // OffsetCommit bounds it. Topics are taken by name; the broker answers
@@ -436,7 +428,16 @@ func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRe
 		return kerr.InvalidGroupID.Code, nil
 	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
-		return kerr.InvalidTxnState.Code, nil
+		switch {
+		case req.Version >= 5: // KIP-890's second part: the commit adds the group
+			if code := c.addGroupImplicitly(t, req.Group); code != errNone {
+				return code, nil
+			}
+		case req.Version == 4: // KIP-890's first part: the client aborts
+			return kerr.TransactionAbortable.Code, nil
+		default:
+			return kerr.InvalidTxnState.Code, nil
+		}
 	}
 	if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
 		return errNone, nil
@@ -485,33 +486,56 @@ func (c *Coordinator) endTxnRequest(id string, producerID int64, epoch int16, co
 	}
 	switch {
 	case t.state == TxnOngoing:
-		return errNone, c.endTxn(t, commit, false)
+		return errNone, c.endTxn(t, commit, endByClient)
 	case commit && t.state == TxnCompleteCommit, !commit && t.state == TxnCompleteAbort:
 		return errNone, nil
 	}
 	return kerr.InvalidTxnState.Code, nil
 }
 
+// endHow is who ends a transaction, which decides its markers' epoch.
+type endHow int8
+
+const (
+	// endByClient: an EndTxn v0-v4; the epoch stays.
+	endByClient endHow = iota
+	// endByClientV2: an EndTxn v5+ (KIP-890's second part); the markers
+	// carry the next epoch, which the producer gets back, or, with the
+	// epoch run out, a new producer id (newID) at epoch 0.
+	endByClientV2
+	// endFence: the coordinator's own abort (a timeout, or a new
+	// InitProducerId fencing the open transaction); the epoch is bumped
+	// first, as Kafka's coordinator does, so the producer that began it
+	// is fenced.
+	endFence
+)
+
 // endTxn ends t's open transaction and returns, for a commit, the pending
-// offsets to apply (applyPendingOffsets); an abort drops them. An abort the
-// coordinator makes itself (a timeout, or a new InitProducerId fencing the
-// open transaction) first bumps the producer's epoch, as Kafka's
-// coordinator does, so the producer that began it is fenced. Call it with
-// c.mu held.
-func (c *Coordinator) endTxn(t *transaction, commit, fence bool) []*pendingOffsets {
+// offsets to apply (applyPendingOffsets); an abort drops them. newID gives
+// a new producer id for endByClientV2 when the epoch has run out. Call it
+// with c.mu held.
+func (c *Coordinator) endTxn(t *transaction, commit bool, how endHow, newID ...func() int64) []*pendingOffsets {
 	t.timer.cancel()
 	t.timer = nil
-	if fence && t.state != TxnOngoing {
+	if how == endFence && t.state != TxnOngoing {
 		return nil // the timer fired after the transaction ended
 	}
 	t.open.Store(0) // before the markers: see TxnCheck
-	if fence {
+	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
+	switch how {
+	case endFence:
 		c.bumpEpoch(t, nil)
+		m.ProducerEpoch = t.epoch
+		t.v2 = false // the producer is fenced, not retrying
 		if c.clock.Now().Sub(t.start) >= t.timeout {
 			t.timedOut++
 		}
+	case endByClientV2:
+		m.ProducerEpoch = t.epoch + 1
+		if t.epoch == math.MaxInt16 {
+			m.ProducerEpoch = t.epoch
+		}
 	}
-	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
 	m.Partitions = t.sortedParts()
 	for g := range t.groups {
 		m.Groups = append(m.Groups, g)
@@ -519,6 +543,16 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) []*pendingOffse
 	sort.Strings(m.Groups)
 	if c.writeMarkers != nil && len(m.Partitions)+len(m.Groups) > 0 {
 		c.writeMarkers(m)
+	}
+	if how == endByClientV2 {
+		var id func() int64
+		if len(newID) > 0 {
+			id = newID[0]
+		}
+		c.bumpEpoch(t, id)
+		t.v2 = true
+	} else if how == endByClient {
+		t.v2 = false
 	}
 	var apply []*pendingOffsets
 	for _, name := range m.Groups {

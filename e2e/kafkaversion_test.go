@@ -67,9 +67,12 @@ func TestKafkaVersionShapesApiVersions(t *testing.T) {
 				}
 				assert.Equal(t, wantProduce, keys[int16(kmsg.Produce)])
 				assert.Contains(t, features, "transaction.version")
-				if !v.TransactionsV2() {
+				if v.TransactionsV2() {
+					assert.Equal(t, int16(2), features["transaction.version"], "KIP-890's second part")
+				} else {
 					assert.Equal(t, int16(1), features["transaction.version"], "4.0 keeps transactions v1")
 				}
+				assert.Equal(t, int16(5), keys[int16(kmsg.EndTxn)], "served in every version, as Kafka 4.x serves it")
 				assert.Equal(t, int16(1), features["group.version"])
 				if v.Before(broker.Kafka4_1) {
 					assert.NotContains(t, features, "share.version")
