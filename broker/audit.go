@@ -175,6 +175,21 @@ func routineError(code int16) bool {
 	return code == kerr.MemberIDRequired.Code
 }
 
+// errorAdvice is the advice for an error answered without a rule, or ""
+// for the error's own description.
+func errorAdvice(key, code int16) string {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code:
+		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
+			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
+		}
+	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code,
+		kerr.TransactionalIDAuthorizationFailed.Code:
+		return "an identity policy denies it: grant the user the permission (GET /denials names it)"
+	}
+	return ""
+}
+
 // Errors returns the errors answered without a rule, in the order first
 // seen.
 func (b *Broker) Errors() []ErrorCount {
@@ -185,19 +200,6 @@ func (b *Broker) Errors() []ErrorCount {
 		out[i] = *e
 	}
 	return out
-}
-
-// clientOf returns the client id of r's client and the software it runs,
-// as findings name them.
-func (b *Broker) clientOf(r *request) (clientID, software, version string) {
-	clientID = clip(r.clientID)
-	if r.conn != nil {
-		software, version = r.conn.softwareLabel()
-	}
-	if software == "" {
-		software, version = b.clientSoftware.lookup(r.clientID)
-	}
-	return clientID, software, version
 }
 
 // record adds one occurrence of a finding seen at now; detail describes
@@ -339,88 +341,6 @@ func SortFindings(fs []Finding) {
 	})
 }
 
-// maxClientSoftware bounds clientSoftware: past it, the oldest half is
-// forgotten. A client id is clipped, so the memory stays under a few MB.
-const maxClientSoftware = 4096
-
-// clientSoftwareMemory remembers, per client id, the software a connection
-// named or was recognised as, so that a connection of the same client that
-// gives no sign of itself (kafka-python and older sarama open their
-// connections to a partition's leader straight with Produce) is named in
-// findings too. The zero value is ready to use.
-type clientSoftwareMemory struct {
-	mu sync.Mutex
-	m  map[string]rememberedSoftware
-	n  uint64 // remember calls, for age
-}
-
-type rememberedSoftware struct {
-	software, version string
-	at                uint64
-}
-
-// remember notes that clientID runs software at version.
-func (m *clientSoftwareMemory) remember(clientID, software, version string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = make(map[string]rememberedSoftware)
-	}
-	if len(m.m) >= maxClientSoftware {
-		var ages []uint64
-		for _, r := range m.m {
-			ages = append(ages, r.at)
-		}
-		slices.Sort(ages)
-		cut := ages[len(ages)/2]
-		for id, r := range m.m {
-			if r.at < cut {
-				delete(m.m, id)
-			}
-		}
-	}
-	m.n++
-	m.m[clip(clientID)] = rememberedSoftware{software, version, m.n}
-}
-
-// lookup returns the software remembered for clientID, or "".
-func (m *clientSoftwareMemory) lookup(clientID string) (software, version string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := m.m[clip(clientID)]
-	return r.software, r.version
-}
-
-// Apps whose own configuration advice speaks, recognised by their client
-// id or the software name they send (appOf).
-const (
-	appOTelCollector = "otel-collector"
-	appRsyslog       = "rsyslog"
-	appSyslogNG      = "syslog-ng"
-	appKcat          = "kcat"
-)
-
-// appOf names the app a client is, from its software name or client id:
-// the OpenTelemetry Collector's kafka receiver and exporter (client_id
-// "otel-collector" by default), rsyslog's omkafka and imkafka, syslog-ng's
-// kafka() destination and kcat (kafkacat), when their name appears in
-// either; "" for any other.
-func appOf(software, clientID string) string {
-	for _, s := range []string{strings.ToLower(software), strings.ToLower(clientID)} {
-		switch {
-		case strings.Contains(s, "otel-collector"), strings.Contains(s, "otelcol"):
-			return appOTelCollector
-		case strings.Contains(s, "rsyslog"):
-			return appRsyslog
-		case strings.Contains(s, "syslog-ng"), strings.Contains(s, "syslogng"):
-			return appSyslogNG
-		case strings.Contains(s, "kcat"), strings.Contains(s, "kafkacat"):
-			return appKcat
-		}
-	}
-	return ""
-}
-
 // appAdvice is advice in an app's own configuration, per app and rule;
 // a rule an app has none for gets its client library's advice.
 var appAdvice = map[string]map[rules.ID]string{
@@ -450,53 +370,6 @@ var appAdvice = map[string]map[rules.ID]string{
 		rules.EagerAssignorsOnly: "run kcat with -X partition.assignment.strategy=range",
 		rules.NoAutoCreateTopics: "create the topic first: kcat cannot create it on VAST",
 	},
-}
-
-// Client families advice is written for.
-const (
-	familyLibrdkafka = "librdkafka"
-	familyFranz      = "franz-go"
-	familySarama     = "sarama"
-	familyKafkaGo    = "kafka-go"
-	familyKafkaJS    = "kafkajs"
-	familyJava       = "java"
-	familyKafkaPy    = "kafka-python"
-)
-
-// clientFamily names the client library from what ApiVersions said, or
-// else from the client id's default form; "" when unknown.
-func clientFamily(software, clientID string) string {
-	s := strings.ToLower(software)
-	switch {
-	case strings.Contains(s, "librdkafka"), strings.Contains(s, "confluent-kafka"), strings.Contains(s, "rdkafka"):
-		return familyLibrdkafka
-	case s == "kgo", strings.Contains(s, "franz"):
-		return familyFranz
-	case strings.Contains(s, "sarama"):
-		return familySarama
-	case strings.Contains(s, "kafka-python"):
-		return familyKafkaPy
-	case strings.Contains(s, "kafka-go"), strings.Contains(s, "segmentio"):
-		return familyKafkaGo
-	case strings.Contains(s, "kafkajs"):
-		return familyKafkaJS
-	case strings.Contains(s, "java"):
-		return familyJava
-	}
-	id := strings.ToLower(clientID)
-	switch {
-	case strings.Contains(id, "rdkafka"):
-		return familyLibrdkafka
-	case id == "kgo":
-		return familyFranz
-	case id == "sarama":
-		return familySarama
-	case strings.HasPrefix(id, "kafkajs"):
-		return familyKafkaJS
-	case strings.HasPrefix(id, "consumer-"), strings.HasPrefix(id, "producer-"), strings.HasPrefix(id, "adminclient-"):
-		return familyJava
-	}
-	return ""
 }
 
 // adviceFor is a rule's advice: per client family, and the general one
@@ -745,27 +618,6 @@ func (b *Broker) AuditReport() AuditReport {
 // it said them, and its client id.
 func (f *Finding) Client() string {
 	return clientLabel(f.ClientSoftware, f.ClientVersion, f.ClientID)
-}
-
-// clientLabel describes a client by its software, version and client id.
-func clientLabel(software, version, clientID string) string {
-	var s string
-	switch {
-	case software != "" && version != "":
-		s = software + " " + version
-	case software != "":
-		s = software
-	}
-	if clientID != "" {
-		if s != "" {
-			s += ", "
-		}
-		s += "client id " + clientID
-	}
-	if s == "" {
-		s = "(no client)"
-	}
-	return s
 }
 
 // Markdown renders the report as a Markdown document: a summary line and

@@ -34,6 +34,19 @@ func joinAs(t *testing.T, cl *kgo.Client, group, instance string, protocols ...s
 	return resp
 }
 
+// brokerAndClient starts a broker of profile and a kgo client of it with
+// clientID, both closed with the test.
+func brokerAndClient(t *testing.T, profile, clientID string) (*Broker, *kgo.Client) {
+	t.Helper()
+	b, err := New(WithProfile(profile))
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID(clientID))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return b, cl
+}
+
 // lastRecord returns the request log's last record of api.
 func lastRecord(t *testing.T, b *Broker, api kmsg.Key) RequestRecord {
 	t.Helper()
@@ -55,12 +68,7 @@ func lastRecord(t *testing.T, b *Broker, api kmsg.Key) RequestRecord {
 // and the API, and a refusal names its rule and reason.
 func TestCallerCarriesTheRequest(t *testing.T) {
 	t.Parallel()
-	b, err := New(WithProfile("audit"))
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("billing-app"))
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
+	b, cl := brokerAndClient(t, "audit", "billing-app")
 
 	resp := joinAs(t, cl, "billing", "billing-1", "range")
 	require.Zero(t, resp.ErrorCode)
@@ -89,12 +97,7 @@ func TestCallerCarriesTheRequest(t *testing.T) {
 	assert.Equal(t, "billing-app", groups[0].ClientID)
 	assert.Equal(t, 1, groups[0].Created)
 
-	vast, err := New(WithProfile("vast"))
-	require.NoError(t, err)
-	t.Cleanup(func() { vast.Close() })
-	vcl, err := kgo.NewClient(kgo.SeedBrokers(vast.Addr()), kgo.ClientID("coop-app"))
-	require.NoError(t, err)
-	t.Cleanup(vcl.Close)
+	vast, vcl := brokerAndClient(t, "vast", "coop-app")
 	refused := joinAs(t, vcl, "coop", "", "cooperative-sticky")
 	assert.NotZero(t, refused.ErrorCode)
 	rec := lastRecord(t, vast, kmsg.JoinGroup)

@@ -11,19 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"reflect"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/internal/pages"
 	"github.com/vastfake/vastfake/log"
-	"github.com/vastfake/vastfake/rules"
 )
 
 // maxFrameSize is Kafka's socket.request.max.bytes default: a request
@@ -179,149 +173,12 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// request is one decoded request as a handler sees it. It is also the
-// coordinator's Caller (caller.go).
-type request struct {
-	ctx      context.Context
-	b        *Broker
-	conn     *clientConn
-	version  int16
-	clientID string
-	kreq     kmsg.Request
-	rule     string // the VAST rule that refused (part of) the request first
-	finding  string // the audited VAST rule of the first finding the request caused
-	// rules and findings list every rule that refused part of the
-	// request, and every audited rule it broke, when there is more than
-	// one; nil otherwise, so that a request breaking one rule allocates
-	// nothing.
-	rules, findings []string
-	why             string // what the refusal told the client, when its answer has no message field
-
-	user       string // the authenticated user, or "" (SaslAuthenticate: the user it names)
-	denied     string // why a policy (or failed authentication) denied (part of) the request
-	closeAfter string // when set, the connection closes after the answer, for this reason
-
-	reads []log.ReadResult // log reads the answer aliases, released once it is written
-
-	createdGroup string // the group the request created (JoinGroup, OffsetCommit), for the group forecast
-	refusedAbout string // the topic (or group) of the first refusal, for the server log
-}
-
-// releaseReads ends the log reads the request's answer aliased; the answer
-// must be written (encoded) by then.
-func (r *request) releaseReads() {
-	for i := range r.reads {
-		r.reads[i].Release()
-	}
-	r.reads = nil
-}
-
-// principal is the name policies match for this request's user.
-func (r *request) principal() string {
-	if r.user == "" {
-		return anonymous
-	}
-	return r.user
-}
-
-// deny records why a policy denied this request, for the request log.
-func (r *request) deny(why string) {
-	if r.denied == "" {
-		r.denied = why
-	}
-}
-
-// refuse records that a VAST rule refused this request, for the request log.
-func (r *request) refuse(rule string) {
-	r.rule, r.rules = addRule(r.rule, r.rules, rule)
-}
-
-// addRule adds rule to a request's first rule and list of all, and
-// returns them: the list is made only when a second rule comes.
-func addRule(first string, all []string, rule string) (string, []string) {
-	switch {
-	case first == "":
-		return rule, nil
-	case first == rule || slices.Contains(all, rule):
-		return first, all
-	case all == nil:
-		return first, []string{first, rule}
-	}
-	return first, append(all, rule)
-}
-
-// refuseBecause is refuse with the reason, for answers that carry no error
-// message of their own (JoinGroup, OffsetCommit): the request log and the
-// log line show it instead.
-func (r *request) refuseBecause(rule, why string) {
-	if r.rule == "" {
-		r.why = why
-	}
-	r.rule, r.rules = addRule(r.rule, r.rules, rule)
-}
-
-// fingerprint recognises, from the versions a connection asks for, the
-// clients that do not name themselves in ApiVersions v3+, so that audit
-// advice speaks their configuration whatever client id the app set:
-//   - kafkajs 2.x opens with ApiVersions v2;
-//   - kafka-python 2.0 and kafka-go open with ApiVersions v0; then
-//     kafka-python asks for Metadata v0-v1 or Produce up to v7, kafka-go for
-//     Metadata or Produce v8 and above;
-//   - older sarama releases set below Version 2.4 (and any sarama with
-//     ApiVersionsRequest off) sends no ApiVersions and opens with Metadata
-//     v2 or above; kafka-python's connections after the first send no
-//     ApiVersions either, and open with Metadata v0-v1.
-//
-// A connection that opens with Produce is not told apart here: the broker's
-// clientSoftware names it from its client id's other connections. kgo,
-// librdkafka (and the clients built on it), sarama otherwise, and the Java
-// client send ApiVersions v3+ and name themselves.
-func (c *clientConn) fingerprint(key, version int16) {
-	if c.opening == 0 {
-		c.opening = -1
-		if key == int16(kmsg.ApiVersions) {
-			c.opening = version + 1
-		}
-	}
-	metadata, produce := key == int16(kmsg.Metadata), key == int16(kmsg.Produce)
-	switch c.opening {
-	case 3:
-		c.inferred = "kafkajs"
-	case 1:
-		switch {
-		case metadata && version <= 1, produce && version <= 7:
-			c.inferred = "kafka-python"
-		case metadata && version >= 8, produce && version >= 8:
-			c.inferred = "kafka-go"
-		}
-	case -1:
-		switch {
-		case metadata && version <= 1:
-			c.inferred = "kafka-python"
-		case metadata:
-			c.inferred = "sarama"
-		}
-	}
-}
-
 // brokerID returns the id of the broker whose listener accepted c.
 func (c *clientConn) brokerID() int32 {
 	if c.node == nil {
 		return 0
 	}
 	return c.node.id
-}
-
-// softwareLabel names the connection's client software for findings: what
-// ApiVersions said, else what fingerprint recognised, else "".
-func (c *clientConn) softwareLabel() (software, version string) {
-	switch {
-	case c.software != "":
-		return c.software, c.softwareVersion
-	case c.inferred != "":
-		return c.inferred + " (recognised by its requests)", ""
-	}
-	return "", ""
 }
 
 // protocolError is a malformed request: serve logs it and closes the
@@ -393,405 +250,133 @@ func (c *clientConn) handshake(tc *tls.Conn) error {
 	return tc.Handshake()
 }
 
-// handleOne reads one frame, dispatches it and writes the answer.
+// handleOne handles one request, in the order every request takes
+// through the broker: read its frame; gate it (a login first where SASL is
+// required, an API this broker serves, a version in its range) and decode
+// it; inject the latency and the fault a test set for it; serve it; record
+// it in the request log; write the answer. It returns the error that ends
+// the connection, or nil to read the next request.
 func (c *clientConn) handleOne() error {
 	defer c.releaseFrame()
 	if c.rawSASLNext {
 		return c.rawSASLAuthenticate()
 	}
-	size, err := c.readSize()
+	in, err := c.readRequest()
 	if err != nil {
 		return err
 	}
-	unauthenticated := c.b.saslRequired() && !c.authenticated
-	if size < 8 || size > maxFrameSize || unauthenticated && size > maxSASLFrameSize {
-		return protoErr("frame size %d out of range", size)
+	a, err := c.gate(&in)
+	if a == nil {
+		return err // refused, or answered at the gate
+	}
+	req, endLarge, err := c.decode(&in)
+	if err != nil {
+		return err
+	}
+	defer endLarge() // if the request is not handled
+	defer req.releaseReads()
+	c.auditUngated(a, req)
+	fault, err := c.inject(req)
+	if err != nil {
+		return err
+	}
+	resp := c.handle(a, req, fault)
+	endLarge() // handled: a slow reader of the answer does not hold the turn
+	c.record(req, resp, fault)
+	return c.answer(in.corr, req, resp, fault)
+}
+
+// inbound is one request as the gate sees it: the fields of its header
+// before the client id, the rest of its frame, and, once the gate has
+// passed it, its request (at its version, not yet decoded) and body.
+type inbound struct {
+	key, version int16
+	corr         int32
+	hdr          []byte // the frame after the api key, version and correlation id
+	// unauthenticated is set when SASL is required and the connection
+	// has not logged in yet.
+	unauthenticated bool
+
+	kreq kmsg.Request
+	body []byte
+}
+
+// readRequest reads one request's frame (readFrame) and its header's api
+// key, version and correlation id. A frame under 8 bytes, over
+// maxFrameSize, or over maxSASLFrameSize before a login SASL requires,
+// and a frame cut short, are protocol errors.
+func (c *clientConn) readRequest() (inbound, error) {
+	size, err := c.readSize()
+	if err != nil {
+		return inbound{}, err
+	}
+	in := inbound{unauthenticated: c.b.saslRequired() && !c.authenticated}
+	if size < 8 || size > maxFrameSize || in.unauthenticated && size > maxSASLFrameSize {
+		return in, protoErr("frame size %d out of range", size)
 	}
 	frame, err := c.readFrame(int(size))
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return protoErr("truncated frame")
+			return in, protoErr("truncated frame")
 		}
-		return err
+		return in, err
 	}
-	key := int16(binary.BigEndian.Uint16(frame[0:]))
-	version := int16(binary.BigEndian.Uint16(frame[2:]))
-	corr := int32(binary.BigEndian.Uint32(frame[4:]))
-	c.reclaim = len(frame) >= reclaimAfter && key != int16(kmsg.Produce)
+	in.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	in.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	in.corr = int32(binary.BigEndian.Uint32(frame[4:]))
+	in.hdr = frame[8:]
+	c.reclaim = len(frame) >= reclaimAfter && in.key != int16(kmsg.Produce)
+	return in, nil
+}
 
-	if key < 0 || int(key) >= len(c.b.apiByKey) || c.b.apiByKey[key] == nil {
-		if key >= 0 && int(key) < len(c.b.hiddenBy) && c.b.hiddenBy[key] != "" {
-			if unauthenticated { // no rule refusal for a client that never logged in
-				return c.requireLogin(key, version, frame[8:])
-			}
-			return c.refuseHidden(key, version, frame[8:])
-		}
-		if key >= 0 && int(key) < len(c.b.auditedBy) && c.b.auditedBy[key] != 0 && !unauthenticated {
-			// Not served even in Kafka's behaviour (KIP-848, share groups):
-			// the connection closes as for any unknown API, with the finding.
-			c.noteClientID(frame[8:])
-			c.b.recordFinding(&request{conn: c, clientID: c.clientID, kreq: kmsg.RequestForKey(key)}, c.b.auditedBy[key], rules.Refused, "", "",
-				func() string {
-					return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not advertise it"
-				})
-		}
-		return protoErr("unsupported api key %d", key)
-	}
-	a := c.b.apiByKey[key]
-	if version < a.min || version > a.max {
-		if key == int16(kmsg.ApiVersions) {
-			// Kafka answers an ApiVersions it cannot parse with a v0
-			// response carrying UNSUPPORTED_VERSION and its versions,
-			// so the client can retry at one it knows.
-			resp := c.b.apiVersionsResponse(0)
-			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			if version > a.max {
-				c.noteSoftware(a.max, frame[8:])
-			}
-			c.fetchRun = logRun{}
-			c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.ApiVersions, Version: version, ClientID: c.clientID, ErrorCode: resp.ErrorCode})
-			return c.write(corr, resp, false)
-		}
-		return c.refuseVersion(a, key, version, frame[8:])
-	}
-	if c.software == "" && c.inferred == "" {
-		c.fingerprint(key, version)
-	}
-	kreq := kmsg.RequestForKey(key)
-	kreq.SetVersion(version)
-	body, id, err := parseRequestHeader(frame[8:], kreq.IsFlexible())
-	if err != nil {
-		return err
-	}
-	if string(id) != c.clientID { // a client sends the same id every time: no new string then
-		c.clientID = string(id)
-	}
-	clientID := c.clientID
-	if unauthenticated && !a.beforeAuth {
-		return c.requireLogin(key, version, nil)
-	}
-	endLarge := func() {}
+// decode reads in's body into its request, under the broker's turn for
+// large requests (startLarge), and returns the request and the function
+// that gives the turn back (a no-op when none was taken). JoinGroup and
+// SyncGroup give it back as soon as they are decoded, since they wait for
+// other members, who may be waiting for the turn. A body that does not
+// parse is a protocol error.
+func (c *clientConn) decode(in *inbound) (req *request, endLarge func(), err error) {
+	endLarge = func() {}
 	if c.reclaim {
 		end := c.b.startLarge(c.ctx.Done())
 		if end == nil {
-			return c.ctx.Err()
+			return nil, nil, c.ctx.Err()
 		}
 		endLarge = sync.OnceFunc(end)
-		defer endLarge() // if the request is not handled
 	}
-	if err := kreq.ReadFrom(body); err != nil {
-		return protoErr("%s v%d: %v", kmsg.NameForKey(key), version, err)
+	if err := in.kreq.ReadFrom(in.body); err != nil {
+		endLarge()
+		return nil, nil, protoErr("%s v%d: %v", kmsg.NameForKey(in.key), in.version, err)
 	}
-	if key == int16(kmsg.JoinGroup) || key == int16(kmsg.SyncGroup) {
-		endLarge() // these wait for other members, who may be waiting for the turn
+	if in.key == int16(kmsg.JoinGroup) || in.key == int16(kmsg.SyncGroup) {
+		endLarge()
 	}
+	req = &request{ctx: c.ctx, b: c.b, conn: c, version: in.version, clientID: c.clientID, kreq: in.kreq, user: c.user}
+	return req, endLarge, nil
+}
 
-	req := &request{ctx: c.ctx, b: c.b, conn: c, version: version, clientID: clientID, kreq: kreq, user: c.user}
-	defer req.releaseReads()
-	if id := c.b.auditedBy[key]; id != 0 && (a.hiddenBy != "" || a.hiddenByCap() || version > a.advertised) {
-		group := ""
-		if a.share == groupCoordinator { // a KIP-848 heartbeat: the finding names its group
-			if gs := groupsOf(reflect.ValueOf(kreq).Elem()); len(gs) > 0 {
-				group = gs[0]
-			}
-		}
-		c.b.recordFinding(req, id, rules.Refused, "", group, func() string {
-			return kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version)) + ": VAST does not serve it"
-		})
-	}
-	if d := c.b.latencyFor(key, c.brokerID()); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return c.ctx.Err()
-		}
-	}
-	var resp kmsg.Response
-	fault := c.b.takeFault(key, kreq, c.brokerID())
-	if fault != nil && !fault.DropAnswer {
-		resp = c.b.applyFault(fault, a, req)
-	} else {
-		resp = c.b.serve(a, req)
-	}
-	endLarge() // handled: a slow reader of the answer does not hold the turn
-	if !c.remembered {
-		if sw, v := c.softwareLabel(); sw != "" {
-			c.remembered = true
-			c.b.clientSoftware.remember(clientID, sw, v)
-		}
-	}
-	if fault != nil && fault.DropAnswer && req.closeAfter == "" {
-		req.closeAfter = "fault injection: the answer to " + kmsg.NameForKey(key) + " was dropped"
-	}
-	rec := RequestRecord{
-		Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: clientID,
-		ErrorCode: firstError(resp), Rule: req.rule, Finding: req.finding, Rules: strings.Join(req.rules, ","), Findings: strings.Join(req.findings, ","), Fault: fault != nil,
-		User: req.user, Denied: req.denied, Closed: req.closeAfter != "",
-	}
-	if rec.ErrorCode != 0 || rec.Rule != "" || rec.Denied != "" {
-		rec.Message = firstErrorMessage(resp)
-		if rec.Message == "" {
-			rec.Message = req.why
-		}
-		rec.Message = logMessage(refusalMessage(req.rule, key, rec.Message))
-	}
-	if c.b.cfg.fetchDetail && key == int16(kmsg.Fetch) {
-		if fr, ok := resp.(*kmsg.FetchResponse); ok {
-			rec.Fetch = fetchDetail(kreq.(*kmsg.FetchRequest), fr, func(id [16]byte) string { return c.b.topicName("", id) })
-		}
-	}
-	run := &c.fetchRun // only an empty fetch continues a run; anything else ends it
-	if !emptyFetch(resp) {
-		c.fetchRun, run = logRun{}, nil
-	}
-	c.b.reqLog.addRun(rec, run)
-	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
-		c.b.recordError(req, key, rec.ErrorCode, func() string {
-			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
-			if rec.Message != "" {
-				d += ": " + rec.Message
-			}
-			return d
-		}, func() string { return errorAdvice(key, rec.ErrorCode) })
-	}
-	if req.rule != "" {
-		c.logRefusal(&rec, req.rule, req.refusedAbout, key, version)
-	} else if req.denied != "" {
-		c.b.log.Info("denied", c.outcomeAttrs(&rec, "reason", req.denied, "api", kmsg.NameForKey(key), "version", version, "user", req.user)...)
-	} else if c.b.log.Enabled(c.ctx, slog.LevelDebug) {
-		c.b.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client_id", clientID)
-	}
+// answer writes resp, the answer to r, at r's version, and returns the
+// error that closes the connection when r asked to close after it. A
+// fault that drops the answer closes the connection instead of writing
+// it, and an acks=0 Produce gets no answer at all, as in Kafka.
+func (c *clientConn) answer(corr int32, r *request, resp kmsg.Response, fault *Fault) error {
 	if fault != nil && fault.DropAnswer {
-		return &closeError{reason: req.closeAfter}
+		return &closeError{reason: r.closeAfter}
 	}
-	if p, ok := kreq.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+	if p, ok := r.kreq.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
 		return nil // Kafka sends no answer at all to an acks=0 produce, faulted or not
 	}
-	resp.SetVersion(version)
+	resp.SetVersion(r.version)
 	// ApiVersions answers with a v0 response header even when flexible,
 	// so that clients can always parse it.
-	flexHeader := kreq.IsFlexible() && key != int16(kmsg.ApiVersions)
+	flexHeader := r.kreq.IsFlexible() && r.kreq.Key() != int16(kmsg.ApiVersions)
 	if err := c.write(corr, resp, flexHeader); err != nil {
 		return err
 	}
-	if req.closeAfter != "" {
-		return &closeError{reason: req.closeAfter}
+	if r.closeAfter != "" {
+		return &closeError{reason: r.closeAfter}
 	}
 	return nil
-}
-
-// logRefusal writes the server log's line for a request rule refused,
-// naming the topic (or group) it was about, at most once a minute per rule,
-// topic and client on the broker's clock: a client that retries a refused
-// request every second (a producer waiting for a topic VAST will never
-// auto-create) gets one line a minute, with "repeats" counting the
-// refusals not logged since the last line.
-func (c *clientConn) logRefusal(rec *RequestRecord, rule, about string, key, version int16) {
-	repeats, ok := c.b.refusalLines.allow(refusalLineKey{rule, clip(about), rec.ClientID}, c.b.clock.Now())
-	if !ok {
-		return
-	}
-	attrs := []any{"rule", rule}
-	if about != "" {
-		attrs = append(attrs, "topic", about)
-	}
-	attrs = append(attrs, "api", kmsg.NameForKey(key), "version", version)
-	if repeats > 0 {
-		attrs = append(attrs, "repeats", repeats)
-	}
-	c.b.log.Info("refused by VAST rule", c.outcomeAttrs(rec, attrs...)...)
-}
-
-// refusalLineEvery is how often the server log repeats the line of one
-// rule's refusals of one topic and client.
-const refusalLineEvery = time.Minute
-
-// maxRefusalLines bounds the (rule, topic, client) keys the limiter keeps;
-// when full, keys quiet for refusalLineEvery are dropped, and past that a
-// new key is logged without being kept.
-const maxRefusalLines = 4096
-
-type refusalLineKey struct{ rule, about, clientID string }
-
-type refusalLine struct {
-	at         time.Time // when the last line was written
-	suppressed int64     // refusals since then not logged
-}
-
-// refusalLimiter decides which refusals the server log shows. The zero
-// value is ready to use.
-type refusalLimiter struct {
-	mu    sync.Mutex
-	lines map[refusalLineKey]*refusalLine
-}
-
-// allow reports whether a refusal of k at now gets a log line, and how
-// many refusals of k were not logged since k's last line.
-func (l *refusalLimiter) allow(k refusalLineKey, now time.Time) (int64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e := l.lines[k]; e != nil {
-		if now.Sub(e.at) < refusalLineEvery {
-			e.suppressed++
-			return 0, false
-		}
-		n := e.suppressed
-		e.at, e.suppressed = now, 0
-		return n, true
-	}
-	if l.lines == nil {
-		l.lines = make(map[refusalLineKey]*refusalLine)
-	}
-	if len(l.lines) >= maxRefusalLines {
-		for key, e := range l.lines {
-			if now.Sub(e.at) >= refusalLineEvery {
-				delete(l.lines, key)
-			}
-		}
-		if len(l.lines) >= maxRefusalLines {
-			return 0, true
-		}
-	}
-	l.lines[k] = &refusalLine{at: now}
-	return 0, true
-}
-
-// outcomeAttrs ends the attributes of a refusal's or denial's log line
-// with the error the client got, its message, and who sent the request.
-func (c *clientConn) outcomeAttrs(rec *RequestRecord, attrs ...any) []any {
-	if e, ok := kerr.ErrorForCode(rec.ErrorCode).(*kerr.Error); ok {
-		attrs = append(attrs, "error", e.Message) // the name, MESSAGE_TOO_LARGE
-	}
-	if rec.Message != "" {
-		attrs = append(attrs, "message", rec.Message)
-	}
-	return append(attrs, "client_id", rec.ClientID, "remote", c.remote)
-}
-
-// refuseHidden answers a request for an API that a rule hides from
-// ApiVersions (OffsetDelete under NoOffsetDelete, ConsumerGroupHeartbeat
-// under ClassicGroupsOnly) as Kafka answers an API it does not serve: it
-// closes the connection without answering. Unlike a malformed request, it
-// is recorded in the request log with the rule (and Closed), so that
-// Refusals and AssertRefused see it. hdr is the frame after the api key,
-// version and correlation id.
-func (c *clientConn) refuseHidden(key, version int16, hdr []byte) error {
-	rule := c.b.hiddenBy[key]
-	c.noteClientID(hdr)
-	msg := kmsg.NameForKey(key) + " is not served by VAST, which leaves it out of ApiVersions; the connection is closed, as Kafka does for an API it does not serve"
-	if id, ok := rules.Lookup(rule); ok {
-		msg = id.Refusal(msg, "")
-	}
-	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
-		Message: msg, Rule: rule, User: c.user, Closed: true}
-	c.fetchRun = logRun{}
-	c.b.reqLog.add(rec)
-	c.logRefusal(&rec, rule, "", key, version)
-	return &closeError{reason: msg}
-}
-
-// refuseVersion closes the connection of a request whose version is
-// outside the range the broker advertises for its API, as Kafka does (it
-// cannot parse it, so it cannot answer it), after recording it in the
-// request log with UNSUPPORTED_VERSION and the client id, logging it, and
-// counting it among the errors answered without a rule with advice: a
-// version below the range is one Kafka 4 removed (KIP-896), so the client
-// predates Kafka 4, and VAST does not accept it either. hdr is the frame
-// after the api key, version and correlation id.
-func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error {
-	c.noteClientID(hdr)
-	name := kmsg.NameForKey(key)
-	msg := name + " v" + strconv.Itoa(int(version)) + " is outside the versions this broker serves (" +
-		strconv.Itoa(int(a.min)) + "-" + strconv.Itoa(int(a.max)) + "): closing the connection, as Kafka does"
-	rec := RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID,
-		ErrorCode: kerr.UnsupportedVersion.Code, Message: msg, User: c.user, Closed: true}
-	c.fetchRun = logRun{}
-	c.b.reqLog.add(rec)
-	c.b.log.Warn("closing connection: unsupported version", c.outcomeAttrs(&rec, "api", name, "version", version)...)
-	c.b.recordError(&request{conn: c, clientID: c.clientID}, key, kerr.UnsupportedVersion.Code,
-		func() string { return msg }, func() string {
-			if version < a.min {
-				return "the client predates Kafka 4: Kafka 4 removed " + name + " v" + strconv.Itoa(int(version)) +
-					" (KIP-896) and VAST does not accept it either, so the app fails on both; upgrade the client (or the tool: Burrow 1.2 sends ListOffsets v0)"
-			}
-			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions"
-		})
-	return &closeError{reason: msg}
-}
-
-// refusalMessage returns the request log's message for a request rule
-// refused (rule empty: not refused, msg as it is): msg when it already
-// names the rule and its action (rules.ID.Refusal), else msg, or the API
-// refused, followed by the rule and its action.
-func refusalMessage(rule string, key int16, msg string) string {
-	id, ok := rules.Lookup(rule)
-	if !ok || strings.Contains(msg, "(rule "+rule+")") {
-		return msg
-	}
-	if msg == "" {
-		msg = kmsg.NameForKey(key) + " refused by VAST"
-	}
-	return id.Refusal(msg, "")
-}
-
-// errorAdvice is the advice for an error answered without a rule, or ""
-// for the error's own description.
-func errorAdvice(key, code int16) string {
-	switch code {
-	case kerr.UnknownTopicOrPartition.Code:
-		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
-			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
-		}
-	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code,
-		kerr.TransactionalIDAuthorizationFailed.Code:
-		return "an identity policy denies it: grant the user the permission (GET /denials names it)"
-	}
-	return ""
-}
-
-// requireLogin closes a connection that sent a request other than
-// ApiVersions or SASL before authenticating, as Kafka does, and records the
-// denial. hdr, when not nil, is the frame after the api key, version and
-// correlation id, for the client id.
-func (c *clientConn) requireLogin(key, version int16, hdr []byte) error {
-	if hdr != nil {
-		c.noteClientID(hdr)
-	}
-	why := "SASL authentication required: " + kmsg.NameForKey(key) + " before SaslAuthenticate"
-	c.fetchRun = logRun{}
-	c.b.reqLog.add(RequestRecord{Time: c.b.clock.Now(), Broker: c.brokerID(), API: kmsg.Key(key), Version: version, ClientID: c.clientID, Denied: why, Closed: true})
-	return &closeError{reason: why}
-}
-
-// noteSoftware takes the client's software name and version from an
-// ApiVersions request newer than the broker knows (hdr is the frame after
-// the api key, version and correlation id), reading its start as version
-// known: the name and version come first in every version since v3, and a
-// client that gets UNSUPPORTED_VERSION may carry on without asking again
-// (kgo does). Fields that follow and do not parse are ignored.
-func (c *clientConn) noteSoftware(known int16, hdr []byte) {
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(known)
-	body, _, err := parseRequestHeader(hdr, true)
-	if err != nil {
-		return
-	}
-	_ = req.ReadFrom(body) // the fields read before an error are set
-	if req.ClientSoftwareName == "" {
-		return
-	}
-	c.software, c.softwareVersion = clip(req.ClientSoftwareName), clip(req.ClientSoftwareVersion)
-}
-
-// noteClientID takes the client id from the header of a request that is not
-// parsed further (hdr is the frame after the api key, version and
-// correlation id): the id comes before anything that differs by version.
-func (c *clientConn) noteClientID(hdr []byte) {
-	if _, id, err := parseRequestHeader(hdr, false); err == nil && string(id) != c.clientID {
-		c.clientID = string(id)
-	}
 }
 
 // write encodes resp with kmsg behind its response header and flushes it.

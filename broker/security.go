@@ -478,11 +478,11 @@ func (c *clientConn) rawSASLAuthenticate() error {
 	if size < 0 || size > maxSASLFrameSize {
 		return protoErr("raw SASL token size %d out of range", size)
 	}
-	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID, Broker: c.brokerID()}
+	rec := RequestRecord{API: kmsg.SASLAuthenticate, Version: -1, ClientID: c.clientID}
 	if size > maxSASLTokenSize { // refused unread
 		why := tokenTooLong(int(size))
-		rec.Time, rec.ErrorCode, rec.Denied, rec.Closed = c.b.clock.Now(), kerr.SaslAuthenticationFailed.Code, why, true
-		c.b.reqLog.add(rec)
+		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
+		c.logRequest(rec, nil)
 		return &closeError{reason: why}
 	}
 	token, err := c.readFrame(int(size))
@@ -493,13 +493,13 @@ func (c *clientConn) rawSASLAuthenticate() error {
 		return err
 	}
 	user, ok, _, why := c.b.checkPlain(token)
-	rec.Time, rec.User = c.b.clock.Now(), user
+	rec.User = user
 	if !ok {
 		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
-		c.b.reqLog.add(rec)
+		c.logRequest(rec, nil)
 		return &closeError{reason: why}
 	}
-	c.b.reqLog.add(rec)
+	c.logRequest(rec, nil)
 	c.user, c.authenticated = user, true
 	return c.send([]byte{0, 0, 0, 0})
 }

@@ -247,24 +247,3 @@ func transactionalIDsOf(kreq kmsg.Request) []string {
 	}
 	return nil
 }
-
-// groupsOf returns the group ids a group request names: its Groups, or
-// else its Group.
-func groupsOf(v reflect.Value) []string {
-	var out []string
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice && gs.Len() > 0 {
-		for i := 0; i < gs.Len(); i++ {
-			switch e := gs.Index(i); e.Kind() {
-			case reflect.String:
-				out = append(out, e.String())
-			case reflect.Struct:
-				out = append(out, groupsOf(e)...)
-			}
-		}
-		return out // OffsetFetch v8+: Group is unused
-	}
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String {
-		out = append(out, g.String())
-	}
-	return out
-}
