@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
 	"strconv"
@@ -171,6 +172,15 @@ type config struct {
 	// tests use it to make Accept fail.
 	wrapListener func(net.Listener) net.Listener
 }
+
+// MinInterval is the shortest interval of periodic work New takes
+// (WithRetentionCheckInterval, WithCompactionInterval) other than 0: Kafka's
+// minimum, 1 ms.
+const MinInterval = time.Millisecond
+
+// MaxStartName bounds the cluster id and the view name, which every
+// Metadata answer or resource name carries.
+const MaxStartName = 255
 
 // Option configures a Broker.
 type Option func(*config)
@@ -514,8 +524,8 @@ func New(opts ...Option) (*Broker, error) {
 	if cfg.maxOffsetMD < 0 {
 		return nil, fmt.Errorf("vastfake: offset.metadata.max.bytes %d: want 0 or more", cfg.maxOffsetMD)
 	}
-	if cfg.partitions < 1 {
-		return nil, fmt.Errorf("vastfake: num.partitions %d: want at least 1", cfg.partitions)
+	if cfg.partitions < 1 || cfg.partitions > MaxPartitionsPerRequest {
+		return nil, fmt.Errorf("vastfake: num.partitions %d: want 1 to %d, what one CreateTopics may create", cfg.partitions, MaxPartitionsPerRequest)
 	}
 	for _, d := range []struct {
 		name string
@@ -524,11 +534,31 @@ func New(opts ...Option) (*Broker, error) {
 		{"idle timeout", cfg.idleTimeout}, {"read timeout", cfg.readTimeout},
 		{"TLS handshake timeout", cfg.tlsHandshakeTimeout}, {"empty fetch delay", cfg.emptyFetchDelay},
 		{"minimum session timeout", cfg.minSession}, {"maximum session timeout", cfg.maxSession},
-		{"producer id expiration", cfg.producerExp},
+		{"producer id expiration", cfg.producerExp}, {"initial rebalance delay", cfg.rebalDelay},
+		{"election delay", cfg.electionDelay},
 	} {
 		if d.d < 0 {
 			return nil, fmt.Errorf("vastfake: %s %v: want 0 (none) or more", d.name, d.d)
 		}
+	}
+	// Intervals of periodic work: Kafka counts them in milliseconds, and a
+	// shorter one would keep an idle broker busy.
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"retention check interval", cfg.retentionEv}, {"compaction interval", cfg.compactionEv}} {
+		if d.d < 0 || d.d > 0 && d.d < MinInterval {
+			return nil, fmt.Errorf("vastfake: %s %v: want 0 (off) or %v or more", d.name, d.d, MinInterval)
+		}
+	}
+	if len(cfg.clusterID) > MaxStartName || len(cfg.view) > MaxStartName {
+		return nil, fmt.Errorf("vastfake: a cluster id or view name of %d bytes: want at most %d", max(len(cfg.clusterID), len(cfg.view)), MaxStartName)
+	}
+	if cfg.nodeID < 0 || int64(cfg.nodeID)+int64(cfg.brokers)-1 > math.MaxInt32 {
+		return nil, fmt.Errorf("vastfake: node id %d: want 0 to %d for %d brokers", cfg.nodeID, math.MaxInt32-int64(cfg.brokers)+1, cfg.brokers)
+	}
+	if cfg.replicationFactor < 0 || int(cfg.replicationFactor) > MaxBrokers {
+		return nil, fmt.Errorf("vastfake: default replication factor %d: want 0 (3, capped at the broker count) to %d", cfg.replicationFactor, MaxBrokers)
 	}
 	if cfg.cgSession < time.Millisecond || cfg.cgInterval < time.Millisecond || cfg.cgInterval >= cfg.cgSession {
 		return nil, fmt.Errorf("vastfake: consumer group session timeout %v and heartbeat interval %v: want both at least 1ms and the interval shorter", cfg.cgSession, cfg.cgInterval)
@@ -580,12 +610,12 @@ func New(opts ...Option) (*Broker, error) {
 	}
 	b.features = cfg.kafka.features(b.servedVersion)
 	b.createOffsetsTopic()
+	if err := b.checkSeedTotal(); err != nil {
+		return nil, err
+	}
 	for _, t := range cfg.topics {
 		if code, msg := b.createTopic(nil, t.Name, t.Partitions, t.Configs, false); code != 0 {
-			if msg != "" {
-				return nil, fmt.Errorf("vastfake: topic %q: %s: %s", t.Name, errName(code), msg)
-			}
-			return nil, fmt.Errorf("vastfake: topic %q: %s", t.Name, errName(code))
+			return nil, &TopicError{Topic: t.Name, Code: errName(code), Message: msg}
 		}
 	}
 	if err := b.listenNodes(); err != nil {
@@ -597,7 +627,7 @@ func New(opts ...Option) (*Broker, error) {
 		}
 		if code, msg := b.checkReplicationFactor(t.ReplicationFactor); code != 0 {
 			b.closeListeners()
-			return nil, fmt.Errorf("vastfake: topic %q: %s: %s", t.Name, errName(code), msg)
+			return nil, &TopicError{Topic: t.Name, Code: errName(code), Message: msg}
 		}
 		if b.elects() {
 			b.setReplicationFactor(t.Name, t.ReplicationFactor)

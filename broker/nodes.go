@@ -94,18 +94,21 @@ func (b *Broker) listenNodes() error {
 	case len(adv) == 0 && cfg.advertise != "":
 		adv = []string{cfg.advertise}
 		if cfg.brokers > 1 {
-			return fmt.Errorf("vastfake: advertise %q names one broker of %d: give one address per broker", cfg.advertise, cfg.brokers)
+			return fmt.Errorf("vastfake: advertise %q names one broker of %d: give one address per broker", clip(cfg.advertise), cfg.brokers)
 		}
 	case len(adv) != 0 && len(adv) != cfg.brokers:
 		return fmt.Errorf("vastfake: %d advertised addresses for %d brokers", len(adv), cfg.brokers)
 	}
 	host, portStr, err := net.SplitHostPort(cfg.listen)
 	if err != nil {
-		return fmt.Errorf("vastfake: listen %q: %w", cfg.listen, err)
+		return fmt.Errorf("vastfake: listen %q: want host:port", clip(cfg.listen))
+	}
+	if len(host) > MaxAdvertisedHost {
+		return fmt.Errorf("vastfake: listen %q: a host of %d bytes, more than %d", clip(cfg.listen), len(host), MaxAdvertisedHost)
 	}
 	first, err := strconv.Atoi(portStr)
 	if err != nil || first < 0 || first+cfg.brokers-1 > 65535 {
-		return fmt.Errorf("vastfake: listen %q: bad port", cfg.listen)
+		return fmt.Errorf("vastfake: listen %q: want a port from 0 to %d", clip(cfg.listen), 65535-cfg.brokers+1)
 	}
 	for i := range cfg.brokers {
 		addr := cfg.listen
@@ -117,22 +120,30 @@ func (b *Broker) listenNodes() error {
 			b.closeListeners()
 			return fmt.Errorf("vastfake: listen: %w", err)
 		}
-		n := &node{id: cfg.nodeID + int32(i), addr: ln.Addr().String(), ln: ln}
+		n := &node{id: cfg.nodeID + int32(i), addr: boundAddr(host, ln.Addr()), ln: ln}
 		b.nodes = append(b.nodes, n)
-		a := n.addr
+		var hp *hostPort
 		if len(adv) > 0 {
-			a = adv[i]
-		} else if h, p, err := net.SplitHostPort(a); err == nil {
-			if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
-				// Listening on every interface (0.0.0.0 or ::, as in a
-				// container): that address is no destination, and Kafka
-				// refuses to advertise it, so clients are told localhost
-				// (docker run -p 9092:9092) until -advertise or
-				// SetAdvertised says otherwise.
-				a = net.JoinHostPort("localhost", p)
+			// Given: a host and a port from 1 to 65535, as SetAdvertised
+			// (PUT /advertise) takes.
+			hp, err = parseAdvertised(adv[i], 1)
+			if err == nil && hp.host == "" {
+				err = fmt.Errorf("vastfake: advertise %q: want a host before the port", clip(adv[i]))
 			}
+		} else {
+			a := n.addr
+			if h, p, err := net.SplitHostPort(a); err == nil {
+				if ip := net.ParseIP(h); h == "" || ip != nil && ip.IsUnspecified() {
+					// Listening on every interface (0.0.0.0 or ::, as in a
+					// container): that address is no destination, and Kafka
+					// refuses to advertise it, so clients are told localhost
+					// (docker run -p 9092:9092) until -advertise or
+					// SetAdvertised says otherwise.
+					a = net.JoinHostPort("localhost", p)
+				}
+			}
+			hp, err = parseAdvertised(a, 0)
 		}
-		hp, err := parseAdvertised(a, 0)
 		if err != nil {
 			b.closeListeners()
 			return err
@@ -140,6 +151,18 @@ func (b *Broker) listenNodes() error {
 		n.adv.Store(hp)
 	}
 	return nil
+}
+
+// boundAddr names a listener as every log line and view of it does: the
+// host it was asked to listen on ("" for every interface, as in ":9092",
+// stays "") and the port it got. Go reports a listener on 0.0.0.0 as [::],
+// which is where it listens, but not what was asked for.
+func boundAddr(host string, a net.Addr) string {
+	_, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // MaxAdvertisedHost bounds the host of an advertised address, which every
@@ -152,13 +175,13 @@ func parseAdvertised(a string, minPort int) (*hostPort, error) {
 	h, p, err := net.SplitHostPort(a)
 	port, perr := strconv.Atoi(p)
 	if err != nil || perr != nil || port < minPort || port > 65535 {
-		return nil, fmt.Errorf("vastfake: advertise %q: want host:port", a)
+		return nil, fmt.Errorf("vastfake: advertise %q: want host:port with a port from %d to 65535", clip(a), minPort)
 	}
 	if len(h) > MaxAdvertisedHost {
-		return nil, fmt.Errorf("vastfake: advertise %.40q...: a host of %d bytes, more than %d", a, len(h), MaxAdvertisedHost)
+		return nil, fmt.Errorf("vastfake: advertise %q: a host of %d bytes, more than %d", clip(a), len(h), MaxAdvertisedHost)
 	}
 	if strings.ContainsFunc(h, func(r rune) bool { return r <= ' ' || r > '~' || r == '/' }) {
-		return nil, fmt.Errorf("vastfake: advertise %q: a host name or IP address has no spaces, slashes or control characters", a)
+		return nil, fmt.Errorf("vastfake: advertise %q: a host name or IP address has no spaces, slashes or control characters", clip(a))
 	}
 	return &hostPort{host: h, port: int32(port)}, nil
 }
@@ -181,7 +204,7 @@ func (b *Broker) SetAdvertised(addrs ...string) error {
 			return err
 		}
 		if hp.host == "" {
-			return fmt.Errorf("vastfake: advertise %q: want a host before the port", a)
+			return fmt.Errorf("vastfake: advertise %q: want a host before the port", clip(a))
 		}
 		hps[i] = hp
 	}

@@ -111,35 +111,58 @@ func (p Policy) String() string {
 
 // ParsePolicy reads a policy written as four words: effect (allow or deny),
 // user, action and resource, e.g. "allow billing KafkaRead
-// vast:kafka:group:vastfake:billing".
+// vast:kafka:group:vastfake:billing". Its error is a *PolicyError.
 func ParsePolicy(s string) (Policy, error) {
 	f := strings.Fields(s)
 	if len(f) != 4 {
-		return Policy{}, fmt.Errorf("policy %q: want \"allow|deny user action resource\"", s)
+		return Policy{}, &PolicyError{Policy: s, Problem: fmt.Sprintf("four words, not %d", len(f))}
 	}
 	p := Policy{Effect: Effect(strings.ToLower(f[0])), User: f[1], Action: Action(f[2]), Resource: f[3]}
 	return p, p.validate()
 }
 
+// A PolicyError says what is wrong with a policy: Problem says what it
+// wants, quoting at most a short prefix of the policy's words.
+type PolicyError struct {
+	Policy  string
+	Problem string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("policy %q: want \"allow|deny user action resource\", and %s", clip(e.Policy), e.Problem)
+}
+
 func (p Policy) validate() error {
+	fail := func(format string, a ...any) error {
+		return &PolicyError{Policy: p.String(), Problem: fmt.Sprintf(format, a...)}
+	}
 	if p.Effect != EffectAllow && p.Effect != EffectDeny {
-		return fmt.Errorf("policy %q: effect %q is not allow or deny", p, p.Effect)
+		return fail("an effect of allow or deny, not %q", clipShort(string(p.Effect)))
 	}
 	if p.User == "" {
-		return fmt.Errorf("policy %q: no user (use * for everyone)", p)
+		return fail("a user (* for everyone)")
 	}
 	known := false
 	for _, a := range actions {
 		known = known || patternCouldMatch(string(p.Action), string(a))
 	}
 	if !known {
-		return fmt.Errorf("policy %q: unknown action %q (want one of %v)", p, p.Action, actions)
+		return fail("an action of %v, not %q", actions, clipShort(string(p.Action)))
 	}
 	if !patternCouldMatch(p.Resource, "vast:kafka:topic:") && !patternCouldMatch(p.Resource, "vast:kafka:group:") &&
 		!patternCouldMatch(p.Resource, "vast:kafka:view:") {
-		return fmt.Errorf("policy %q: resource %q is not vast:kafka:topic:<view>:<topic>, vast:kafka:group:<view>:<group> or vast:kafka:view:<view>", p, p.Resource)
+		return fail("a resource vast:kafka:topic:<view>:<topic>, vast:kafka:group:<view>:<group> or vast:kafka:view:<view>, not %q", clipShort(p.Resource))
 	}
 	return nil
+}
+
+// clipShort is s, or its first 40 bytes and an ellipsis: what an error
+// quotes of a word it names.
+func clipShort(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return runePrefix(s, 40) + "…"
 }
 
 // patternCouldMatch reports whether pattern could match a name beginning

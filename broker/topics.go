@@ -142,13 +142,52 @@ func validTopicName(name string) bool {
 // WithDefaultPartitions sets another.
 const DefaultPartitions = 1
 
-// maxPartitionsPerRequest is Kafka's controller limit on the partitions one
-// CreateTopics or CreatePartitions request may create
+// MaxPartitionsPerRequest is Kafka's controller limit on the partitions one
+// CreateTopics or CreatePartitions request may create, and New's on the
+// topics it creates (WithTopics) and on WithDefaultPartitions
 // (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH): over it the whole
 // request gets POLICY_VIOLATION. CreateTopics applies it when no VAST view
 // limit (MaxPartitionsPerView) bounds creation instead; without either, one
 // request could ask for two billion partitions.
-const maxPartitionsPerRequest = 10_000
+const MaxPartitionsPerRequest = 10_000
+
+// A TopicError is New's error for a topic of WithTopics it could not
+// create: the Kafka error a CreateTopics asking for it would get.
+type TopicError struct {
+	Topic   string
+	Code    string // the Kafka error's name, such as INVALID_CONFIG
+	Message string // why, when there is more to say than the code
+}
+
+func (e *TopicError) Error() string {
+	s := fmt.Sprintf("vastfake: topic %q: %s", clip(e.Topic), e.Code)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// checkSeedTotal checks the topics of WithTopics as a whole, as one
+// CreateTopics request is checked: where no VAST view limit bounds
+// creation (MaxPartitionsPerView), at most MaxPartitionsPerRequest
+// partitions in all (the limits per topic and view are checkCreate's).
+func (b *Broker) checkSeedTotal() error {
+	if b.enforced(rules.MaxPartitionsPerView) {
+		return nil
+	}
+	total := 0
+	for _, t := range b.cfg.topics {
+		n := int(t.Partitions)
+		if n == -1 {
+			n = int(b.cfg.partitions)
+		}
+		if total += max(n, 0); total > MaxPartitionsPerRequest {
+			return &TopicError{Topic: t.Name, Code: errName(kerr.PolicyViolation.Code),
+				Message: fmt.Sprintf("the topics to create at start have more than %d partitions in all, what one CreateTopics may create", MaxPartitionsPerRequest)}
+		}
+	}
+	return nil
+}
 
 // The internal topic Kafka keeps committed offsets in, with its default
 // partition count (offsets.topic.num.partitions) and the configs Kafka
@@ -578,7 +617,7 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 				total += int(rt.NumPartitions)
 			}
 		}
-		tooMany = total > maxPartitionsPerRequest
+		tooMany = total > MaxPartitionsPerRequest
 	}
 	for _, rt := range req.Topics {
 		if dups[rt.Topic] {
@@ -798,7 +837,7 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 		}
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		if grow > maxPartitionsPerRequest {
+		if grow > MaxPartitionsPerRequest {
 			st.ErrorCode = kerr.PolicyViolation.Code
 			st.ErrorMessage = kmsg.StringPtr("Unable to perform excessively large batch operation.")
 			resp.Topics = append(resp.Topics, st)

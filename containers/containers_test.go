@@ -318,8 +318,9 @@ func TestBadFlagAndVariable(t *testing.T) {
 		want string
 	}{
 		{"flag", containers.Args("-no-such-flag"), "flag provided but not defined: -no-such-flag"},
-		{"variable", testcontainers.WithEnv(map[string]string{"VASTFAKE_BROKERS": "two"}), `VASTFAKE_BROKERS="two"`},
-		{"value", containers.Profile("strict"), `unknown profile "strict"`},
+		{"variable", testcontainers.WithEnv(map[string]string{"VASTFAKE_BROKERS": "two"}),
+			`-brokers (VASTFAKE_BROKERS): "two" from VASTFAKE_BROKERS: want a whole number from 1 to 16`},
+		{"value", containers.Profile("strict"), `-profile (VASTFAKE_PROFILE): "strict" from the command line: want vast, kafka or audit`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -615,22 +615,27 @@ func (s *server) restart(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// brokerView is one broker id in GET /brokers.
+// brokerView is one broker id in GET /brokers: the address it is bound to
+// (the host it was asked to listen on and the port it got) and the one
+// Metadata hands to clients, named as the binary's log names them.
 type brokerView struct {
-	ID   int32  `json:"id"`
-	Addr string `json:"addr"`
-	Down bool   `json:"down"`
+	ID         int32  `json:"id"`
+	Addr       string `json:"addr"`
+	Advertised string `json:"advertised"`
+	Down       bool   `json:"down"`
 }
 
-// brokers lists the broker ids, their listen addresses and which are down.
+// brokers lists the broker ids, their bound and advertised addresses and
+// which are down.
 func (s *server) brokers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"brokers": s.brokerViews()})
 }
 
 func (s *server) brokerViews() []brokerView {
 	out := []brokerView{}
-	for _, id := range s.b.BrokerIDs() {
-		out = append(out, brokerView{ID: id, Addr: s.b.BrokerAddr(id), Down: s.b.BrokerIsDown(id)})
+	advertised := s.b.Advertised()
+	for i, id := range s.b.BrokerIDs() {
+		out = append(out, brokerView{ID: id, Addr: s.b.BrokerAddr(id), Advertised: advertised[i], Down: s.b.BrokerIsDown(id)})
 	}
 	return out
 }

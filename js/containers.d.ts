@@ -49,6 +49,8 @@ export class Container extends Client {
   readonly id: string
   /** SIGTERM, then remove the container. */
   stop (): Promise<void>
+  /** stop(), for `await using c = await startContainer()`. */
+  [Symbol.asyncDispose] (): Promise<void>
 }
 
 /** Start the image with random host ports, advertise them (PUT /advertise) and wait on GET /healthz. */

@@ -16,6 +16,9 @@
 // vastfake checkout and load it with docker load or podman load.
 'use strict'
 
+// Symbol.asyncDispose, or the name Node.js 18 polyfills it by.
+const asyncDispose = Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')
+
 const { Client, VastfakeError, StartError } = require('./index.js')
 
 /** The image startContainer runs unless options.image names another. */
@@ -70,6 +73,11 @@ class Container extends Client {
     if (this.stopped) return
     this.stopped = true
     await this.container.stop({ timeout: this._stopTimeoutMs, remove: true, removeVolumes: true })
+  }
+
+  /** `await using c = await startContainer()` removes it at the end of the block, as Testcontainers' own do. */
+  async [asyncDispose] () {
+    await this.stop()
   }
 }
 

@@ -55,8 +55,8 @@ export interface Partition {
   /** Broker ids in the in-sync replica set. */
   isr: number[]
 }
-/** One broker id of GET /brokers. */
-export interface BrokerInfo { id: number; addr: string; down: boolean }
+/** One broker id of GET /brokers: where it listens, and what Metadata tells clients. */
+export interface BrokerInfo { id: number; addr: string; advertised: string; down: boolean }
 export interface Topic { name: string; id: string; configs: Record<string, string>; partitions: Partition[] }
 
 export interface RecordHeader { key: string; value: Buffer | null }
@@ -357,6 +357,8 @@ export class Broker extends Client {
   stderrTail (): string
   /** SIGTERM, then SIGKILL after stopTimeoutMs; resolves to the exit code. */
   stop (): Promise<number | null>
+  /** stop(), for `await using broker = await startBroker()`. */
+  [Symbol.asyncDispose] (): Promise<void>
 }
 
 export function startBroker (options?: StartOptions): Promise<Broker>
@@ -380,4 +382,7 @@ export class PortInUseError extends StartError {}
 export class BrokerDiedError extends VastfakeError { stderr: string; exitCode: number | null; signal: string | null }
 export class ControlPlaneError extends VastfakeError { status: number | null; error: string }
 export class WaitTimeout extends VastfakeError { code: 'ERR_ASSERTION' }
+/** WaitTimeout by the name Python's package gives it: the same class. */
+export declare const WaitTimeoutError: typeof WaitTimeout
+export type WaitTimeoutError = WaitTimeout
 export class AssertionError extends VastfakeError { code: 'ERR_ASSERTION' }

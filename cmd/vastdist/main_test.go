@@ -136,16 +136,18 @@ func TestNPMPackages(t *testing.T) {
 		"@vastfake/darwin-arm64": "9.8.7", "@vastfake/win32-x64": "9.8.7",
 	}, main["optionalDependencies"])
 	for _, f := range pkg.files {
-		require.FileExists(t, filepath.Join(out, f))
+		_, err := os.Stat(filepath.Join(out, f))
+		require.NoError(t, err, "js/package.json's files are in the package")
 	}
+	require.FileExists(t, filepath.Join(out, "lib", "client.js"))
 }
 
-// js/index.js looks for the platform packages vastdist builds.
+// js/lib/binary.js looks for the platform packages vastdist builds.
 func TestTheLauncherKnowsEveryPlatformPackage(t *testing.T) {
-	src, err := os.ReadFile("../../js/index.js")
+	src, err := os.ReadFile("../../js/lib/binary.js")
 	require.NoError(t, err)
 	_, list, ok := strings.Cut(string(src), "const PLATFORM_PACKAGES = ")
-	require.True(t, ok, "js/index.js has no PLATFORM_PACKAGES")
+	require.True(t, ok, "js/lib/binary.js has no PLATFORM_PACKAGES")
 	list, _, _ = strings.Cut(list, "\n")
 	var want []string
 	for _, p := range platforms {

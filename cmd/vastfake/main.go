@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/clock"
@@ -41,17 +43,25 @@ import (
 
 func main() {
 	reserveHeap()
-	if err := run(os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		var fe *flagError
-		if !errors.As(err, &fe) { // the flag package printed those already
-			fmt.Fprintln(os.Stderr, errorLine(err))
-		}
-		var ue *unhealthyError
-		if errors.As(err, &ue) {
-			os.Exit(1)
-		}
-		os.Exit(2)
+	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr, nil), os.Stderr))
+}
+
+// exitCode prints err's line on stderr, unless the flag package did, and
+// returns the exit code for it: 0 for none, 1 for a failed -healthcheck
+// (a container's unhealthy), 2 for anything else.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
+	var fe *flagError
+	if !errors.As(err, &fe) { // the flag package printed those already
+		fmt.Fprintln(stderr, errorLine(err))
+	}
+	var ue *unhealthyError
+	if errors.As(err, &ue) {
+		return 1
+	}
+	return 2
 }
 
 // heapReserve is heap the binary allocates at start and never touches, so
@@ -77,14 +87,91 @@ func reserveHeap() {
 	reserved = make([]byte, heapReserve)
 }
 
+// maxErrorLine bounds the line main prints for an error: the errors of
+// the binary quote a short prefix of a value, and this keeps any other
+// from echoing a whole one.
+const maxErrorLine = 1024
+
 // errorLine is the line main prints for err: prefixed "vastfake: " once,
-// whether or not the error (the broker's do) already starts with it.
+// whether or not the error (the broker's do) already starts with it, and
+// at most maxErrorLine bytes.
 func errorLine(err error) string {
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "vastfake: ") {
 		msg = "vastfake: " + msg
 	}
+	if len(msg) > maxErrorLine {
+		n := maxErrorLine
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n] + fmt.Sprintf("… (%d bytes)", len(msg))
+	}
 	return msg
+}
+
+// startError names the setting behind an error of broker.New: the -topic
+// item of a topic it could not create, or the -listen address it could not
+// listen on.
+func startError(cfg *config, err error) error {
+	var te *broker.TopicError
+	if errors.As(err, &te) {
+		if it, ok := cfg.topicItems[te.Topic]; ok {
+			why := te.Code
+			if te.Message != "" {
+				why += ": " + te.Message
+			}
+			return wrong("topic", it.text, it.from, "a topic the broker can create ("+why+")")
+		}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "listen" {
+		return wrong("listen", cfg.Listen, cfg.sources["listen"], "an address free to listen on ("+shortError(oe.Err)+")")
+	}
+	return err
+}
+
+// loadKeyPair reads -tls-cert and -tls-key, each at most maxFileBytes.
+func loadKeyPair(cfg *config) (tls.Certificate, error) {
+	var pems [2][]byte
+	for i, f := range []struct{ name, path string }{{"tls-cert", cfg.TLSCert}, {"tls-key", cfg.TLSKey}} {
+		data, err := readBounded(f.path)
+		if err != nil {
+			return tls.Certificate{}, wrong(f.name, f.path, cfg.sources[f.name], "a readable PEM file of at most 1 MiB ("+shortError(err)+")")
+		}
+		pems[i] = data
+	}
+	cert, err := tls.X509KeyPair(pems[0], pems[1])
+	if err != nil {
+		return tls.Certificate{}, wrong("tls-cert", cfg.TLSCert, cfg.sources["tls-cert"], "a PEM certificate that -tls-key (VASTFAKE_TLS_KEY) is the key of ("+clipError(err)+")")
+	}
+	return cert, nil
+}
+
+// clipError is err's message, or its first 200 bytes.
+func clipError(err error) string {
+	msg := err.Error()
+	if len(msg) > 200 {
+		n := 200
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n] + "…"
+	}
+	return msg
+}
+
+// controlURL is the URL of the control plane bound to addr: on every
+// interface (0.0.0.0, ::, or no host), it is reached at localhost.
+func controlURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // imageVersion and imageRevision are the container image's version and
@@ -167,15 +254,19 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	opts = append(opts, broker.WithUsers(cfg.Users), broker.WithPolicies(cfg.Policies...),
 		broker.WithDefaultDeny(cfg.DefaultDeny), broker.WithView(cfg.View))
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		cert, err := loadKeyPair(cfg)
 		if err != nil {
-			return fmt.Errorf("TLS: %w", err)
+			return err
 		}
 		opts = append(opts, broker.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
+	for _, u := range cfg.Unknown {
+		logger.Warn("an environment variable sets nothing: vastfake -h lists every variable",
+			"variable", u.name, "did_you_mean", u.nearest)
+	}
 	b, err := broker.New(opts...)
 	if err != nil {
-		return err
+		return startError(cfg, err)
 	}
 	defer b.Close()
 	httpAddr, generatedToken := "", ""
@@ -189,7 +280,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		}
 		addr, stopHTTP, err := serveControl(b, cfg.HTTP, token, cfg.HTTPAllowHosts, logger)
 		if err != nil {
-			return err
+			return wrong("http", cfg.HTTP, cfg.sources["http"], "an address free to listen on ("+shortError(err)+")")
 		}
 		defer stopHTTP()
 		httpAddr = addr
@@ -201,14 +292,24 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", b.AdvertisedAddr())
 	if httpAddr != "" {
-		fmt.Fprintf(stdout, "control plane on http://%s/\n", httpAddr)
+		fmt.Fprintf(stdout, "control plane on %s\n", controlURL(httpAddr))
 	}
 	if generatedToken != "" {
 		fmt.Fprintf(stdout, "control plane token %s\n", generatedToken)
 	}
-	logger.Info("vastfake started", "listen", b.Addr(), "advertise", b.AdvertisedAddr(), "brokers", len(b.BrokerIDs()), "profile", cfg.Profile, "kafka_version", cfg.KafkaVersion.String(),
-		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock, "http", httpAddr,
+	// Each listener is named as GET /brokers names it: the address it is
+	// bound to (the host asked for, the port it got) beside the one
+	// clients are told.
+	logger.Info("vastfake started", "brokers", len(b.BrokerIDs()), "profile", cfg.Profile, "kafka_version", cfg.KafkaVersion.String(),
+		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock,
 		"sasl_users", len(cfg.Users), "policies", len(cfg.Policies), "tls", cfg.TLSCert != "")
+	advertised := b.Advertised()
+	for i, id := range b.BrokerIDs() {
+		logger.Info("kafka listener", "broker", id, "bound", b.BrokerAddr(id), "advertised", advertised[i])
+	}
+	if httpAddr != "" {
+		logger.Info("control plane listener", "bound", httpAddr, "url", controlURL(httpAddr))
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

@@ -266,7 +266,7 @@ test('without the testcontainers package, startContainer says how to get it', as
   // The package as a user without testcontainers has it: nothing to find.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vastfake-notc-'))
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
-  for (const f of ['index.js', 'containers.js']) fs.copyFileSync(path.join(__dirname, '..', f), path.join(dir, f))
+  for (const f of ['index.js', 'containers.js', 'lib']) fs.cpSync(path.join(__dirname, '..', f), path.join(dir, f), { recursive: true })
   const { startContainer: startIt } = require(path.join(dir, 'containers.js'))
   await assert.rejects(startIt(), e => {
     assert.ok(e instanceof Error && e.name === 'VastfakeError', e.stack)

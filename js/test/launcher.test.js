@@ -75,6 +75,23 @@ test('starts, answers and stops cleanly', async () => {
   await assert.rejects(b.topics(), /the broker was stopped/)
 })
 
+test('Symbol.asyncDispose stops the broker, as await using does', async () => {
+  const b = await startBroker({ binary: bin })
+  assert.strictEqual(typeof b[Symbol.asyncDispose], 'function')
+  await b[Symbol.asyncDispose]()
+  assert.strictEqual(b.running, false)
+  await refused(b.bootstrap)
+  assert.strictEqual(vastfake.WaitTimeoutError, vastfake.WaitTimeout, "Python's name for it")
+})
+
+test('the package is split as the Python one is, and index.js gathers it', () => {
+  for (const m of ['errors', 'binary', 'client', 'broker']) {
+    assert.ok(fs.existsSync(path.join(__dirname, '..', 'lib', m + '.js')), `lib/${m}.js`)
+  }
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'))
+  assert.ok(pkg.files.includes('lib'), 'package.json ships lib/')
+})
+
 test('faults name partitions and can drop the answer', async () => {
   const b = await startBroker({ binary: bin, topics: ['orders:3'] })
   try {
@@ -103,6 +120,7 @@ test('a missing binary says how to get one', async (t) => {
   const pkg = path.join(dir, 'node_modules', 'vastfake')
   fs.mkdirSync(pkg, { recursive: true })
   fs.copyFileSync(path.join(__dirname, '..', 'index.js'), path.join(pkg, 'index.js'))
+  fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(pkg, 'lib'), { recursive: true })
   const code = "require('vastfake').startBroker().catch(e => { console.log(e.name + ': ' + e.message) })"
   const run = spawnSync(process.execPath, ['-e', code], { cwd: dir, env: { PATH: path.join(dir, 'empty') }, encoding: 'utf8', timeout: 60_000 })
   assert.strictEqual(run.status, 0, run.stderr)

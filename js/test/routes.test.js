@@ -169,7 +169,7 @@ test('every route has a client call', { skip: !inCheckout && !process.env.CI && 
   const regexps = new Map(routes.map(r => [r, patternRegExp(r)]))
   const uncalled = routes.filter(r => !(r in NOT_CALLED) && ![...seen].some(s => regexps.get(r).test(s)))
   assert.deepStrictEqual(uncalled, [], 'control/control.go serves routes the JavaScript client has no call for; ' +
-    `add a method to js/index.js and js/index.d.ts (and to python/vastfake/client.py): ${uncalled.join(', ')}`)
+    `add a method to js/lib/client.js and js/index.d.ts (and to python/vastfake/client.py): ${uncalled.join(', ')}`)
   const unserved = [...seen].filter(s => !(s in NOT_SERVED_YET) && ![...regexps.values()].some(x => x.test(s))).sort()
   assert.deepStrictEqual(unserved, [], 'the JavaScript client calls paths control/control.go does not serve')
   const stale = Object.keys(NOT_CALLED).filter(r => !routes.includes(r))

@@ -246,4 +246,5 @@ def test_wait_timeout_says_what_it_saw(vastfake):
 
 
 def vastfake_wait_timeout():
-    return vastfake.WaitTimeout
+    assert vastfake.WaitTimeout is vastfake.WaitTimeoutError, "the old name stays, for the same class"
+    return vastfake.WaitTimeoutError

@@ -136,7 +136,7 @@ def test_every_route_has_a_client_call():
 
     uncalled = [r for r in routes if r not in NOT_CALLED and not any(regexes[r].match(s) for s in seen)]
     assert not uncalled, ("control/control.go serves routes the Python client has no call for; add a method "
-                          "to python/vastfake/client.py (and to js/index.js): %s" % ", ".join(uncalled))
+                          "to python/vastfake/client.py (and to js/lib/client.js): %s" % ", ".join(uncalled))
     unserved = sorted(s for s in seen
                       if s not in NOT_SERVED_YET and not any(x.match(s) for x in regexes.values()))
     assert not unserved, "the Python client calls paths control/control.go does not serve: %s" % unserved

@@ -21,7 +21,7 @@ Installed, the package is also a pytest plugin (fixtures ``vastfake``,
 from .broker import Broker, find_binary
 from .client import Client, Duration, go_duration
 from .errors import (BinaryNotFoundError, BrokerDiedError, ControlPlaneError, PortInUseError, StartError,
-                     VastfakeError, WaitTimeout)
+                     VastfakeError, WaitTimeout, WaitTimeoutError)
 from .types import (BrokerInfo, Clock, Compaction, ErrorCount, FetchPartition, GroupsCreated, Finding, Group, GroupPartition, Health, Member, Partition, Rebalance,
                     RebalanceMember, Record, Request, Topic, Transaction)
 
@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Broker", "Client", "Duration", "find_binary", "go_duration",
     "BinaryNotFoundError", "BrokerDiedError", "ControlPlaneError", "PortInUseError", "StartError", "VastfakeError",
-    "WaitTimeout",
+    "WaitTimeoutError", "WaitTimeout",
     "BrokerInfo", "Clock", "Compaction", "ErrorCount", "FetchPartition", "Finding", "Group", "GroupsCreated", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
     "RebalanceMember", "Record", "Request", "Topic", "Transaction",
 ]

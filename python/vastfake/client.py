@@ -22,7 +22,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
-from .errors import ControlPlaneError, WaitTimeout
+from .errors import ControlPlaneError, WaitTimeoutError
 from .types import BrokerInfo, Clock, ErrorCount, GroupsCreated, Compaction, Finding, Group, Health, Rebalance, Record, Request, Topic, Transaction
 
 __all__ = ["Client", "Duration", "go_duration"]
@@ -488,7 +488,7 @@ class Client:
     def wait_for(self, what: str, cond: Callable[[], Optional[T]], timeout: Optional[float] = None,
                  describe: Optional[Callable[[], str]] = None) -> T:
         """Call cond until it returns something truthy, and return that.
-        After timeout seconds (wait_timeout by default) raise WaitTimeout
+        After timeout seconds (wait_timeout by default) raise WaitTimeoutError
         saying what was awaited and, with describe, what was seen last."""
         deadline = time.monotonic() + (self.wait_timeout if timeout is None else timeout)
         delay = 0.01
@@ -503,7 +503,7 @@ class Client:
                         seen = "; last seen: " + describe()
                     except Exception as e:  # the wait failed; say so, not why describing it failed
                         seen = "; could not describe the state: %s" % e
-                raise WaitTimeout("timed out after %gs waiting for %s%s"
+                raise WaitTimeoutError("timed out after %gs waiting for %s%s"
                                   % (self.wait_timeout if timeout is None else timeout, what, seen))
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.1)

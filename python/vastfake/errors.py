@@ -1,7 +1,7 @@
 """The errors the vastfake package raises. Every one is a VastfakeError."""
 
 __all__ = ["VastfakeError", "BinaryNotFoundError", "StartError", "PortInUseError", "BrokerDiedError",
-           "ControlPlaneError", "WaitTimeout"]
+           "ControlPlaneError", "WaitTimeoutError", "WaitTimeout"]
 
 
 class VastfakeError(Exception):
@@ -49,6 +49,10 @@ class ControlPlaneError(VastfakeError):
         self.error = error
 
 
-class WaitTimeout(VastfakeError, AssertionError):
+class WaitTimeoutError(VastfakeError, AssertionError):
     """A wait's condition did not hold before its deadline. It is an
     AssertionError, so test runners report it as a failed check."""
+
+
+WaitTimeout = WaitTimeoutError
+"""The name WaitTimeoutError had before it was named as PEP 8 names exceptions; the same class."""

@@ -86,20 +86,23 @@ class Partition:
 
 @dataclass(frozen=True)
 class BrokerInfo:
-    """One broker id of GET /brokers: its listen address and whether it is
-    down. Indexing by the JSON name (``b["addr"]``) still works, as it did
-    when brokers() returned dicts."""
+    """One broker id of GET /brokers: the address it listens on, the one
+    Metadata hands to clients, and whether it is down. Indexing by the JSON
+    name (``b["addr"]``) still works, as it did when brokers() returned
+    dicts."""
     id: int
     addr: str
     down: bool
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    advertised: str = ""
 
     def __getitem__(self, key: str) -> Any:
         return self.raw[key]
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "BrokerInfo":
-        return cls(id=d["id"], addr=d.get("addr", ""), down=bool(d.get("down")), raw=d)
+        return cls(id=d["id"], addr=d.get("addr", ""), down=bool(d.get("down")), raw=d,
+                   advertised=d.get("advertised", ""))
 
 
 @dataclass(frozen=True)
