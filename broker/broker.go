@@ -24,6 +24,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -217,6 +218,7 @@ func WithProfile(name string) Option {
 // unless set. See KafkaVersion for what each changes; ApiVersions and the
 // features it advertises follow it. The VAST profile's rules hide what
 // changes, so there it changes only the metadata.version it advertises.
+// New refuses a version not in KafkaVersions.
 func WithKafkaVersion(v KafkaVersion) Option { return func(c *config) { c.kafka = v } }
 
 // WithClock sets the broker's clock. The default is the wall clock; a
@@ -510,6 +512,9 @@ func New(opts ...Option) (*Broker, error) {
 	}
 	if cfg.err != nil {
 		return nil, cfg.err
+	}
+	if !slices.Contains(KafkaVersions(), cfg.kafka) {
+		return nil, fmt.Errorf("vastfake: unknown Kafka version %s (want one of %s)", cfg.kafka, kafkaVersionNames())
 	}
 	for _, p := range cfg.policies {
 		if err := p.validate(); err != nil {

@@ -55,11 +55,16 @@ func ParseKafkaVersion(s string) (KafkaVersion, error) {
 			}
 		}
 	}
+	return KafkaVersion{}, fmt.Errorf("unknown Kafka version %q (want one of %s)", clipValue(s), kafkaVersionNames())
+}
+
+// kafkaVersionNames lists KafkaVersions for an error: "4.0, 4.1, ...".
+func kafkaVersionNames() string {
 	names := make([]string, 0, 4)
 	for _, v := range KafkaVersions() {
 		names = append(names, v.String())
 	}
-	return KafkaVersion{}, fmt.Errorf("unknown Kafka version %q (want one of %s)", clipValue(s), strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // clipValue quotes at most the first 64 bytes of a value in an error.
