@@ -154,6 +154,7 @@ var scenarios = []struct {
 // TestScenarios runs the produce/fetch scenarios against vastfake in both
 // profiles and against kfake, franz-go's reference fake: all three agree.
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, profile := range []string{"vast", "kafka"} {

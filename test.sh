@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test: the root module (broker, coordinator, log, fixtures, the
-# binary, end-to-end tests) and the interop module (sarama, kafka-go,
-# confluent-kafka-go, the Confluent Python client), all with the race
-# detector; every fuzz target of the root module for a few seconds
-# (FUZZTIME, 3000x: 3,000 inputs, by default); every benchmark and cmd/vastbench once; then
+# binary, end-to-end tests, and the heavy ones behind the build tag heavy)
+# and the interop module (sarama, kafka-go, confluent-kafka-go, the
+# Confluent Python client), all with the race detector; every fuzz target
+# of the root module for a few seconds (FUZZTIME, 3000x: 3,000 inputs, by
+# default); every benchmark and cmd/vastbench once; then
 # the Python package (python/ and examples/pytest) when /usr/bin/python3 has
 # what it needs, and the JavaScript package (js/) when node and its npm ci
 # are there (both required when CI is set), each also from the wheel or npm
-# packages that carry the binary (cmd/vastdist, for this platform); and the
-# container image with its Testcontainers helpers (containers/test.sh: Go,
+# packages that carry the binary (cmd/vastdist, for this platform); the code
+# blocks of Getting started, Packages and Containers as written
+# (internal/docblocks, when npm and python3-venv are there); and the
+# container image with its Testcontainers helpers (containers/test.sh: Go, Python,
 # and js/'s under Node.js 22) when there is a container engine: DOCKER_HOST,
 # a Docker socket, or podman (required when CI is set).
 set -euo pipefail
@@ -41,6 +44,14 @@ if [ -z "${CI:-}" ]; then
     skip "js/: it needs node on PATH and kafkajs (cd js && npm ci)"
   fi
 fi
+# The pages' code blocks (internal/docblocks) run as a user would: npm,
+# and a virtual environment of /usr/bin/python3 with pip.
+docs_missing=""
+command -v npm >/dev/null || docs_missing+=" npm"
+/usr/bin/python3 -c 'import venv' 2>/dev/null || docs_missing+=" python3-venv"
+if [ -z "${CI:-}" ] && [ -n "$docs_missing$py_missing" ]; then
+  skip "the pages' code blocks (internal/docblocks): they need$docs_missing $py_missing (apt-get install -y nodejs npm python3-venv $py_missing)"
+fi
 have_engine() { [ -n "${DOCKER_HOST:-}" ] || [ -S /var/run/docker.sock ] || command -v podman >/dev/null; }
 if [ -z "${CI:-}" ] && ! have_engine; then
   skip "the container image and its Testcontainers helper (containers/): they need podman (apt-get install -y podman runc) or Docker"
@@ -51,8 +62,15 @@ go vet ./...
 GOOS=darwin go vet ./...
 GOOS=windows go vet ./...
 go test -race -count=1 ./...
-# Resident-memory bounds, which the race detector's shadow memory hides.
-go test -count=1 -run '^TestMemory' ./...
+# The heavy tests, kept out of the default go test by the build tag heavy so
+# that it stays quick and deterministic: fixed-duration load tests and the
+# memory bounds (TestMemory*), found by the tag so that a new one runs too.
+# First with the race detector, as every test; then the memory bounds again
+# without it, since its shadow memory hides resident memory.
+mapfile -t heavy_tests < <(grep -rl --include='*_test.go' '^//go:build.*\bheavy\b' . | grep -v '^\./interop/' |
+  xargs -r grep -ohE '^func Test[A-Za-z0-9_]+' | sed 's/^func //' | sort -u)
+go test -race -count=1 -tags heavy -run "^($(IFS='|'; echo "${heavy_tests[*]}"))\$" ./...
+go test -count=1 -tags heavy -run '^TestMemory' ./...
 # Every fuzz target briefly, found by name so that a new one runs too: this
 # keeps the targets building and their seed corpora passing, and now and
 # then finds something (the failing input lands in the package's
@@ -83,9 +101,20 @@ go build -o "$tmp/vastfake" ./cmd/vastfake
 # offline and run a broker from them with no Go on PATH.
 go run ./cmd/vastdist -o "$tmp/dist" -platforms host >/dev/null
 export VASTFAKE_DIST="$tmp/dist"
+# The code blocks of Getting started, Packages and Containers that need no
+# container engine, run as written against those packages
+# (internal/docblocks); containers/test.sh runs the others.
+if [ -z "$docs_missing$py_missing" ]; then
+  go test -count=1 -timeout 30m -run 'TestDocBlocksRun' ./internal/docblocks
+elif [ -n "${CI:-}" ]; then
+  echo "the pages' code blocks (internal/docblocks) need$docs_missing $py_missing: apt-get install -y nodejs npm python3-venv $py_missing" >&2
+  exit 1
+else
+  export VASTFAKE_DOCS_SKIP=1 # and containers/test.sh skips the others
+fi
 
 # The Python package (python/, with its tests and examples/pytest, the
-# the first Python test of README.md) on /usr/bin/python3 with Debian's pytest,
+# first Python test of Getting started) on /usr/bin/python3 with Debian's pytest,
 # confluent-kafka and kafka-python. pip installs it into a temporary
 # directory, offline, so that pytest loads the plugin through its pytest11
 # entry point as it does for users.
@@ -94,13 +123,13 @@ if [ -z "$py_missing" ]; then
     --target "$tmp/site" ./python
   rm -rf python/build python/vastfake.egg-info
   PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 VASTFAKE_BIN="$tmp/vastfake" \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests examples/pytest
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider --ignore=python/tests/test_containers.py python/tests examples/pytest
 elif [ -n "${CI:-}" ]; then
   echo "python/ needs Debian packages for /usr/bin/python3: apt-get install -y $py_missing" >&2
   exit 1
 fi
 
-# The JavaScript package (js/, with README.md's first JavaScript test)
+# The JavaScript package (js/, with the first JavaScript test of Getting started)
 # under node --test, with kafkajs from npm ci.
 if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; then
   # containers.test.js runs in containers/test.sh, with a container engine.

@@ -135,15 +135,19 @@ var apiTable = []api{
 	// KIP-848 assignments name topics by ID only: without IDs they cannot work.
 	{key: 68, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly", capBy: "NoTopicIDs", capTo: -1},
 	{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly", capBy: "NoTopicIDs", capTo: -1},
-	{key: 76, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // ShareGroupHeartbeat (KIP-932)
-	{key: 77, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // ShareGroupDescribe
-	{key: 78, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // ShareFetch
-	{key: 79, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // ShareAcknowledge
-	{key: 88, hiddenBy: "ClassicGroupsOnly"},                              // StreamsGroupHeartbeat (KIP-1071)
-	{key: 89, hiddenBy: "ClassicGroupsOnly"},                              // StreamsGroupDescribe
-	{key: 90, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // DescribeShareGroupOffsets
-	{key: 91, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // AlterShareGroupOffsets
-	{key: 92, hiddenBy: "ClassicGroupsOnly", ceilings: beforeShareGroups}, // DeleteShareGroupOffsets
+	// Share groups (KIP-932) at Kafka 4.2's versions: v0 of the first four
+	// was Kafka 4.0's early access, removed in 4.1. They come with Kafka
+	// 4.2: a broker following an older Kafka version hides them
+	// (beforeShareGroups). Like KIP-848's, they name topics by ID only.
+	{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 77, min: 1, max: 1, handle: handleShareGroupDescribe, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 78, min: 1, max: 2, handle: handleShareFetch, share: partitionLeader, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 79, min: 1, max: 2, handle: handleShareAcknowledge, share: partitionLeader, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 88, hiddenBy: "ClassicGroupsOnly"}, // StreamsGroupHeartbeat (KIP-1071)
+	{key: 89, hiddenBy: "ClassicGroupsOnly"}, // StreamsGroupDescribe
+	{key: 90, min: 0, max: 1, handle: handleDescribeShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
 }
 
 // beforeShareGroups hides the share-group APIs before Kafka 4.2, the first

@@ -472,11 +472,18 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.AnyAddressServes: {
 		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",
 	},
+	rules.NoShareGroups: {
+		"":               "VAST has no share groups (KIP-932 queues): consume with a classic consumer group and commit each record's offset once it is processed; send a record to retry to a retry topic (and one that keeps failing to a dead-letter topic) instead of releasing or rejecting it, and run more consumers than partitions no more: a partition has one consumer",
+		familyFranz:      "replace kgo.ShareGroup(...) with kgo.ConsumerGroup(...), kgo.Balancers(kgo.RangeBalancer()) and kgo.DisableAutoCommit(), and CommitRecords once records are processed; instead of r.Ack(kgo.AckRelease) produce the record to a retry topic, instead of kgo.AckReject to a dead-letter topic",
+		familyJava:       "replace KafkaShareConsumer with KafkaConsumer (group.protocol=classic, enable.auto.commit=false, partition.assignment.strategy=range) and commitSync once records are processed; instead of acknowledge(record, AcknowledgeType.RELEASE) send the record to a retry topic, instead of REJECT to a dead-letter topic",
+		familyLibrdkafka: "replace the share consumer with a classic consumer (group.protocol=classic, enable.auto.commit=false, partition.assignment.strategy=range) and commit each message once processed (rd_kafka_commit_message, consumer.commit(message)); produce a message to retry to a retry topic instead of releasing it",
+		familyKafkaTS:    "replace kafka.shareConsumer(...) with kafka.consumer({ groupId }) and commit offsets once messages are processed; produce a message to retry to a retry topic instead of releasing it",
+	},
 	rules.ClassicGroupsOnly: {
-		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer), share groups or streams groups; use the classic protocol",
+		"":               "VAST speaks the classic consumer-group protocol only: no KIP-848 consumer groups (group.protocol=consumer) or streams groups; use the classic protocol",
 		familyLibrdkafka: "set group.protocol=classic (the default): with group.protocol=consumer a librdkafka consumer gets no assignment from VAST and says why only in its debug log (debug=cgrp)",
 		familyFranz:      "drop kgo.ServerSideBalancer(): against VAST kgo falls back to the classic protocol quietly, with the client-side balancers you list in kgo.Balancers",
-		familyJava:       "set group.protocol=classic (the default before Kafka 5.0): with group.protocol=consumer KafkaConsumer fails against VAST with UnsupportedVersionException; use no share consumer",
+		familyJava:       "set group.protocol=classic (the default before Kafka 5.0): with group.protocol=consumer KafkaConsumer fails against VAST with UnsupportedVersionException",
 	},
 }
 

@@ -18,6 +18,7 @@ import (
 // finding; the VAST profile hides it. Capped APIs are advertised at the
 // cap in both, and served above it only when audited.
 func TestAuditedAPIs(t *testing.T) {
+	t.Parallel()
 	audit, err := New(WithProfile("audit"))
 	require.NoError(t, err)
 	defer audit.Close()
@@ -54,6 +55,7 @@ func cmpOr(a, b string) string {
 // only counted; a repeated finding counts up without growing; client input
 // is clipped.
 func TestFindingsBounded(t *testing.T) {
+	t.Parallel()
 	var a auditLog
 	now := time.Unix(1_700_000_000, 0)
 	for i := range maxFindings + 5 {
@@ -83,6 +85,7 @@ func TestFindingsBounded(t *testing.T) {
 // TestAdviceForEveryRule: every rule has general advice, and the client
 // families are recognised from what clients send.
 func TestAdviceForEveryRule(t *testing.T) {
+	t.Parallel()
 	for _, id := range rules.IDs() {
 		assert.NotEmpty(t, advice(id, rules.Refused, ""), "rule %s", id)
 		assert.NotEmpty(t, advice(id, rules.Refused, familyJava), "rule %s", id)
@@ -101,6 +104,7 @@ func TestAdviceForEveryRule(t *testing.T) {
 // and refusal message name every topic config the VAST profile accepts,
 // since both are built from the one list that decides it.
 func TestTopicConfigTextsNameEveryVASTConfig(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("vast"))
 	require.NoError(t, err)
 	defer b.Close()
@@ -119,6 +123,7 @@ func TestTopicConfigTextsNameEveryVASTConfig(t *testing.T) {
 // 2.2.4, kafka-python 2.0.2 and kafka-go 0.4.51, and the advice then names
 // that client's own setting whatever its client id.
 func TestFingerprint(t *testing.T) {
+	t.Parallel()
 	type step struct{ key, version int16 }
 	for _, tc := range []struct {
 		name  string
@@ -159,6 +164,7 @@ func TestFingerprint(t *testing.T) {
 // TestClientSoftwareMemory: a connection that shows nothing of itself is
 // named from its client id's other connections, and the memory is bounded.
 func TestClientSoftwareMemory(t *testing.T) {
+	t.Parallel()
 	var m clientSoftwareMemory
 	m.remember("orders-app", "kafka-python (recognised by its requests)", "")
 	sw, _ := m.lookup("orders-app")
@@ -177,6 +183,7 @@ func TestClientSoftwareMemory(t *testing.T) {
 // request any rule refused names the rule and its action, whether the
 // answer carried a message of its own (kept when it already does) or not.
 func TestRefusalMessagesNameRuleAndAction(t *testing.T) {
+	t.Parallel()
 	for _, id := range rules.IDs() {
 		for _, msg := range []string{"", "the view already has 256 consumer groups", id.Refusal("VAST refuses it", "")} {
 			got := refusalMessage(id.String(), int16(kmsg.Metadata), msg)
@@ -191,6 +198,7 @@ func TestRefusalMessagesNameRuleAndAction(t *testing.T) {
 // speaks their configuration, and librdkafka's advice names the alias an
 // app may use for the canonical key.
 func TestAppAdvice(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		software, clientID string
 		rule               rules.ID
@@ -212,6 +220,7 @@ func TestAppAdvice(t *testing.T) {
 // group forecast and the refusal-line limiter keep at most their bounds,
 // however many distinct clients a test brings.
 func TestAuditSideTablesAreBounded(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("audit"))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })

@@ -24,6 +24,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/internal/testutil"
 	"github.com/vastfake/vastfake/log"
 )
 
@@ -114,10 +115,10 @@ type cpuMeter struct {
 	ok           bool
 }
 
-func (m *cpuMeter) begin() { m.start, m.ok = processCPU() }
+func (m *cpuMeter) begin() { m.start, m.ok = testutil.ProcessCPU() }
 
 func (m *cpuMeter) end() {
-	if now, ok := processCPU(); ok && m.ok {
+	if now, ok := testutil.ProcessCPU(); ok && m.ok {
 		m.total += now - m.start
 	}
 }
@@ -477,7 +478,7 @@ func BenchmarkAuditCost(b *testing.B) {
 				c := newClientConn(br, br.nodes[0], &loopConn{frame: w.frame})
 				b.SetBytes(int64(len(w.frame)))
 				b.ReportAllocs()
-				start, cpuOK := processCPU()
+				start, cpuOK := testutil.ProcessCPU()
 				for b.Loop() {
 					if err := c.handleOne(); err != nil {
 						b.Fatal(err)
@@ -485,7 +486,7 @@ func BenchmarkAuditCost(b *testing.B) {
 				}
 				// CPU time, unlike sec/op, does not count the time other
 				// processes of a busy machine held the core.
-				if end, ok := processCPU(); cpuOK && ok {
+				if end, ok := testutil.ProcessCPU(); cpuOK && ok {
 					b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 				}
 			})

@@ -203,6 +203,7 @@ const (
 	familyKafkaJS    = "kafkajs"
 	familyJava       = "java"
 	familyKafkaPy    = "kafka-python"
+	familyKafkaTS    = "@kafkats/client"
 )
 
 // clientFamily names the client library from what ApiVersions said, or
@@ -222,6 +223,8 @@ func clientFamily(software, clientID string) string {
 		return familyKafkaGo
 	case strings.Contains(s, "kafkajs"):
 		return familyKafkaJS
+	case strings.Contains(s, "kafkats"):
+		return familyKafkaTS
 	case strings.Contains(s, "java"):
 		return familyJava
 	}

@@ -19,6 +19,7 @@ import (
 // is dirty), then closes the broker: TestMain's leak check shows that no
 // compaction outlives Close.
 func TestPeriodicCompactionOnTheWallClock(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithCompactionInterval(time.Millisecond), WithTopics(TopicSpec{
 		Name: "state", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"},
 	}))
@@ -41,6 +42,7 @@ func TestPeriodicCompactionOnTheWallClock(t *testing.T) {
 }
 
 func TestOffsetGapOptionBounds(t *testing.T) {
+	t.Parallel()
 	for _, g := range []OffsetGap{{Topic: "t", Skip: 0}, {Topic: "t", Skip: maxGapSkip + 1}, {Topic: "t", Skip: 1, Every: -1}, {Topic: "", Skip: 1}} {
 		_, err := New(WithOffsetGaps(g))
 		assert.Error(t, err, "%+v", g)
@@ -101,6 +103,7 @@ func waitForTurn(t *testing.T, b *Broker) <-chan error {
 // compactions started at once, on demand or by the timer, decompress no
 // more batches together than produce validation may.
 func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
+	t.Parallel()
 	b := compressedCompactedBroker(t)
 	done := waitForTurn(t, b)
 	<-b.decompress
@@ -117,6 +120,7 @@ func TestCompactionWaitsForADecompressionTurn(t *testing.T) {
 // decompression turn gives up when the broker closes, instead of keeping
 // its caller waiting, and changes nothing.
 func TestCloseEndsACompactionWaitingForATurn(t *testing.T) {
+	t.Parallel()
 	b := compressedCompactedBroker(t)
 	done := waitForTurn(t, b)
 	require.NoError(t, b.Close())

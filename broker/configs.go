@@ -483,9 +483,11 @@ func handleDescribeConfigs(b *Broker, r *request) kmsg.Response {
 				e.Source = kmsg.ConfigSourceStaticBrokerConfig
 				sr.Configs = append(sr.Configs, e)
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			b.describeGroupConfigs(r, &sr, res.name, names[res])
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
-			sr.ErrorMessage = kmsg.StringPtr("vastfake describes topic and broker configs only")
+			sr.ErrorMessage = kmsg.StringPtr("vastfake describes topic, broker and group configs only")
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
@@ -568,6 +570,11 @@ func handleAlterConfigs(b *Broker, r *request) kmsg.Response {
 		for _, c := range rr.Configs {
 			set[c.Name] = *c.Value
 		}
+		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			sr.ErrorCode, sr.ErrorMessage = b.alterGroupConfigs(r, rr.ResourceName, req.ValidateOnly, func(map[string]string) (map[string]string, int16, string) { return set, 0, "" })
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		if code := b.allowAlterConfigs(r, rr.ResourceType, rr.ResourceName); code != 0 {
 			sr.ErrorCode = code
 			resp.Resources = append(resp.Resources, sr)
@@ -618,6 +625,13 @@ func handleIncrementalAlterConfigs(b *Broker, r *request) kmsg.Response {
 		}
 		if codes[i] != 0 {
 			sr.ErrorCode, sr.ErrorMessage = codes[i], kmsg.StringPtr(msgs[i])
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
+		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			sr.ErrorCode, sr.ErrorMessage = b.alterGroupConfigs(r, rr.ResourceName, req.ValidateOnly, func(old map[string]string) (map[string]string, int16, string) {
+				return editGroupConfigs(old, rr.Configs)
+			})
 			resp.Resources = append(resp.Resources, sr)
 			continue
 		}

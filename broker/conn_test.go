@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -23,9 +22,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
 
 func TestAcksZeroProduceGetsNoAnswerEvenWhenFaulted(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -80,6 +81,7 @@ func (t *trickle) Read(p []byte) (int, error) {
 // followed by a trickle costs the broker little more than the trickle, not
 // the claimed size, whether or not the connection has authenticated.
 func TestFrameMemoryFollowsArrivingBytes(t *testing.T) {
+	t.Parallel()
 	for _, claimed := range []int{maxFrameSize, maxSASLFrameSize} {
 		src := &trickle{left: 1000}
 		c := &clientConn{b: &Broker{}, r: bufio.NewReaderSize(src, 16)}
@@ -94,6 +96,7 @@ func TestFrameMemoryFollowsArrivingBytes(t *testing.T) {
 // frame buffer goes back to the shared pool, before and after SASL
 // authentication alike, so an idle connection holds no frame.
 func TestNoFrameBufferHeldBetweenRequests(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithUsers(map[string]string{"app": "secret"}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -199,6 +202,7 @@ func TestFrameBuffersHoldAtMostTwiceWhatArrived(t *testing.T) {
 // reads through a small buffer until it has, and until it has sent
 // readBufferSize bytes, then a full-size one.
 func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
+	t.Parallel()
 	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}, ctx: context.Background()}
 	server, client := net.Pipe()
 	defer server.Close()
@@ -227,6 +231,7 @@ func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 // a small buffer until it has sent readBufferSize bytes, then a full-size
 // one, which goes back to the broker's free list when it closes.
 func TestReadBufferFollowsWhatWasSent(t *testing.T) {
+	t.Parallel()
 	b := &Broker{ctx: context.Background()}
 	server, client := net.Pipe()
 	defer client.Close()
@@ -272,31 +277,14 @@ func withFailingListener(fl *failingListener) Option {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 // TestAcceptRetriesWhenOutOfFileDescriptors: accepts that fail with
 // "too many open files" are retried, and a client then connects and
 // produces.
 func TestAcceptRetriesWhenOutOfFileDescriptors(t *testing.T) {
+	t.Parallel()
 	fl := &failingListener{}
 	fl.fails.Store(4)
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	b, err := New(WithTopics(TopicSpec{Name: "t", Partitions: 1}), withFailingListener(fl),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
@@ -315,6 +303,7 @@ func TestAcceptRetriesWhenOutOfFileDescriptors(t *testing.T) {
 // TestCloseWhileAcceptKeepsFailing: Close returns, and stops the accept
 // loop, while every accept fails.
 func TestCloseWhileAcceptKeepsFailing(t *testing.T) {
+	t.Parallel()
 	fl := &failingListener{}
 	fl.fails.Store(1 << 62)
 	b, err := New(withFailingListener(fl))
@@ -329,6 +318,7 @@ func TestCloseWhileAcceptKeepsFailing(t *testing.T) {
 // waited the idle timeout, instead of holding a goroutine and its buffers
 // forever.
 func TestUnreadAnswersCloseTheConnection(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}), WithIdleTimeout(200*time.Millisecond))
 	require.NoError(t, err)
 	defer b.Close()
@@ -372,6 +362,7 @@ func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 // TestNegativeTimeoutsRefused: a negative timeout or session bound is a
 // mistake, not a silent "none", so New refuses it.
 func TestNegativeTimeoutsRefused(t *testing.T) {
+	t.Parallel()
 	for _, opt := range []Option{WithIdleTimeout(-1), WithReadTimeout(-time.Second), WithTLSHandshakeTimeout(-1),
 		WithMinSessionTimeout(-1), WithMaxSessionTimeout(-time.Minute)} {
 		b, err := New(opt)
@@ -387,6 +378,7 @@ func TestNegativeTimeoutsRefused(t *testing.T) {
 // a consumer's connection keeps at most maxKeptAnswer bytes between
 // answers and the next large answer, on any connection, reuses the buffer.
 func TestLargeAnswersLeaveNoBufferOnTheConnection(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -430,6 +422,7 @@ func TestLargeAnswersLeaveNoBufferOnTheConnection(t *testing.T) {
 // classes, hands them out again, and never holds more than maxFreeBuffers
 // bytes however many are given back.
 func TestFreeBuffersAreBounded(t *testing.T) {
+	t.Parallel()
 	var p bufferPool
 	first := p.get(3 << 20)
 	assert.Equal(t, 4<<20, len(first.b), "a 3 MiB request gets the 4 MiB class")
@@ -455,6 +448,7 @@ func TestFreeBuffersAreBounded(t *testing.T) {
 // frame, smaller frames that follow read into the same free buffer
 // instead of making (and keeping resident) one of each size class.
 func TestVaryingFramesKeepToOneBuffer(t *testing.T) {
+	t.Parallel()
 	sizes := []int{3 << 20, 1536 << 10, 700 << 10, 3 << 20, 100 << 10}
 	var data []byte
 	for _, n := range sizes {
@@ -481,6 +475,7 @@ func TestVaryingFramesKeepToOneBuffer(t *testing.T) {
 // such frame, and frames of other requests still come from the free list,
 // to which a large one goes back with its pages released.
 func TestKeptFramesNeverGoBackToTheFreeList(t *testing.T) {
+	t.Parallel()
 	const size = 4 << 20
 	produce := make([]byte, size) // api key 0: Produce
 	fetch := make([]byte, size)

@@ -80,6 +80,7 @@ func waitPaced(t *testing.T, b *Broker, n int32) {
 }
 
 func TestPacedEmptyFetchEndsWhenRecordsArrive(t *testing.T) {
+	t.Parallel()
 	b, cl := pacedBroker(t)
 	done := fetchAsync(context.Background(), cl, fetchReq(time.Hour, 0, 1))
 	waitPaced(t, b, 1)
@@ -94,6 +95,7 @@ func TestPacedEmptyFetchEndsWhenRecordsArrive(t *testing.T) {
 }
 
 func TestPacedEmptyFetchKeepsWaitingForItsOwnPartitions(t *testing.T) {
+	t.Parallel()
 	b, cl := pacedBroker(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -114,6 +116,7 @@ func TestPacedEmptyFetchKeepsWaitingForItsOwnPartitions(t *testing.T) {
 }
 
 func TestPacedEmptyFetchNeverOutwaitsMaxWait(t *testing.T) {
+	t.Parallel()
 	_, cl := pacedBroker(t)
 	// An hour's pacing, a 50ms MaxWait: the answer comes, empty.
 	r := waitResult(t, fetchAsync(context.Background(), cl, fetchReq(50*time.Millisecond, 0)))
@@ -123,6 +126,7 @@ func TestPacedEmptyFetchNeverOutwaitsMaxWait(t *testing.T) {
 }
 
 func TestPacedFetchAnswersErrorsAtOnce(t *testing.T) {
+	t.Parallel()
 	_, cl := pacedBroker(t)
 	r := waitResult(t, fetchAsync(context.Background(), cl, fetchReq(time.Hour, 0, 7)))
 	require.NoError(t, r.err)
@@ -130,6 +134,7 @@ func TestPacedFetchAnswersErrorsAtOnce(t *testing.T) {
 }
 
 func TestCloseEndsPacedFetch(t *testing.T) {
+	t.Parallel()
 	b, cl := pacedBroker(t)
 	done := fetchAsync(context.Background(), cl, fetchReq(time.Hour, 0))
 	waitPaced(t, b, 1)
@@ -139,6 +144,7 @@ func TestCloseEndsPacedFetch(t *testing.T) {
 }
 
 func TestNegativeEmptyFetchDelayRefused(t *testing.T) {
+	t.Parallel()
 	_, err := New(WithEmptyFetchDelay(-time.Second))
 	require.ErrorContains(t, err, "empty fetch delay")
 }
@@ -150,6 +156,7 @@ func TestNegativeEmptyFetchDelayRefused(t *testing.T) {
 // Kafka completes a delayed fetch whose partition goes away, instead of
 // waiting out its MaxWait for records that can no longer come.
 func TestWaitingFetchEndsWhenItsTopicIsDeleted(t *testing.T) {
+	t.Parallel()
 	for profile, want := range map[string]*kerr.Error{"vast": kerr.UnknownTopicOrPartition, "kafka": kerr.UnknownTopicID} {
 		t.Run(profile, func(t *testing.T) {
 			b, err := New(WithProfile(profile), WithTopics(TopicSpec{Name: "p", Partitions: 2}), WithEmptyFetchDelay(time.Hour))

@@ -99,15 +99,15 @@ func (c *clientConn) answerUnknownApiVersions(in *inbound, a *api) error {
 // auditUngated records a finding of the rule that would have kept r out
 // at the gate, when that rule is audited and so let it through: an API
 // a rule hides (or caps below its minimum), or a version above what the
-// rule lets the broker advertise. A KIP-848 heartbeat's finding names its
-// group.
+// rule lets the broker advertise. A KIP-848 heartbeat's finding, and a
+// share group request's, names its group.
 func (c *clientConn) auditUngated(a *api, r *request) {
 	id := c.b.auditedBy[a.key]
 	if id == 0 || !(a.hiddenBy != "" || a.hiddenByCap() || r.version > a.advertised) {
 		return
 	}
 	group := ""
-	if a.share == groupCoordinator {
+	if a.share == groupCoordinator || id == rules.NoShareGroups {
 		if gs := groupsOf(reflect.ValueOf(r.kreq).Elem()); len(gs) > 0 {
 			group = gs[0]
 		}

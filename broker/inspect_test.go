@@ -14,10 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/internal/testutil"
 	"github.com/vastfake/vastfake/rules"
 )
 
 func TestRequestLogKeepsTheLastRequestsInOrder(t *testing.T) {
+	t.Parallel()
 	b, err := New()
 	require.NoError(t, err)
 	defer b.Close()
@@ -43,6 +45,7 @@ func TestRequestLogKeepsTheLastRequestsInOrder(t *testing.T) {
 // refusal (an idle VAST consumer sends that many empty fetches in seconds)
 // leave the refusal in the log, in its place at the start.
 func TestRefusalsOutliveAFloodOfFetches(t *testing.T) {
+	t.Parallel()
 	b, err := New()
 	require.NoError(t, err)
 	defer b.Close()
@@ -68,6 +71,7 @@ func TestRefusalsOutliveAFloodOfFetches(t *testing.T) {
 // connections are stored apart from ordinary requests, bounded on their
 // own, and Requests merges both in answer order.
 func TestNotableRecordsMergeInOrder(t *testing.T) {
+	t.Parallel()
 	b, err := New()
 	require.NoError(t, err)
 	defer b.Close()
@@ -153,7 +157,8 @@ func (w *wire) send(req kmsg.Request) (kmsg.Response, error) {
 // ApiVersions closes the connection, as Kafka does for an API it does not
 // serve, and the request log and the log line name the rule.
 func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
-	var logs syncBuffer
+	t.Parallel()
+	var logs testutil.LockedBuffer
 	b, err := New(WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
 	defer b.Close()
@@ -162,7 +167,7 @@ func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
 		rule string
 	}{
 		{kmsg.NewPtrConsumerGroupHeartbeatRequest(), "ClassicGroupsOnly"},
-		{kmsg.NewPtrShareFetchRequest(), "ClassicGroupsOnly"},
+		{kmsg.NewPtrShareFetchRequest(), "NoShareGroups"},
 		{kmsg.NewPtrOffsetDeleteRequest(), "NoOffsetDelete"},
 		{kmsg.NewPtrCreatePartitionsRequest(), "FixedPartitions"},
 		{kmsg.NewPtrInitProducerIDRequest(), "NoIdempotence"},
@@ -220,7 +225,8 @@ func TestHiddenAPIsAreRefusedWithTheirRule(t *testing.T) {
 // TestRefusalMessageIsLogged: the record and the log line of a refusal
 // carry the message the client got.
 func TestRefusalMessageIsLogged(t *testing.T) {
-	var logs syncBuffer
+	t.Parallel()
+	var logs testutil.LockedBuffer
 	b, err := New(WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -247,6 +253,7 @@ func TestRefusalMessageIsLogged(t *testing.T) {
 }
 
 func TestLogMessageIsCut(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "short", logMessage("short"))
 	long := strings.Repeat("é", maxLoggedMessage) // two bytes each
 	cut := logMessage(long)
@@ -259,6 +266,7 @@ func TestLogMessageIsCut(t *testing.T) {
 // last; another request on the connection ends the run, and two idle
 // consumers keep a record each however their fetches interleave.
 func TestEmptyFetchesCollapse(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	// Answered at once, as with -empty-fetch-delay 0: the spin at its worst.
 	b, err := New(WithClock(clk), WithTopics(TopicSpec{Name: "bench", Partitions: 3}), WithEmptyFetchDelay(0))
@@ -316,6 +324,7 @@ func TestEmptyFetchesCollapse(t *testing.T) {
 // and collapsed runs of empty fetches; with a filter and with newest N it
 // lists the matching records of Requests, the newest N of them.
 func TestEachRequestPagesThroughTheLog(t *testing.T) {
+	t.Parallel()
 	b, err := New()
 	require.NoError(t, err)
 	defer b.Close()

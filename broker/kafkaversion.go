@@ -164,7 +164,7 @@ func (v KafkaVersion) features(served func(key, version int16) bool) []feature {
 	}
 	if !v.Before(Kafka4_1) {
 		f := feature{name: "share.version", min: 0, max: 1}
-		if v.ShareGroups() && served(int16(kmsg.ShareGroupHeartbeat), 0) {
+		if v.ShareGroups() && served(int16(kmsg.ShareGroupHeartbeat), 1) {
 			f.lvl = 1
 		}
 		out = append(out, f)

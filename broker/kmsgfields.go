@@ -18,13 +18,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// hasGroup reports whether a request names group: as its Group, or among
-// its Groups (strings, or structs with a Group).
+// hasGroup reports whether a request names group: as its Group (GroupID
+// in the share group APIs), or among its Groups (GroupIDs; strings, or
+// structs with a Group).
 func hasGroup(v reflect.Value, group string) bool {
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String && g.String() == group {
+	if g, ok := groupField(v); ok && g == group {
 		return true
 	}
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice {
+	gs := v.FieldByName("Groups")
+	if !gs.IsValid() {
+		gs = v.FieldByName("GroupIDs")
+	}
+	if gs.IsValid() && gs.Kind() == reflect.Slice {
 		for i := 0; i < gs.Len(); i++ {
 			e := gs.Index(i)
 			if e.Kind() == reflect.String && e.String() == group {
@@ -215,14 +220,20 @@ func mirrorErrors(req, resp reflect.Value, code int16) {
 		st.Set(out)
 		mirrored = rt.Len() > 0
 	}
-	if rg, sg := req.FieldByName("Groups"), resp.FieldByName("Groups"); rg.IsValid() && sg.IsValid() && sg.Kind() == reflect.Slice && sg.Type().Elem().Kind() == reflect.Struct {
+	rg := req.FieldByName("Groups")
+	if !rg.IsValid() {
+		rg = req.FieldByName("GroupIDs") // ShareGroupDescribe
+	}
+	if sg := resp.FieldByName("Groups"); rg.IsValid() && sg.IsValid() && sg.Kind() == reflect.Slice && sg.Type().Elem().Kind() == reflect.Struct {
 		out := reflect.MakeSlice(sg.Type(), 0, rg.Len())
 		for i := 0; i < rg.Len(); i++ {
 			g := newElem(sg.Type().Elem())
 			if rg.Index(i).Kind() == reflect.String {
 				copyName(g, rg.Index(i), "Group", "")
+				copyName(g, rg.Index(i), "GroupID", "")
 			} else {
 				copyName(g, rg.Index(i), "Group", "Group")
+				copyName(g, rg.Index(i), "GroupID", "GroupID")
 			}
 			setErr(g, code)
 			out = reflect.Append(out, g)
@@ -341,10 +352,14 @@ func errorPlanFor(t reflect.Type) *errorPlan {
 }
 
 // groupsOf returns the group ids a group request names: its Groups, or
-// else its Group.
+// else its Group (GroupIDs and GroupID in the share group APIs).
 func groupsOf(v reflect.Value) []string {
 	var out []string
-	if gs := v.FieldByName("Groups"); gs.IsValid() && gs.Kind() == reflect.Slice && gs.Len() > 0 {
+	gs := v.FieldByName("Groups")
+	if !gs.IsValid() {
+		gs = v.FieldByName("GroupIDs") // ShareGroupDescribe
+	}
+	if gs.IsValid() && gs.Kind() == reflect.Slice && gs.Len() > 0 {
 		for i := 0; i < gs.Len(); i++ {
 			switch e := gs.Index(i); e.Kind() {
 			case reflect.String:
@@ -355,8 +370,24 @@ func groupsOf(v reflect.Value) []string {
 		}
 		return out // OffsetFetch v8+: Group is unused
 	}
-	if g := v.FieldByName("Group"); g.IsValid() && g.Kind() == reflect.String {
-		out = append(out, g.String())
+	if g, ok := groupField(v); ok {
+		out = append(out, g)
 	}
 	return out
+}
+
+// groupField returns the group a request (or one of its groups) names in
+// its Group field, or GroupID as the share group APIs call it (a string,
+// or a nullable one in ShareFetch and ShareAcknowledge).
+func groupField(v reflect.Value) (string, bool) {
+	for _, name := range []string{"Group", "GroupID"} {
+		switch g := v.FieldByName(name); {
+		case !g.IsValid():
+		case g.Kind() == reflect.String:
+			return g.String(), true
+		case g.Kind() == reflect.Pointer && !g.IsNil() && g.Elem().Kind() == reflect.String:
+			return g.Elem().String(), true
+		}
+	}
+	return "", false
 }

@@ -1,3 +1,5 @@
+//go:build heavy
+
 package broker
 
 import (
@@ -25,7 +27,9 @@ import (
 // string. A string the broker kept needs a bound (Kafka's where it has one:
 // 32,767 bytes for group and transactional ids, 249 for topics, the group
 // record's 1 MiB for what members send, 4 KiB of offset metadata), and a
-// refusal with Kafka's error past it.
+// refusal with Kafka's error past it. Heavy (test.sh runs it with -tags
+// heavy): some hundreds of requests of over a megabyte, each measured on the
+// live heap after two collections.
 
 const (
 	nameBoundLong   = 1<<20 + 64<<10 // over a group's 1 MiB record, so no bound lets one through

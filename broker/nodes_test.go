@@ -25,6 +25,7 @@ import (
 // one in Metadata, partition leaders and group coordinators by the
 // documented rules, which LeaderOf and CoordinatorOf compute.
 func TestSeveralBrokersInMetadata(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 6}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -78,6 +79,7 @@ func TestSeveralBrokersInMetadata(t *testing.T) {
 // A producer with acks=all carries on through it and a consumer group reads
 // every acknowledged record once.
 func TestBrokerDownAndUp(t *testing.T) {
+	t.Parallel()
 	// No election within the test: the broker is back before it is fenced.
 	b, err := New(WithBrokers(3), WithProfile("kafka"), WithElectionDelay(time.Hour), WithTopics(TopicSpec{Name: "orders", Partitions: 6}))
 	require.NoError(t, err)
@@ -169,6 +171,7 @@ func TestBrokerDownAndUp(t *testing.T) {
 // does not exist, a broker already down or up, several brokers that are
 // too few or too many, and advertised addresses that do not match.
 func TestBrokerDownUpRefusals(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, -1, MaxBrokers + 1} {
 		_, err := New(WithBrokers(n))
 		assert.ErrorContains(t, err, fmt.Sprintf("%d brokers: want 1 to %d", n, MaxBrokers))
@@ -223,6 +226,7 @@ func rawProduce(t *testing.T, addr, topic string, ps ...int32) *kmsg.ProduceResp
 // group request to a broker that does not coordinate the group gets
 // NOT_COORDINATOR; the VAST profile serves both anywhere (AnyAddressServes).
 func TestRequestsOnAnotherBroker(t *testing.T) {
+	t.Parallel()
 	kb, err := New(WithBrokers(2), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 2}))
 	require.NoError(t, err)
 	defer kb.Close()
@@ -274,6 +278,7 @@ func TestRequestsOnAnotherBroker(t *testing.T) {
 // and a kgo producer and consumer follow the move with no record lost or
 // read twice.
 func TestLeaderMove(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -329,6 +334,7 @@ func TestLeaderMove(t *testing.T) {
 // the old one answers NOT_COORDINATOR, and a kgo group consumer finds the
 // new one and goes on reading and committing.
 func TestCoordinatorMove(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -410,6 +416,7 @@ func (g *billingGroup) readOnceAndCommitted(n int64, why string) {
 // broker's clock and then serves again, with no leader moved; a producer
 // carries on through it.
 func TestFailOverAddress(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	b, err := New(WithBrokers(2), WithClock(clk), WithTopics(TopicSpec{Name: "orders", Partitions: 2}))
 	require.NoError(t, err)
@@ -461,6 +468,7 @@ func TestFailOverAddress(t *testing.T) {
 // TestFaultsOnOneBroker: a fault, a latency and dropped connections scoped
 // to one broker id touch only the requests and connections of that broker.
 func TestFaultsOnOneBroker(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(2), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 2}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -516,6 +524,7 @@ func TestFaultsOnOneBroker(t *testing.T) {
 // and past MaxCoordinatorMoves groups or MaxCoordinatorMoveBytes of names
 // a new one gets ErrTooManyMoves; moving one again is always allowed.
 func TestCoordinatorMovesAreBounded(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(2))
 	require.NoError(t, err)
 	defer b.Close()
@@ -544,6 +553,7 @@ func TestCoordinatorMovesAreBounded(t *testing.T) {
 // the address back after a blackout on the broker's clock): every record
 // is read once and the group's commits go on.
 func TestGroupThroughAFailOver(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	b, err := New(WithBrokers(3), WithClock(clk), WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
 	require.NoError(t, err)
@@ -564,6 +574,7 @@ func TestGroupThroughAFailOver(t *testing.T) {
 // TestDescribeConfigsOfEveryBroker: DescribeConfigs answers for each broker
 // id, and refuses one that does not exist.
 func TestDescribeConfigsOfEveryBroker(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithProfile("kafka"))
 	require.NoError(t, err)
 	defer b.Close()
@@ -592,6 +603,7 @@ func TestDescribeConfigsOfEveryBroker(t *testing.T) {
 // connected before it keeps producing; a list of the wrong length or an
 // address without a port or host changes nothing.
 func TestSetAdvertised(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithListen("127.0.0.1:0"), WithBrokers(2), WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 2}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -657,6 +669,7 @@ func TestSetAdvertised(t *testing.T) {
 // container) advertises localhost with its port, not 0.0.0.0, which Kafka
 // refuses to advertise and no client can reach on every system.
 func TestAdvertiseUnspecified(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithListen("0.0.0.0:0"))
 	require.NoError(t, err)
 	defer b.Close()

@@ -13,6 +13,7 @@ import (
 // __consumer_offsets without bound; the broker compacts the group's
 // partition as Kafka's log cleaner would, and the newest commit stays.
 func TestOffsetsTopicBound(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
@@ -42,6 +43,7 @@ func TestOffsetsTopicBound(t *testing.T) {
 // nothing of the groups Reset forgot (a lag monitor in the next test sees
 // no group of the last one), and its compaction threshold starts again.
 func TestResetEmptiesTheOffsetsTopic(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })

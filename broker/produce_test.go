@@ -5,18 +5,14 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/clock"
@@ -35,6 +31,7 @@ func producerStates(b *Broker) int {
 // deleted, and Reset clears all of it, so deleted topics leave no memory
 // behind.
 func TestProducerStateFollowsTopics(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "a", Partitions: 2}, TopicSpec{Name: "b", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -65,6 +62,7 @@ func TestProducerStateFollowsTopics(t *testing.T) {
 // another client is answered at once; the compressed one is answered as
 // soon as a turn frees up.
 func TestDecompressionWaitsForATurn(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithDecompressions(1), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -127,51 +125,12 @@ func gzipKeylessBatch(n int) []byte {
 	return batch
 }
 
-// TestKeylessRecordErrorsAreBounded: a compressed batch of more keyless
-// records than maxRecordErrors, to a compacted topic, is refused with
-// INVALID_RECORD listing the first maxRecordErrors of them, so that a small
-// compressed batch cannot make the broker build an answer of gigabytes.
-func TestKeylessRecordErrorsAreBounded(t *testing.T) {
-	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "c", Partitions: 1,
-		Configs: map[string]string{"cleanup.policy": "compact"}}))
-	require.NoError(t, err)
-	defer b.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-
-	for _, n := range []int{3, maxRecordErrors + 1000} {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 30_000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "c", b.data.get("c").id // v13 names topics by id
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = gzipKeylessBatch(n)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
-		sp := resp.Topics[0].Partitions[0]
-		require.Equal(t, kerr.InvalidRecord.Code, sp.ErrorCode, "%d keyless records", n)
-		want := min(n, maxRecordErrors)
-		require.Equal(t, want, len(sp.ErrorRecords), "record errors for %d keyless records", n)
-		for i, e := range sp.ErrorRecords {
-			if e.RelativeOffset != int32(i) {
-				t.Fatalf("record error %d names record %d", i, e.RelativeOffset)
-			}
-		}
-		require.NotNil(t, sp.ErrorMessage)
-		assert.Contains(t, *sp.ErrorMessage, strconv.Itoa(n)+" record errors in total")
-	}
-}
-
 // TestProducerStateOfADeletedTopicIsNotKept: a produce that found its
 // partition before the topic was deleted, and appends after, leaves no
 // producer state behind for the deleted partition (the state would hold
 // the partition until the producer table's bound or expiry evicted it).
 func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -197,6 +156,7 @@ func TestProducerStateOfADeletedTopicIsNotKept(t *testing.T) {
 // after producer.id.expiration.ms on the broker's clock on a timer of its
 // own, so turning periodic retention off does not keep it forever.
 func TestProducerStateExpiresWithRetentionOff(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b, err := New(WithProfile("kafka"), WithClock(clk), WithRetentionCheckInterval(0), WithProducerIDExpiration(time.Minute),
 		WithTopics(TopicSpec{Name: "t", Partitions: 1}))
@@ -210,104 +170,4 @@ func TestProducerStateExpiresWithRetentionOff(t *testing.T) {
 	clk.Advance(2 * time.Minute)
 	require.Eventually(t, func() bool { return producerStates(b) == 0 }, 30*time.Second, time.Millisecond,
 		"the idle producer's state expired")
-}
-
-// TestLargeBatchesStoredInTheirFrames: a producer's large batches are stored
-// in the memory their request was read into, without a copy, and read back
-// whole however the broker's other memory is reused afterwards: frames of
-// small batches, which are copied, a deleted topic whose batches shared the
-// kept frames, a new topic taking the deleted one's memory, and, after a
-// Reset gives the frames back, new frames read into the same memory.
-func TestLargeBatchesStoredInTheirFrames(t *testing.T) {
-	b, err := New(WithTopics(TopicSpec{Name: "kept", Partitions: 3}, TopicSpec{Name: "gone", Partitions: 3}))
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DisableIdempotentWrite(), kgo.ManualFlushing(),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.MaxBufferedRecords(1<<20), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	ctx := context.Background()
-	adm := kadm.NewClient(cl)
-	value := func(topic string, p int32, i int) []byte {
-		v := fmt.Appendf(nil, "%s/%d/%d/", topic, p, i)
-		return append(v, bytes.Repeat([]byte{byte('a' + i%26)}, 1000)...)
-	}
-	var produceErr error
-	var errMu sync.Mutex
-	failed := func(_ *kgo.Record, err error) {
-		errMu.Lock()
-		defer errMu.Unlock()
-		if err != nil && produceErr == nil {
-			produceErr = err
-		}
-	}
-	// produce sends records from..from+n-1 to each partition of the topics
-	// and waits for them all.
-	produce := func(from, n int, topics ...string) {
-		for i := from; i < from+n; i++ {
-			for p := range int32(3) {
-				for _, topic := range topics {
-					cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value(topic, p, i)}, failed)
-				}
-			}
-		}
-		require.NoError(t, cl.Flush(ctx))
-		errMu.Lock()
-		defer errMu.Unlock()
-		require.NoError(t, produceErr)
-	}
-	// check consumes each of topic's partitions from the start and
-	// compares its records with what produce sent.
-	check := func(topic string, each int) {
-		cons, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-		require.NoError(t, err)
-		defer cons.Close()
-		got := map[int32][][]byte{}
-		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		for total := 0; total < 3*each; {
-			fs := cons.PollFetches(wait)
-			require.NoError(t, wait.Err(), "%s: records read: %d of %d", topic, total, 3*each)
-			fs.EachRecord(func(r *kgo.Record) {
-				got[r.Partition] = append(got[r.Partition], r.Value)
-				total++
-			})
-		}
-		for p := range int32(3) {
-			require.Len(t, got[p], each, "%s partition %d", topic, p)
-			for i, v := range got[p] {
-				if want := value(topic, p, i); !bytes.Equal(v, want) {
-					t.Fatalf("%s partition %d record %d: got %.20q…, want %.20q…", topic, p, i, v, want)
-				}
-			}
-		}
-	}
-	const rounds, small, large = 4, 20, 2500 // large: 2.5 MB a partition, in batches of up to 1 MB
-	for r := range rounds {
-		at := r * (small + large)
-		produce(at, small, "kept", "gone")
-		produce(at+small, large, "kept", "gone")
-	}
-	assert.Positive(t, b.buffers.ownedFrames(), "produce frames read into memory of their own")
-
-	_, err = adm.DeleteTopic(ctx, "gone")
-	require.NoError(t, err)
-	_, err = adm.CreateTopic(ctx, 3, 1, nil, "new")
-	require.NoError(t, err)
-	produce(0, small, "new")
-	produce(small, 2*large, "new")
-	check("kept", rounds*(small+large))
-
-	b.Reset()
-	given := b.buffers.keptFreeBytes()
-	assert.Positive(t, given, "the reset gave the frames back")
-	owned := b.buffers.ownedFrames()
-	_, err = adm.CreateTopic(ctx, 3, 1, nil, "again")
-	require.NoError(t, err)
-	produce(0, 2*large, "again")
-	assert.Greater(t, b.buffers.ownedFrames(), owned)
-	assert.Less(t, b.buffers.keptFreeBytes(), given, "new frames reuse them")
-	check("again", 2*large)
 }

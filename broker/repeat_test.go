@@ -3,11 +3,9 @@ package broker
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"net"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +13,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/clock"
-	"github.com/vastfake/vastfake/rules"
 )
 
-// Repeated names, as a class: every API of the table, every version at its
-// ends, every array of its request at any depth. Each array is repeated
-// repeatN times in an otherwise valid request, and the answer and what the
-// broker allocates answering it must stay within a small constant of the
-// answer to one copy: a name is answered once (merged, or refused with
-// Kafka's error), never once per copy.
+// Repeated names, as a class (TestRepeatedNamesAreAnsweredOnce, heavy, in
+// memory_test.go): every API of the table, every version at its ends, every
+// array of its request at any depth. Each array is repeated repeatN times in
+// an otherwise valid request, and the answer and what the broker allocates
+// answering it must stay within a small constant of the answer to one copy:
+// a name is answered once (merged, or refused with Kafka's error), never
+// once per copy. The world and the requests built here serve it and
+// TestEveryClientStringIsBounded; readFrame and roundTrip serve every raw
+// test of the package.
 
 const (
 	repeatN     = 200
@@ -49,76 +49,6 @@ type repeatWorld struct {
 	topicID    [16]byte
 	memberID   string
 	generation int32
-}
-
-func TestRepeatedNamesAreAnsweredOnce(t *testing.T) {
-	for _, profile := range []string{"kafka", "vast"} {
-		r := rules.VAST()
-		if profile == "kafka" {
-			r = rules.Kafka()
-		}
-		apis, _, _ := buildAPIs(&r, DefaultKafkaVersion)
-		for _, a := range apis {
-			versions := []int16{a.min}
-			if a.max != a.min {
-				versions = append(versions, a.max)
-			}
-			for _, v := range versions {
-				name := fmt.Sprintf("%s/%s/v%d", profile, kmsg.NameForKey(a.key), v)
-				probe := buildRepeatRequest(a.key, v, &repeatWorld{memberID: "m", generation: 1})
-				paths := slicePaths(reflect.ValueOf(probe).Elem(), "")
-				if len(paths) == 0 {
-					t.Logf("%s: no arrays in the request", name)
-					continue
-				}
-				for _, p := range paths {
-					if why, ok := repeatExempt[kmsg.NameForKey(a.key)+"."+p]; ok {
-						t.Logf("%s %s: exempt: %s", name, p, why)
-						continue
-					}
-					t.Run(name+"/"+p, func(t *testing.T) {
-						require.NotZero(t, sliceAt(reflect.ValueOf(probe).Elem(), p).Len(),
-							"the test does not know how to fill %s: teach fillRepeat its elements, or exempt it with a reason", p)
-						one := sendRepeated(t, profile, a.key, v, p, 1)
-						many := sendRepeated(t, profile, a.key, v, p, repeatN)
-						t.Logf("answer %d B (one copy) / %d B (%d copies, request %d B); allocated %d B / %d B",
-							one.answer, many.answer, repeatN, many.request, one.alloc, many.alloc)
-						require.LessOrEqual(t, many.answer, 3*one.answer+256,
-							"the answer to %d copies of %s is %d bytes; to one copy %d", repeatN, p, many.answer, one.answer)
-						require.LessOrEqual(t, many.alloc, 8*(one.alloc+uint64(many.request))+4<<20,
-							"answering %d copies of %s allocated %d bytes; one copy %d", repeatN, p, many.alloc, one.alloc)
-					})
-				}
-			}
-		}
-	}
-}
-
-type repeatResult struct {
-	request, answer int
-	alloc           uint64
-}
-
-// sendRepeated starts a fresh world, sends the request for key and version
-// with the array at path repeated n times, and measures the answer and the
-// bytes the process allocated between sending and reading it.
-func sendRepeated(t *testing.T, profile string, key, version int16, path string, n int) repeatResult {
-	t.Helper()
-	w := newRepeatWorld(t, profile)
-	req := buildRepeatRequest(key, version, w)
-	repeatAt(reflect.ValueOf(req).Elem(), path, n)
-	nc, err := net.Dial("tcp", w.b.Addr())
-	require.NoError(t, err)
-	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("repeat")).AppendRequest(nil, req, 7)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err = nc.Write(frame)
-	require.NoError(t, err)
-	body := readFrame(t, nc)
-	runtime.ReadMemStats(&after)
-	return repeatResult{request: len(frame), answer: len(body), alloc: after.TotalAlloc - before.TotalAlloc}
 }
 
 func readFrame(t *testing.T, nc net.Conn) []byte {
@@ -261,7 +191,7 @@ func fillRepeat(v reflect.Value, owner string, w *repeatWorld) {
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
 			switch name {
-			case "Groups", "CoordinatorKeys":
+			case "Groups", "GroupIDs", "CoordinatorKeys":
 				f.Set(reflect.ValueOf([]string{repeatGroup}))
 			case "TopicNames", "SubscribedTopicNames":
 				f.Set(reflect.ValueOf([]string{repeatTopic}))
@@ -275,6 +205,10 @@ func fillRepeat(v reflect.Value, owner string, w *repeatWorld) {
 				f.Set(reflect.ValueOf([]string{"dup-txn"}))
 			case "StateFilters":
 				f.Set(reflect.ValueOf([]string{"Ongoing"}))
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int8:
+			if name == "AcknowledgeTypes" {
+				f.Set(reflect.ValueOf([]int8{1})) // Accept
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int64:
 			if name == "ProducerIDFilters" {
@@ -306,7 +240,7 @@ func repeatString(owner, name string, w *repeatWorld) (string, bool) {
 	switch name {
 	case "Topic", "ResourceName":
 		return repeatTopic, true
-	case "Group", "CoordinatorKey":
+	case "Group", "GroupID", "CoordinatorKey":
 		return repeatGroup, true
 	case "MemberID":
 		return w.memberID, true

@@ -38,6 +38,7 @@ func stateOf(b *Broker, topic string, p int32) state {
 // election (ElectLeaders) gives it its partitions back, epoch one higher
 // again.
 func TestElectionOnBrokerDown(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Now())
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithClock(clk), WithElectionDelay(5*time.Second),
 		WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
@@ -95,6 +96,7 @@ func TestElectionOnBrokerDown(t *testing.T) {
 // back (no unclean election), the last member does, and no leader epoch
 // goes backwards.
 func TestEveryBrokerDown(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -165,6 +167,7 @@ func TestEveryBrokerDown(t *testing.T) {
 // election delay, again and again, is never fenced: no leader moves and no
 // epoch changes; once it stays down past the delay, it is.
 func TestBrokerFlapping(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Now())
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithClock(clk), WithElectionDelay(time.Second),
 		WithTopics(TopicSpec{Name: "t", Partitions: 3}))
@@ -188,6 +191,7 @@ func TestBrokerFlapping(t *testing.T) {
 // VAST one; acks=all to a partition with fewer in-sync replicas than
 // min.insync.replicas gets NOT_ENOUGH_REPLICAS while acks=1 is stored.
 func TestReplicationFactor(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0))
@@ -233,6 +237,7 @@ func TestReplicationFactor(t *testing.T) {
 // waiting for it to come back: the partitions it led and the group's
 // coordinator get new leaders, and every acknowledged record is read once.
 func TestProduceAndConsumeThroughAnElection(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(200*time.Millisecond),
 		WithTopics(TopicSpec{Name: "orders", Partitions: 6}))
 	require.NoError(t, err)
@@ -289,6 +294,7 @@ func TestProduceAndConsumeThroughAnElection(t *testing.T) {
 // lists one replica per partition; the audit profile elects as Kafka and
 // records a finding of AnyAddressServes.
 func TestElectionByProfile(t *testing.T) {
+	t.Parallel()
 	vb, err := New(WithBrokers(3), WithNodeID(1), WithElectionDelay(0), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
 	require.NoError(t, err)
 	defer vb.Close()
@@ -315,6 +321,7 @@ func TestElectionByProfile(t *testing.T) {
 // partition, the producer carries on at the new leader and coordinator,
 // and the commit makes every record readable at read_committed.
 func TestTransactionThroughAnElection(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -353,6 +360,7 @@ func TestTransactionThroughAnElection(t *testing.T) {
 // TestReplicationFactorAtOneBroker: one broker in the kafka profile refuses
 // a replication factor of 2 as Kafka does, and accepts 1 and -1.
 func TestReplicationFactorAtOneBroker(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := New(WithProfile("kafka"))
@@ -377,6 +385,7 @@ func TestReplicationFactorAtOneBroker(t *testing.T) {
 // no epoch changes), then stays down past it: its partition and the
 // group's coordinator move, and every acknowledged record is read once.
 func TestFlappingBrokerWithClients(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Now())
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithClock(clk), WithElectionDelay(time.Second),
 		WithTopics(TopicSpec{Name: "orders", Partitions: 3}))
@@ -441,6 +450,7 @@ func TestFlappingBrokerWithClients(t *testing.T) {
 // Metadata names another, so that admin requests (which clients send to
 // the controller) go on.
 func TestControllerDown(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0))
 	require.NoError(t, err)
 	defer b.Close()
@@ -472,6 +482,7 @@ func TestControllerDown(t *testing.T) {
 // broker twice, of inconsistent lengths, or given with a partition count,
 // is refused as Kafka refuses it.
 func TestReplicaAssignment(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"))

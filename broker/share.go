@@ -131,7 +131,12 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 		}
 		return resp
 	}
-	gs := v.FieldByName("Groups")
+	groupsName := "Groups"
+	gs := v.FieldByName(groupsName)
+	if !gs.IsValid() {
+		groupsName = "GroupIDs" // ShareGroupDescribe
+		gs = v.FieldByName(groupsName)
+	}
 	if len(elsewhere) == len(keys) || !gs.IsValid() || gs.Kind() != reflect.Slice {
 		resp := errorAnswer(r, kerr.NotCoordinator.Code)
 		// The top-level error too, where the version has one (OffsetFetch
@@ -153,8 +158,8 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 			name := ""
 			if e.Kind() == reflect.String {
 				name = e.String()
-			} else if gv := e.FieldByName("Group"); gv.IsValid() && gv.Kind() == reflect.String {
-				name = gv.String()
+			} else {
+				name, _ = groupField(e)
 			}
 			if (coordinatorOf(name) == here) == mine {
 				out = reflect.Append(out, e)
@@ -162,7 +167,7 @@ func (b *Broker) byCoordinator(a *api, r *request, here int32, kind string, coor
 		}
 		return out
 	}
-	failed.FieldByName("Groups").Set(keep(gs, false))
+	failed.FieldByName(groupsName).Set(keep(gs, false))
 	gs.Set(keep(gs, true))
 	resp := a.handle(b, r)
 	errPart := reflect.New(reflect.ValueOf(resp).Elem().Type()).Elem()
@@ -223,6 +228,11 @@ func (b *Broker) mayBeMisdirected(kreq kmsg.Request, here int32) bool {
 				}
 			}
 		}
+		return false
+	case *kmsg.ShareFetchRequest, *kmsg.ShareAcknowledgeRequest:
+		// A share session fetches partitions its request does not name:
+		// the handlers check each partition's leader themselves
+		// (shareLog.Locate).
 		return false
 	}
 	return true

@@ -25,6 +25,7 @@ import (
 // leader's, and a listing of groups or transactions each broker's own. A
 // new row cannot forget it.
 func TestEveryAPIHasAShare(t *testing.T) {
+	t.Parallel()
 	for _, a := range apiTable {
 		if a.handle == nil {
 			continue
@@ -49,7 +50,12 @@ func TestEveryAPIHasAShare(t *testing.T) {
 			// It names partitions, for the controller to elect their
 			// leaders; any broker forwards it there.
 			want = anyBroker
-		case has(req, "Group") || has(req, "Groups"):
+		case a.key == int16(kmsg.ShareFetch) || a.key == int16(kmsg.ShareAcknowledge):
+			// They name their share group, but each partition's leader
+			// holds its share state and answers for it (KIP-932's
+			// share-partition leader).
+			want = partitionLeader
+		case has(req, "Group") || has(req, "Groups") || has(req, "GroupID") || has(req, "GroupIDs"):
 			want = groupCoordinator
 		case has(req, "TransactionalID") || has(req, "TransactionalIDs"):
 			want = txnCoordinator
@@ -91,6 +97,7 @@ func groupsCoordinatedBy(b *Broker, n int) map[int32][]string {
 // lists every group at every broker; the audit profile answers as Kafka
 // and records a finding.
 func TestListingsPerBroker(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, profile := range []string{"kafka", "audit", "vast"} {
@@ -183,6 +190,7 @@ func TestListingsPerBroker(t *testing.T) {
 // the broker leads, and NOT_LEADER_OR_FOLLOWER for the others; ListTransactions
 // lists the transactional ids the broker coordinates.
 func TestDescribeProducersPerBroker(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 3}))
@@ -235,6 +243,7 @@ func TestDescribeProducersPerBroker(t *testing.T) {
 // broker coordinates gets NOT_COORDINATOR at the top level, where clients
 // look first, and in each partition it names.
 func TestOffsetFetchAtAnotherBroker(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithTopics(TopicSpec{Name: "t", Partitions: 1}))

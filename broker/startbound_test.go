@@ -76,6 +76,7 @@ var unboundedStart = map[string]string{
 }
 
 func TestEveryStartValueIsBounded(t *testing.T) {
+	t.Parallel()
 	typ := reflect.TypeOf(config{})
 	for i := range typ.NumField() {
 		name := typ.Field(i).Name
@@ -106,6 +107,7 @@ func TestEveryStartValueIsBounded(t *testing.T) {
 
 // The view's and the cluster id's bound admits what it names.
 func TestStartNamesAtTheirBound(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithView(strings.Repeat("v", MaxStartName)), WithClusterID(strings.Repeat("c", MaxStartName)),
 		WithRules(rules.Kafka()), WithTopics(TopicSpec{Name: "a", Partitions: MaxPartitionsPerRequest / 2}, TopicSpec{Name: "b", Partitions: MaxPartitionsPerRequest / 2}))
 	require.NoError(t, err)

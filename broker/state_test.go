@@ -19,6 +19,7 @@ import (
 // stores its records in that memory, and consumers read exactly what was
 // produced, round after round.
 func TestResetReusesLogMemory(t *testing.T) {
+	t.Parallel()
 	b, err := New()
 	require.NoError(t, err)
 	defer b.Close()
@@ -68,6 +69,7 @@ func TestResetReusesLogMemory(t *testing.T) {
 // inspection API (Records, EachRecord, which the control plane and
 // fixtures use) does not keep its memory from the Reset that deletes it.
 func TestResetReusesLogMemoryAfterInspection(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
 	defer b.Close()
@@ -92,6 +94,7 @@ func TestResetReusesLogMemoryAfterInspection(t *testing.T) {
 // topics a change names, sees it again, so a KIP-848 member subscribed to
 // it is assigned its partitions, as before the Reset.
 func TestResetKeepsTheOffsetsTopicVisible(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"))
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })

@@ -21,6 +21,7 @@ import (
 // and stops when that ends; none is left pending once its owner is gone,
 // and Close leaves no timer at all, periodic ones included.
 func TestTimersEndWithTheirOwners(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	b, err := New(WithProfile("kafka"), WithBrokers(2), WithClock(clk), WithTopics(TopicSpec{Name: "t", Partitions: 2}))
 	require.NoError(t, err)

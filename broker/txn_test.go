@@ -2,9 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
-	"net"
 	"testing"
 	"time"
 
@@ -40,6 +38,7 @@ func txnBatch(pid int64, epoch int16, seq int32) log.Batch {
 // where it would open a transaction nobody ends and hold read_committed
 // readers at it for good.
 func TestBatchOfAnEndedTransactionIsNotAppended(t *testing.T) {
+	t.Parallel()
 	b, err := New(WithProfile("kafka"), WithClock(clock.NewManual(time.Unix(1_700_000_000, 0))),
 		WithTopics(TopicSpec{Name: "t", Partitions: 1}))
 	require.NoError(t, err)
@@ -66,107 +65,6 @@ func TestBatchOfAnEndedTransactionIsNotAppended(t *testing.T) {
 	assert.Equal(t, int64(2), part.HighWatermark(), "the first batch and the commit marker, not the late batch")
 	assert.Equal(t, part.HighWatermark(), part.LastStableOffset(), "no transaction left open")
 	assert.Empty(t, part.OpenTransactions())
-}
-
-// TestMemoryOfTransactionPartitions: what open transactions keep for their
-// partitions follows the bytes their AddPartitionsToTxn requests sent: about
-// as much with many partitions per topic (100 transactions × 10,000
-// partitions of one topic), and at most 3 times as much with one partition
-// per topic (100 transactions × 2,000 topics); a set of partitions per
-// transaction kept 28 times the bytes sent.
-func TestMemoryOfTransactionPartitions(t *testing.T) {
-	for _, shape := range []struct {
-		name   string
-		topics int
-		parts  int32
-		txns   int
-		factor float64
-	}{
-		{"many partitions per topic", 1, 10_000, 100, 1.5},
-		{"one partition per topic", 2000, 1, 100, 3},
-	} {
-		t.Run(shape.name, func(t *testing.T) {
-			var specs []TopicSpec
-			for i := range shape.topics {
-				specs = append(specs, TopicSpec{Name: fmt.Sprintf("t%04d", i), Partitions: shape.parts})
-			}
-			b, err := New(WithProfile("kafka"), WithClock(clock.NewManual(time.Unix(1_700_000_000, 0))), WithTopics(specs...))
-			require.NoError(t, err)
-			defer b.Close()
-			nc, err := net.Dial("tcp", b.Addr())
-			require.NoError(t, err)
-			defer nc.Close()
-			require.NoError(t, nc.SetDeadline(time.Now().Add(2*time.Minute)))
-			add := kmsg.NewPtrAddPartitionsToTxnRequest()
-			add.SetVersion(3)
-			for _, spec := range specs {
-				at := kmsg.NewAddPartitionsToTxnRequestTopic()
-				at.Topic = spec.Name
-				for p := range spec.Partitions {
-					at.Partitions = append(at.Partitions, p)
-				}
-				add.Topics = append(add.Topics, at)
-			}
-			sent := 0
-			before := liveHeap()
-			for i := range shape.txns {
-				init := kmsg.NewPtrInitProducerIDRequest()
-				init.SetVersion(4)
-				init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(fmt.Sprintf("tx-%05d", i)), 60_000
-				ir := roundTrip(t, nc, init).(*kmsg.InitProducerIDResponse)
-				require.Zero(t, ir.ErrorCode)
-				add.TransactionalID, add.ProducerID, add.ProducerEpoch = *init.TransactionalID, ir.ProducerID, ir.ProducerEpoch
-				sent += len(kmsg.NewRequestFormatter(kmsg.FormatterClientID("repeat")).AppendRequest(nil, add, 1))
-				ar := roundTrip(t, nc, add).(*kmsg.AddPartitionsToTxnResponse)
-				require.Zero(t, ar.Topics[0].Partitions[0].ErrorCode)
-			}
-			kept := int64(liveHeap()) - int64(before) - int64(b.buffers.freeBytes())
-			t.Logf("%d transactions: AddPartitionsToTxn sent %d KiB, the broker keeps %d KiB (%.2f×)",
-				shape.txns, sent>>10, kept>>10, float64(kept)/float64(sent))
-			assert.Less(t, float64(kept), shape.factor*float64(sent))
-		})
-	}
-}
-
-// TestMemoryOfCommitMarkers: each commit marker a transaction's end writes
-// in one of its partitions costs a bounded amount of memory: its 78-byte
-// batch, its index entry, its share of the partition's chunk and of the
-// producer-state table (at most MaxProducerStates entries), at most
-// markerCostBound bytes (docs/limits.md); retention bounds markers as it
-// bounds the records they end. The transactions wrote nothing in these
-// partitions, the usual case for most partitions of a wide transaction and
-// the dearest: a marker has nothing to share its partition's memory with.
-func TestMemoryOfCommitMarkers(t *testing.T) {
-	shapes := []struct{ txns, parts int }{{1, 10_000}, {20, 10_000}, {200, 1_000}}
-	if !raceDetector {
-		// The shape of docs/limits.md's figure: 2,000,000 markers, some
-		// 400 MB, too many for the race detector's shadow memory.
-		shapes = append(shapes, struct{ txns, parts int }{200, 10_000})
-	}
-	for _, shape := range shapes {
-		t.Run(fmt.Sprintf("%d×%d", shape.txns, shape.parts), func(t *testing.T) {
-			b, err := New(WithProfile("kafka"), WithClock(clock.NewManual(time.Unix(1_700_000_000, 0))),
-				WithTopics(TopicSpec{Name: "t", Partitions: int32(shape.parts)}))
-			require.NoError(t, err)
-			defer b.Close()
-			var all []coordinator.TopicPartition
-			for p := range int32(shape.parts) {
-				all = append(all, coordinator.TopicPartition{Topic: "t", Partition: p})
-			}
-			before := liveHeap()
-			for i := range shape.txns {
-				id := fmt.Sprintf("tx-%d", i)
-				pid, epoch, code := b.coord.InitProducerID(id, time.Minute, -1, -1, func() int64 { return b.nextProducerID.Add(1) })
-				require.Zero(t, code)
-				require.Zero(t, b.coord.AddPartitionsToTxn(id, pid, epoch, all))
-				require.Zero(t, b.coord.EndTxn(id, pid, epoch, true))
-			}
-			markers := int64(shape.txns * shape.parts)
-			kept := int64(liveHeap()) - int64(before)
-			t.Logf("%d markers: %d KiB kept, %d B a marker", markers, kept>>10, kept/markers)
-			assert.Less(t, kept/markers, int64(markerCostBound))
-		})
-	}
 }
 
 // markerCostBound is the most memory one commit or abort marker may cost

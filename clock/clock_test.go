@@ -16,6 +16,7 @@ var start = time.Unix(1_700_000_000, 0)
 // end between two one-shot timers, at the last of them, and the one-shot
 // timers once each, in time order.
 func TestAdvanceCoalescesPeriodicWork(t *testing.T) {
+	t.Parallel()
 	m := NewManual(start)
 	var got []string
 	at := func(name string) func() {
@@ -43,6 +44,7 @@ func TestAdvanceCoalescesPeriodicWork(t *testing.T) {
 // that is due within the advance runs in it, in order; the clock reads each
 // function's time while it runs.
 func TestTimersRegisteredWhileAdvancing(t *testing.T) {
+	t.Parallel()
 	m := NewManual(start)
 	var got []time.Duration
 	Every(m, time.Minute, func() {
@@ -60,6 +62,7 @@ func TestTimersRegisteredWhileAdvancing(t *testing.T) {
 
 // TestStopOneShot: stopping a one-shot timer reports whether it stopped it.
 func TestStopOneShot(t *testing.T) {
+	t.Parallel()
 	m := NewManual(start)
 	ran := false
 	stop := m.AfterFunc(time.Second, func() { ran = true })
@@ -77,6 +80,7 @@ func TestStopOneShot(t *testing.T) {
 // TestEveryOnTheWallClock: on the wall clock a periodic function runs once
 // per period until stopped.
 func TestEveryOnTheWallClock(t *testing.T) {
+	t.Parallel()
 	ticks := make(chan struct{}, 100)
 	stop := Every(Real{}, time.Millisecond, func() { ticks <- struct{}{} })
 	for range 3 {

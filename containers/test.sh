@@ -26,6 +26,9 @@ cleanup() {
     ids=$(docker ps -aq --filter "label=vastfake.test-run=$run" 2>/dev/null || true)
     [ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1 || true
   fi
+  if [ -n "${image_loaded:-}" ]; then
+    engine rmi -f "vastfake:$run" >/dev/null 2>&1 || true
+  fi
   if [ -n "$service" ]; then
     kill "$service" 2>/dev/null || true
     wait "$service" 2>/dev/null || true
@@ -61,14 +64,26 @@ fi
 export TESTCONTAINERS_RYUK_DISABLED=true VASTFAKE_TEST_RUN="$run"
 go vet ./...
 go test -race -count=1 "$@" ./... # arguments: go test flags, e.g. -run TestToken
+if [ $# -gt 0 ]; then
+  exit 0 # go test flags given: the Go tests only
+fi
+
+# One image for the JavaScript and Python helpers' tests, under a tag of
+# this run's own, removed at the end (the Go tests load their own).
+engine() {
+  if command -v podman >/dev/null; then podman --url "$DOCKER_HOST" "$@"; else docker "$@"; fi
+}
+(cd .. && go run ./cmd/vastimage -o "$tmp/vastfake.tar" -version "$run" -latest=false >/dev/null)
+engine load -i "$tmp/vastfake.tar" >/dev/null
+rm -f "$tmp/vastfake.tar"
+export VASTFAKE_IMAGE="vastfake:$run"
+image_loaded=1
 
 # The JavaScript helper (js/containers.js) against the same engine, with
 # kafkajs: testcontainers 12 needs Node.js 22 or newer, which is
 # VASTFAKE_TEST_NODE (.ci/run installs one) or node on PATH.
 node=${VASTFAKE_TEST_NODE:-node}
-if [ $# -gt 0 ]; then
-  : # go test flags given: the Go tests only
-elif "$node" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' 2>/dev/null &&
+if "$node" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' 2>/dev/null &&
   [ -f ../js/node_modules/testcontainers/package.json ]; then
   (cd ../js && "$node" --test test/containers.test.js)
 elif [ -n "${CI:-}" ]; then
@@ -76,4 +91,28 @@ elif [ -n "${CI:-}" ]; then
   exit 1
 else
   echo "skipping js/test/containers.test.js: it needs Node.js 22 or newer (set VASTFAKE_TEST_NODE to one) and cd js && npm ci" >&2
+fi
+
+# The Python helper (python/vastfake/containers.py) with the Confluent
+# client, and the pytest plugin attached to a container (VASTFAKE_URL).
+if /usr/bin/python3 -c 'import pytest, confluent_kafka' 2>/dev/null; then
+  (cd .. && go build -o "$tmp/vastfake" ./cmd/vastfake &&
+    PYTHONPATH=python:python/tests PYTHONDONTWRITEBYTECODE=1 VASTFAKE_BIN="$tmp/vastfake" \
+      /usr/bin/python3 -m pytest -q -p no:cacheprovider -p vastfake.pytest_plugin python/tests/test_containers.py)
+elif [ -n "${CI:-}" ]; then
+  echo "python/tests/test_containers.py needs /usr/bin/python3 with pytest and confluent-kafka" >&2
+  exit 1
+else
+  echo "skipping python/tests/test_containers.py: /usr/bin/python3 lacks pytest or confluent-kafka" >&2
+fi
+
+# The code blocks of the pages that need a container engine, as written
+# (internal/docblocks: docker run, Compose, TLS, the Testcontainers examples
+# in JavaScript and Python), against the packages test.sh built.
+if [ -n "${VASTFAKE_DOCS_SKIP:-}" ]; then
+  echo "skipping the pages' container blocks (internal/docblocks): test.sh skipped the others for want of npm, python3-venv or pytest" >&2
+elif [ -n "${VASTFAKE_DIST:-}" ]; then
+  (cd .. && VASTFAKE_DOCS_ENGINE=1 go test -count=1 -timeout 30m -run 'TestDocBlocksWithAnEngine' ./internal/docblocks)
+else
+  echo "skipping the pages' container blocks (internal/docblocks): they need VASTFAKE_DIST, which ./test.sh sets" >&2
 fi

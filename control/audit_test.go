@@ -48,6 +48,7 @@ func gzipProduce(t *testing.T, k *fixtures.Kafka, topic string) {
 // field names, the request log names the finding, DELETE /audit forgets
 // them.
 func TestAuditEndpoint(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 1))
 	base := serve(t, k)
 	gzipProduce(t, k, "orders")
@@ -98,6 +99,7 @@ func TestAuditEndpoint(t *testing.T) {
 // TestLivePageAudit: in audit mode the live page shows the VAST
 // compatibility panel with each finding; outside it the panel is hidden.
 func TestLivePageAudit(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 1))
 	gzipProduce(t, k, "orders")

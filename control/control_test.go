@@ -31,6 +31,7 @@ type errorBody struct {
 }
 
 func TestHealthzAndErrors(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t)
 	url := serve(t, k)
 
@@ -51,6 +52,7 @@ func TestHealthzAndErrors(t *testing.T) {
 }
 
 func TestTopicsAndRecords(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 3, "retention.ms", "60000"))
 	url := serve(t, k)
 	k.Produce("orders", 1, "a", "b", "c")
@@ -124,6 +126,7 @@ type groupBody struct {
 // committed offsets and lag per partition, and the rebalances that formed
 // it.
 func TestGroupsWithLag(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 4))
 	url := serve(t, k)
 	for p := int32(0); p < 4; p++ {
@@ -186,6 +189,7 @@ func TestGroupsWithLag(t *testing.T) {
 // TestRequestLogNamesTheRule refuses a compressed batch and finds the
 // refusal in the request log by its rule.
 func TestRequestLogNamesTheRule(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	cl := k.Client(kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.RecordRetries(0))
@@ -221,6 +225,7 @@ func TestRequestLogNamesTheRule(t *testing.T) {
 // TestFaults injects a fault by name over HTTP, sees a client get it once,
 // and clears faults.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t)
 	url := serve(t, k)
 	adm := k.Admin()
@@ -276,6 +281,7 @@ func TestFaults(t *testing.T) {
 // broker.Fault zero value or as JSON, and that partition 0 is only chosen
 // when it is named.
 func TestFaultPartitionsGoAndJSON(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 3))
 	url := serve(t, k)
 	cl := k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0))
@@ -329,6 +335,7 @@ func TestFaultPartitionsGoAndJSON(t *testing.T) {
 }
 
 func TestClockAdvance(t *testing.T) {
+	t.Parallel()
 	t.Run("wall clock", func(t *testing.T) {
 		url := serve(t, fixtures.Start(t))
 		var e errorBody
@@ -357,6 +364,7 @@ func TestClockAdvance(t *testing.T) {
 // effects are there (retention dropped the records) and the broker serves
 // on.
 func TestClockAdvanceOfAnyLength(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	k := fixtures.Start(t, fixtures.ManualClock(start), fixtures.Topic("ret", 1, "retention.ms", "60000"))
 	url := serve(t, k)
@@ -376,6 +384,7 @@ func TestClockAdvanceOfAnyLength(t *testing.T) {
 // TestReset empties a broker with topics, records, a group and offsets;
 // the same names work again afterwards.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 2))
 	url := serve(t, k)
 	k.Produce("orders", 0, "a")
@@ -409,6 +418,7 @@ func TestReset(t *testing.T) {
 // cannot stamp it: time.UnixNano overflows after 2262, so the batch is
 // built with kmsg.)
 func TestRecordsOutsideRFC3339Years(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	now := time.Now().Truncate(time.Millisecond)
@@ -470,6 +480,7 @@ func produceStampedAt(t *testing.T, k *fixtures.Kafka, topic string, ms int64, v
 // plane and reads them back in the records endpoint, the topic and the
 // live view.
 func TestSkipAndCompact(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("prices", 1, "cleanup.policy", "compact"), fixtures.Topic("plain", 1))
 	url := serve(t, k)
 	rec := func(key, value string) *kgo.Record {
@@ -523,6 +534,7 @@ func TestSkipAndCompact(t *testing.T) {
 // each naming at most broker.MaxFaultPartitions partitions; past either the
 // control plane answers 409 and the broker keeps nothing more.
 func TestFaultsAreBounded(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	many := make([]int32, broker.MaxFaultPartitions+1)
@@ -546,6 +558,7 @@ func TestFaultsAreBounded(t *testing.T) {
 // config VAST does not take) lists both rules in GET /requests, and the
 // rule filter finds it by either.
 func TestRequestsListEveryRule(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t)
 	url := serve(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -579,6 +592,7 @@ func TestRequestsListEveryRule(t *testing.T) {
 // taken down and brought back by id; a bad id is 400, an unknown one 404,
 // a broker already down (or up) 409, each with a JSON error.
 func TestBrokersDownAndUp(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Brokers(3), fixtures.Profile("kafka"), fixtures.Topic("orders", 3))
 	url := serve(t, k)
 	type brokers struct {
@@ -675,6 +689,7 @@ func TestBrokersDownAndUp(t *testing.T) {
 // the committed value, and the compaction reports the aborted records it
 // removed and, with delete.retention.ms=0, the markers.
 func TestCompactKeepsCommittedTransactions(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("accounts", 1, "cleanup.policy", "compact", "delete.retention.ms", "0"))
 	url := serve(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -728,6 +743,7 @@ func TestCompactKeepsCommittedTransactions(t *testing.T) {
 // {"addresses": [...]} is a 400 with a JSON error and changes nothing;
 // with a token, a PUT without it is a 401.
 func TestAdvertise(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Brokers(2), fixtures.Profile("kafka"), fixtures.Topic("orders", 2))
 	url := serve(t, k)
 	type addresses struct {
@@ -792,6 +808,7 @@ func TestAdvertise(t *testing.T) {
 // member's epoch, current and target assignment, and is reconciled once
 // every member has its target.
 func TestConsumerProtocolGroupView(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 3),
 		fixtures.BrokerOptions(broker.WithConsumerGroupTimeouts(coordinator.DefaultConsumerSessionTimeout, 50*time.Millisecond)))
 	url := serve(t, k)

@@ -47,6 +47,7 @@ func send(t *testing.T, method, url, body string, headers ...string) (int, strin
 // clients without a browser's headers (curl -d sends a form type) still
 // reset.
 func TestCrossSitePostsRefused(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	url := serve(t, k)
 
@@ -84,6 +85,7 @@ func TestCrossSitePostsRefused(t *testing.T) {
 // control plane under a DNS name it does not know is refused, whatever the
 // method; localhost, IP addresses and allowed names pass.
 func TestForeignHostRefused(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	srv := httptest.NewServer(control.New(k.Broker(), control.WithAllowedHosts("vastfake", "CI-Runner.")))
 	t.Cleanup(srv.Close)
@@ -113,6 +115,7 @@ func TestForeignHostRefused(t *testing.T) {
 // wrong one, 200 with it as a bearer token, a query parameter, or the
 // cookie the live page gets; /healthz stays open for health checks.
 func TestTokenRequired(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1))
 	srv := httptest.NewServer(control.New(k.Broker(), control.WithToken("s3cret")))
 	t.Cleanup(srv.Close)

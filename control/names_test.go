@@ -63,6 +63,7 @@ var namelessRoutes = map[string]string{
 // bound, never 404 or success. The topic of a fault is bounded as topics
 // are (249 bytes).
 func TestEveryRouteBoundsTheNamesItStores(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Brokers(2), fixtures.Topic("orders", 1))
 	url := serve(t, k)
 	for _, pattern := range control.Routes() {
@@ -95,6 +96,7 @@ func TestEveryRouteBoundsTheNamesItStores(t *testing.T) {
 // groups POST /groups/{name}/coordinator answers 409 naming the bound, not
 // 404; a group moved already moves again.
 func TestCoordinatorMoveBoundIsAConflict(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Brokers(2))
 	url := serve(t, k)
 	for i := range broker.MaxCoordinatorMoves {

@@ -40,7 +40,7 @@ func needChromium(t *testing.T) {
 // returns its stdout.
 func chromium(t *testing.T, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // against a hang: Chromium takes a minute or more on a loaded machine
 	defer cancel()
 	base := []string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -68,6 +68,7 @@ var (
 // script; every partition box must name its owner and lag, and a
 // screenshot of it must be a real picture.
 func TestLivePage(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	k := fixtures.Start(t, fixtures.Topic("events", 6), fixtures.Topic("audit", 2))
 	url := serve(t, k) + "/"
@@ -131,6 +132,7 @@ func TestLivePage(t *testing.T) {
 // id, which is down, how many partitions each leads, and each partition's
 // leader; with one broker the card stays hidden.
 func TestLivePageBrokers(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	// The down broker keeps its partitions for the whole test: with Kafka's
 	// 9 s fencing delay a slow Chromium start would see them moved.
@@ -159,8 +161,13 @@ func TestLivePageBrokers(t *testing.T) {
 // TestLivePageTransactions: while a transaction is open the page lists it,
 // with its partitions; with none open the card is hidden.
 func TestLivePageTransactions(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
-	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 2))
+	// The broker's clock stands still, so that however long Chromium takes
+	// on a loaded machine, the transaction does not reach its timeout (kgo's
+	// 40 s) and end before the page is drawn.
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 2),
+		fixtures.ManualClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)))
 	url := serve(t, k) + "/"
 	p := k.TransactionalClient("ledger-writer", kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -173,7 +180,10 @@ func TestLivePageTransactions(t *testing.T) {
 	assert.Contains(t, dom, `data-transaction="ledger-writer"`)
 	assert.Contains(t, dom, "ledger/1")
 
-	require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+	// A deadline of its own: Chromium may have taken longer than the first.
+	endCtx, cancelEnd := context.WithTimeout(context.Background(), deadline)
+	defer cancelEnd()
+	require.NoError(t, p.EndTransaction(endCtx, kgo.TryCommit))
 	dom = string(chromium(t, "--virtual-time-budget=3000", "--dump-dom", url))
 	assert.Contains(t, dom, `<section class="card" id="transactions" hidden="">`, "no card with none open")
 }

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFaultParametersStayInRange(t *testing.T) {
+	t.Parallel()
 	code, err := errCode("not_leader_for_partition")
 	assert.NoError(t, err)
 	assert.Equal(t, kerr.NotLeaderForPartition.Code, code)

@@ -18,6 +18,7 @@ import (
 // A cell lists "METHOD /path" and may continue with "/path" for the same
 // method; a query ("?d=") is not part of the route.
 func TestReadmeEndpointTable(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../docs/control-plane.md")
 	require.NoError(t, err)
 	_, table, ok := strings.Cut(string(data), "| endpoint | answer |\n| --- | --- |\n")

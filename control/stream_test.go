@@ -14,6 +14,7 @@ import (
 // lists were streamed), empty, with one element and with many; an array
 // nested in an object is what json.MarshalIndent writes for it there.
 func TestStreamedArraysReadAsBefore(t *testing.T) {
+	t.Parallel()
 	type item struct {
 		Name  string         `json:"name"`
 		Tags  []string       `json:"tags"`

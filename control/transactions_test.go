@@ -3,17 +3,12 @@ package control_test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
-	"io"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -25,6 +20,7 @@ import (
 // records show the markers that end transactions as markers, and each
 // transactional record's fate.
 func TestTransactionsAndMarkers(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("ledger", 1))
 	url := serve(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -91,98 +87,12 @@ func TestTransactionsAndMarkers(t *testing.T) {
 	k.AssertRecords("ledger", 0, "kept", "dropped", "open")
 }
 
-// openTransactions opens n transactions, each of every partition of topic
-// (which has parts partitions), through cl.
-func openTransactions(t *testing.T, ctx context.Context, cl *kgo.Client, n int, topic string, parts int32) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += 8 {
-				init := kmsg.NewPtrInitProducerIDRequest()
-				init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr(fmt.Sprintf("tx-%05d", i)), 60_000
-				ir, err := init.RequestWith(ctx, cl)
-				if err == nil && ir.ErrorCode != 0 {
-					err = kerr.ErrorForCode(ir.ErrorCode)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				add := kmsg.NewPtrAddPartitionsToTxnRequest()
-				add.TransactionalID, add.ProducerID, add.ProducerEpoch = *init.TransactionalID, ir.ProducerID, ir.ProducerEpoch
-				at := kmsg.NewAddPartitionsToTxnRequestTopic()
-				at.Topic = topic
-				for p := range parts {
-					at.Partitions = append(at.Partitions, p)
-				}
-				add.Topics = append(add.Topics, at)
-				if _, err := add.RequestWith(ctx, cl); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-}
-
-// TestUnreadTransactionListsHoldLittle: GET /transactions and /live.json
-// walk the transactions one at a time, so sixteen readers that stop reading
-// with 2,000 open transactions of 200 partitions each hold little (a copy of
-// all of them per reader held 10 MiB each), and another client's
-// OffsetCommit is answered while they are stalled.
-func TestUnreadTransactionListsHoldLittle(t *testing.T) {
-	const txns, parts = 2000, 200
-	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("t", parts))
-	url := serve(t, k)
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	cl := k.Client()
-	openTransactions(t, ctx, cl, txns, "t", parts)
-
-	before := heapInUse()
-	var bodies []io.Closer
-	for _, path := range []string{"/transactions", "/live.json"} {
-		for range 8 {
-			resp, err := http.Get(url + path)
-			require.NoError(t, err)
-			require.Equal(t, http.StatusOK, resp.StatusCode)
-			bodies = append(bodies, resp.Body)
-		}
-	}
-	defer func() {
-		for _, b := range bodies {
-			b.Close()
-		}
-	}()
-	offsets := kadm.Offsets{}
-	offsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 0, LeaderEpoch: -1})
-	committed, err := kadm.NewClient(cl).CommitOffsets(ctx, "billing", offsets)
-	require.NoError(t, err)
-	require.NoError(t, committed.Error(), "another client's commit is answered while the lists are unread")
-
-	grown := int64(heapInUse()) - int64(before)
-	for end := time.Now().Add(deadline); grown >= 16<<20 && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond) // poll interval, not a wait for state
-		grown = int64(heapInUse()) - int64(before)
-	}
-	t.Logf("heap grew by %d KiB with sixteen unread lists of %d transactions × %d partitions", grown>>10, txns, parts)
-	assert.Less(t, grown, int64(16<<20))
-}
-
 // TestClientBytesThatAreNotUTF8: a transactional id, group name, client id
 // and offset metadata that are not UTF-8 show in JSON as text (with U+FFFD
 // where the bytes are not UTF-8) and, beside it, as base64 of the bytes
 // themselves, so two ids that differ only there are told apart.
 func TestClientBytesThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("t", 1))
 	url := serve(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)

@@ -195,6 +195,8 @@ func (v memberView) MarshalJSON() ([]byte, error)          { return withBase64(v
 func (v groupPartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
 func (v rebalanceView) MarshalJSON() ([]byte, error)       { return withBase64(v) }
 func (v rebalanceMemberView) MarshalJSON() ([]byte, error) { return withBase64(v) }
+func (v sharePartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
+func (v acquiredRecordsView) MarshalJSON() ([]byte, error) { return withBase64(v) }
 func (v requestView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
 func (v headerView) MarshalJSON() ([]byte, error)          { return withBase64(v) }
 func (v findingView) MarshalJSON() ([]byte, error)         { return withBase64(v) }
@@ -327,10 +329,10 @@ type groupView struct {
 	// Coordinator is the broker id coordinating the group (always 0 with
 	// one broker).
 	Coordinator int32 `json:"coordinator"`
-	// GroupProtocol is "classic" or "consumer" (a KIP-848 consumer group,
-	// group.protocol=consumer). GroupEpoch and AssignmentEpoch are a
-	// consumer group's epochs (0 for a classic group; its generation is
-	// Generation).
+	// GroupProtocol is "classic", "consumer" (a KIP-848 consumer group,
+	// group.protocol=consumer) or "share" (a KIP-932 share group).
+	// GroupEpoch and AssignmentEpoch are a consumer or share group's
+	// epochs (0 for a classic group; its generation is Generation).
 	GroupProtocol   string `json:"groupProtocol"`
 	GroupEpoch      int32  `json:"groupEpoch"`
 	AssignmentEpoch int32  `json:"assignmentEpoch"`
@@ -338,6 +340,40 @@ type groupView struct {
 	// member has its target assignment: for a consumer group, nothing is
 	// waiting to be revoked or released.
 	Reconciled bool `json:"reconciled"`
+	// SharePartitions are a share group's partitions with share state, by
+	// topic and partition; absent for other groups.
+	SharePartitions []sharePartitionView `json:"sharePartitions,omitempty"`
+}
+
+// sharePartitionView is a share group's state of one partition: the start
+// offset, what members hold with delivery counts and lock deadlines (on
+// the broker's clock), and what was acknowledged and archived.
+type sharePartitionView struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	StartOffset int64  `json:"startOffset"`
+	// EndOffset is one past the last record read into flight.
+	EndOffset     int64 `json:"endOffset"`
+	HighWatermark int64 `json:"highWatermark"`
+	// InFlight counts the records tracked from StartOffset to EndOffset,
+	// Available those that can be acquired (again).
+	InFlight     int64                 `json:"inFlight"`
+	Available    int64                 `json:"available"`
+	Acquired     []acquiredRecordsView `json:"acquired"`
+	Acknowledged int64                 `json:"acknowledged"`
+	Archived     int64                 `json:"archived"`
+	// Lag counts the records from StartOffset to the high watermark whose
+	// delivery is not complete.
+	Lag int64 `json:"lag"`
+}
+
+type acquiredRecordsView struct {
+	FirstOffset   int64     `json:"firstOffset"`
+	LastOffset    int64     `json:"lastOffset"`
+	MemberID      string    `json:"memberId"`
+	ClientID      string    `json:"clientId"`
+	DeliveryCount int16     `json:"deliveryCount"`
+	LockDeadline  time.Time `json:"lockDeadline"`
 }
 
 type memberView struct {
@@ -419,9 +455,19 @@ func (s *server) newGroupView(g coordinator.GroupInfo, topics map[string]broker.
 			mv.Assignment, mv.MemberEpoch, mv.MemberState = m.Current, m.MemberEpoch, m.MemberState
 			mv.TargetAssignment, mv.Revoking = m.Target, m.Revoking
 		}
+		if g.Type == "share" {
+			mv.Assignment, mv.MemberEpoch = m.Current, m.MemberEpoch
+		}
 		for topic, ps := range mv.Assignment {
 			for _, p := range ps {
 				pv := at(topic, p)
+				if g.Type == "share" && pv.OwnerClientID != "" {
+					// A share group's partition has several members.
+					if !strings.Contains(", "+pv.OwnerClientID+", ", ", "+m.ClientID+", ") {
+						pv.OwnerClientID += ", " + m.ClientID
+					}
+					continue
+				}
 				pv.OwnerMemberID, pv.OwnerClientID = m.MemberID, m.ClientID
 			}
 		}
@@ -434,18 +480,43 @@ func (s *server) newGroupView(g coordinator.GroupInfo, topics map[string]broker.
 			pv.Committed, pv.Metadata = &off, o.Metadata
 		}
 	}
-	for k, pv := range parts {
-		t, ok := topics[k.topic]
+	hwm := func(topic string, p int32) int64 {
+		t, ok := topics[topic]
 		if !ok {
-			t, _ = s.b.Topic(k.topic)
-			topics[k.topic] = t
+			t, _ = s.b.Topic(topic)
+			topics[topic] = t
 		}
-		if int(k.p) < len(t.Partitions) {
-			pv.HighWatermark = t.Partitions[k.p].HighWatermark
+		if int(p) < len(t.Partitions) {
+			return t.Partitions[p].HighWatermark
 		}
+		return 0
+	}
+	clientOf := map[string]string{}
+	for _, m := range g.Members {
+		clientOf[m.MemberID] = m.ClientID
+	}
+	shareLag := map[tp]int64{}
+	for _, sp := range g.SharePartitions {
+		spv := sharePartitionView{Topic: sp.Topic, Partition: sp.Partition, StartOffset: sp.StartOffset, EndOffset: sp.EndOffset,
+			HighWatermark: hwm(sp.Topic, sp.Partition), InFlight: sp.InFlight, Available: sp.Available,
+			Acquired: []acquiredRecordsView{}, Acknowledged: sp.Acknowledged, Archived: sp.Archived}
+		spv.Lag = max(0, spv.HighWatermark-sp.StartOffset-sp.Completed)
+		for _, a := range sp.Acquired {
+			spv.Acquired = append(spv.Acquired, acquiredRecordsView{FirstOffset: a.FirstOffset, LastOffset: a.LastOffset,
+				MemberID: a.Member, ClientID: clientOf[a.Member], DeliveryCount: a.DeliveryCount, LockDeadline: a.LockDeadline})
+		}
+		v.SharePartitions = append(v.SharePartitions, spv)
+		at(sp.Topic, sp.Partition)
+		shareLag[tp{sp.Topic, sp.Partition}] = spv.Lag
+	}
+	for k, pv := range parts {
+		pv.HighWatermark = hwm(k.topic, k.p)
 		if pv.Committed != nil {
 			lag := max(0, pv.HighWatermark-*pv.Committed)
 			pv.Lag = &lag
+		}
+		if lag, ok := shareLag[k]; ok {
+			pv.Lag = &lag // a share group's: the records not yet acknowledged
 		}
 		v.Partitions = append(v.Partitions, *pv)
 	}

@@ -29,6 +29,7 @@ var plainViews = map[string]string{
 // plainViews with why it need not. It reads the package's source, so a new
 // view cannot forget.
 func TestEveryViewShowsBytesThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()

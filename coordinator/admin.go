@@ -85,6 +85,18 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			resp.Groups = append(resp.Groups, dg)
 			continue
 		}
+		if g.sg != nil {
+			// Kafka describes only classic and consumer groups here: a
+			// share group reads as one that does not exist
+			// (ShareGroupDescribe describes it).
+			dg.State = stateDead.String()
+			if req.Version >= 6 {
+				dg.ErrorCode = kerr.GroupIDNotFound.Code
+				dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic or consumer group.")
+			}
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
 		if g.cg != nil {
 			c.describeClassic(g, &dg)
 			resp.Groups = append(resp.Groups, dg)
@@ -140,6 +152,7 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 			dg.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
 			c.removeGroup(g)
+			delete(c.groupConfigs, name)
 		}
 		resp.Groups = append(resp.Groups, dg)
 	}
@@ -158,6 +171,7 @@ func (c *Coordinator) Reset() {
 		c.removeGroup(g)
 	}
 	c.rebalances = nil
+	c.groupConfigs = nil
 	for _, t := range c.txns.byID {
 		t.timer.cancel()
 	}

@@ -75,6 +75,7 @@ func runAssign(t *testing.T, assign func([]assignee, map[string]TopicMeta) []tpS
 // contiguous range of its partitions, the first ones one more; the same
 // members and topics always get the same assignment, whatever they had.
 func TestAssignRange(t *testing.T) {
+	t.Parallel()
 	runAssign(t, assignRange, []assignCase{{
 		name:    "even split",
 		members: []assignee{sub(nil, "t"), sub(nil, "t")},
@@ -123,6 +124,7 @@ func TestAssignRange(t *testing.T) {
 // member keeping what it had up to its share, so that a join takes only
 // what balance needs and a leave moves only the leaver's partitions.
 func TestAssignUniformHomogeneous(t *testing.T) {
+	t.Parallel()
 	runAssign(t, assignUniform, []assignCase{{
 		name:    "even split from nothing",
 		members: []assignee{sub(nil, "t"), sub(nil, "t"), sub(nil, "t")},
@@ -176,6 +178,7 @@ func TestAssignUniformHomogeneous(t *testing.T) {
 // fewest candidates first, each partition to the candidate holding the
 // fewest, or to its previous owner when that one holds no more.
 func TestAssignUniformGeneral(t *testing.T) {
+	t.Parallel()
 	runAssign(t, assignUniform, []assignCase{{
 		name:    "disjoint subscriptions",
 		members: []assignee{sub(nil, "a"), sub(nil, "b")},
@@ -212,6 +215,7 @@ func TestAssignUniformGeneral(t *testing.T) {
 // assignment (each member gets its own set back), a member leaving moves
 // only its partitions, a member joining takes only from the others.
 func TestUniformProperties(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(38, 3))
 	for iter := range 2000 {
 		topics := map[string]TopicMeta{}

@@ -21,6 +21,7 @@ import (
 // otherwise): a longer one gets OFFSET_METADATA_TOO_LARGE and is not
 // stored, while the request's other partitions are, as in Kafka.
 func TestOffsetMetadataBound(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		max  int // Config.OffsetMetadataMaxBytes
@@ -65,6 +66,7 @@ func groupBytes(c *Coordinator, group string) int {
 // GROUP_MAX_SIZE_REACHED; a leader assigning more than fits gets
 // UNKNOWN_SERVER_ERROR, nothing is stored and the group rebalances.
 func TestGroupMetadataBound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	h.stable("g", 1) // a small member that will not rejoin
 	big := bytes.Repeat([]byte("x"), 300<<10)
@@ -130,6 +132,7 @@ func metaBytes(c *Coordinator) int {
 // shrinks or keeps its metadata fits, and deleting a group, a topic's
 // offsets or failing over gives the room back.
 func TestOffsetMetadataTotalBound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	h.c.mu.Lock()
 	h.c.metaBudget = 100
@@ -165,6 +168,7 @@ func TestOffsetMetadataTotalBound(t *testing.T) {
 // JoinGroup and OffsetCommit naming a longer one get INVALID_GROUP_ID and
 // create nothing.
 func TestGroupIDBound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	long := strings.Repeat("g", MaxGroupIDBytes+1)
 	assert.Equal(t, kerr.InvalidGroupID.Code, h.join(joinReq(long, "")).ErrorCode)

@@ -19,6 +19,7 @@ import (
 // expiring on the clock) goes to Config.Audit naming the client that
 // committed them.
 func TestCallerCarriesTheClient(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var audited []string
 	h := newHarness(t, rules.AuditAll(), func(c *Config) {
@@ -62,6 +63,7 @@ func TestCallerCarriesTheClient(t *testing.T) {
 // TestNoCallerNamesNoOne: a request with no client makes members with no
 // client id, and what it would be told is dropped.
 func TestNoCallerNamesNoOne(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.AuditAll())
 	req := joinReq("g", "")
 	req.Version = 3 // no MEMBER_ID_REQUIRED round

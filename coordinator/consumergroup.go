@@ -331,6 +331,7 @@ func (c *Coordinator) refreshTopics(names ...string) {
 	if len(changed) == 0 {
 		return
 	}
+	c.shareTopicsChanged(changed)
 	for _, g := range c.groups {
 		cg := g.cg
 		if cg == nil || len(cg.members) == 0 {
@@ -542,6 +543,8 @@ func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHe
 		g = c.newGroup(req.Group)
 		c.toConsumerGroup(g)
 		caller.GroupCreated(req.Group)
+	case g.sg != nil:
+		return kerr.GroupIDNotFound.Code, "Group " + req.Group + " is not a consumer group."
 	case g.cg == nil:
 		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 {
 			return kerr.GroupIDNotFound.Code, "Group " + req.Group + " is not a consumer group."
@@ -1436,12 +1439,18 @@ func groupType(g *group) string {
 	if g.cg != nil {
 		return "consumer"
 	}
+	if g.sg != nil {
+		return "share"
+	}
 	return "classic"
 }
 
 func groupStateName(g *group) string {
 	if g.cg != nil {
 		return g.cg.stateName()
+	}
+	if g.sg != nil {
+		return g.sg.stateName()
 	}
 	return g.state.String()
 }

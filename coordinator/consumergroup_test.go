@@ -97,6 +97,7 @@ func (h *cgHarness) addTopic(name string, partitions int32) {
 // sees exactly the topics that exist; without it, or with no names, the
 // list is read whole.
 func TestTopicChangesReadOnlyTheTopicsNamed(t *testing.T) {
+	t.Parallel()
 	tt := &topicTable{}
 	var whole, one int
 	h := newCGHarness(t, func(c *Config) {
@@ -202,6 +203,7 @@ func owned(m MemberInfo) int {
 // (UNRELEASED_PARTITIONS) and the owner is UNREVOKED_PARTITIONS at its old
 // epoch.
 func TestConsumerGroupRevokeBeforeGrant(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 4)
 	a, b := h.member("g", "a"), h.member("g", "b")
@@ -252,6 +254,7 @@ func TestConsumerGroupRevokeBeforeGrant(t *testing.T) {
 // TestConsumerGroupRebalanceTimeout: a member that does not revoke within
 // its rebalance timeout is fenced; its partitions go to the others.
 func TestConsumerGroupRebalanceTimeout(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 2)
 	a, b := h.member("g", "a"), h.member("g", "b")
@@ -275,6 +278,7 @@ func TestConsumerGroupRebalanceTimeout(t *testing.T) {
 // UNRELEASED_INSTANCE_ID, and a heartbeat naming another member's instance
 // FENCED_INSTANCE_ID.
 func TestConsumerGroupStaticMember(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 2)
 	inst := "i1"
@@ -326,6 +330,7 @@ func TestConsumerGroupStaticMember(t *testing.T) {
 // again when topics are created or deleted: a new matching topic starts a
 // new group epoch and is assigned; a deleted one leaves the assignment.
 func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("orders-eu", 1)
 	h.addTopic("billing", 1)
@@ -363,6 +368,7 @@ func TestConsumerGroupRegexFollowsTopics(t *testing.T) {
 // expects exactly this from Kafka 4.x). A member changing from the regex to
 // names loses the regex's topics in that heartbeat's answer.
 func TestConsumerGroupRegexForgottenOnLeave(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("topic_regex1", 2)
 	h.addTopic("topic_regex2", 2)
@@ -439,6 +445,7 @@ func TestConsumerGroupRegexForgottenOnLeave(t *testing.T) {
 // TestConsumerGroupRangeAssignor: range splits each topic's partitions into
 // contiguous ranges in member id order.
 func TestConsumerGroupRangeAssignor(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 5)
 	a, b := h.member("g", "a"), h.member("g", "b")
@@ -456,6 +463,7 @@ func TestConsumerGroupRangeAssignor(t *testing.T) {
 // TestConsumerGroupOffsets: OffsetCommit and OffsetFetch check member
 // epochs as Kafka does.
 func TestConsumerGroupOffsets(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 1)
 	m := h.member("g", "m")
@@ -491,6 +499,7 @@ func TestConsumerGroupOffsets(t *testing.T) {
 // and converts an Empty one, and the reverse; the VAST group cap counts
 // classic groups only.
 func TestConsumerGroupAndClassic(t *testing.T) {
+	t.Parallel()
 	r := rules.Kafka()
 	r.MaxGroups = 1
 	tt := &topicTable{}
@@ -536,6 +545,7 @@ func TestConsumerGroupAndClassic(t *testing.T) {
 // INVALID_REQUEST with Kafka 4.x's message, as librdkafka does when its
 // leave races a new subscription; the group is not disturbed.
 func TestConsumerGroupHeartbeatValidation(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 2)
 	m := h.member("g", "m")
@@ -581,6 +591,7 @@ func TestConsumerGroupHeartbeatValidation(t *testing.T) {
 // and a regex longer than MaxSubscribedTopicRegexBytes are refused and
 // create nothing.
 func TestConsumerGroupBounds(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t, func(c *Config) { c.ConsumerGroupMaxSize = 2 })
 	h.addTopic("t", 1)
 	a, b, c := h.member("g", "a"), h.member("g", "b"), h.member("g", "c")
@@ -609,6 +620,7 @@ func TestConsumerGroupBounds(t *testing.T) {
 // does not come back within the session timeout is removed and its
 // partitions move, in a new group epoch.
 func TestConsumerGroupStaticMemberAway(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t, func(c *Config) { c.ConsumerSessionTimeout = 10 * time.Second })
 	h.addTopic("t", 2)
 	inst := "i1"
@@ -633,6 +645,7 @@ func TestConsumerGroupStaticMemberAway(t *testing.T) {
 // group settles at is one finished rebalance in the history, with every
 // member's partitions.
 func TestConsumerGroupRebalanceHistory(t *testing.T) {
+	t.Parallel()
 	h := newCGHarness(t)
 	h.addTopic("t", 2)
 	a, b := h.member("g", "a"), h.member("g", "b")
@@ -661,6 +674,7 @@ func TestConsumerGroupRebalanceHistory(t *testing.T) {
 // new instance id leaves no entry for the old one, and a consumer group is
 // told to its caller as created, as a classic one is.
 func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
+	t.Parallel()
 	caller := &testCaller{id: "app"}
 	h := newCGHarness(t)
 	h.caller = caller

@@ -194,6 +194,10 @@ type Config struct {
 	// joining a consumer group that has this many gets
 	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
 	ConsumerGroupMaxSize int
+	// Share holds Kafka's share group settings (group.share.*); its zero
+	// value is Kafka's defaults. Share groups are served where
+	// NoShareGroups is not enforced (see sharegroup.go).
+	Share ShareConfig
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -250,6 +254,22 @@ type Coordinator struct {
 	cgInterval     time.Duration
 	cgMaxSize      int
 	consumerGroups int // how many of groups are consumer groups
+
+	// Share groups (sharegroup.go, sharepartition.go, sharefetch.go,
+	// shareadmin.go).
+	share         ShareConfig
+	shareGroups   int // how many of groups are share groups
+	shareSessions map[shareSessionKey]*shareSession
+	// shareSessionsByNode counts the sessions each broker id holds,
+	// shareSessionParts their partitions together.
+	shareSessionsByNode map[int32]int
+	shareSessionParts   int
+	shareConns          map[<-chan struct{}]*shareConn
+	// shareAvail is closed when records of a share group are released
+	// (shareRecordsAvailable), to wake waiting ShareFetch requests.
+	shareAvail chan struct{}
+	// groupConfigs are the configs set on GROUP resources, by group.
+	groupConfigs map[string]map[string]string
 }
 
 // maxRebalances bounds the rebalance history; the oldest go first.
@@ -348,6 +368,7 @@ func New(cfg Config) *Coordinator {
 		cgSession:        cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
 		cgInterval:       cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
 		cgMaxSize:        cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+		share:            cfg.Share.withDefaults(),
 	}
 	c.refreshTopics()
 	return c
@@ -373,6 +394,12 @@ func (c *Coordinator) Close() {
 	for _, t := range c.txns.byID {
 		t.timer.cancel()
 		t.timer = nil
+	}
+	for done, sc := range c.shareConns {
+		if sc.unwatch != nil && sc.unwatch() {
+			c.watchers.Done() // the watch will never run
+		}
+		delete(c.shareConns, done)
 	}
 	close(c.done)
 	c.unlock()
@@ -490,9 +517,9 @@ func (c *Coordinator) canCreateGroup(caller Caller, api, group string) bool {
 }
 
 // classicGroups counts the classic groups, which Rules.MaxGroups caps: VAST
-// has no other kind, and KIP-848 consumer groups (served only where
-// ClassicGroupsOnly is not enforced) do not count.
-func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups }
+// has no other kind, and KIP-848 consumer groups and share groups (served
+// only where ClassicGroupsOnly and NoShareGroups are not enforced) do not count.
+func (c *Coordinator) classicGroups() int { return len(c.groups) - c.consumerGroups - c.shareGroups }
 
 // removeGroup deletes g: its timers stop, a call blocked in it gets
 // COORDINATOR_NOT_AVAILABLE, and it is Dead; once no group is left, the
@@ -502,6 +529,14 @@ func (c *Coordinator) removeGroup(g *group) {
 	g.stopTimers(c)
 	if g.cg != nil {
 		c.consumerGroups--
+	}
+	if g.sg != nil {
+		c.shareGroups--
+		for key, sess := range c.shareSessions {
+			if key.group == g.name {
+				c.endShareSession(sess, false)
+			}
+		}
 	}
 	for t, ps := range g.offsets {
 		c.metaBytes -= metadataBytes(ps)
@@ -547,7 +582,8 @@ func (c *Coordinator) instanceID(id *string, versionHasIt bool) *string {
 // GroupInfo is a deep copy of one group's state, for tests and fixtures.
 type GroupInfo struct {
 	Name string
-	// Type is "classic" or "consumer" (a KIP-848 consumer group).
+	// Type is "classic", "consumer" (a KIP-848 consumer group) or
+	// "share" (a KIP-932 share group).
 	Type string
 	// State is Kafka's name for the group state: "Empty",
 	// "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead" for
@@ -572,6 +608,9 @@ type GroupInfo struct {
 	Members []MemberInfo
 	// Offsets are the committed offsets by topic and partition.
 	Offsets map[string]map[int32]OffsetInfo
+	// SharePartitions are a share group's partitions with share state,
+	// by topic and partition.
+	SharePartitions []SharePartitionInfo `json:",omitempty"`
 }
 
 // MemberInfo is one member of a group.
@@ -700,6 +739,9 @@ func (c *Coordinator) info(g *group) GroupInfo {
 	if g.cg != nil {
 		gi.Members = nil
 		c.consumerInfo(g, &gi)
+	}
+	if g.sg != nil {
+		c.shareInfo(g, &gi)
 	}
 	return gi
 }

@@ -101,6 +101,7 @@ func emptyGroup(t *testing.T, c *Coordinator, group string) {
 // ListGroups, Groups, Group, CommittedOffset) sees them unchanged; the
 // clock's timer removes them.
 func TestReadsDoNotExpire(t *testing.T) {
+	t.Parallel()
 	clk := newHeldClock()
 	c := New(Config{Rules: rules.Kafka(), Clock: clk})
 	defer c.Close()
@@ -142,6 +143,7 @@ func TestReadsDoNotExpire(t *testing.T) {
 // it has been Empty for the cleanup interval, and a group whose offsets
 // expire, with nothing reading them.
 func TestExpiryOnTheManualClock(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	emptyGroup(t, h.c, "abandoned")
 	h.c.OffsetCommit(NoCaller, commitReq("committed", "", -1, "t", map[int32]int64{0: 5}))
@@ -161,6 +163,7 @@ func TestExpiryOnTheManualClock(t *testing.T) {
 // TestGroupLimitFreesRoomAtOnce: with MaxGroups reached by abandoned groups
 // whose cleanup is not due, a new group still gets room at once.
 func TestGroupLimitFreesRoomAtOnce(t *testing.T) {
+	t.Parallel()
 	clk := newHeldClock()
 	r := rules.VAST()
 	r.MaxGroups = 2

@@ -78,6 +78,10 @@ type group struct {
 	// then Empty without members and Stable with some, for the group
 	// cleanup and DeleteGroups.
 	cg *consumerGroup
+	// sg is set for a KIP-932 share group (sharegroup.go): its members
+	// are there, and its state is Empty or Stable as for cg. A share
+	// group stays one until it is deleted.
+	sg *shareGroup
 }
 
 // member is one joined member.
@@ -314,6 +318,7 @@ func (g *group) validate(instanceID *string, memberID string, generation int32) 
 
 func (g *group) stopTimers(c *Coordinator) {
 	g.stopConsumerTimers()
+	g.stopShareTimers()
 	g.joinTimer.cancel()
 	g.syncTimer.cancel()
 	g.joinTimer, g.syncTimer = nil, nil
@@ -510,6 +515,12 @@ func (c *Coordinator) join(ctx context.Context, caller Caller, req *kmsg.JoinGro
 		}
 		g = c.newGroup(req.Group)
 		caller.GroupCreated(req.Group)
+	}
+	if g.sg != nil {
+		// A classic member and a share group: Kafka refuses it ("not a
+		// classic group"); vastfake answers as for a consumer group
+		// with members, which clients report as such.
+		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
 	if g.cg != nil {
 		// A classic member and a KIP-848 consumer group: an Empty one

@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestMemberIDRequiredFlow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ctx := context.Background()
 	billing := &testCaller{id: "billing", host: "/10.0.0.7"}
@@ -91,6 +92,7 @@ func TestMemberIDRequiredFlow(t *testing.T) {
 }
 
 func TestPendingMemberExpiresAfterSessionTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	id := h.memberID("g")
 	h.clk.Advance(10 * time.Second)
@@ -98,6 +100,7 @@ func TestPendingMemberExpiresAfterSessionTimeout(t *testing.T) {
 }
 
 func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int16{0, 3} {
 		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
 			h := newHarness(t, rules.VAST())
@@ -117,6 +120,7 @@ func TestOldJoinVersionsGetAnIDDirectly(t *testing.T) {
 // any group.min.session.timeout.ms; zero passes, as in Kafka with a minimum
 // of 0.
 func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka()) // MinSessionTimeout and MaxSessionTimeout 0: no bounds
 	for _, ms := range []int32{-1, -1 << 31} {
 		req := joinReq("g", "")
@@ -131,6 +135,7 @@ func TestNegativeSessionTimeoutWithoutBounds(t *testing.T) {
 }
 
 func TestJoinGroupRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka(), func(c *Config) {
 		c.MinSessionTimeout, c.MaxSessionTimeout = DefaultMinSessionTimeout, DefaultMaxSessionTimeout
 	})
@@ -173,6 +178,7 @@ func TestJoinGroupRefusals(t *testing.T) {
 // joining a Stable group, heartbeats and syncs in each state, and the errors
 // Kafka answers along the way.
 func TestRebalanceStates(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
 	a := ids[0]
@@ -242,6 +248,7 @@ func TestRebalanceStates(t *testing.T) {
 // TestRebalanceDuringSync checks that a member joining while followers wait
 // in SyncGroup fails those syncs with REBALANCE_IN_PROGRESS.
 func TestRebalanceDuringSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -265,6 +272,7 @@ func TestRebalanceDuringSync(t *testing.T) {
 }
 
 func TestSessionTimeoutRemovesMember(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -294,6 +302,7 @@ func TestSessionTimeoutRemovesMember(t *testing.T) {
 }
 
 func TestBlockedMemberDoesNotExpire(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -314,6 +323,7 @@ func TestBlockedMemberDoesNotExpire(t *testing.T) {
 }
 
 func TestRebalanceTimeoutRemovesMemberThatDidNotRejoin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -340,6 +350,7 @@ func TestRebalanceTimeoutRemovesMemberThatDidNotRejoin(t *testing.T) {
 }
 
 func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a := h.memberID("g")
 	req := joinReq("g", "")
@@ -361,6 +372,7 @@ func TestRebalanceTimeoutWaitsForPendingMember(t *testing.T) {
 // that asked for it is open; once it closes the phase completes with no
 // time passing, and the id is unknown.
 func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a := h.memberID("g")
 	conn, hangUp := context.WithCancel(context.Background())
@@ -385,6 +397,7 @@ func TestPendingMemberForgottenWhenItsConnectionCloses(t *testing.T) {
 // cannot hold the join phase up with ids piling up on a manual clock. Ids
 // asked for on other connections stay.
 func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	conn, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
@@ -415,6 +428,7 @@ func TestPendingMemberIDsBoundedPerConnection(t *testing.T) {
 }
 
 func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -437,6 +451,7 @@ func TestSyncTimeoutRemovesMemberThatNeverSynced(t *testing.T) {
 }
 
 func TestInitialRebalanceDelay(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST(), func(c *Config) { c.InitialRebalanceDelay = 3 * time.Second })
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -468,6 +483,7 @@ func TestInitialRebalanceDelay(t *testing.T) {
 }
 
 func TestInitialRebalanceDelayIsCappedByRebalanceTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST(), func(c *Config) { c.InitialRebalanceDelay = 3 * time.Second })
 	req := joinReq("g", "")
 	req.Version = 3
@@ -479,6 +495,7 @@ func TestInitialRebalanceDelayIsCappedByRebalanceTimeout(t *testing.T) {
 }
 
 func TestNoInitialDelayCompletesAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a := h.memberID("g")
 	r := h.join(joinReq("g", a)) // completes without any clock movement
@@ -486,6 +503,7 @@ func TestNoInitialDelayCompletesAtOnce(t *testing.T) {
 }
 
 func TestProtocolVote(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		prefs [][]string
@@ -521,6 +539,7 @@ func TestProtocolVote(t *testing.T) {
 }
 
 func TestEagerAssignorsOnly(t *testing.T) {
+	t.Parallel()
 	t.Run("vast", func(t *testing.T) {
 		h := newHarness(t, rules.VAST())
 		req := joinReq("g", "")
@@ -586,6 +605,7 @@ func TestEagerAssignorsOnly(t *testing.T) {
 // TestRefusalsGoToTheCaller: a refusal made because of a VAST rule goes to
 // the request's caller, with the rule and why, and is logged only at Debug.
 func TestRefusalsGoToTheCaller(t *testing.T) {
+	t.Parallel()
 	r := rules.VAST()
 	r.MaxGroups = 1
 	h := newHarness(t, r)
@@ -611,6 +631,7 @@ func TestRefusalsGoToTheCaller(t *testing.T) {
 // log that looks up the group might) does not deadlock, for JoinGroup and
 // for OffsetCommit.
 func TestRefusedMayCallBack(t *testing.T) {
+	t.Parallel()
 	r := rules.VAST()
 	r.MaxGroups = 1
 	// No harness: on a deadlock its cleanup's Close would hang too.
@@ -648,6 +669,7 @@ func TestRefusedMayCallBack(t *testing.T) {
 // cooperative-sticky member's owned partitions change) or the leader
 // rejoining starts a rebalance.
 func TestRejoinWhileStable(t *testing.T) {
+	t.Parallel()
 	for _, r := range []rules.Rules{rules.VAST(), rules.Kafka()} {
 		h := newHarness(t, r)
 		ids, gen := h.stable("g", 2)
@@ -686,6 +708,7 @@ func TestRejoinWhileStable(t *testing.T) {
 }
 
 func TestLeaveGroup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 3)
 	a, b, c := ids[0], ids[1], ids[2]
@@ -724,6 +747,7 @@ func TestLeaveGroup(t *testing.T) {
 }
 
 func TestPendingMemberLeavingAStableGroupDoesNotRebalance(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	h.stable("g", 2)
 	p := h.memberID("g") // handed out with MEMBER_ID_REQUIRED, never joined
@@ -738,6 +762,7 @@ func TestPendingMemberLeavingAStableGroupDoesNotRebalance(t *testing.T) {
 }
 
 func TestLeaveDuringJoinCompletesIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, _ := h.stable("g", 2)
 	aj := h.joinAsync(joinReq("g", ids[0]))
@@ -753,6 +778,7 @@ func TestLeaveDuringJoinCompletesIt(t *testing.T) {
 }
 
 func TestStaticMembershipKafka(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	static := func(inst, memberID string) *kmsg.JoinGroupRequest {
 		r := joinReq("g", memberID)
@@ -838,6 +864,7 @@ func TestStaticMembershipKafka(t *testing.T) {
 }
 
 func TestStaticMemberFencedWhileWaiting(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	leader, extra := h.memberID("g"), h.memberID("g")
 	lj := h.joinAsync(joinReq("g", leader))
@@ -874,6 +901,7 @@ func TestStaticMemberFencedWhileWaiting(t *testing.T) {
 }
 
 func TestStaticMembershipIgnoredByVAST(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	static := func(memberID string) *kmsg.JoinGroupRequest {
 		r := joinReq("g", memberID)
@@ -927,6 +955,7 @@ func TestStaticMembershipIgnoredByVAST(t *testing.T) {
 }
 
 func TestContextCancelReleasesJoinAndSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 	a, b := ids[0], ids[1]
@@ -958,6 +987,7 @@ func TestContextCancelReleasesJoinAndSync(t *testing.T) {
 }
 
 func TestCloseReleasesBlockedCalls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))
@@ -983,6 +1013,7 @@ func TestCloseReleasesBlockedCalls(t *testing.T) {
 }
 
 func TestCloseReleasesBlockedSync(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	a, b := h.memberID("g"), h.memberID("g")
 	aj := h.joinAsync(joinReq("g", a))

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/clock"
+	"github.com/vastfake/vastfake/internal/testutil"
 	"github.com/vastfake/vastfake/rules"
 )
 
@@ -26,24 +26,7 @@ type harness struct {
 	c   *Coordinator
 	clk *clock.Manual
 	wg  sync.WaitGroup
-	log *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log *testutil.LockedBuffer
 }
 
 // newHarness starts a coordinator on a manual clock. At cleanup it closes the
@@ -51,7 +34,7 @@ func (s *syncBuffer) String() string {
 // left on the clock.
 func newHarness(t testing.TB, r rules.Rules, opts ...func(*Config)) *harness {
 	clk := clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	buf := &syncBuffer{}
+	buf := &testutil.LockedBuffer{}
 	cfg := Config{Rules: r, Clock: clk, Logger: slog.New(slog.NewJSONHandler(buf, nil))}
 	for _, o := range opts {
 		o(&cfg)

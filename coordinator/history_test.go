@@ -14,6 +14,7 @@ import (
 // TestRebalanceHistory records a generation when the leader hands out the
 // assignments and when the last member leaves.
 func TestRebalanceHistory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 2)
 
@@ -46,6 +47,7 @@ func TestRebalanceHistory(t *testing.T) {
 // TestReset deletes groups with members and offsets; a blocked JoinGroup is
 // answered and the next join creates the group anew.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
 	require.Equal(t, []int16{errNone}, commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))))

@@ -131,6 +131,9 @@ func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) 
 		caller.GroupCreated(req.Group)
 		return g, errNone, nil
 	}
+	if g.sg != nil {
+		return nil, kerr.GroupIDNotFound.Code, nil // a share group commits no offsets
+	}
 	if g.cg != nil {
 		code, check := g.cg.commitCheck(memberID, generation, req.Version, c.assignmentEpochs)
 		if code != errNone {
@@ -171,6 +174,11 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			sg.Group = rg.Group
 			if c.closed {
 				sg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				resp.Groups = append(resp.Groups, sg)
+				continue
+			}
+			if g := c.lookup(rg.Group); g != nil && g.sg != nil {
+				sg.ErrorCode = kerr.GroupIDNotFound.Code // a share group has no committed offsets
 				resp.Groups = append(resp.Groups, sg)
 				continue
 			}
@@ -308,7 +316,7 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 		return resp
 	}
 	g := c.lookup(req.Group)
-	if g == nil {
+	if g == nil || g.sg != nil { // a share group has no committed offsets
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}
@@ -556,7 +564,7 @@ func (c *Coordinator) expire(g *group) {
 // has no committed offsets, and no member id it handed out with
 // MEMBER_ID_REQUIRED still waits on an open connection.
 func (g *group) abandoned() bool {
-	if g.state != stateEmpty || len(g.members) > 0 || len(g.offsets) > 0 {
+	if g.state != stateEmpty || len(g.members) > 0 || len(g.offsets) > 0 || g.sg != nil && len(g.sg.partitions) > 0 {
 		return false
 	}
 	for _, p := range g.pending {

@@ -29,6 +29,7 @@ func fetchV7(group string, topics map[string][]int32) *kmsg.OffsetFetchRequest {
 }
 
 func TestGenerationMinusOneCommits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 
 	// assign()+commit: the commit creates the group, Empty.
@@ -81,6 +82,7 @@ func TestGenerationMinusOneCommits(t *testing.T) {
 }
 
 func TestOffsetFetch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "b", map[int32]int64{1: 7, 0: 5}))
 	h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "a", map[int32]int64{0: 1}))
@@ -131,6 +133,7 @@ func TestOffsetFetch(t *testing.T) {
 }
 
 func TestFailoverAndTopicDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("g", 1)
 	h.c.OffsetCommit(NoCaller, commitReq("g", ids[0], gen, "t", map[int32]int64{0: 5}))
@@ -159,6 +162,7 @@ func TestFailoverAndTopicDeleted(t *testing.T) {
 }
 
 func TestOffsetRetention(t *testing.T) {
+	t.Parallel()
 	t.Run("kafka expires offsets of an empty group", func(t *testing.T) {
 		h := newHarness(t, rules.Kafka())
 		ids, gen := h.stable("g", 1)
@@ -193,6 +197,7 @@ func TestOffsetRetention(t *testing.T) {
 }
 
 func TestMaxGroups(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		r       rules.Rules
@@ -237,6 +242,7 @@ func TestMaxGroups(t *testing.T) {
 // needs room. A group with committed offsets stays, and so does one holding
 // a member id handed out on a connection that is still open.
 func TestAbandonedGroupsAreDeleted(t *testing.T) {
+	t.Parallel()
 	t.Run("by Kafka's cleanup", func(t *testing.T) {
 		h := newHarness(t, rules.VAST())
 		h.memberID("never-joined") // the id expires with its session timeout
@@ -285,6 +291,7 @@ func TestAbandonedGroupsAreDeleted(t *testing.T) {
 // abandoned; reading groups after Close, however far the clock has moved,
 // deletes nothing, as Close promises.
 func TestGroupsStayReadableAfterClose(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	h.memberID("pending-only") // the id waits on a connection still open
 	h.c.Close()
@@ -297,6 +304,7 @@ func TestGroupsStayReadableAfterClose(t *testing.T) {
 }
 
 func TestOffsetDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.Kafka())
 	md := kmsg.ConsumerMemberMetadata{Version: 0, Topics: []string{"sub"}}
 	id := h.memberID("g")
@@ -347,6 +355,7 @@ func TestOffsetDelete(t *testing.T) {
 }
 
 func TestListGroups(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	h.stable("stable", 1)
 	h.c.OffsetCommit(NoCaller, commitReq("empty", "", -1, "t", map[int32]int64{0: 1}))
@@ -379,6 +388,7 @@ func TestListGroups(t *testing.T) {
 }
 
 func TestDescribeGroups(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, _ := h.stable("g", 2)
 	desc := func(v int16, groups ...string) []kmsg.DescribeGroupsResponseGroup {
@@ -421,6 +431,7 @@ func TestDescribeGroups(t *testing.T) {
 }
 
 func TestDeleteGroups(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	ids, gen := h.stable("active", 1)
 	h.c.OffsetCommit(NoCaller, commitReq("active", ids[0], gen, "t", map[int32]int64{0: 1}))
@@ -451,6 +462,7 @@ func TestDeleteGroups(t *testing.T) {
 }
 
 func TestGroupsInspectionIsACopy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rules.VAST())
 	h.stable("b", 1)
 	h.c.OffsetCommit(NoCaller, commitReq("a", "", -1, "t", map[int32]int64{0: 1}))

@@ -54,6 +54,7 @@ func decodeOffsetsRecord(t *testing.T, group string, key, value []byte) offsetsE
 // the group cleanup (tombstones), a finished rebalance and the group
 // going Empty (metadata).
 func TestOffsetsTopicRecordsEveryChange(t *testing.T) {
+	t.Parallel()
 	var got []offsetsEntry
 	r := rules.Kafka()
 	r.OffsetsRetention = time.Hour

@@ -12,6 +12,7 @@ import (
 // one at a time, merged), repeats and topic drops leave a partSet holding
 // what a map would, sorted.
 func TestPartSetIsASet(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	topics := []string{"a", "b", "c", "d", "e"}
 	for range 200 {

@@ -446,6 +446,9 @@ func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRe
 	if g == nil {
 		return kerr.IllegalGeneration.Code, nil
 	}
+	if g.sg != nil {
+		return kerr.GroupIDNotFound.Code, nil // a share group commits no offsets
+	}
 	if g.cg != nil {
 		// A consumer group's member commits with its member epoch, as
 		// an OffsetCommit v9+ (Kafka's validateOffsetCommit).

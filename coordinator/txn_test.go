@@ -44,6 +44,7 @@ func (h *txnHarness) init(id string) (int64, int16) {
 // place of the least recently used id with no open transaction; when every
 // id has one open, a new id gets COORDINATOR_NOT_AVAILABLE until one ends.
 func TestTransactionalIDBound(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	tp := []TopicPartition{{"t", 0}}
 	pids := make([]int64, MaxTransactionalIDs)
@@ -70,6 +71,7 @@ func TestTransactionalIDBound(t *testing.T) {
 // TestTransactionGroupBound: a transaction commits offsets for at most
 // MaxTransactionGroups groups.
 func TestTransactionGroupBound(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	pid, epoch := h.init("groups")
 	for i := range MaxTransactionGroups {
@@ -86,6 +88,7 @@ func TestTransactionGroupBound(t *testing.T) {
 // it commits, and dropped when it aborts; their metadata counts against
 // the coordinator's metadata bound while pending.
 func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	pid, epoch := h.init("offs")
 	commit := func(off int64, meta string) {
@@ -138,6 +141,7 @@ func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
 // InitProducerId naming its old epoch (KIP-360), and anything else with
 // that epoch is fenced.
 func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	pid, epoch, code := h.c.InitProducerID("slow", 10*time.Second, -1, -1, h.newID)
 	require.Zero(t, code)
@@ -164,6 +168,7 @@ func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
 // one has begun since, so a batch checked against a transaction is never
 // appended after that transaction's marker.
 func TestTxnCheckClosesWithTheTransaction(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	pid, epoch := h.init("gate")
 	tp := []TopicPartition{{"t", 0}}
@@ -187,6 +192,7 @@ func TestTxnCheckClosesWithTheTransaction(t *testing.T) {
 // group name longer than MaxGroupIDBytes gets INVALID_GROUP_ID from
 // AddOffsetsToTxn and TxnOffsetCommit.
 func TestTransactionalIDBytesBound(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	long := strings.Repeat("x", MaxTransactionalIDBytes)
 	_, _, code := h.c.InitProducerID(long+"x", time.Minute, -1, -1, h.newID)
@@ -231,6 +237,7 @@ func TestTransactionalIDBytesBound(t *testing.T) {
 // its function runs (which may call the coordinator) and copies each id when
 // it reaches it, so a transaction that ends meanwhile shows as it is then.
 func TestEachTransactionCopiesOneAtATime(t *testing.T) {
+	t.Parallel()
 	h := newTxnHarness(t)
 	pids := map[string]int64{}
 	for _, id := range []string{"a", "b", "c"} {

@@ -66,6 +66,7 @@ func assertAllSucceeded(t *testing.T, k *fixtures.Kafka) {
 // defaults against the audit profile: every request succeeds as on Kafka,
 // and the findings are exactly what those defaults would meet on VAST.
 func TestAuditKgoDefaults(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
 	producer, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()))
 	require.NoError(t, err)
@@ -113,6 +114,7 @@ func TestAuditKgoDefaults(t *testing.T) {
 // TestAuditKgoVASTSettings runs the same app with the settings docs/client-settings.md
 // recommends for VAST: no findings.
 func TestAuditKgoVASTSettings(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
 	producer := k.Client()
 	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"))
@@ -145,15 +147,22 @@ var auditCases = map[rules.ID]auditCase{
 			roundTrip(t, c, 1, req, resp, 1)
 			assert.Equal(t, int16(0), resp.ErrorCode, "joined as on Kafka")
 			assert.Equal(t, int32(1), resp.MemberEpoch)
-			// Share groups are not served even with Kafka's behaviour:
-			// the connection closes.
-			c = dialRaw(t, k.Addr())
-			_, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, kmsg.NewPtrShareFetchRequest(), 1))
-			require.NoError(t, err)
-			_, err = c.Read(make([]byte, 1))
-			require.Error(t, err, "the broker closes the connection")
 		},
-		want: []string{"ClassicGroupsOnly refused", "ClassicGroupsOnly refused  g"},
+		want: []string{"ClassicGroupsOnly refused  g"},
+	},
+	rules.NoShareGroups: {
+		run: func(t *testing.T, k *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			// A kgo share consumer runs unchanged, as on Kafka 4.2: its
+			// group config, heartbeats, fetches and acknowledgements are
+			// served, each a finding.
+			setGroupConfig(t, cl, "g", "share.auto.offset.reset", "earliest")
+			k.Produce("t", 0, "job")
+			sc := shareConsumer(t, k.Addr(), "g", kgo.ConsumeTopics("t"))
+			recs := pollN(t, sc, 1)
+			recs[0].Ack(kgo.AckAccept)
+			require.NoError(t, sc.FlushAcks(testCtx(t)))
+		},
+		want: []string{"NoShareGroups refused  g"},
 	},
 	rules.EagerAssignorsOnly: {
 		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
@@ -363,6 +372,7 @@ var auditCases = map[rules.ID]auditCase{
 // TestAuditEveryRule runs one case per rule against the audit profile:
 // the requests succeed as on Kafka and cause exactly the rule's findings.
 func TestAuditEveryRule(t *testing.T) {
+	t.Parallel()
 	for _, id := range rules.IDs() {
 		c, ok := auditCases[id]
 		if !ok {
@@ -442,6 +452,7 @@ func joinGroup(t *testing.T, cl *kgo.Client, group string, instance *string, pro
 // but also offers range joins VAST, which votes range: the group
 // rebalances eagerly there, a difference the audit reports.
 func TestAuditCooperativeChosen(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 3))
 	consumer := k.Client(kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
 		kgo.Balancers(kgo.CooperativeStickyBalancer(), kgo.RangeBalancer()))
@@ -461,6 +472,7 @@ func TestAuditCooperativeChosen(t *testing.T) {
 // finding even when a topic of that name exists and is served, and the
 // errors it gets where none exists are in the report.
 func TestAuditTopicIDAsName(t *testing.T) {
+	t.Parallel()
 	const id = "00000000-0000-0000-0000-000000000000"
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic(id, 1))
 	c := dialRaw(t, k.Addr())
@@ -498,6 +510,7 @@ func TestAuditTopicIDAsName(t *testing.T) {
 // group forecast, and once it has left three groups empty the audit says
 // it would run out of VAST's 256 groups.
 func TestAuditOneRunGroups(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("orders", 1))
 	k.Produce("orders", 0, "a")
 	cl := k.Client(kgo.ClientID("console-cli"))
@@ -530,6 +543,7 @@ func TestAuditOneRunGroups(t *testing.T) {
 // Collector's kafka receiver, on kgo), and kgo's snappy note comes only
 // with snappy batches.
 func TestAuditAdviceInTheAppsTerms(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("otlp_logs", 1))
 	collector, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ClientID("otel-collector"),
 		kgo.ConsumerGroup("otel-collector"), kgo.ConsumeTopics("otlp_logs"))

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
 
 const benchValueSize = 100
@@ -221,12 +222,12 @@ func BenchmarkSuiteResetVsFresh(b *testing.B) {
 // system) the process spent per op since it was called, client included:
 // unlike ns/op it does not count waiting for a busy machine's cores.
 func reportCPU(b *testing.B) {
-	start, ok := processCPU()
+	start, ok := testutil.ProcessCPU()
 	if !ok {
 		return // not measurable on this platform
 	}
 	b.Cleanup(func() {
-		if end, _ := processCPU(); b.N > 0 {
+		if end, _ := testutil.ProcessCPU(); b.N > 0 {
 			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	})

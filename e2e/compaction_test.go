@@ -65,6 +65,7 @@ func produceEach(t *testing.T, k *fixtures.Kafka, recs ...*kgo.Record) {
 }
 
 func TestConsumersReadAcrossGaps(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("events", 1))
 		k.Produce("events", 0, "e-0", "e-1")
@@ -115,6 +116,7 @@ func TestConsumersReadAcrossGaps(t *testing.T) {
 }
 
 func TestOffsetGapsConfiguredPerTopic(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1), fixtures.BrokerOptions(broker.WithOffsetGaps(broker.OffsetGap{Topic: "orders", Skip: 3})))
 	for i := range 3 {
 		k.Produce("orders", 0, fmt.Sprint("o-", i))
@@ -126,6 +128,7 @@ func TestOffsetGapsConfiguredPerTopic(t *testing.T) {
 }
 
 func TestCompaction(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("prices", 1, "cleanup.policy", "compact"))
 		produceEach(t, k,
@@ -170,6 +173,7 @@ func TestCompaction(t *testing.T) {
 }
 
 func TestCompactionOfCompressedBatches(t *testing.T) {
+	t.Parallel()
 	for id, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
 		want := int16(id + 1) // the attributes' codec id
 		k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("c", 1, "cleanup.policy", "compact"))
@@ -232,6 +236,7 @@ func storedCodecs(t *testing.T, k *fixtures.Kafka) []int16 {
 }
 
 func TestTombstonesGoAfterDeleteRetention(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.ManualClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
 		fixtures.Topic("users", 1, "cleanup.policy", "compact"))
 	produceEach(t, k, keyed("users", "ann", "x"), keyed("users", "ann", "<nil>"), keyed("users", "bob", "y"))
@@ -243,6 +248,7 @@ func TestTombstonesGoAfterDeleteRetention(t *testing.T) {
 }
 
 func TestCompactionRunsOnTheBrokersClock(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.ManualClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
 		fixtures.Topic("state", 1, "cleanup.policy", "compact"),
 		fixtures.Topic("log", 1, "cleanup.policy", "compact,delete", "retention.ms", "60000"),
@@ -267,6 +273,7 @@ func TestCompactionRunsOnTheBrokersClock(t *testing.T) {
 }
 
 func TestKeylessRecordToCompactedTopicIsRefused(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("c", 1, "cleanup.policy", "compact,delete"))
 		err := k.Client().ProduceSync(ctxT(t), &kgo.Record{Topic: "c", Value: []byte("no key")}).FirstErr()
@@ -295,6 +302,7 @@ func TestKeylessRecordToCompactedTopicIsRefused(t *testing.T) {
 }
 
 func TestSkipOffsetsRefusals(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("t", 1))
 	assert.ErrorIs(t, k.Broker().SkipOffsets("t", 1, 1), broker.ErrUnknownPartition)
 	assert.ErrorIs(t, k.Broker().SkipOffsets("t", 0, 0), log.ErrSkip)
@@ -305,6 +313,7 @@ func TestSkipOffsetsRefusals(t *testing.T) {
 // on a topic whose cleanup.policy is compact alone (POLICY_VIOLATION) and
 // allows it with compact,delete.
 func TestDeleteRecordsOfACompactedTopicIsRefused(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("state", 1, "cleanup.policy", "compact"),
 		fixtures.Topic("both", 1, "cleanup.policy", "compact,delete"))
 	for _, topic := range []string{"state", "both"} {

@@ -58,7 +58,7 @@ func consumerGroupOf(t *testing.T, b *broker.Broker, group string) coordinator.G
 func stableWithMembers(t *testing.T, b *broker.Broker, group string, n int) coordinator.GroupInfo {
 	t.Helper()
 	var g coordinator.GroupInfo
-	waitFor(t, fmt.Sprintf("group %s stable with %d members", group, n), func() bool {
+	fixtures.WaitFor(t, fmt.Sprintf("group %s stable with %d members", group, n), func() bool {
 		g, _ = b.Group(group)
 		return g.Type == "consumer" && g.State == "Stable" && len(g.Members) == n
 	})
@@ -81,6 +81,7 @@ func ownedCount(g coordinator.GroupInfo) map[string]int {
 // least once, no partition is ever held by two members, and the final
 // commits are at the end offsets.
 func TestConsumerProtocolMembersComeAndGo(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("flow", 6), fixtures.BrokerOptions(fastConsumerGroups))
 	b := k.Broker()
 	producer := k.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -140,7 +141,7 @@ func TestConsumerProtocolMembersComeAndGo(t *testing.T) {
 	g = stableWithMembers(t, b, "flow-g", 2)
 	assert.Len(t, ownedCount(g), 2)
 
-	waitFor(t, "every record read", func() bool {
+	fixtures.WaitFor(t, "every record read", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == produced
@@ -149,7 +150,7 @@ func TestConsumerProtocolMembersComeAndGo(t *testing.T) {
 	adm := kadm.NewClient(producer)
 	ends, err := adm.ListEndOffsets(ctxT(t), "flow")
 	require.NoError(t, err)
-	waitFor(t, "commits at the end offsets", func() bool {
+	fixtures.WaitFor(t, "commits at the end offsets", func() bool {
 		// A commit refused with a stale epoch while the group moved on
 		// is made again once its members have their new epochs.
 		for _, cl := range []*kgo.Client{a, c} {
@@ -208,6 +209,7 @@ func (c *cuttable) kill() {
 // commit with its member id is refused, as is one at an older epoch for a
 // partition the member left was given after it.
 func TestConsumerProtocolSessionTimeout(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("fence", 4),
 		fixtures.BrokerOptions(broker.WithClock(clk), fastConsumerGroups))
@@ -243,7 +245,7 @@ func TestConsumerProtocolSessionTimeout(t *testing.T) {
 	for elapsed := time.Duration(0); elapsed <= coordinator.DefaultConsumerSessionTimeout; elapsed += step {
 		clk.Advance(step)
 		now := clk.Now()
-		waitFor(t, "the survivor heartbeats", func() bool {
+		fixtures.WaitFor(t, "the survivor heartbeats", func() bool {
 			g, _ := b.Group("fence-g")
 			for _, m := range g.Members {
 				if m.MemberID == survivorID {
@@ -289,6 +291,7 @@ func TestConsumerProtocolSessionTimeout(t *testing.T) {
 // reported is zero) hides it too; audited, each request is a finding of
 // that rule.
 func TestConsumerProtocolProfiles(t *testing.T) {
+	t.Parallel()
 	withRule := func(mode rules.Mode) fixtures.Option {
 		r := rules.Kafka()
 		r.SetMode(rules.NoTopicIDs, mode)
@@ -339,6 +342,7 @@ func TestConsumerProtocolProfiles(t *testing.T) {
 // usable, and neither the member's own group nor a classic group beside it
 // is disturbed, nor their committed offsets.
 func TestConsumerProtocolBadInput(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("bad", 2), fixtures.BrokerOptions(fastConsumerGroups))
 	b := k.Broker()
 	k.Produce("bad", 0, "x")
@@ -450,6 +454,7 @@ func TestConsumerProtocolBadInput(t *testing.T) {
 // each the group reconciles with the same members and records still flow.
 // The control plane shows the group's protocol, epochs and targets.
 func TestConsumerProtocolFaults(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Brokers(3), fixtures.Topic("faults", 4),
 		fixtures.BrokerOptions(fastConsumerGroups))
 	b := k.Broker()
@@ -547,6 +552,7 @@ func TestConsumerProtocolFaults(t *testing.T) {
 // matching topic created after it joined, and one deleted leaves its
 // assignment.
 func TestConsumerProtocolRegexSeesNewTopics(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("rx-a", 1), fixtures.BrokerOptions(fastConsumerGroups))
 	b := k.Broker()
 	cl := serverSideMember(t, k.Addr(), "rx-g", "rx-.*", kgo.ConsumeRegex())
@@ -576,6 +582,7 @@ func TestConsumerProtocolRegexSeesNewTopics(t *testing.T) {
 // TestConsumerGroupOptions: group.consumer.max.size and the session and
 // heartbeat bounds are broker options; New refuses values Kafka refuses.
 func TestConsumerGroupOptions(t *testing.T) {
+	t.Parallel()
 	for _, opt := range []broker.Option{
 		broker.WithConsumerGroupTimeouts(5*time.Second, 5*time.Second),
 		broker.WithConsumerGroupTimeouts(0, time.Second),

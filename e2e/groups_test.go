@@ -102,7 +102,7 @@ func scenarioGroups(t *testing.T, addr string) {
 
 	c1 := groupConsumer(t, addr, "rebalance", "orders")
 	c2 := groupConsumer(t, addr, "rebalance", "orders")
-	waitFor(t, "two members sharing three partitions", func() bool {
+	fixtures.WaitFor(t, "two members sharing three partitions", func() bool {
 		s := assignedSizes(t, adm, "rebalance")
 		return len(s) == 2 && s[0] == 1 && s[1] == 2
 	})
@@ -116,7 +116,7 @@ func scenarioGroups(t *testing.T, addr string) {
 	assert.ErrorIs(t, deleted["rebalance"].Err, kerr.NonEmptyGroup, "a group with members cannot be deleted")
 	c1.Close()
 	c2.Close()
-	waitFor(t, "the group to empty", func() bool {
+	fixtures.WaitFor(t, "the group to empty", func() bool {
 		groups, err := adm.DescribeGroups(ctxT(t), "rebalance")
 		return err == nil && groups["rebalance"].State == "Empty"
 	})
@@ -128,6 +128,7 @@ func scenarioGroups(t *testing.T, addr string) {
 // TestGroupScenarios runs the group story against vastfake in both profiles
 // and against kfake: they agree.
 func TestGroupScenarios(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile))
 		scenarioGroups(t, b.Addr())
@@ -144,6 +145,7 @@ func TestGroupScenarios(t *testing.T) {
 // what it polled before the app processed it, so a crash loses the record;
 // committing after processing redelivers it instead.
 func TestCrashStories(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "payments", Partitions: 1}))
 	producer := newClient(t, b.Addr())
 
@@ -159,7 +161,7 @@ func TestCrashStories(t *testing.T) {
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
 		crashing.PollFetches(done)
-		waitFor(t, "the background commit", func() bool {
+		fixtures.WaitFor(t, "the background commit", func() bool {
 			off, ok := b.CommittedOffset("auto", "payments", 0)
 			return ok && off == 1
 		})
@@ -185,6 +187,7 @@ func TestCrashStories(t *testing.T) {
 // TestCooperativeStickyRefused: VAST rebalances eagerly only, so a member
 // offering only cooperative-sticky is refused.
 func TestCooperativeStickyRefused(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
 		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
@@ -213,6 +216,7 @@ func TestCooperativeStickyRefused(t *testing.T) {
 // is dynamic, so a restart with the same id rebalances; Kafka replaces the
 // static member without a rebalance.
 func TestStaticMembershipIgnored(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
@@ -231,7 +235,7 @@ func TestStaticMembershipIgnored(t *testing.T) {
 			// The restarted pod is a new member; the old one never left,
 			// so the rebalance waits for it until its rebalance timeout
 			// passes on the broker's clock.
-			waitFor(t, "the restart to start a rebalance", func() bool {
+			fixtures.WaitFor(t, "the restart to start a rebalance", func() bool {
 				g, _ := b.Group("static")
 				return g.State == "PreparingRebalance"
 			})
@@ -252,6 +256,7 @@ func TestStaticMembershipIgnored(t *testing.T) {
 // TestGroupLimit: a view holds at most 256 groups; the 257th is refused and
 // listing returns 256.
 func TestGroupLimit(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 		adm := kadm.NewClient(newClient(t, b.Addr()))
@@ -288,6 +293,7 @@ func TestGroupLimit(t *testing.T) {
 // removed when the broker's clock passes its session timeout, with no real
 // waiting.
 func TestSessionTimeoutOnBrokerClock(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 	cl := newClient(t, b.Addr())
@@ -329,6 +335,7 @@ func TestSessionTimeoutOnBrokerClock(t *testing.T) {
 // TestFailoverDropsOffsets: after a VAST failover committed offsets are gone
 // and a group restarts from auto.offset.reset.
 func TestFailoverDropsOffsets(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 	producer := newClient(t, b.Addr())
 	for i := 0; i < 3; i++ {
@@ -352,6 +359,7 @@ func TestFailoverDropsOffsets(t *testing.T) {
 // TestDeleteTopicDeletesOffsets: deleting a topic removes every group's
 // committed offsets for it.
 func TestDeleteTopicDeletesOffsets(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}, broker.TopicSpec{Name: "keep", Partitions: 1}))
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	offs := kadm.Offsets{}
@@ -395,6 +403,7 @@ func (b renamedBalancer) ProtocolName() string { return b.name }
 // range under VAST and with cooperative-sticky, its first choice, under
 // Kafka.
 func TestEagerAssignorsByAnyName(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 3}))
 		produceSync(t, newClient(t, b.Addr()), &kgo.Record{Topic: "t", Value: []byte("x")})
@@ -427,6 +436,7 @@ func TestEagerAssignorsByAnyName(t *testing.T) {
 // both profiles; any rebalance timeout is accepted (Kafka Streams sends
 // Integer.MAX_VALUE). The broker options move the bounds.
 func TestSessionTimeoutBounds(t *testing.T) {
+	t.Parallel()
 	const maxInt32 = 1<<31 - 1
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile))
@@ -464,6 +474,7 @@ func TestSessionTimeoutBounds(t *testing.T) {
 // real consumer forms the group at once. The broker's clock never moves:
 // nothing here waits for a timeout.
 func TestDisconnectedJoinDoesNotHoldTheGroup(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
@@ -488,6 +499,7 @@ func TestDisconnectedJoinDoesNotHoldTheGroup(t *testing.T) {
 // offsets, which stays. While the abandoning client is connected its member
 // ids may still be used, and its groups count.
 func TestAbandonedJoinsFreeTheGroupLimit(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 	producer := newClient(t, b.Addr())
@@ -538,6 +550,7 @@ func TestAbandonedJoinsFreeTheGroupLimit(t *testing.T) {
 // and a JoinGroup or OffsetCommit that would create one group too many
 // (MaxGroups).
 func TestGroupRefusalsRecordTheirRule(t *testing.T) {
+	t.Parallel()
 	r := rules.VAST()
 	r.MaxGroups = 1
 	k := fixtures.Start(t, fixtures.Rules(r), fixtures.Topic("t", 1))
@@ -587,6 +600,7 @@ func TestGroupRefusalsRecordTheirRule(t *testing.T) {
 // (kadm checks topics in Metadata first and sends no such commit, so the
 // commits are raw.)
 func TestCommitToUnknownTopicsSkipsTheCoordinator(t *testing.T) {
+	t.Parallel()
 	r := rules.VAST()
 	r.MaxGroups = 1
 	k := fixtures.Start(t, fixtures.Rules(r), fixtures.Topic("t", 1))
@@ -634,6 +648,7 @@ func TestCommitToUnknownTopicsSkipsTheCoordinator(t *testing.T) {
 // TestBrokerConfigsShowGroupBounds: DescribeConfigs on the broker reports
 // the session timeout bounds JoinGroup enforces, Kafka's by default.
 func TestBrokerConfigsShowGroupBounds(t *testing.T) {
+	t.Parallel()
 	brokerConfigs := func(t *testing.T, b *broker.Broker) map[string]string {
 		t.Helper()
 		rc, err := fixtures.Admin(t, b).DescribeBrokerConfigs(ctxT(t))
@@ -667,6 +682,7 @@ func TestBrokerConfigsShowGroupBounds(t *testing.T) {
 // name longer than Kafka can write INVALID_GROUP_ID; a kgo consumer then
 // joins the same group normally.
 func TestGroupMetadataIsBounded(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		k := fixtures.Start(t, fixtures.Profile(profile), fixtures.Topic("t", 1))
 		cl := newClient(t, k.Addr())

@@ -5,7 +5,6 @@ package e2e_test
 // request log, the audit and transactions tests read back.
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,19 +76,6 @@ func consumeAll(t *testing.T, addr, topic string, n int) []*kgo.Record {
 		out = append(out, fs.Records()...)
 	}
 	return out
-}
-
-// waitFor polls cond every few milliseconds until it holds or the deadline
-// passes, then fails with what.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // groupConsumer returns a kgo group consumer reading topic from the start.
@@ -302,24 +287,6 @@ func findRequest(b *broker.Broker, api kmsg.Key, match func(broker.RequestRecord
 		}
 	}
 	return broker.RequestRecord{}, false
-}
-
-// lockedBuffer is a buffer a logger and a test may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // offsetsFor is one committed offset for kadm.

@@ -50,6 +50,7 @@ func produceIdem(t *testing.T, cl *kgo.Client, topic string, partition int32, b 
 // Kafka's producer-state checks with hand-built batches and checks each
 // answer and what the log holds after.
 func TestIdempotentSequenceChecks(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Now())
 	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithClock(clk), broker.WithTopics(
 		broker.TopicSpec{Name: "idem", Partitions: 2},
@@ -125,6 +126,7 @@ func TestIdempotentSequenceChecks(t *testing.T) {
 // the broker and the deletion of its records, as Kafka's does, and expires
 // after producer.id.expiration.ms without appends on the broker's clock.
 func TestIdempotentStateLifetime(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.ManualClock(time.Now()),
 		fixtures.Topic("idem", 1))
 	b := k.Broker()
@@ -169,6 +171,7 @@ func TestIdempotentStateLifetime(t *testing.T) {
 // in order; a producer without idempotence stores the retried records
 // twice, which is what makes the test able to fail.
 func TestIdempotentRetryAfterLostAnswer(t *testing.T) {
+	t.Parallel()
 	for _, idempotent := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
 			k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 1))

@@ -1,3 +1,5 @@
+//go:build heavy
+
 package e2e_test
 
 // A bounded load test: producers with acks=all (no idempotence, as on VAST)
@@ -35,10 +37,12 @@ const (
 )
 
 func TestLoadGroupsJoinAndLeave(t *testing.T) {
+	t.Parallel()
 	runLoad(t, loadConfig{duration: 2 * time.Second})
 }
 
 func TestLoadGroupsUnderFaults(t *testing.T) {
+	t.Parallel()
 	runLoad(t, loadConfig{duration: 3 * time.Second, faults: true})
 }
 
@@ -236,7 +240,7 @@ func runLoad(t *testing.T, cfg loadConfig) {
 	ack.mu.Lock()
 	maxAcked := ack.max
 	ack.mu.Unlock()
-	waitFor(t, "every group to consume every acknowledged record", func() bool {
+	fixtures.WaitFor(t, "every group to consume every acknowledged record", func() bool {
 		for _, g := range groups {
 			g.mu.Lock()
 			behind := false

@@ -66,6 +66,7 @@ func readOffsetsTopic(t *testing.T, k *fixtures.Kafka, want int) []offsetsTopicE
 // and in the group's partition, so that a lag monitor reading the topic
 // sees the group, its members and its commits.
 func TestOffsetsTopicRecords(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 1))
 	k.Produce("orders", 0, "a", "b", "c")
 	cons := k.Client(kgo.ClientID("lag-app"), kgo.ConsumerGroup("billing"), kgo.ConsumeTopics("orders"),
@@ -127,6 +128,7 @@ func TestOffsetsTopicRecords(t *testing.T) {
 // on Kafka, and nothing a group committed is lost by trying; the VAST
 // profile files every request naming it under NoOffsetsTopic.
 func TestOffsetsTopicBadInput(t *testing.T) {
+	t.Parallel()
 	t.Run("kafka", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 1))
 		_, err := k.Admin().CommitOffsets(ctxT(t), "g", offsetsFor("orders", 0, 1))

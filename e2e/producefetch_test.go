@@ -23,10 +23,12 @@ import (
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/clock"
 	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/internal/testutil"
 	"github.com/vastfake/vastfake/rules"
 )
 
 func TestApiVersionsFollowRules(t *testing.T) {
+	t.Parallel()
 	vast := fixtures.StartBroker(t)
 	kafka := fixtures.StartBroker(t, broker.WithProfile("kafka"))
 	v := apiVersions(t, newClient(t, vast.Addr()))
@@ -51,6 +53,7 @@ func TestApiVersionsFollowRules(t *testing.T) {
 // librdkafka sends gzip, snappy and lz4 batches uncompressed, but a v0-v2
 // Produce still closes the connection like any unsupported version.
 func TestProduceAdvertisedFromV0(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "t", Partitions: 1}))
 		conn := dialRaw(t, b.Addr())
@@ -76,6 +79,7 @@ func TestProduceAdvertisedFromV0(t *testing.T) {
 }
 
 func TestUnsupportedApiVersionsVersion(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t)
 	cl := newClient(t, b.Addr())
 	// kgo pins ApiVersions to what the broker first answers; a raw frame
@@ -93,6 +97,7 @@ func TestUnsupportedApiVersionsVersion(t *testing.T) {
 // TestVASTRules refuses each VAST produce/fetch rule with its error through a
 // real client, and shows the kafka profile lifting it.
 func TestVASTRules(t *testing.T) {
+	t.Parallel()
 	t.Run("compression", func(t *testing.T) {
 		profiles(t, func(t *testing.T, profile string) {
 			b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "z", Partitions: 1}))
@@ -282,6 +287,7 @@ func TestVASTRules(t *testing.T) {
 }
 
 func TestLogAppendTime(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
 		Name: "lat", Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"},
@@ -294,6 +300,7 @@ func TestLogAppendTime(t *testing.T) {
 }
 
 func TestTimestampWindow(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
 		Name: "win", Partitions: 1, Configs: map[string]string{
@@ -309,6 +316,7 @@ func TestTimestampWindow(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithTopics(broker.TopicSpec{
 		Name: "ret", Partitions: 1, Configs: map[string]string{"retention.ms": "60000"},
@@ -332,6 +340,7 @@ func TestRetention(t *testing.T) {
 // schedules no retention sweep, so a record past retention.ms stays until
 // the test deletes it, while the default sweep drops it.
 func TestRetentionCheckIntervalZeroIsNever(t *testing.T) {
+	t.Parallel()
 	for _, every := range []time.Duration{0, broker.DefaultRetentionCheckInterval} {
 		clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 		b := fixtures.StartBroker(t, broker.WithClock(clk), broker.WithRetentionCheckInterval(every), broker.WithTopics(broker.TopicSpec{
@@ -352,6 +361,7 @@ func TestRetentionCheckIntervalZeroIsNever(t *testing.T) {
 }
 
 func TestStaleEndOffset(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	r := rules.VAST()
 	r.StaleEndOffset = 30 * time.Second
@@ -372,6 +382,7 @@ func TestStaleEndOffset(t *testing.T) {
 }
 
 func TestFetchSessionsAndDelay(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "f", Partitions: 1}))
 		cl := newClient(t, b.Addr())
@@ -430,6 +441,7 @@ func TestFetchSessionsAndDelay(t *testing.T) {
 }
 
 func TestTopicIDs(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "ids", Partitions: 2}))
 		cl := newClient(t, b.Addr())
@@ -447,6 +459,7 @@ func TestTopicIDs(t *testing.T) {
 }
 
 func TestDeleteTopic(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "gone", Partitions: 1}))
 	cl := newClient(t, b.Addr(), kgo.RecordRetries(1), kgo.UnknownTopicRetries(1))
 	produceSync(t, cl, &kgo.Record{Topic: "gone", Value: []byte("x")})
@@ -465,6 +478,7 @@ func TestDeleteTopic(t *testing.T) {
 // response at most MaxBytes, except that the first partition with data
 // always gets one whole batch (KIP-74).
 func TestFetchByteLimits(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "limits", Partitions: 3}))
 	cl := newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	value := make([]byte, 500)
@@ -510,8 +524,9 @@ func TestFetchByteLimits(t *testing.T) {
 // still sends) closes the connection as Kafka does, and the request log,
 // the server log and the audit report name the client and the version.
 func TestUnsupportedVersionIsRecorded(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
-		var logs lockedBuffer
+		var logs testutil.LockedBuffer
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1}),
 			broker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		conn := dialRaw(t, b.Addr())
@@ -558,7 +573,8 @@ func TestUnsupportedVersionIsRecorded(t *testing.T) {
 // the broker's clock, with the count of the refusals it did not log, so a
 // producer retrying a topic VAST will never auto-create does not flood it.
 func TestRefusalLogLines(t *testing.T) {
-	var logs lockedBuffer
+	t.Parallel()
+	var logs testutil.LockedBuffer
 	k := fixtures.Start(t, fixtures.ManualClock(time.Now()),
 		fixtures.BrokerOptions(broker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
 	cl := k.Client(kgo.ClientID("syslog-app"), kgo.AllowAutoTopicCreation(), kgo.MetadataMinAge(10*time.Millisecond),
@@ -603,6 +619,7 @@ func TestRefusalLogLines(t *testing.T) {
 // returned and the high watermark, so a consumer that reads nothing can be
 // diagnosed; without it, no detail is kept.
 func TestFetchDetailInRequestLog(t *testing.T) {
+	t.Parallel()
 	for _, on := range []bool{true, false} {
 		k := fixtures.Start(t, fixtures.Topic("orders", 2), fixtures.BrokerOptions(broker.WithFetchDetail(on)))
 		k.Produce("orders", 0, "a", "b", "c")

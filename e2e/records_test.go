@@ -37,6 +37,7 @@ func ruleRefusals(b *broker.Broker) []string {
 // limit, above or below the broker's message.max.bytes, as in Kafka; a
 // refusal by a topic's own config is not a VAST rule's.
 func TestTopicMaxMessageBytes(t *testing.T) {
+	t.Parallel()
 	t.Run("kafka", func(t *testing.T) {
 		b := fixtures.StartBroker(t, broker.WithProfile("kafka"))
 		cl := newClient(t, b.Addr(), kgo.ProducerBatchMaxBytes(16<<20), kgo.RecordRetries(0))
@@ -133,6 +134,7 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, batch []byte) kmsg.P
 // but whose records are broken inside; each gets Kafka's INVALID_RECORD
 // and nothing is stored. A valid batch is stored byte for byte.
 func TestBrokenRecordsAreRefused(t *testing.T) {
+	t.Parallel()
 	varint := func(v int64) []byte { return binary.AppendVarint(nil, v) }
 	splice := func(at, n int, repl []byte) func([]byte) []byte {
 		return func(body []byte) []byte {
@@ -185,6 +187,7 @@ func TestBrokenRecordsAreRefused(t *testing.T) {
 // compressed bytes with broken records inside get INVALID_RECORD; a valid
 // compressed batch is stored as received.
 func TestCompressedBatchesAreDecompressedToValidate(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "z", Partitions: 1}))
 	cl := newClient(t, b.Addr())
 	gz := func(src []byte) []byte {
@@ -218,6 +221,7 @@ func TestCompressedBatchesAreDecompressedToValidate(t *testing.T) {
 // TestFetchMergesDuplicatePartitions: a Fetch naming one partition a
 // thousand times is answered once, within MaxBytes, as Kafka does.
 func TestFetchMergesDuplicatePartitions(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "d", Partitions: 2}))
 	cl := newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for range 20 {
@@ -269,6 +273,7 @@ func TestFetchMergesDuplicatePartitions(t *testing.T) {
 // fetch is recorded with its rule; Kafka's (vastfake keeps no sessions in
 // either profile) is not a rule's.
 func TestIncrementalFetchRefusalIsLogged(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string) {
 		b := fixtures.StartBroker(t, broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "f", Partitions: 1}))
 		cl := newClient(t, b.Addr())

@@ -27,6 +27,7 @@ import (
 // a time, slowloris style. Between bytes another client produces and is
 // answered; once the last byte is in, the slow client gets its answer too.
 func TestSlowClientDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "fast", Partitions: 1}))
 	fast := newClient(t, b.Addr())
 
@@ -67,6 +68,8 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 // gone no connection goroutine is left (goleak checks the package's end
 // too).
 func TestConnectionChurn(t *testing.T) {
+	// Not parallel: it counts the connection goroutines of every broker in
+	// the process.
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: "churn", Partitions: 2}))
 	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("churn"))
 	apiVersions := fm.AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1)
@@ -137,7 +140,7 @@ func TestConnectionChurn(t *testing.T) {
 	assert.Len(t, got, want, "every produce of the churn and the one after it")
 	cl.Close()
 
-	waitFor(t, "every connection goroutine to exit", func() bool { return serveGoroutines() == 0 })
+	fixtures.WaitFor(t, "every connection goroutine to exit", func() bool { return serveGoroutines() == 0 })
 }
 
 // serveGoroutines counts the broker's connection goroutines.
@@ -159,6 +162,7 @@ func serveGoroutines() int {
 // controller allows (10,000 partitions) — found by FuzzConn, where a
 // CreateTopics for a billion partitions hung the broker.
 func TestHugePartitionCountsRefused(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("small", 1))
 	adm := k.Admin()
 	_, err := adm.CreateTopic(ctxT(t), 1<<30, 1, nil, "huge")

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
 
 // saslOpt authenticates a kgo client with SASL/PLAIN.
@@ -40,6 +41,7 @@ func shortCtx(t *testing.T) context.Context {
 }
 
 func TestSASLPlain(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1),
 		fixtures.User(adminUser, adminPass), fixtures.User(appUser, appPass))
 	b := k.Broker()
@@ -127,6 +129,7 @@ func TestSASLPlain(t *testing.T) {
 // path; each closes its own connection while an authenticated client keeps
 // producing.
 func TestSASLBruteInput(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("ok", 1), fixtures.User(appUser, appPass))
 	healthy := k.Client()
 	produceSync(t, healthy, &kgo.Record{Topic: "ok", Value: []byte("before")})
@@ -221,6 +224,7 @@ func TestSASLBruteInput(t *testing.T) {
 // time and checks the error each API surfaces through franz-go, and that
 // the request log names the policy and the user.
 func TestPolicyDenials(t *testing.T) {
+	t.Parallel()
 	const view = "vastfake"
 	topic := func(name string) string { return broker.TopicResource(view, name) }
 	group := func(name string) string { return broker.GroupResource(view, name) }
@@ -473,6 +477,7 @@ func TestPolicyDenials(t *testing.T) {
 // group needs KafkaRead on the topic and on the group, deleting it needs
 // KafkaDelete on the group [000]; creating topics is granted on the view.
 func TestDefaultDeny(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 3),
 		fixtures.User("ops", "ops-secret"), fixtures.User(appUser, appPass),
 		fixtures.BrokerOptions(broker.WithDefaultDeny(true), broker.WithPolicies(
@@ -531,6 +536,7 @@ func TestDefaultDeny(t *testing.T) {
 
 // TestPolicyValidation refuses policies that could never match anything.
 func TestPolicyValidation(t *testing.T) {
+	t.Parallel()
 	for _, p := range []broker.Policy{
 		{Effect: "maybe", User: "a", Action: broker.KafkaRead, Resource: "vast:kafka:topic:v:t"},
 		{Effect: broker.EffectAllow, User: "", Action: broker.KafkaRead, Resource: "vast:kafka:topic:v:t"},
@@ -550,6 +556,7 @@ func TestPolicyValidation(t *testing.T) {
 // TestAnonymousPolicies applies policies on a listener without users: the
 // principal is ANONYMOUS, and "*" matches it.
 func TestAnonymousPolicies(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1), fixtures.Topic("audit", 1),
 		fixtures.BrokerOptions(broker.WithPolicies(broker.Deny("*", broker.KafkaWrite, "vast:kafka:topic:vastfake:audit"))))
 	cl := k.Client()
@@ -564,6 +571,7 @@ func TestAnonymousPolicies(t *testing.T) {
 // TestTLS serves SASL_SSL with a self-signed certificate; a plaintext
 // client gets no answer it can use.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("orders", 1), fixtures.TLS(), fixtures.User(appUser, appPass))
 	k.Produce("orders", 0, "over TLS")
 	cl := k.Client(kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -578,6 +586,7 @@ func TestTLS(t *testing.T) {
 // TestTLSHandshakeTimeout: a connection to a TLS listener that does not
 // finish its handshake in time is closed.
 func TestTLSHandshakeTimeout(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.TLS(), fixtures.BrokerOptions(broker.WithTLSHandshakeTimeout(100*time.Millisecond)))
 	assertClosed(t, dialRaw(t, k.Addr()))
 	c := dialRaw(t, k.Addr())
@@ -590,7 +599,8 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 // huge client id leave short request-log entries and short log lines; a
 // token over the SASL size cap is refused before it is parsed.
 func TestLongNamesAreClippedInLogs(t *testing.T) {
-	var logs lockedBuffer
+	t.Parallel()
+	var logs testutil.LockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	k := fixtures.Start(t, fixtures.User(appUser, appPass), fixtures.BrokerOptions(broker.WithLogger(logger)))
 	for _, name := range []string{strings.Repeat("u", 500<<10), strings.Repeat("v", 6<<10)} {

@@ -60,6 +60,7 @@ func clusterOps(t *testing.T, k *fixtures.Kafka, user, pass string) []kmsg.ACLOp
 }
 
 func TestMetadataAuthorizedOperations(t *testing.T) {
+	t.Parallel()
 	t.Run("no policies: every operation", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("orders", 1), fixtures.User(appUser, appPass))
 		adm := kadm.NewClient(k.ClientAs(appUser, appPass))
@@ -117,6 +118,7 @@ func TestMetadataAuthorizedOperations(t *testing.T) {
 // topic, which Metadata reports as KafkaCreate; CreatePartitions checks the
 // same.
 func TestCreatePartitionsAuthorized(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("fixed", 1), fixtures.Topic("open", 1),
 		fixtures.User(appUser, appPass),
 		fixtures.BrokerOptions(broker.WithPolicies(
@@ -133,6 +135,7 @@ func TestCreatePartitionsAuthorized(t *testing.T) {
 }
 
 func TestOffsetsTopic(t *testing.T) {
+	t.Parallel()
 	t.Run("vast: none", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("orders", 1))
 		td, err := k.Admin().ListTopicsWithInternal(ctxT(t))
@@ -222,6 +225,7 @@ func TestOffsetsTopic(t *testing.T) {
 }
 
 func TestIncrementalAlterListConfigs(t *testing.T) {
+	t.Parallel()
 	cleanupPolicy := func(t *testing.T, adm *kadm.Client, topic string) string {
 		t.Helper()
 		rc, err := adm.DescribeTopicConfigs(ctxT(t), topic)
@@ -298,6 +302,7 @@ func TestIncrementalAlterListConfigs(t *testing.T) {
 }
 
 func TestDefaultPartitions(t *testing.T) {
+	t.Parallel()
 	numPartitions := func(t *testing.T, adm *kadm.Client) string {
 		t.Helper()
 		rc, err := adm.DescribeBrokerConfigs(ctxT(t))
@@ -344,6 +349,7 @@ func TestDefaultPartitions(t *testing.T) {
 }
 
 func TestDuplicatedTopics(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("wide", 100), fixtures.Topic("keep", 1))
 	cl := k.Client()
 
@@ -426,6 +432,7 @@ func TestDuplicatedTopics(t *testing.T) {
 }
 
 func TestTopicRuleRefusalsRecorded(t *testing.T) {
+	t.Parallel()
 	t.Run("configs", func(t *testing.T) {
 		k := fixtures.Start(t, fixtures.Topic("t", 1))
 		_, err := k.Admin().CreateTopic(ctxT(t), 1, 1, map[string]*string{"min.compaction.lag.ms": kadm.StringPtr("0")}, "compacted")
@@ -522,6 +529,7 @@ func TestTopicRuleRefusalsRecorded(t *testing.T) {
 // of [a-zA-Z0-9._-], and not "." or "..", as in Kafka; anything else gets
 // INVALID_TOPIC_EXCEPTION and is not created.
 func TestTopicNames(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"))
 	adm := kadm.NewClient(k.Client())
 	for name, code := range map[string]int16{
@@ -548,6 +556,7 @@ func TestTopicNames(t *testing.T) {
 // names, partition:broker lists), as Kafka's ConfigDef checks them: free
 // text gets INVALID_CONFIG, from CreateTopics and from the config APIs.
 func TestTopicConfigValuesAreTyped(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"))
 	adm := kadm.NewClient(k.Client())
 	for _, c := range []struct {

@@ -82,6 +82,7 @@ func readAll(t *testing.T, addr, topic string, committed bool, want int) []strin
 // the committed ones are seen by both, and read_committed's end offset
 // stops at an open transaction.
 func TestTransactionCommitAndAbort(t *testing.T) {
+	t.Parallel()
 	for name, addr := range txnBrokers(t, "txn-out") {
 		t.Run(name, func(t *testing.T) {
 			p := txnClient(t, addr, kgo.TransactionalID("commit-abort"))
@@ -128,6 +129,7 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 // also commits the group's offset; the first transaction aborts, so its
 // output is never seen by read_committed and its input is read again.
 func TestTransactionConsumeTransformProduce(t *testing.T) {
+	t.Parallel()
 	for name, addr := range txnBrokers(t, "etl-in", "etl-out") {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -182,6 +184,7 @@ func TestTransactionConsumeTransformProduce(t *testing.T) {
 // get INVALID_PRODUCER_EPOCH and its commit PRODUCER_FENCED, and only the
 // new producer's records are committed.
 func TestTransactionFencing(t *testing.T) {
+	t.Parallel()
 	for name, addr := range txnBrokers(t, "fence") {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -208,6 +211,7 @@ func TestTransactionFencing(t *testing.T) {
 // clock: read_committed consumers never see its records, the producer's
 // epoch is bumped so its commit is refused, and the id can start again.
 func TestTransactionTimeout(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("slow", 1), fixtures.ManualClock(time.Now()))
 	ctx := ctxT(t)
 	p := txnClient(t, k.Addr(), kgo.TransactionalID("slow-id"), kgo.TransactionTimeout(10*time.Second), kgo.RecordRetries(0))
@@ -284,6 +288,7 @@ func (c *txnConn) endTxn(version int16, id string, pid int64, epoch int16, commi
 // request gets Kafka's error code on one connection, which stays usable,
 // and nothing committed is lost.
 func TestTransactionBadInput(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("bad-txn", 2))
 	k.Produce("bad-txn", 0, "kept")
 	c := &txnConn{t: t, c: dialRaw(t, k.Addr())}
@@ -350,6 +355,7 @@ func TestTransactionBadInput(t *testing.T) {
 // unchanged, as on Kafka, and its transactional requests are findings of
 // rule NoIdempotence with advice in kgo's terms.
 func TestTransactionsAudited(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("audited", 1))
 	p := txnClient(t, k.Addr(), kgo.TransactionalID("audited-app"), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	produceInTxn(t, p, "audited", false, "dropped")
@@ -400,6 +406,7 @@ func TestTransactionsAudited(t *testing.T) {
 // TestIdempotenceAdviceKgo: an idempotent (not transactional) kgo
 // producer is told it falls back quietly on VAST, which is true for it.
 func TestIdempotenceAdviceKgo(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Audit(), fixtures.Topic("idem", 1))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addr()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	require.NoError(t, err)
@@ -419,6 +426,7 @@ func TestIdempotenceAdviceKgo(t *testing.T) {
 // TestTransactionsRefusedOnVAST: VAST has no transactions; the VAST profile
 // refuses a transactional producer by the documented rule.
 func TestTransactionsRefusedOnVAST(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Topic("vast-txn", 1))
 	p := txnClient(t, k.Addr(), kgo.TransactionalID("vast-app"), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	// kgo finds the transaction coordinator when the transaction begins.
@@ -439,6 +447,7 @@ func TestTransactionsRefusedOnVAST(t *testing.T) {
 // DescribeTransactions and ListTransactions (which asks every broker) see
 // each id once.
 func TestTransactionsOnSeveralBrokers(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Brokers(3), fixtures.Topic("multi", 3))
 	ctx := ctxT(t)
 	ids := []string{"txn-a", "txn-b", "txn-c", "txn-d"}

@@ -130,6 +130,7 @@ func valuesOfRecords(records []*kgo.Record) []string {
 // committed value (and may remove the aborted one), as Kafka's cleaner
 // does. kfake, which also cleans aborted records, must agree.
 func TestCompactionKeepsACommittedValueOverAnAbortedOne(t *testing.T) {
+	t.Parallel()
 	targets := map[string]func(t *testing.T) compactTarget{
 		"1 broker":  func(t *testing.T) compactTarget { return vastfakeTarget(t, 1, "accounts", 1) },
 		"3 brokers": func(t *testing.T) compactTarget { return vastfakeTarget(t, 3, "accounts", 1) },
@@ -166,6 +167,7 @@ func TestCompactionKeepsACommittedValueOverAnAbortedOne(t *testing.T) {
 // open transaction and loses the committed value here, so it is not a
 // reference for this case.)
 func TestCompactionKeepsACommittedValueOverAnOpenTransaction(t *testing.T) {
+	t.Parallel()
 	for _, brokers := range []int{1, 3} {
 		t.Run(fmt.Sprint(brokers, " brokers"), func(t *testing.T) {
 			target := vastfakeTarget(t, brokers, "accounts", 1)
@@ -209,6 +211,7 @@ func TestCompactionKeepsACommittedValueOverAnOpenTransaction(t *testing.T) {
 // offset going backwards, and afterwards every key reads as its last
 // committed value at both isolation levels, none lost.
 func TestCompactionUnderTransactionalLoad(t *testing.T) {
+	t.Parallel()
 	for _, brokers := range []int{1, 3} {
 		t.Run(fmt.Sprint(brokers, " brokers"), func(t *testing.T) {
 			const keys, rounds, partitions = 20, 15, 3
@@ -316,6 +319,7 @@ func TestCompactionUnderTransactionalLoad(t *testing.T) {
 // cleaner may (a marker once nothing of its transaction is left), and
 // nothing committed with them.
 func TestCompactionWithZeroDeleteRetention(t *testing.T) {
+	t.Parallel()
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.ManualClock(time.Now()),
 		fixtures.Topic("users", 1, "cleanup.policy", "compact", "delete.retention.ms", "0"))
 	ctx := ctxT(t)

@@ -434,6 +434,7 @@ var txnConfigs = []string{"cleanup.policy", "compact,delete", "delete.retention.
 // or aborted, at one broker and three, and compares what readers at both isolation levels get, and
 // the watermarks they are told, with the model after every phase.
 func TestEveryPathKeepsTransactions(t *testing.T) {
+	t.Parallel()
 	for _, path := range txnPaths {
 		for _, c := range []struct {
 			commit  bool
@@ -560,6 +561,7 @@ func TestEveryPathKeepsTransactions(t *testing.T) {
 // both isolation levels, markers and watermarks with the model of Kafka's
 // rules.
 func TestCompactionMatchesTheModelOnRandomHistories(t *testing.T) {
+	t.Parallel()
 	for seed := range int64(16) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))

@@ -128,6 +128,32 @@ export interface GroupPartition {
   ownerMemberId?: string
   ownerClientId?: string
 }
+/** Consecutive records a share group member holds (KIP-932). */
+export interface AcquiredRecords {
+  firstOffset: number
+  lastOffset: number
+  memberId: string
+  clientId: string
+  deliveryCount: number
+  /** When the acquisition lock ends, on the broker's clock (RFC 3339). */
+  lockDeadline: string
+}
+/** A share group's state of one partition (KIP-932). */
+export interface SharePartition {
+  topic: string
+  partition: number
+  /** Every record before it was acknowledged or archived. */
+  startOffset: number
+  endOffset: number
+  highWatermark: number
+  inFlight: number
+  available: number
+  acquired: AcquiredRecords[]
+  acknowledged: number
+  archived: number
+  /** Records up to the high watermark not yet acknowledged or archived. */
+  lag: number
+}
 export interface Group {
   name: string
   state: string
@@ -137,13 +163,15 @@ export interface Group {
   leader: string
   members: Member[]
   partitions: GroupPartition[]
-  /** "classic", or "consumer" for a KIP-848 consumer group (group.protocol=consumer). */
-  groupProtocol: 'classic' | 'consumer'
+  /** "classic", "consumer" for a KIP-848 consumer group (group.protocol=consumer), "share" for a KIP-932 share group. */
+  groupProtocol: 'classic' | 'consumer' | 'share'
   /** A consumer group's group epoch and the epoch of its target assignment (0 for a classic group). */
   groupEpoch: number
   assignmentEpoch: number
   /** Stable, with every member at its target assignment. */
   reconciled: boolean
+  /** A share group's partitions with share state. */
+  sharePartitions?: SharePartition[]
 }
 export interface Rebalance {
   time: string
@@ -335,6 +363,8 @@ export class Client {
   assertNoRefusals (): Promise<void>
   assertNoFindings (): Promise<void>
   assertCommitted (group: string, topic: string, partition: number, offset: number): Promise<void>
+  /** Assert that share group has completed every record of the partition up to offset (KIP-932). */
+  assertShareAcknowledged (group: string, topic: string, partition: number, offset: number): Promise<void>
 
   waitFor<T> (what: string, cond: () => T | Promise<T>, options?: { timeoutMs?: number; describe?: () => string | Promise<string> }): Promise<NonNullable<T>>
   waitGroup (group: string, options?: { state?: string; members?: number; timeoutMs?: number }): Promise<Group>
@@ -342,6 +372,8 @@ export class Client {
   /** Wait until group is Stable and every member has its target assignment (KIP-848: nothing left to revoke or release). */
   waitGroupReconciled (group: string, options?: { members?: number; timeoutMs?: number }): Promise<Group>
   waitCommitted (group: string, topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
+  /** Wait until share group has completed every record of the partition up to offset. */
+  waitShareAcknowledged (group: string, topic: string, partition: number, offset: number, options?: WaitOptions): Promise<void>
   waitRefused (rule: string, options?: WaitOptions): Promise<Request[]>
   /** Wait until broker id broker answered a request of api without an error: the client moved there. */
   waitServed (api: string | number, broker: number, options?: WaitOptions): Promise<Request[]>

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
 
 // kv is one record of a keyed batch; a nil Key or Value is null.
@@ -111,6 +112,7 @@ func values(recs map[int64]Record) map[int64]string {
 }
 
 func TestSkipOffsetsMovesTheNextBatch(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendKeyed(t, p, rec("a", "1", 1000), rec("b", "2", 1000))
 	require.NoError(t, p.SkipOffsets(3))
@@ -134,6 +136,7 @@ func TestSkipOffsetsMovesTheNextBatch(t *testing.T) {
 }
 
 func TestGapEveryNRecords(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	gap := AppendOptions{Gap: Gap{Skip: 10, Every: 2}}
 	var bases []int64
@@ -150,6 +153,7 @@ func TestGapEveryNRecords(t *testing.T) {
 }
 
 func TestCompactKeepsTheNewestRecordOfEachKey(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	hdr := []kmsg.Header{{Key: "h", Value: []byte("x")}}
 	appendKeyed(t, p, rec("a", "a1", 1000), rec("b", "b1", 1001), rec("c", "c1", 1002))  // 0-2
@@ -194,6 +198,7 @@ func TestCompactKeepsTheNewestRecordOfEachKey(t *testing.T) {
 }
 
 func TestCompactTombstonesGoAfterTheDeleteHorizon(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendKeyed(t, p, rec("a", "a1", 1000), rec("b", "b1", 1000))
 	appendKeyed(t, p, tombstone("a", 1001))
@@ -220,6 +225,7 @@ func TestCompactTombstonesGoAfterTheDeleteHorizon(t *testing.T) {
 }
 
 func TestCompactKeepsTheCodecOfCompressedBatches(t *testing.T) {
+	t.Parallel()
 	for codec, compress := range compressors {
 		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
 			p := NewPartition()
@@ -250,6 +256,7 @@ func TestCompactKeepsTheCodecOfCompressedBatches(t *testing.T) {
 // decompression turn before it decompresses each compressed batch, holds
 // one at a time, and gives every one back.
 func TestCompactionTakesATurnPerCompressedBatch(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendRaw(t, p, keyed(1, compressors[1], t, rec("a", "a1", 1000), rec("b", "b1", 1000)), AppendOptions{})
 	appendRaw(t, p, keyed(0, nil, t, rec("a", "a2", 1001)), AppendOptions{})
@@ -295,6 +302,7 @@ func decompressedRecords(tb testing.TB, b Batch) []Record {
 // near its compressed size after compaction drops records from it, rather
 // than coming back at its decompressed size.
 func TestCompactStoresACompressibleBatchCompressed(t *testing.T) {
+	t.Parallel()
 	value := bytes.Repeat([]byte("v"), 16<<10)
 	var recs []kv
 	for i := range 256 {
@@ -324,6 +332,7 @@ func TestCompactStoresACompressibleBatchCompressed(t *testing.T) {
 }
 
 func TestCompactLeavesTheActiveTailAndYoungBatches(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendKeyed(t, p, rec("a", "a1", t0.UnixMilli()))
 	res, err := p.Compact(CompactOptions{Now: t0})
@@ -344,6 +353,7 @@ func TestCompactLeavesTheActiveTailAndYoungBatches(t *testing.T) {
 }
 
 func TestCompactDirtyRatio(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	for i := range 4 {
 		appendKeyed(t, p, rec(fmt.Sprint("k", i), "v", 1000))
@@ -362,6 +372,7 @@ func TestCompactDirtyRatio(t *testing.T) {
 }
 
 func TestCompactionKeyMapIsBounded(t *testing.T) {
+	// Not parallel: it lowers the package's maxCompactionKeys.
 	old := maxCompactionKeys
 	maxCompactionKeys = 3
 	t.Cleanup(func() { maxCompactionKeys = old })
@@ -380,6 +391,7 @@ func TestCompactionKeyMapIsBounded(t *testing.T) {
 }
 
 func TestCompactStartsAgainWhenTheFrontMoves(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendKeyed(t, p, rec("a", "a1", 1000))
 	appendKeyed(t, p, rec("a", "a2", 1000))
@@ -401,6 +413,7 @@ func TestCompactStartsAgainWhenTheFrontMoves(t *testing.T) {
 // and compacted over and over: every batch a read returns parses with a
 // right CRC, whether it is from before or after a compaction.
 func TestReadersNeverSeeATornBatch(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	for i := range 200 {
 		appendKeyed(t, p, rec(fmt.Sprint("k", i%7), fmt.Sprint("v", i), 1000), rec(fmt.Sprint("j", i%5), "w", 1000))
@@ -444,7 +457,8 @@ func BenchmarkCompact(b *testing.B) {
 		}
 		batches[i] = keyed(0, nil, b, recs...)
 	}
-	var cpu, before, after int64
+	var cpu time.Duration
+	var before, after int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -455,11 +469,12 @@ func BenchmarkCompact(b *testing.B) {
 		}
 		before = p.Bytes()
 		runtime.GC()
-		start := cpuTime()
+		start, _ := testutil.ProcessCPU()
 		b.StartTimer()
 		res, err := p.Compact(CompactOptions{Now: t0})
 		b.StopTimer()
-		cpu += cpuTime() - start
+		end, _ := testutil.ProcessCPU()
+		cpu += end - start
 		if err != nil || res.RecordsRemoved < records-keys-perBatch {
 			b.Fatalf("compaction removed %d records: %v", res.RecordsRemoved, err)
 		}
@@ -472,6 +487,7 @@ func BenchmarkCompact(b *testing.B) {
 }
 
 func TestCompactRecomputesTheTimestampIndex(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendKeyed(t, p, rec("a", "a1", 5000)) // the newest timestamp, superseded
 	appendKeyed(t, p, rec("b", "b1", 2000))
@@ -505,7 +521,8 @@ func BenchmarkCompactTransactions(b *testing.B) {
 		}
 		batches[i] = txnKeyed(b, int64(i%10), recs...)
 	}
-	var cpu, before, after int64
+	var cpu time.Duration
+	var before, after int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -519,11 +536,12 @@ func BenchmarkCompactTransactions(b *testing.B) {
 		appendKeyed(b, p, rec("tail", "tail", 1000))
 		before = p.Bytes()
 		runtime.GC()
-		start := cpuTime()
+		start, _ := testutil.ProcessCPU()
 		b.StartTimer()
 		res, err := p.Compact(CompactOptions{Now: t0})
 		b.StopTimer()
-		cpu += cpuTime() - start
+		end, _ := testutil.ProcessCPU()
+		cpu += end - start
 		if err != nil || res.AbortedRemoved != records/2 {
 			b.Fatalf("compaction removed %d aborted records: %v", res.AbortedRemoved, err)
 		}

@@ -24,6 +24,7 @@ func idemBatch(pid int64, epoch int16, seq int32, n int32) Batch {
 }
 
 func TestLastSequenceWraps(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, int32(9), LastSequence(0, 9))
 	assert.Equal(t, int32(math.MaxInt32), LastSequence(math.MaxInt32-1, 1))
 	assert.Equal(t, int32(0), LastSequence(math.MaxInt32, 1))
@@ -34,6 +35,7 @@ func TestLastSequenceWraps(t *testing.T) {
 // that appended least recently, in any partition, so a client creating
 // producers without end cannot grow it.
 func TestProducersBound(t *testing.T) {
+	t.Parallel()
 	ps := NewProducers(3)
 	p0, p1 := NewPartition(), NewPartition()
 	now := time.Unix(1_700_000_000, 0)
@@ -62,6 +64,7 @@ func TestProducersBound(t *testing.T) {
 // TestProducersExpire: a producer state is forgotten producer.id.expiration
 // after its last append, and not before.
 func TestProducersExpire(t *testing.T) {
+	t.Parallel()
 	ps := NewProducers(10)
 	p := NewPartition()
 	start := time.Unix(1_700_000_000, 0)
@@ -146,6 +149,7 @@ func BenchmarkProducersCheckRecord(b *testing.B) {
 // their epoch and last batch, and a marker that raised the epoch leaves no
 // last batch (-1) until the producer writes again.
 func TestProducersOfPartitions(t *testing.T) {
+	t.Parallel()
 	ps := NewProducers(10)
 	p0, p1, other := NewPartition(), NewPartition(), NewPartition()
 	now := time.Unix(1_700_000_000, 0)

@@ -28,6 +28,7 @@ func txnData(tb testing.TB, pid int64, values ...string) []byte {
 // whose data it returns, and markers are control batches that read back as
 // markers of the right kind.
 func TestTransactionsInAPartition(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendRaw(t, p, batch(t, same(1, t0.UnixMilli()), "plain"), AppendOptions{}) // 0
 	appendRaw(t, p, txnData(t, 7, "a1", "a2"), AppendOptions{})                  // 1-2, producer 7
@@ -80,6 +81,7 @@ func TestTransactionsInAPartition(t *testing.T) {
 // TestMarkerBatchIsValid: a marker batch parses, carries its producer and
 // epoch, no sequence, one control record, and a valid CRC.
 func TestMarkerBatchIsValid(t *testing.T) {
+	t.Parallel()
 	m := MarkerBatch(42, 3, true, 9, t0)
 	b, err := ParseBatch(m)
 	require.NoError(t, err)
@@ -163,6 +165,7 @@ func committedValues(tb testing.TB, p *Partition) map[int64]string {
 // once no record of their transaction is left and delete.retention.ms has
 // passed since that was found; the aborted list keeps what remains.
 func TestCompactWithTransactions(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendRaw(t, p, txnKeyed(t, 1, rec("k", "c1", 1000)), AppendOptions{}) // 0
 	p.AppendMarker(MarkerBatch(1, 0, true, 0, t0), 1, true, t0)            // 1
@@ -217,6 +220,7 @@ func TestCompactWithTransactions(t *testing.T) {
 // min.compaction.lag.ms) loses those inside it and stays listed for read_committed
 // readers of the rest.
 func TestCompactKeepsAbortedRecordsPastTheRangeListed(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	old, young := t0.Add(-time.Hour).UnixMilli(), t0.UnixMilli()
 	appendKeyed(t, p, rec("k", "v1", old))                                // 0
@@ -235,6 +239,7 @@ func TestCompactKeepsAbortedRecordsPastTheRangeListed(t *testing.T) {
 // waits for min.cleanable.dirty.ratio, still runs once a marker's delete
 // horizon has passed, so spent markers go without new writes.
 func TestCompactDirtyRatioCountsMarkerHorizons(t *testing.T) {
+	t.Parallel()
 	p := NewPartition()
 	appendRaw(t, p, txnKeyed(t, 1, rec("k", "a", 1000)), AppendOptions{})
 	p.AppendMarker(MarkerBatch(1, 0, false, 0, t0), 1, false, t0) // 1

@@ -16,6 +16,7 @@ type ID uint8
 // The rules, in the order of the fields of Rules.
 const (
 	ClassicGroupsOnly ID = iota + 1
+	NoShareGroups
 	EagerAssignorsOnly
 	IgnoreGroupInstanceID
 	MaxGroups
@@ -42,7 +43,7 @@ const (
 )
 
 var idNames = [numIDs]string{
-	ClassicGroupsOnly: "ClassicGroupsOnly", EagerAssignorsOnly: "EagerAssignorsOnly",
+	ClassicGroupsOnly: "ClassicGroupsOnly", NoShareGroups: "NoShareGroups", EagerAssignorsOnly: "EagerAssignorsOnly",
 	IgnoreGroupInstanceID: "IgnoreGroupInstanceID", MaxGroups: "MaxGroups",
 	OffsetsNeverExpire: "OffsetsNeverExpire", NoOffsetDelete: "NoOffsetDelete",
 	NoFetchSessions: "NoFetchSessions", NoDelayedFetch: "NoDelayedFetch", NoTopicIDs: "NoTopicIDs",
@@ -92,7 +93,7 @@ func MarkdownSource(source string) string {
 }
 
 var idSources = [numIDs]string{
-	ClassicGroupsOnly: sourceConsume, EagerAssignorsOnly: sourceConsume + "; " + sourceKB,
+	ClassicGroupsOnly: sourceConsume, NoShareGroups: sourceConsume + "; " + sourceKB, EagerAssignorsOnly: sourceConsume + "; " + sourceKB,
 	IgnoreGroupInstanceID: sourceConsume, MaxGroups: sourceConsume, OffsetsNeverExpire: sourceConsume,
 	NoOffsetDelete: sourceConsume, NoFetchSessions: sourceConsume, NoDelayedFetch: sourceConsume,
 	NoTopicIDs: sourceKB, StaleEndOffset: sourceConsume, NoIdempotence: sourceKB + "; " + sourceConsume,
@@ -106,6 +107,7 @@ var idSources = [numIDs]string{
 // terms, as every refusal message ends with it.
 var idActions = [numIDs]string{
 	ClassicGroupsOnly:     "use the classic consumer-group protocol (group.protocol=classic, the default)",
+	NoShareGroups:         "consume with a classic consumer group and commit after processing; send a record to retry to a retry topic instead of releasing it",
 	EagerAssignorsOnly:    "offer an eager assignor such as range (partition.assignment.strategy=range)",
 	IgnoreGroupInstanceID: "do not rely on static membership: a restart of a member with group.instance.id rebalances the group",
 	MaxGroups:             "delete the groups tests and tools leave behind (DeleteGroups) and reuse group ids",

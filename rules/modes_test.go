@@ -11,6 +11,7 @@ import (
 // has an ID (and with it a mode, a source and an audit case), so that a new
 // rule cannot be added without one.
 func TestEveryRuleHasAnID(t *testing.T) {
+	t.Parallel()
 	notRules := map[string]bool{"CooperativeAssignors": true, "OffsetsRetention": true, "Audit": true}
 	typ := reflect.TypeOf(Rules{})
 	n := 0
@@ -35,6 +36,7 @@ func TestEveryRuleHasAnID(t *testing.T) {
 }
 
 func TestModes(t *testing.T) {
+	t.Parallel()
 	vast, kafka, audit := VAST(), Kafka(), AuditAll()
 	for _, id := range IDs() {
 		want := Enforce
@@ -81,6 +83,7 @@ func TestModes(t *testing.T) {
 // TestMarkdownSourceLinks: the Kafka protocol support page, which every
 // rule from it cites, is linked in Markdown reports.
 func TestMarkdownSourceLinks(t *testing.T) {
+	t.Parallel()
 	md := MarkdownSource(NoCompression.Source())
 	assert.Contains(t, md, "[VAST's Kafka protocol support page](https://kb.vastdata.com/documentation/docs/kafka-protocol-support)")
 	assert.Contains(t, md, "VAST's Consume events page")
@@ -89,6 +92,7 @@ func TestMarkdownSourceLinks(t *testing.T) {
 // TestEveryRuleHasAnAction: every rule's refusal message names the rule
 // and one thing to do, as the compression refusal always did.
 func TestEveryRuleHasAnAction(t *testing.T) {
+	t.Parallel()
 	for _, id := range IDs() {
 		assert.NotEmpty(t, id.Action(), "rule %s", id)
 		assert.Equal(t, "VAST refuses it (rule "+id.String()+"): "+id.Action(), id.Refusal("VAST refuses it", ""))
@@ -100,6 +104,7 @@ func TestEveryRuleHasAnAction(t *testing.T) {
 // TestCheck: enforced, a check refuses (only a refusal) and answers as
 // VAST; audited, it records and answers as Kafka; off, it does neither.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	r := VAST()
 	r.Audit = []string{MaxGroups.String()}
 	r.NoCompression = false

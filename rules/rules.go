@@ -25,13 +25,25 @@ import (
 type Rules struct {
 	// ---- Groups and offsets ----
 
-	// ClassicGroupsOnly keeps the KIP-848 consumer-group and share-group
-	// APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe, Share*) out of
-	// ApiVersions. [Consume events] The kafka profile serves KIP-848
-	// consumer groups (group.protocol=consumer); the audit profile serves
-	// them and records each request; share and streams groups are not
-	// served in any profile.
+	// ClassicGroupsOnly keeps the KIP-848 consumer-group APIs
+	// (ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the streams-group
+	// ones (KIP-1071) out of ApiVersions. [Consume events] The kafka
+	// profile serves KIP-848 consumer groups (group.protocol=consumer);
+	// the audit profile serves them and records each request; streams
+	// groups are not served in any profile.
 	ClassicGroupsOnly bool
+
+	// NoShareGroups keeps the share-group APIs of KIP-932 (Kafka's queues:
+	// ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+	// ShareAcknowledge and the share-group offsets APIs) out of
+	// ApiVersions, and refuses the share-group configs of GROUP config
+	// resources: VAST Event Broker 5.5 has no share groups.
+	// [Consume events][Kafka support] A rule of its own, apart from
+	// ClassicGroupsOnly, because what an app does instead differs: a
+	// consumer group with manual commits and a retry topic, not another
+	// group protocol. The kafka profile serves share groups; the audit
+	// profile serves them and records each request.
+	NoShareGroups bool
 
 	// EagerAssignorsOnly refuses cooperative rebalancing: the protocols
 	// named in CooperativeAssignors are left out of the JoinGroup protocol
@@ -181,6 +193,7 @@ const KafkaMessageMaxBytes = 1048588
 func VAST() Rules {
 	return Rules{
 		ClassicGroupsOnly:     true,
+		NoShareGroups:         true,
 		EagerAssignorsOnly:    true,
 		CooperativeAssignors:  []string{"cooperative-sticky"},
 		IgnoreGroupInstanceID: true,

@@ -45,7 +45,7 @@ import (
 func main() {
 	n := flag.Int("n", 100_000, "records per throughput run")
 	memN := flag.Int("mem", -1, "records produced after the first n, for the memory figure; default 5×n")
-	only := flag.String("only", "", "comma-separated workloads: session,idle,scale (process table), kip848 (a KIP-848 group on the binary in the kafka profile) and produce,consume,first,startclose,rebalance,partitions,connections (in-process table)")
+	only := flag.String("only", "", "comma-separated workloads: session,idle,scale (process table), kip848 (a KIP-848 group on the binary in the kafka profile), share (10 share consumers on 12 partitions, n records, on the binary in the kafka profile) and produce,consume,first,startclose,rebalance,partitions,connections (in-process table)")
 	rounds := flag.Int("rounds", 5, "rounds per workload; each round runs every broker once, in alternating order")
 	window := flag.Duration("idle-window", 0, "how long idle consumers are measured; default n/50,000 seconds, within 0.5s–2s")
 	bin := flag.String("vastfake-bin", "", "the vastfake binary; default: built from ./cmd/vastfake into a temporary directory")
@@ -82,7 +82,7 @@ func main() {
 		return
 	}
 	want := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
-	if *bin == "" && (want("session") || want("idle") || want("scale") || want("kip848")) {
+	if *bin == "" && (want("session") || want("idle") || want("scale") || want("kip848") || want("share")) {
 		dir, err := os.MkdirTemp("", "vastbench")
 		exitOn(err)
 		defer os.RemoveAll(dir)
@@ -118,6 +118,12 @@ func main() {
 		fmt.Println("A KIP-848 consumer group on the vastfake binary in the kafka profile and on kfake; its members are raw ConsumerGroupHeartbeat requests from one client")
 		fmt.Println()
 		r.table([]string{vastfakeKafka, "kfake"}, kip848Rows())
+	}
+	if want("share") {
+		r.run("share", vastfakeKafka, "kfake")
+		fmt.Println("A share group (KIP-932) on the vastfake binary in the kafka profile and on kfake: kgo share consumers drain a queue")
+		fmt.Println()
+		r.table([]string{vastfakeKafka, "kfake"}, shareRows(*n))
 	}
 	var inproc []row
 	for _, w := range inProcessWorkloads() {
@@ -172,6 +178,8 @@ func runChild(workload, broker, bin string, n, memN int, window time.Duration, c
 		return idle(broker, bin, window)
 	case "kip848":
 		return kip848(broker, bin)
+	case "share":
+		return shareGroup(broker, bin, n)
 	case "p-rebalance", "p-partitions", "p-connections":
 		fn := map[string]func(bench.Broker) (float64, error){
 			"p-rebalance": rebalance, "p-partitions": partitions, "p-connections": connections,

@@ -3,34 +3,49 @@
 // one static binary (CGO_ENABLED=0) per platform Go cross-compiles to, put in
 // a platform wheel of the python/ package and in an npm package of its own
 // (@vastfake/linux-x64 and so on, with os and cpu fields), which the main
-// vastfake npm package lists as optional dependencies, as esbuild does.
+// vastfake npm package lists as optional dependencies, as esbuild does; and,
+// for installs without a registry, one vastfake npm package per platform
+// with the binary inside.
 //
-//	go run ./cmd/vastdist -o dist                        # every platform
-//	go run ./cmd/vastdist -o dist -platforms host        # this machine's only
+//	go run ./cmd/vastdist -o dist                        # every platform: minutes
+//	go run ./cmd/vastdist -o dist -platforms host        # this machine's only: the quick path
 //	go run ./cmd/vastdist -o dist -platforms linux/amd64,darwin/arm64
 //
 // It writes, under the -o directory:
 //
-//	python/vastfake-VERSION-py3-none-TAGS.whl   a wheel per platform
-//	npm/vastfake/                                the main package (js/), listing the platform packages built with it
-//	npm/vastfake-linux-x64/ ...                  a platform package per platform, its binary in bin/
+//	python/vastfake-VERSION-py3-none-TAGS.whl    a wheel per platform
+//	npm/vastfake-VERSION.tgz                     the main package (js/), listing the platform packages built with it
+//	npm/vastfake-linux-x64-VERSION.tgz ...       a platform package per platform, its binary in bin/
+//	npm/offline/vastfake-VERSION-linux-x64.tgz   the main package with the binary inside, per platform, for offline installs
+//	bin/vastfake-VERSION-linux-amd64 ...          the binary itself, per platform (.exe on Windows)
+//	SHA256SUMS                                   every file above with its SHA-256, as sha256sum -c reads them
 //
-// Each npm directory is ready for `npm pack` or `npm publish`. The version
-// is js/package.json's, which must equal python/pyproject.toml's, unless
-// -version gives one. Run it in the vastfake checkout (or below it).
+// The tarballs are what npm pack writes, ready for npm publish (the
+// platform packages first) or npm install. The version is js/package.json's,
+// which must equal python/pyproject.toml's, unless -version gives one; the
+// npm packages' repository is js/package.json's, unless -repository gives
+// one (npm publish --provenance wants the repository the release ran in).
+// Run
+// it in the vastfake checkout (or below it). Each platform's build takes
+// about a minute and a half on a 2-core machine the first time (Go then
+// caches it).
 package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 )
 
 // moduleLine is the first line of the vastfake checkout's go.mod.
@@ -76,12 +91,13 @@ func main() {
 	only := flag.String("platforms", "all", "comma-separated GOOS/GOARCH pairs, \"host\" for this machine's, or \"all\": "+platformList())
 	version := flag.String("version", "", "the packages' version; default js/package.json's, which must equal python/pyproject.toml's")
 	binary := flag.String("binary", "", "use this vastfake binary instead of building one (with a single platform only)")
+	repository := flag.String("repository", "", "the npm packages' repository, https://github.com/OWNER/NAME; default js/package.json's (npm publish --provenance refuses a package whose repository is not the one the release ran in)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/vastdist -o DIR [-platforms all|host|GOOS/GOARCH,...] [-version V]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./cmd/vastdist -o DIR [-platforms all|host|GOOS/GOARCH,...] [-version V] [-repository URL]")
 		os.Exit(2)
 	}
-	if err := run(*out, *only, *version, *binary); err != nil {
+	if err := run(*out, *only, *version, *binary, *repository); err != nil {
 		fmt.Fprintln(os.Stderr, "vastdist:", err)
 		os.Exit(1)
 	}
@@ -121,7 +137,7 @@ func choose(spec string) ([]platform, error) {
 	return chosen, nil
 }
 
-func run(out, only, version, binary string) error {
+func run(out, only, version, binary, repository string) error {
 	chosen, err := choose(only)
 	if err != nil {
 		return err
@@ -148,17 +164,30 @@ func run(out, only, version, binary string) error {
 		version = pkg.version
 	}
 	project.version = version
+	if repository != "" {
+		if err := pkg.setRepository(repository); err != nil {
+			return err
+		}
+	}
 
 	bins, err := os.MkdirTemp("", "vastdist-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(bins)
+	staging := filepath.Join(bins, "npm")
 	if err := os.MkdirAll(filepath.Join(out, "python"), 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(out, "npm"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(out, "npm", "offline"), 0o755); err != nil {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Join(out, "bin"), 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	if binary == "" {
+		fmt.Fprintf(os.Stderr, "vastdist: building vastfake for %d platform(s), about a minute and a half each on a 2-core machine the first time; -platforms host builds this machine's only\n", len(chosen))
 	}
 	for _, p := range chosen {
 		bin := binary
@@ -173,23 +202,81 @@ func run(out, only, version, binary string) error {
 		if err != nil {
 			return err
 		}
+		raw := filepath.Join(out, "bin", "vastfake-"+version+"-"+p.goos+"-"+p.goarch+strings.TrimPrefix(p.exe(), "vastfake"))
+		if err := os.WriteFile(raw, data, 0o755); err != nil {
+			return err
+		}
+		fmt.Println(raw)
 		whl, err := writeWheel(filepath.Join(out, "python"), filepath.Join(root, "python"), project, p, data)
 		if err != nil {
 			return fmt.Errorf("the wheel for %s: %w", p, err)
 		}
 		fmt.Println(whl)
-		dir, err := writePlatformPackage(filepath.Join(out, "npm"), pkg, p, version, data)
+		dir, err := writePlatformPackage(staging, pkg, p, version, data)
 		if err != nil {
 			return fmt.Errorf("the npm package for %s: %w", p, err)
 		}
-		fmt.Println(dir)
+		tgz := filepath.Join(out, "npm", tarballName(p.npmName(), version))
+		if err := packTarball(dir, tgz); err != nil {
+			return fmt.Errorf("the npm package for %s: %w", p, err)
+		}
+		fmt.Println(tgz)
+		dir, err = writeOfflinePackage(staging, filepath.Join(root, "js"), pkg, version, p, data)
+		if err != nil {
+			return fmt.Errorf("the offline npm package for %s: %w", p, err)
+		}
+		tgz = filepath.Join(out, "npm", "offline", "vastfake-"+version+"-"+p.npmOS+"-"+p.npmCPU+".tgz")
+		if err := packTarball(dir, tgz); err != nil {
+			return fmt.Errorf("the offline npm package for %s: %w", p, err)
+		}
+		fmt.Println(tgz)
 	}
-	dir, err := writeMainPackage(filepath.Join(out, "npm"), filepath.Join(root, "js"), pkg, version, chosen)
+	dir, err := writeMainPackage(staging, filepath.Join(root, "js"), pkg, version, chosen)
 	if err != nil {
 		return fmt.Errorf("the main npm package: %w", err)
 	}
-	fmt.Println(dir)
+	tgz := filepath.Join(out, "npm", tarballName("vastfake", version))
+	if err := packTarball(dir, tgz); err != nil {
+		return fmt.Errorf("the main npm package: %w", err)
+	}
+	fmt.Println(tgz)
+	sums, err := writeChecksums(out)
+	if err != nil {
+		return err
+	}
+	fmt.Println(sums)
+	fmt.Fprintf(os.Stderr, "vastdist: done in %v\n", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// writeChecksums writes dir/SHA256SUMS: every file under dir's bin,
+// python and npm directories with its SHA-256, in the format sha256sum
+// writes and checks (sha256sum -c SHA256SUMS, in dir).
+func writeChecksums(dir string) (string, error) {
+	var lines []string
+	for _, sub := range []string{"bin", "python", "npm"} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(dir, path)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%x  %s", sha256.Sum256(data), filepath.ToSlash(rel)))
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] }) // by path, after the hash and two spaces
+	file := filepath.Join(dir, "SHA256SUMS")
+	return file, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 // checkout returns the vastfake checkout the working directory is in.

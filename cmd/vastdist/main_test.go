@@ -1,10 +1,13 @@
 package main
 
 import (
+	"archive/tar"
 	"archive/zip"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +22,7 @@ import (
 // it finds (a new one fails here until wheel.go knows it), and the Python
 // and npm packages share a version.
 func TestReadsTheRepositorysPackages(t *testing.T) {
+	t.Parallel()
 	proj, err := readPyproject("../../python/pyproject.toml")
 	require.NoError(t, err)
 	require.Equal(t, "vastfake", proj.name)
@@ -33,6 +37,7 @@ func TestReadsTheRepositorysPackages(t *testing.T) {
 }
 
 func TestPyprojectRefusesWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "pyproject.toml")
 	require.NoError(t, os.WriteFile(file, []byte("[project]\nname = \"x\"\nversion = \"1\"\ndependencies = [\"requests\"]\n"), 0o644))
 	_, err := readPyproject(file)
@@ -42,6 +47,7 @@ func TestPyprojectRefusesWhatItDoesNotKnow(t *testing.T) {
 // The wheel is what pip wants (PEP 427): every file in RECORD with its
 // SHA-256 and size, the binary executable, the tags in WHEEL and the name.
 func TestWheel(t *testing.T) {
+	t.Parallel()
 	proj, err := readPyproject("../../python/pyproject.toml")
 	require.NoError(t, err)
 	proj.version = "9.8.7"
@@ -67,6 +73,7 @@ func TestWheel(t *testing.T) {
 				}
 			}
 			require.Contains(t, files, "vastfake/__init__.py")
+			require.Contains(t, string(files["vastfake/__init__.py"]), "\n__version__ = \"9.8.7\"\n", "the version stamped in")
 			require.Contains(t, files, "vastfake/py.typed")
 			require.Contains(t, files, "vastfake/bin/"+p.exe())
 			wheel := string(files["vastfake-9.8.7.dist-info/WHEEL"])
@@ -98,6 +105,7 @@ func TestWheel(t *testing.T) {
 // executable binary; the main one js/'s files and package.json, less what
 // only the checkout needs, listing the platform packages.
 func TestNPMPackages(t *testing.T) {
+	t.Parallel()
 	pkg, err := readPackageJSON("../../js/package.json")
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -144,6 +152,7 @@ func TestNPMPackages(t *testing.T) {
 
 // js/lib/binary.js looks for the platform packages vastdist builds.
 func TestTheLauncherKnowsEveryPlatformPackage(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../js/lib/binary.js")
 	require.NoError(t, err)
 	_, list, ok := strings.Cut(string(src), "const PLATFORM_PACKAGES = ")
@@ -157,6 +166,7 @@ func TestTheLauncherKnowsEveryPlatformPackage(t *testing.T) {
 }
 
 func TestChoose(t *testing.T) {
+	t.Parallel()
 	all, err := choose("all")
 	require.NoError(t, err)
 	require.Len(t, all, 5)
@@ -165,4 +175,116 @@ func TestChoose(t *testing.T) {
 	require.Equal(t, []string{"linux/arm64", "windows/amd64"}, []string{two[0].String(), two[1].String()})
 	_, err = choose("plan9/386")
 	require.ErrorContains(t, err, `no platform "plan9/386"`)
+}
+
+// The offline package of each platform, as a tarball: npm pack's layout
+// (package/...), the binary executable inside, os and cpu fields, and no
+// optional dependencies, so that a lock file names the tarball alone.
+func TestOfflineTarballs(t *testing.T) {
+	pkg, err := readPackageJSON("../../js/package.json")
+	require.NoError(t, err)
+	for _, p := range platforms {
+		dir := t.TempDir()
+		out, err := writeOfflinePackage(dir, "../../js", pkg, "9.8.7", p, []byte("binary"))
+		require.NoError(t, err)
+		file := filepath.Join(dir, "offline.tgz")
+		require.NoError(t, packTarball(out, file))
+		entries := readTarball(t, file)
+		bin, ok := entries["package/bin/"+p.exe()]
+		require.True(t, ok, "the binary is inside")
+		require.Equal(t, int64(0o755), bin.mode)
+		require.Equal(t, int64(0o644), entries["package/lib/client.js"].mode)
+		var got struct {
+			Name, Version string
+			OS, CPU       []string
+			Files         []string
+			Optional      map[string]string `json:"optionalDependencies"`
+		}
+		require.NoError(t, json.Unmarshal(entries["package/package.json"].data, &got))
+		require.Equal(t, "vastfake", got.Name)
+		require.Equal(t, "9.8.7", got.Version)
+		require.Equal(t, []string{p.npmOS}, got.OS)
+		require.Equal(t, []string{p.npmCPU}, got.CPU)
+		require.Contains(t, got.Files, "bin/"+p.exe())
+		require.Empty(t, got.Optional)
+	}
+	require.Equal(t, "vastfake-linux-x64-1.2.3.tgz", tarballName("@vastfake/linux-x64", "1.2.3"))
+	require.Equal(t, "vastfake-1.2.3.tgz", tarballName("vastfake", "1.2.3"))
+}
+
+type tarEntry struct {
+	mode int64
+	data []byte
+}
+
+func readTarball(t *testing.T, file string) map[string]tarEntry {
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	entries := map[string]tarEntry{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		entries[h.Name] = tarEntry{h.Mode, data}
+	}
+	return entries
+}
+
+// SHA256SUMS names every file vastdist wrote, as sha256sum -c reads it.
+func TestChecksums(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{"bin/vastfake-1-linux-amd64": "b", "python/x.whl": "w", "npm/offline/y.tgz": "o"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	file, err := writeChecksums(dir)
+	require.NoError(t, err)
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return fmt.Sprintf("%x", h) }
+	require.Equal(t, sum("b")+"  bin/vastfake-1-linux-amd64\n"+sum("o")+"  npm/offline/y.tgz\n"+sum("w")+"  python/x.whl\n", string(got))
+}
+
+// Every npm package names the repository it was built from, as npm publish
+// --provenance wants (it refuses, with E422, a package whose repository.url
+// is not the repository the release ran in): js/package.json's, or the one
+// -repository gives, which the release workflow sets to its own.
+func TestNPMPackagesNameTheirRepository(t *testing.T) {
+	t.Parallel()
+	pkg, err := readPackageJSON("../../js/package.json")
+	require.NoError(t, err)
+	var own struct{ URL string }
+	require.NoError(t, json.Unmarshal(pkg.get("repository"), &own), "js/package.json has a repository")
+	require.Equal(t, "git+https://github.com/vastfake/vastfake.git", own.URL, "the module's path")
+
+	require.ErrorContains(t, pkg.setRepository("github.com/someone/fork"), "want https://HOST/OWNER/NAME")
+	require.NoError(t, pkg.setRepository("https://github.com/someone/fork.git"))
+	p := platforms[0]
+	dir := t.TempDir()
+	platform, err := writePlatformPackage(dir, pkg, p, "9.8.7", []byte("binary"))
+	require.NoError(t, err)
+	offline, err := writeOfflinePackage(dir, "../../js", pkg, "9.8.7", p, []byte("binary"))
+	require.NoError(t, err)
+	main, err := writeMainPackage(dir, "../../js", pkg, "9.8.7", platforms)
+	require.NoError(t, err)
+	for _, out := range []string{platform, offline, main} {
+		data, err := os.ReadFile(filepath.Join(out, "package.json"))
+		require.NoError(t, err)
+		var got struct{ Repository struct{ URL string } }
+		require.NoError(t, json.Unmarshal(data, &got))
+		require.Equal(t, "git+https://github.com/someone/fork.git", got.Repository.URL, out)
+	}
+
+	workflow, err := os.ReadFile("../../.github/workflows/release.yml")
+	require.NoError(t, err)
+	require.Contains(t, string(workflow), `-repository "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY"`,
+		"the release names its own repository in the npm packages")
 }

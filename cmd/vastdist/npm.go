@@ -1,14 +1,19 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // packageJSON is a package.json with its fields in the file's order, so
@@ -67,6 +72,27 @@ func (pkg packageJSON) get(key string) json.RawMessage {
 			return f.value
 		}
 	}
+	return nil
+}
+
+// setRepository sets pkg's repository field to the Git repository at url
+// (https://github.com/OWNER/NAME), the package being its js/ directory; the
+// platform and offline packages copy it. npm publish --provenance refuses,
+// with E422, a package whose repository.url is not the repository the
+// publishing workflow ran in.
+func (pkg *packageJSON) setRepository(url string) error {
+	url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
+	if !strings.HasPrefix(url, "https://") || strings.Count(strings.TrimPrefix(url, "https://"), "/") != 2 {
+		return fmt.Errorf("-repository %q: want https://HOST/OWNER/NAME", url)
+	}
+	value := raw(map[string]string{"type": "git", "url": "git+" + url + ".git", "directory": "js"})
+	for i, f := range pkg.fields {
+		if f.key == "repository" {
+			pkg.fields[i].value = value
+			return nil
+		}
+	}
+	pkg.fields = append(pkg.fields, jsonField{"repository", value})
 	return nil
 }
 
@@ -230,4 +256,125 @@ func copyTree(from, to string) error {
 		}
 		return os.WriteFile(target, data, info.Mode().Perm()|0o644)
 	})
+}
+
+// writeOfflinePackage writes, to dir/vastfake-OFFLINE-OS-CPU, the vastfake
+// package for one platform with its binary inside (bin/), as the main
+// package is but with no optional dependencies: a project installs it from
+// its tarball alone, and its lock file then names only that tarball, so
+// that npm ci installs it again offline. Its os and cpu fields make npm
+// refuse it elsewhere.
+func writeOfflinePackage(dir, src string, pkg packageJSON, version string, p platform, binary []byte) (string, error) {
+	main, err := writeMainPackage(dir, src, pkg, version, nil)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "vastfake-offline-"+p.npmOS+"-"+p.npmCPU)
+	if err := os.RemoveAll(out); err != nil {
+		return "", err
+	}
+	if err := os.Rename(main, out); err != nil {
+		return "", err
+	}
+	var fields []jsonField
+	for _, f := range pkg.fields {
+		switch f.key {
+		case "scripts", "devDependencies", "optionalDependencies":
+			continue
+		case "version":
+			f.value = raw(version)
+		case "files":
+			f.value = raw(append(append([]string{}, pkg.files...), "bin/"+p.exe()))
+		}
+		fields = append(fields, f)
+		if f.key == "version" {
+			fields = append(fields, jsonField{"os", raw([]string{p.npmOS})}, jsonField{"cpu", raw([]string{p.npmCPU})})
+		}
+	}
+	data, err := encode(fields)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "package.json"), append(data, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(out, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "bin", p.exe()), binary, 0o755); err != nil {
+		return "", err
+	}
+	return out, os.Chmod(filepath.Join(out, "bin", p.exe()), 0o755)
+}
+
+// npmPackTime is the time npm pack gives every file of a tarball, which
+// this one gives them too unless SOURCE_DATE_EPOCH sets another: two packs
+// of the same files are then the same bytes.
+var npmPackTime = time.Date(1985, 10, 26, 8, 15, 0, 0, time.UTC)
+
+// packTarball writes the package in dir to file as npm pack does: a
+// gzipped tar whose entries are package/ and the path, files only, in
+// sorted order, with their modes (0755 for executables, else 0644).
+func packTarball(dir, file string) error {
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		names = append(names, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	mtime := npmPackTime
+	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+		mtime = time.Unix(s, 0).UTC()
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return err
+		}
+		info, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return err
+		}
+		mode := int64(0o644)
+		if info.Mode().Perm()&0o111 != 0 {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: "package/" + name, Mode: mode, Size: int64(len(data)),
+			ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// tarballName is the file name npm pack gives a package: its name without
+// the scope's @ and with / as -, then its version.
+func tarballName(name, version string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(name, "@"), "/", "-") + "-" + version + ".tgz"
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +141,9 @@ func zipTime() time.Time {
 // pip keeps, and returns its path. The format is PEP 427's: the package's
 // files, then a .dist-info with METADATA, WHEEL, entry_points.txt and a
 // RECORD of every file's SHA-256.
+// versionLine is a package's __version__ assignment.
+var versionLine = regexp.MustCompile(`(?m)^__version__ = "[^"]*"`)
+
 func writeWheel(dir, src string, proj pyproject, p platform, binary []byte) (string, error) {
 	type entry struct {
 		name string
@@ -169,6 +173,10 @@ func writeWheel(dir, src string, proj pyproject, p platform, binary []byte) (str
 			data, err := os.ReadFile(file)
 			if err != nil {
 				return err
+			}
+			if d.Name() == "__init__.py" {
+				// The package's __version__ is the wheel's (vastdist -version).
+				data = versionLine.ReplaceAll(data, []byte(`__version__ = "`+proj.version+`"`))
 			}
 			entries = append(entries, entry{filepath.ToSlash(rel), 0o644, data})
 			return nil

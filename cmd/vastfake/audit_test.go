@@ -54,6 +54,7 @@ func ordersApp(t *testing.T, addr string, orders int) {
 // reads the report: on stdout, in report.md and in report.json. docs/audit.md's
 // "Will my app run on VAST?" quotes this report.
 func TestAuditReportAtExit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out, w := io.Pipe()
 	stop := make(chan struct{})
@@ -147,6 +148,7 @@ func checkReadmeExcerpt(t *testing.T, md string) {
 // TestRuleModes: -rule Name=audit audits one rule of any profile,
 // =enforce enforces it, =off lifts it; a plain value keeps the mode.
 func TestRuleModes(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig([]string{"-profile", "kafka", "-rule", "NoCompression=audit", "-rule", "MaxGroups=audit"}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, rules.Audit, cfg.Rules.Mode(rules.NoCompression))
@@ -171,6 +173,7 @@ func TestRuleModes(t *testing.T) {
 // TestAuditReportFileNames: a name ending in .md or .json writes that one
 // file only.
 func TestAuditReportFileNames(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"audit.md", "audit.json"} {
 		dir := t.TempDir()
 		stop := make(chan struct{})
@@ -188,6 +191,7 @@ func TestAuditReportFileNames(t *testing.T) {
 // was audited and lists what the enforced rules refused, in Markdown and
 // JSON, never "No findings".
 func TestAuditReportIsNoFalseAllClear(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out, w := io.Pipe()
 	stop := make(chan struct{})
@@ -234,6 +238,7 @@ func TestAuditReportIsNoFalseAllClear(t *testing.T) {
 // TestAuditReportDirectoryCheckedAtStart: a report path in a directory
 // that does not exist stops the binary at start, before it serves.
 func TestAuditReportDirectoryCheckedAtStart(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-dir", "report")
 	stop := make(chan struct{})
 	var stdout strings.Builder

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,10 +25,12 @@ import (
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/coordinator"
+	"github.com/vastfake/vastfake/internal/testutil"
 	"github.com/vastfake/vastfake/rules"
 )
 
 func TestParseTopicSpecs(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig([]string{
 		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime,audit",
 		"-topic", "events:6",
@@ -48,6 +49,7 @@ func TestParseTopicSpecs(t *testing.T) {
 }
 
 func TestParseRuleSwitches(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig([]string{
 		"-profile", "vast",
 		"-rule", "NoCompression=false,MaxGroups=10",
@@ -113,6 +115,7 @@ func TestConfigPrecedence(t *testing.T) {
 // TestConfigFileTypes checks that a config file value of the wrong JSON
 // type is refused with the key in the message, not turned into a string.
 func TestConfigFileTypes(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "vastfake.json")
 	parse := func(content string) (*config, error) {
 		require.NoError(t, os.WriteFile(file, []byte(content), 0o644))
@@ -189,24 +192,6 @@ func TestHelpVersionAndErrors(t *testing.T) {
 	assert.Equal(t, "vastfake: -http: oops", errorLine(errors.New("-http: oops")))
 }
 
-// syncBuffer is a bytes.Buffer safe for the broker's logger and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startRun runs the binary's run with args and returns its first n stdout
 // lines, the first being the bootstrap address without "listening on "; the
 // test's cleanup stops it and checks it exited cleanly.
@@ -242,8 +227,9 @@ func startRun(t *testing.T, stderr io.Writer, n int, args ...string) []string {
 // client: the topic's configs, the group limit refusing a second group, and
 // the JSON log line naming the rule.
 func TestBinaryConfigReachesBroker(t *testing.T) {
+	t.Parallel()
 	ready := filepath.Join(t.TempDir(), "ready")
-	logs := &syncBuffer{}
+	logs := &testutil.LockedBuffer{}
 	addr := startRun(t, logs, 1, "-listen", "127.0.0.1:0", "-ready-file", ready, "-log-format", "json",
 		"-topic", "orders:3:retention.ms=60000,message.timestamp.type=LogAppendTime", "-rule", "MaxGroups=1")[0]
 
@@ -295,6 +281,7 @@ func TestBinaryConfigReachesBroker(t *testing.T) {
 // clock, moves the clock over HTTP, and relies on TestMain's leak check to
 // show that the HTTP server stops with the binary.
 func TestBinaryServesControlPlane(t *testing.T) {
+	t.Parallel()
 	lines := startRun(t, io.Discard, 2, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-manual-clock", "-topic", "orders:2")
 	base, ok := strings.CutPrefix(lines[1], "control plane on ")
 	require.True(t, ok, "second line: %q", lines[1])
@@ -365,6 +352,7 @@ func TestNumPartitions(t *testing.T) {
 // interval default to Kafka's 45s and 5s and reach the broker: a heartbeat
 // interval not shorter than the session timeout stops the binary at start.
 func TestConsumerGroupTimeoutFlags(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, coordinator.DefaultConsumerSessionTimeout, cfg.ConsumerSessionTimeout)
@@ -383,6 +371,7 @@ func TestConsumerGroupTimeoutFlags(t *testing.T) {
 // TestProducerIDExpirationFlag: -producer-id-expiration defaults to
 // Kafka's producer.id.expiration.ms of a day, and 0 never expires.
 func TestProducerIDExpirationFlag(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, broker.DefaultProducerIDExpiration, cfg.ProducerIDExpiration)
@@ -399,6 +388,7 @@ func TestProducerIDExpirationFlag(t *testing.T) {
 // TestIdleTimeoutFlag: -idle-timeout defaults to Kafka's 10 minutes, 0
 // turns it off, and the binary's broker closes a connection idle that long.
 func TestIdleTimeoutFlag(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, broker.DefaultIdleTimeout, cfg.IdleTimeout)
@@ -526,6 +516,7 @@ func TestOffsetMetadataMaxBytesFlag(t *testing.T) {
 // broker's 1s, and 0 reaches the broker as "never", as
 // -compaction-interval 0 does, instead of falling back to the default.
 func TestRetentionCheckIntervalFlag(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, broker.DefaultRetentionCheckInterval, cfg.RetentionCheckInterval)
@@ -541,6 +532,7 @@ func TestRetentionCheckIntervalFlag(t *testing.T) {
 // profile on a manual clock, form a group at once, and the flag sets it in
 // any profile.
 func TestKafkaProfileWaitsForMembersAsKafkaDoes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want time.Duration
@@ -563,6 +555,7 @@ func TestKafkaProfileWaitsForMembersAsKafkaDoes(t *testing.T) {
 // in Metadata, the first on the address the binary prints; a count out of
 // range stops it at start.
 func TestSeveralBrokersFromTheBinary(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"0", "17", "x"} {
 		_, err := parseConfig([]string{"-brokers", bad}, io.Discard, io.Discard)
 		assert.Error(t, err, bad)

@@ -23,10 +23,11 @@ func envName(flagName string) string {
 // launcher's environment reaches the binary it starts, so they are no
 // mistake there.
 var launcherVariables = []string{"VASTFAKE_BIN", "VASTFAKE_SRC", "VASTFAKE_CACHE_DIR", "VASTFAKE_ARGS",
-	"VASTFAKE_IMAGE", "VASTFAKE_BOOTSTRAP", "VASTFAKE_DIST"}
+	"VASTFAKE_IMAGE", "VASTFAKE_URL", "VASTFAKE_DIST"}
 
 // unknownVariable is a VASTFAKE_ variable that sets nothing, and the known
-// variable nearest to its name.
+// variable nearest to its name when that one is near enough to be what was
+// meant (else "").
 type unknownVariable struct{ name, nearest string }
 
 // readEnvironment sets every setting of fs from its environment variable,
@@ -70,9 +71,22 @@ func readEnvironment(fs *flag.FlagSet, environ []string) (unknown []unknownVaria
 		if len(name) > maxQuoted {
 			name = name[:maxQuoted] + "…" // a name is ASCII, or no name of ours is near
 		}
-		unknown = append(unknown, unknownVariable{name, nearest(name, names)})
+		unknown = append(unknown, unknownVariable{name, likelyMeant(name, names)})
 	}
 	return unknown
+}
+
+// likelyMeant returns the name in names nearest to s when it is near
+// enough to be a misspelling of it: at most two edits, or a third of the
+// part after VASTFAKE_ for a longer name. VASTFAKE_TOPICZ was meant as
+// VASTFAKE_TOPIC; VASTFAKE_BOGUS was not meant as VASTFAKE_ARGS.
+func likelyMeant(s string, names []string) string {
+	n := nearest(s, names)
+	limit := max(2, (len(s)-len("VASTFAKE_"))/3)
+	if editDistance(s, n, limit) > limit {
+		return ""
+	}
+	return n
 }
 
 // nearest returns the name in names closest to s by edit distance, the

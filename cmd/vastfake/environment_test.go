@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vastfake/vastfake/broker"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
 
 // TestSingularVariablesOfRepeatableFlags: VASTFAKE_TOPIC is read as
@@ -36,19 +37,20 @@ func TestSingularVariablesOfRepeatableFlags(t *testing.T) {
 }
 
 // TestUnknownVariablesAreWarnedAbout: a VASTFAKE_ variable that sets
-// nothing is warned about at start, once, with the nearest known name; the
-// variables the launchers read are not.
+// nothing is warned about at start, once, with the nearest known name when
+// it is near enough to be what was meant; the variables the launchers read
+// are not.
 func TestUnknownVariablesAreWarnedAbout(t *testing.T) {
 	t.Setenv("VASTFAKE_TOPICZ", "orders:3")
 	t.Setenv("VASTFAKE_BOGUS", "1")
 	t.Setenv("VASTFAKE_BIN", "/usr/local/bin/vastfake")
 	t.Setenv("VASTFAKE_NUMPARTITIONS", "3")
-	logs := &syncBuffer{}
+	logs := &testutil.LockedBuffer{}
 	startRun(t, logs, 1, "-listen", "127.0.0.1:0", "-log-level", "warn")
 	out := logs.String()
 	assert.Contains(t, out, "variable=VASTFAKE_TOPICZ did_you_mean=VASTFAKE_TOPIC\n")
 	assert.Contains(t, out, "variable=VASTFAKE_NUMPARTITIONS did_you_mean=VASTFAKE_NUM_PARTITIONS\n")
-	assert.Contains(t, out, "variable=VASTFAKE_BOGUS")
+	assert.Contains(t, out, "variable=VASTFAKE_BOGUS\n", "no known name is near VASTFAKE_BOGUS")
 	assert.NotContains(t, out, "VASTFAKE_BIN")
 	assert.Equal(t, 3, strings.Count(out, "sets nothing"), out)
 }
@@ -57,6 +59,7 @@ func TestUnknownVariablesAreWarnedAbout(t *testing.T) {
 // (a 403 for a Host it does not allow) has its own error in -healthcheck's
 // message, not only the status.
 func TestHealthcheckSaysWhy(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
@@ -75,7 +78,8 @@ func TestHealthcheckSaysWhy(t *testing.T) {
 // beside the advertised one, and GET /brokers names them alike; the
 // control plane's line on stdout is a URL a browser opens.
 func TestOneNameForEachListener(t *testing.T) {
-	logs := &syncBuffer{}
+	t.Parallel()
+	logs := &testutil.LockedBuffer{}
 	lines := startRun(t, logs, 2, "-listen", "0.0.0.0:0", "-http", "0.0.0.0:0", "-brokers", "2", "-log-level", "info")
 	_, port, _ := strings.Cut(lines[0], ":")
 	assert.Equal(t, "localhost:"+port, lines[0], "clients are told localhost")

@@ -90,6 +90,7 @@ func flagRows(t *testing.T, table string) (rows []struct{ flags, envs []string }
 // for it, and every row's flag exists. The commands (-version,
 // -healthcheck) are no settings: each has its own paragraph.
 func TestReadmeFlagTable(t *testing.T) {
+	t.Parallel()
 	flags := usageFlags(t)
 	documented := map[string]bool{}
 	for _, row := range readmeFlagTable(t) {
@@ -119,6 +120,7 @@ func TestReadmeFlagTable(t *testing.T) {
 // parseConfig reads: VASTFAKE_ and the flag name, plural for a repeatable
 // flag.
 func TestEveryFlagNamesTheEnvironmentVariableItReads(t *testing.T) {
+	t.Parallel()
 	repeatable := []string{"topic", "rule", "user", "policy", "offset-gap"}
 	for f, env := range usageFlags(t) {
 		if commands[f] {

@@ -52,6 +52,7 @@ func runChild() int {
 // until the process ran out of descriptors, and the Kafka client's dial
 // timed out.
 func TestIdleHTTPConnectionsLeaveKafkaItsDescriptors(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "VASTFAKE_TEST_NOFILE=256",
 		"VASTFAKE_TEST_CHILD=-listen 127.0.0.1:0 -http 127.0.0.1:0 -topic orders:1 -log-level error")

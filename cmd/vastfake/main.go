@@ -261,8 +261,11 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		opts = append(opts, broker.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
 	for _, u := range cfg.Unknown {
-		logger.Warn("an environment variable sets nothing: vastfake -h lists every variable",
-			"variable", u.name, "did_you_mean", u.nearest)
+		attrs := []any{"variable", u.name}
+		if u.nearest != "" {
+			attrs = append(attrs, "did_you_mean", u.nearest)
+		}
+		logger.Warn("an environment variable sets nothing: vastfake -h lists every variable", attrs...)
 	}
 	b, err := broker.New(opts...)
 	if err != nil {

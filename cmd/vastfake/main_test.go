@@ -49,6 +49,7 @@ func TestRunPrintsAddressAndServes(t *testing.T) {
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
+	t.Parallel()
 	assert.Error(t, run([]string{"-profile", "zookeeper", "-listen", "127.0.0.1:0"}, io.Discard, io.Discard, nil))
 	assert.Error(t, run([]string{"-topic", "x:zero", "-listen", "127.0.0.1:0"}, io.Discard, io.Discard, nil))
 }

@@ -56,6 +56,7 @@ func TestParseSecurityFlags(t *testing.T) {
 // TestRunWithSecurity starts the binary's run with a user, a policy and a
 // TLS certificate from files, and talks SASL_SSL to it.
 func TestRunWithSecurity(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certPEM, keyPEM, err := fixtures.SelfSignedCert()
 	require.NoError(t, err)
@@ -106,6 +107,7 @@ func TestRunWithSecurity(t *testing.T) {
 // the third stdout line when -http-token is not given. Without it a
 // request gets 401, with it 200.
 func TestControlPlaneTokenWithUsers(t *testing.T) {
+	t.Parallel()
 	lines := startRun(t, io.Discard, 3, "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-log-level", "warn",
 		"-user", "app:app-secret", "-topic", "orders:1")
 	base, ok := strings.CutPrefix(lines[1], "control plane on ")

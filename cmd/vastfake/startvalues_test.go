@@ -214,6 +214,7 @@ func TestEveryStartValueIsBounded(t *testing.T) {
 // one short line naming the setting on stderr, and (on Linux) a process
 // that stayed small.
 func TestStartErrorsExitTwo(t *testing.T) {
+	t.Parallel()
 	for _, env := range [][]string{
 		{"VASTFAKE_TOPICS=t:4294967297"},
 		{"VASTFAKE_TOPIC=t:2147483647", "VASTFAKE_PROFILE=kafka"},

@@ -41,6 +41,7 @@ func readTar(t *testing.T, r io.Reader) (map[string][]byte, map[string]*tar.Head
 // root) as a non-root user with the container defaults, the exposed ports
 // and the OCI labels. Two writes of one image are the same bytes.
 func TestArchive(t *testing.T) {
+	t.Parallel()
 	img := image{Binary: []byte("\x7fELF not really"), Arch: "arm64", Version: "1.2.3", Revision: "abc123",
 		Created: time.Unix(1700000000, 0).UTC(), Tags: []string{"vastfake:1.2.3", "vastfake:latest"}}
 	var buf bytes.Buffer
@@ -109,6 +110,7 @@ func TestArchive(t *testing.T) {
 // TestRunWritesTheFile: -o writes the archive with the version given and
 // the latest tag; a bad -version or no -o is refused.
 func TestRunWritesTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.WriteFile(bin, []byte("binary"), 0o755))

@@ -17,6 +17,7 @@ import (
 // are exactly the size asked for, so free lists of size classes take them
 // back.
 func TestMakeAlignsLargeSlicesToHugePages(t *testing.T) {
+	t.Parallel()
 	if thpMode == "never" {
 		t.Skip("transparent huge pages are off on this machine")
 	}

@@ -12,6 +12,7 @@ import (
 // TestPopulateKeepsContents: mapping pages in changes no byte, whatever
 // the slice's alignment.
 func TestPopulateKeepsContents(t *testing.T) {
+	t.Parallel()
 	buf := make([]byte, 5*os.Getpagesize()+123)
 	for i := range buf {
 		buf[i] = byte(i)
@@ -26,6 +27,7 @@ func TestPopulateKeepsContents(t *testing.T) {
 // shares with memory around it are kept; only pages wholly inside the
 // slice may read as zeros afterwards (where the platform releases them).
 func TestReleaseGivesBackOnlyWholePagesInside(t *testing.T) {
+	t.Parallel()
 	page := os.Getpagesize()
 	alloc := make([]byte, 7*page)
 	off := (page - int(uintptr(unsafe.Pointer(&alloc[0]))%uintptr(page))) % page

@@ -74,26 +74,36 @@ const built = new Map() // checkout -> promise of the binary built from it by th
 const PLATFORM_PACKAGES = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64']
 
 /**
- * The binary the platform package (@vastfake/linux-x64 and so on) carries,
- * or null when none is installed: an unlisted platform, an install without
- * optional dependencies, or a checkout of the sources.
+ * The binary the package carries in its own bin/ (the offline package of
+ * one platform) or the platform package (@vastfake/linux-x64 and so on)
+ * carries, or null when none is installed: an unlisted platform, an install
+ * without optional dependencies, or a checkout of the sources.
  */
 function carriedBinary () {
   const name = `${process.platform}-${process.arch}`
+  const exe = process.platform === 'win32' ? '.exe' : ''
+  // The offline package (vastdist's npm/offline/) carries it itself.
+  const own = path.join(__dirname, '..', 'bin', 'vastfake' + exe)
+  if (fs.existsSync(own)) return runnable(own, 'the binary this package carries')
   if (!PLATFORM_PACKAGES.includes(name)) return null
   let file
   try {
-    file = require.resolve(`@vastfake/${name}/bin/vastfake${process.platform === 'win32' ? '.exe' : ''}`)
+    file = require.resolve(`@vastfake/${name}/bin/vastfake${exe}`)
   } catch {
     return null
   }
+  return runnable(file, `the binary @vastfake/${name} carries`)
+}
+
+// runnable returns file, made executable if it lost its mode.
+function runnable (file, what) {
   if (!executable(file)) {
     // npm keeps the tarball's mode 0755; a tool that drops it leaves a file
     // this process may still make executable.
     try {
       fs.chmodSync(file, 0o755)
     } catch {}
-    if (!executable(file)) throw new BinaryNotFoundError(`${file} (the binary @vastfake/${name} carries) is not executable: chmod +x it`)
+    if (!executable(file)) throw new BinaryNotFoundError(`${file} (${what}) is not executable: chmod +x it`)
   }
   return file
 }

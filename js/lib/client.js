@@ -451,6 +451,29 @@ class Client {
     return ''
   }
 
+  /**
+   * Assert that share group has completed every record of the partition up
+   * to offset: each acknowledged, or archived (rejected, or delivered
+   * share.delivery.count.limit times), so its share start offset is past
+   * offset (KIP-932; kafka and audit profiles).
+   */
+  async assertShareAcknowledged (group, topic, partition, offset) {
+    const msg = await this._shareMismatch(group, topic, partition, offset)
+    if (msg) throw new AssertionError(msg)
+  }
+
+  async _shareMismatch (group, topic, partition, offset) {
+    const g = await this.findGroup(group)
+    if (!g || g.groupProtocol !== 'share') return `no share group ${group}`
+    const p = (g.sharePartitions || []).find(x => x.topic === topic && x.partition === partition)
+    if (!p) return `share group ${group} has no state for ${topic}/${partition} yet`
+    if (p.startOffset > offset) return ''
+    const held = p.acquired.map(a => `${a.firstOffset}-${a.lastOffset} held by ${a.clientId || a.memberId}, ` +
+      `delivery ${a.deliveryCount}, lock until ${a.lockDeadline}`).join('; ') || 'none held'
+    return `share group ${group}'s start offset on ${topic}/${partition} is ${p.startOffset} ` +
+      `(${p.available} available, ${p.archived} archived; ${held})`
+  }
+
   // ---- waits ----
 
   /**
@@ -538,6 +561,13 @@ class Client {
     await this.waitFor(`group ${group} to commit ${topic}/${partition} at ${offset}`,
       async () => !(await this._committedMismatch(group, topic, partition, offset)),
       { timeoutMs, describe: () => this._committedMismatch(group, topic, partition, offset) })
+  }
+
+  /** Wait until share group has completed every record of the partition up to offset (see assertShareAcknowledged). */
+  async waitShareAcknowledged (group, topic, partition, offset, { timeoutMs } = {}) {
+    await this.waitFor(`share group ${group} to acknowledge ${topic}/${partition} up to ${offset}`,
+      async () => !(await this._shareMismatch(group, topic, partition, offset)),
+      { timeoutMs, describe: () => this._shareMismatch(group, topic, partition, offset) })
   }
 
   /** Wait until the VAST rule has refused a request; returns those. */

@@ -1,7 +1,10 @@
-// The npm packages that carry the binary (go run ./cmd/vastdist): packed
-// with npm pack, installed offline into a project of their own, they start
-// a broker with no Go on PATH and kafkajs produces and consumes through it;
-// and the fallback that builds from source leaves the event loop running.
+// The npm packages that carry the binary (go run ./cmd/vastdist): the
+// offline package of this platform, installed from its tarball into a
+// project of its own and again by npm ci from the lock file, offline,
+// starts a broker with no Go on PATH and kafkajs produces and consumes
+// through it; the registry's pair (the main package and the platform
+// package) finds the platform package's binary; and the fallback that
+// builds from source leaves the event loop running.
 //
 // The packages are VASTFAKE_DIST's (the -o directory of vastdist, as
 // test.sh gives it), else built here for this platform.
@@ -67,43 +70,22 @@ async function dist (t) {
   return out
 }
 
-test('the npm packages, packed and installed offline, start a broker with no Go on PATH', { timeout: 600_000 }, async (t) => {
-  const npm = onPath('npm')
-  if (!npm) return t.skip('needs npm on PATH')
-  const d = await dist(t)
-  if (!d) return t.skip('needs VASTFAKE_DIST or go on PATH')
-  const platformPkg = `vastfake-${process.platform}-${process.arch}`
-  const dirs = fs.readdirSync(path.join(d, 'npm'))
-  assert.ok(dirs.includes('vastfake') && dirs.includes(platformPkg), `${d}/npm holds ${dirs.join(', ')}`)
-
-  const work = tmpdir(t)
-  const tarballs = path.join(work, 'tarballs')
-  fs.mkdirSync(tarballs)
-  const packed = []
-  for (const dir of ['vastfake', platformPkg]) {
-    const p = await run(npm, ['pack', '--json', '--pack-destination', tarballs, path.join(d, 'npm', dir)], { cwd: work })
-    assert.strictEqual(p.status, 0, p.stderr)
-    const [info] = JSON.parse(p.stdout)
-    if (dir === platformPkg) {
-      const bin = info.files.find(f => f.path === `bin/vastfake${exe}`)
-      assert.ok(bin, `the platform package holds ${info.files.map(f => f.path).join(', ')}`)
-      if (process.platform !== 'win32') assert.strictEqual(bin.mode & 0o111, 0o111, `bin/vastfake has mode ${bin.mode.toString(8)}`)
-    }
-    packed.push(path.join(tarballs, info.filename))
-  }
-
-  const project = path.join(work, 'project')
+// newProject makes an empty project of the user's in work.
+function newProject (work, name) {
+  const project = path.join(work, name)
   fs.mkdirSync(project)
   fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'uses-vastfake', private: true }))
-  const installed = await run(npm, ['install', '--offline', '--no-audit', '--no-fund', ...packed], { cwd: project, env: cleanEnv() })
-  assert.strictEqual(installed.status, 0, installed.stderr)
+  return project
+}
 
-  // The user's test: no Go on PATH, outside any checkout, an empty build
-  // cache; kafkajs from js/'s devDependencies. A vastfake on PATH comes
-  // after the carried binary, which matches the package.
-  const cache = path.join(work, 'cache')
+// useBroker runs, in project, the user's test: no Go on PATH, outside any
+// checkout, an empty build cache; kafkajs from js/'s devDependencies. A
+// vastfake on PATH comes after the carried binary, which matches the
+// package. It resolves to the binary found and the records read back.
+async function useBroker (work, project) {
+  const cache = path.join(work, 'cache-' + path.basename(project))
   const other = path.join(work, 'other')
-  fs.mkdirSync(other)
+  fs.mkdirSync(other, { recursive: true })
   fs.writeFileSync(path.join(other, 'vastfake'), '#!/bin/sh\necho "not the carried binary" >&2\nexit 1\n', { mode: 0o755 })
   const script = `
     const { Kafka, logLevel } = require(${JSON.stringify(path.join(jsDir, 'node_modules', 'kafkajs'))})
@@ -138,20 +120,70 @@ test('the npm packages, packed and installed offline, start a broker with no Go 
     env: cleanEnv({ PATH: [other, pathWithout('go', 'vastfake')].join(path.delimiter), VASTFAKE_CACHE_DIR: cache })
   })
   assert.strictEqual(used.status, 0, used.stderr)
-  const { found, got } = JSON.parse(used.stdout.trim().split('\n').pop())
-  assert.strictEqual(fs.realpathSync(found), fs.realpathSync(path.join(project, 'node_modules', '@vastfake', `${process.platform}-${process.arch}`, 'bin', 'vastfake' + exe)))
-  assert.deepStrictEqual(got, ['a', 'b', 'c'])
   assert.doesNotMatch(used.stderr, /building/)
   assert.ok(!fs.existsSync(cache), 'nothing was built into the cache')
+  return JSON.parse(used.stdout.trim().split('\n').pop())
+}
+
+function version (d) {
+  const tgz = fs.readdirSync(path.join(d, 'npm')).find(f => /^vastfake-\d.*\.tgz$/.test(f))
+  assert.ok(tgz, `${d}/npm holds the main package's tarball`)
+  return tgz.slice('vastfake-'.length, -'.tgz'.length)
+}
+
+test('the offline package installs from its tarball, survives npm ci offline, and starts a broker with no Go on PATH', { timeout: 600_000 }, async (t) => {
+  const npm = onPath('npm')
+  if (!npm) return t.skip('needs npm on PATH')
+  const d = await dist(t)
+  if (!d) return t.skip('needs VASTFAKE_DIST or go on PATH')
+  const v = version(d)
+  const work = tmpdir(t)
+  const project = newProject(work, 'offline')
+  // As docs/packages.md says: the tarball beside the project's package.json.
+  const tgz = `vastfake-${v}-${process.platform}-${process.arch}.tgz`
+  fs.copyFileSync(path.join(d, 'npm', 'offline', tgz), path.join(project, tgz))
+  const installed = await run(npm, ['install', '--offline', '--no-audit', '--no-fund', './' + tgz], { cwd: project, env: cleanEnv() })
+  assert.strictEqual(installed.status, 0, installed.stderr)
+  // What CI does with the lock file: a clean install from it, offline.
+  assert.ok(fs.existsSync(path.join(project, 'package-lock.json')))
+  fs.rmSync(path.join(project, 'node_modules'), { recursive: true, force: true })
+  const ci = await run(npm, ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: project, env: cleanEnv() })
+  assert.strictEqual(ci.status, 0, ci.stderr)
+
+  const { found, got } = await useBroker(work, project)
+  assert.strictEqual(fs.realpathSync(found), fs.realpathSync(path.join(project, 'node_modules', 'vastfake', 'bin', 'vastfake' + exe)))
+  assert.deepStrictEqual(got, ['a', 'b', 'c'])
 
   // npx vastfake runs the carried binary, for development.
-  const version = await run(path.join(project, 'node_modules', '.bin', 'vastfake' + (process.platform === 'win32' ? '.cmd' : '')), ['-version'], {
+  const out = await run(path.join(project, 'node_modules', '.bin', 'vastfake' + (process.platform === 'win32' ? '.cmd' : '')), ['-version'], {
     cwd: project,
-    env: cleanEnv({ PATH: [path.dirname(process.execPath), pathWithout('go', 'vastfake')].join(path.delimiter), VASTFAKE_CACHE_DIR: cache })
+    env: cleanEnv({ PATH: [path.dirname(process.execPath), pathWithout('go', 'vastfake')].join(path.delimiter) })
   })
-  assert.strictEqual(version.status, 0, version.stderr)
-  const { version: want } = JSON.parse(fs.readFileSync(path.join(d, 'npm', 'vastfake', 'package.json'), 'utf8'))
-  assert.ok(version.stdout.startsWith(`vastfake ${want} `), version.stdout)
+  assert.strictEqual(out.status, 0, out.stderr)
+  assert.ok(out.stdout.startsWith(`vastfake ${v} `), out.stdout)
+})
+
+test('the registry packages, the main one with its platform one, find the binary the platform package carries', { timeout: 600_000 }, async (t) => {
+  const npm = onPath('npm')
+  if (!npm) return t.skip('needs npm on PATH')
+  const d = await dist(t)
+  if (!d) return t.skip('needs VASTFAKE_DIST or go on PATH')
+  const v = version(d)
+  const platformTgz = path.join(d, 'npm', `vastfake-${process.platform}-${process.arch}-${v}.tgz`)
+  assert.ok(fs.existsSync(platformTgz), `${d}/npm holds ${fs.readdirSync(path.join(d, 'npm')).join(', ')}`)
+  const work = tmpdir(t)
+  const project = newProject(work, 'registry')
+  // What npm install vastfake does from the registry, with the tarballs the
+  // registry would serve.
+  const installed = await run(npm, ['install', '--offline', '--no-audit', '--no-fund', path.join(d, 'npm', `vastfake-${v}.tgz`), platformTgz], { cwd: project, env: cleanEnv() })
+  assert.strictEqual(installed.status, 0, installed.stderr)
+  const found = await run(process.execPath, ['-e', "require('vastfake').findBinary().then(console.log)"], {
+    cwd: project, env: cleanEnv({ PATH: pathWithout('go', 'vastfake') })
+  })
+  assert.strictEqual(found.status, 0, found.stderr)
+  assert.strictEqual(fs.realpathSync(found.stdout.trim()), fs.realpathSync(path.join(project, 'node_modules', '@vastfake', `${process.platform}-${process.arch}`, 'bin', 'vastfake' + exe)))
+  const main = JSON.parse(fs.readFileSync(path.join(project, 'node_modules', 'vastfake', 'package.json'), 'utf8'))
+  assert.ok(main.optionalDependencies[`@vastfake/${process.platform}-${process.arch}`], 'the main package lists its platform packages')
 })
 
 test('the vastfake command on PATH is not taken for the binary it runs', { skip: process.platform === 'win32' && 'a symlink stands in for npm\'s shim' }, async (t) => {

@@ -187,3 +187,59 @@ def entry_points_txt():
     section = text.split("[project.entry-points.pytest11]", 1)[1].split("\n[", 1)[0]
     lines = [ln.replace('"', "") for ln in section.strip().splitlines() if ln and not ln.startswith("#")]
     return "[pytest11]\n" + "\n".join(lines) + "\n"
+
+
+ATTACH_TEST = '''
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def test_1_starts_clean(vastfake):
+    assert vastfake.topics() == []  # the topic made before the session is reset away
+
+
+def test_2_uses_the_running_broker(vastfake, kafka_bootstrap):
+    assert kafka_bootstrap == vastfake.bootstrap
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic("orders", num_partitions=1, replication_factor=1)])["orders"].result(30)
+    p = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": False})
+    p.produce("orders", value=b"o")
+    assert p.flush(30) == 0
+'''
+
+
+def test_plugin_attaches_to_a_running_broker(tmp_path, vastfake_bin):
+    """With VASTFAKE_URL naming the control plane of a broker already
+    running (a CI service, a container), the fixtures use it, reset it
+    between tests, start no binary (the one on PATH fails if run) and leave
+    it running."""
+    token = "attach-secret"
+    with vastfake.Broker(binary=vastfake_bin, profile="kafka", topics=["stale"], args=["-http-token", token]) as running:
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "test_attach.py").write_text(ATTACH_TEST)
+        fake = tmp_path / "fake-vastfake"
+        fake.write_text("#!/bin/sh\necho 'the plugin started a binary' >&2\nexit 3\n")
+        fake.chmod(0o755)
+        os.environ["VASTFAKE_URL"], os.environ["VASTFAKE_HTTP_TOKEN"] = running.url, token
+        try:
+            run = run_pytest(project, str(fake))
+        finally:
+            del os.environ["VASTFAKE_URL"], os.environ["VASTFAKE_HTTP_TOKEN"]
+        out = run.stdout + run.stderr
+        assert run.returncode == 0 and "2 passed" in out, out
+        assert running.running(), "the plugin left the broker it attached to running"
+        assert [t.name for t in running.topics()] == ["orders"], "the tests ran against the running broker"
+        assert running.end_offset("orders", 0) == 1
+
+    # A URL nothing answers fails the session with what was tried.
+    project = tmp_path / "nobody"
+    project.mkdir()
+    (project / "test_attach.py").write_text("def test_x(vastfake):\n    pass\n")
+    os.environ["VASTFAKE_URL"] = "http://127.0.0.1:9/"
+    try:
+        run = run_pytest(project, vastfake_bin)
+    finally:
+        del os.environ["VASTFAKE_URL"]
+    out = run.stdout + run.stderr
+    assert run.returncode != 0 and "VASTFAKE_URL=http://127.0.0.1:9/: no vastfake answers GET /healthz" in out, out

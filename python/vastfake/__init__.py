@@ -22,8 +22,8 @@ from .broker import Broker, find_binary
 from .client import Client, Duration, go_duration
 from .errors import (BinaryNotFoundError, BrokerDiedError, ControlPlaneError, PortInUseError, StartError,
                      VastfakeError, WaitTimeout, WaitTimeoutError)
-from .types import (BrokerInfo, Clock, Compaction, ErrorCount, FetchPartition, GroupsCreated, Finding, Group, GroupPartition, Health, Member, Partition, Rebalance,
-                    RebalanceMember, Record, Request, Topic, Transaction)
+from .types import (AcquiredRecords, BrokerInfo, Clock, Compaction, ErrorCount, FetchPartition, GroupsCreated, Finding, Group, GroupPartition, Health, Member, Partition, Rebalance,
+                    RebalanceMember, Record, Request, SharePartition, Topic, Transaction)
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,6 @@ __all__ = [
     "Broker", "Client", "Duration", "find_binary", "go_duration",
     "BinaryNotFoundError", "BrokerDiedError", "ControlPlaneError", "PortInUseError", "StartError", "VastfakeError",
     "WaitTimeoutError", "WaitTimeout",
-    "BrokerInfo", "Clock", "Compaction", "ErrorCount", "FetchPartition", "Finding", "Group", "GroupsCreated", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
-    "RebalanceMember", "Record", "Request", "Topic", "Transaction",
+    "AcquiredRecords", "BrokerInfo", "Clock", "Compaction", "ErrorCount", "FetchPartition", "Finding", "Group", "GroupsCreated", "GroupPartition", "Health", "Member", "Partition", "Rebalance",
+    "RebalanceMember", "Record", "Request", "SharePartition", "Topic", "Transaction",
 ]

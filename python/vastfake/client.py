@@ -574,6 +574,38 @@ class Client:
                       lambda: not self._committed_mismatch(group, topic, partition, offset), timeout,
                       lambda: self._committed_mismatch(group, topic, partition, offset))
 
+    def _share_mismatch(self, group: str, topic: str, partition: int, offset: int) -> str:
+        g = self.find_group(group)
+        if g is None or g.group_protocol != "share":
+            return "no share group %s" % group
+        p = g.share_partition(topic, partition)
+        if p is None:
+            return "share group %s has no state for %s/%d yet" % (group, topic, partition)
+        if p.done(offset):
+            return ""
+        held = "; ".join("%d-%d held by %s, delivery %d, lock until %s" % (
+            a.first_offset, a.last_offset, a.client_id or a.member_id, a.delivery_count, a.lock_deadline)
+            for a in p.acquired) or "none held"
+        return "share group %s's start offset on %s/%d is %d (%d available, %d archived; %s)" % (
+            group, topic, partition, p.start_offset, p.available, p.archived, held)
+
+    def assert_share_acknowledged(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """Assert that share group has completed every record of the
+        partition up to offset: each acknowledged, or archived (rejected, or
+        delivered share.delivery.count.limit times), so its share start
+        offset is past offset (KIP-932; kafka and audit profiles)."""
+        mismatch = self._share_mismatch(group, topic, partition, offset)
+        if mismatch:
+            raise AssertionError(mismatch)
+
+    def wait_share_acknowledged(self, group: str, topic: str, partition: int, offset: int,
+                                timeout: Optional[float] = None) -> None:
+        """Wait until share group has completed every record of the
+        partition up to offset (see assert_share_acknowledged)."""
+        self.wait_for("share group %s to acknowledge %s/%d up to %d" % (group, topic, partition, offset),
+                      lambda: not self._share_mismatch(group, topic, partition, offset), timeout,
+                      lambda: self._share_mismatch(group, topic, partition, offset))
+
     def wait_refused(self, rule: str, timeout: Optional[float] = None) -> List[Request]:
         """Wait until the VAST rule has refused a request; return those."""
         return self.wait_for("a refusal by VAST rule %s" % rule, lambda: self.refusals(rule), timeout,

@@ -29,6 +29,16 @@ setup.cfg or pyproject.toml's [tool.pytest.ini_options]):
   "-log-level debug -initial-rebalance-delay 0s"; VASTFAKE_ARGS adds more.
 - ``--vastfake-bin`` / ``vastfake_bin``: the binary (else VASTFAKE_BIN, PATH,
   or go build in a vastfake checkout).
+- ``--vastfake-url`` / ``vastfake_url`` / VASTFAKE_URL: the control plane of
+  a vastfake that is already running (a CI service, a container, a binary
+  started by hand), e.g. http://localhost:8080/. The fixtures then attach to
+  it instead of starting a binary: ``vastfake_broker`` is a vastfake.Client
+  of it, ``kafka_bootstrap`` the bootstrap address its GET /healthz gives,
+  and ``vastfake`` resets it before each test as it does a broker it
+  started; nothing is stopped at the end. VASTFAKE_HTTP_TOKEN is the token
+  it sends, the variable that gives the broker its token. This is
+  pytest-postgresql's ``postgresql_noproc``, and the Go fixtures'
+  KAFKA_BOOTSTRAP mode, for vastfake.
 
 Reset deletes every topic, including those a -topic flag created at start:
 create a test's topics in the test.
@@ -38,11 +48,12 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Union
 
 import pytest
 
 from .broker import Broker, find_binary
+from .client import Client
 from .errors import ControlPlaneError, VastfakeError
 
 
@@ -59,10 +70,14 @@ def pytest_addoption(parser: "pytest.Parser") -> None:
                     help="override a VAST rule, e.g. MaxGroups=10; repeatable")
     group.addoption("--vastfake-args", default=None, help="more flags for the vastfake binary")
     group.addoption("--vastfake-bin", default=None, help="the vastfake binary to run")
+    group.addoption("--vastfake-url", default=None, metavar="URL",
+                    help="attach to the vastfake whose control plane is at URL (else VASTFAKE_URL) instead of "
+                         "starting one")
     parser.addini("vastfake_profile", "vastfake profile: vast, kafka or audit", default="")
     parser.addini("vastfake_rules", "vastfake rule overrides, NAME=VALUE, one per line", type="linelist", default=[])
     parser.addini("vastfake_args", "more flags for the vastfake binary", type="args", default=[])
     parser.addini("vastfake_bin", "the vastfake binary to run", default="")
+    parser.addini("vastfake_url", "the control plane of a running vastfake to attach to", default="")
 
 
 def broker_options(config: "pytest.Config") -> dict:
@@ -78,9 +93,25 @@ def broker_options(config: "pytest.Config") -> dict:
     return {"profile": profile, "rules": rules, "args": args, "binary": binary}
 
 
+def attach_url(config: "pytest.Config") -> str:
+    """The control plane to attach to: --vastfake-url, else the ini's
+    vastfake_url, else VASTFAKE_URL; "" to start a broker."""
+    return config.getoption("vastfake_url") or config.getini("vastfake_url") or os.environ.get("VASTFAKE_URL", "")
+
+
 @pytest.fixture(scope="session")
-def vastfake_broker(pytestconfig: "pytest.Config") -> Iterator[Broker]:
-    """The session's vastfake broker, started once, as it is."""
+def vastfake_broker(pytestconfig: "pytest.Config") -> Iterator[Union[Broker, Client]]:
+    """The session's vastfake broker, started once, as it is; or, with
+    VASTFAKE_URL (--vastfake-url), a Client of the running one it names."""
+    url = attach_url(pytestconfig)
+    if url:
+        client = Client(url, token=os.environ.get("VASTFAKE_HTTP_TOKEN") or None)
+        try:
+            client.bootstrap = client.health().bootstrap
+        except VastfakeError as e:
+            raise VastfakeError("VASTFAKE_URL=%s: no vastfake answers GET /healthz there: %s" % (url, e)) from None
+        yield client
+        return
     options = broker_options(pytestconfig)
     if options["binary"] is None:
         # A build from a checkout takes seconds: let its notice through.
@@ -99,13 +130,13 @@ def vastfake_broker(pytestconfig: "pytest.Config") -> Iterator[Broker]:
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(vastfake_broker: Broker) -> str:
+def kafka_bootstrap(vastfake_broker: Union[Broker, Client]) -> str:
     """The session broker's bootstrap address, host:port."""
     return vastfake_broker.bootstrap
 
 
 @pytest.fixture
-def vastfake(vastfake_broker: Broker, request: "pytest.FixtureRequest") -> Iterator[Broker]:
+def vastfake(vastfake_broker: Union[Broker, Client], request: "pytest.FixtureRequest") -> Iterator[Union[Broker, Client]]:
     """The session's broker, reset for this test."""
     b = vastfake_broker
     if not hasattr(b, "_initial_stale_end_offset"):

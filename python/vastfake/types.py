@@ -212,6 +212,41 @@ class GroupPartition:
 
 
 @dataclass(frozen=True)
+class AcquiredRecords:
+    """Consecutive records a share group member holds (KIP-932)."""
+    first_offset: int
+    last_offset: int
+    member_id: str
+    client_id: str
+    delivery_count: int
+    # When the acquisition lock ends, on the broker's clock: then the
+    # records become available to any member again.
+    lock_deadline: datetime.datetime
+
+
+@dataclass(frozen=True)
+class SharePartition:
+    """A share group's state of one partition (KIP-932)."""
+    topic: str
+    partition: int
+    # Every record before start_offset was acknowledged or archived.
+    start_offset: int
+    end_offset: int
+    high_watermark: int
+    in_flight: int
+    available: int
+    acquired: List[AcquiredRecords]
+    acknowledged: int
+    archived: int
+    # Records up to the high watermark not yet acknowledged or archived.
+    lag: int
+
+    def done(self, offset: int) -> bool:
+        """Whether every record up to offset completed delivery."""
+        return self.start_offset > offset
+
+
+@dataclass(frozen=True)
 class Group:
     name: str
     state: str
@@ -233,6 +268,15 @@ class Group:
     # True once the group is Stable and every member has its target
     # assignment (nothing waiting to be revoked or released).
     reconciled: bool = False
+    # A share group's (group_protocol "share") partitions with share state.
+    share_partitions: List[SharePartition] = field(default_factory=list)
+
+    def share_partition(self, topic: str, partition: int) -> Optional[SharePartition]:
+        """A share group's state of one partition, None if it has none."""
+        for p in self.share_partitions:
+            if p.topic == topic and p.partition == partition:
+                return p
+        return None
 
     def partition(self, topic: str, partition: int) -> Optional[GroupPartition]:
         """The group's view of one partition, None if it neither committed
@@ -261,6 +305,16 @@ class Group:
                             member_state=m.get("memberState", ""), target_assignment=m.get("targetAssignment"),
                             revoking=m.get("revoking"))
                      for m in d.get("members") or []],
+            share_partitions=[SharePartition(
+                topic=p["topic"], partition=p["partition"], start_offset=p.get("startOffset", 0),
+                end_offset=p.get("endOffset", 0), high_watermark=p.get("highWatermark", 0), in_flight=p.get("inFlight", 0),
+                available=p.get("available", 0),
+                acquired=[AcquiredRecords(first_offset=a["firstOffset"], last_offset=a["lastOffset"],
+                                          member_id=a.get("memberId", ""), client_id=a.get("clientId", ""),
+                                          delivery_count=a.get("deliveryCount", 0), lock_deadline=parse_time(a["lockDeadline"]))
+                          for a in p.get("acquired") or []],
+                acknowledged=p.get("acknowledged", 0), archived=p.get("archived", 0), lag=p.get("lag", 0))
+                for p in d.get("sharePartitions") or []],
             partitions=[GroupPartition(topic=p["topic"], partition=p["partition"], committed=p.get("committed"),
                                        metadata=p.get("metadata", ""), high_watermark=p.get("highWatermark", 0),
                                        lag=p.get("lag"), owner_member_id=p.get("ownerMemberId", ""),

@@ -17,6 +17,7 @@ import (
 // against the floor: a producer is acknowledged, a group consumer reads as
 // many records back, and a new group gets its first record.
 func TestFloorServesProducerAndGroup(t *testing.T) {
+	t.Parallel()
 	f, cl, ctx := startFloor(t)
 	require.NoError(t, CreateTopic(ctx, cl, "t", 3))
 	require.NoError(t, Produce(ctx, cl, "t", 20_000))
@@ -30,6 +31,7 @@ func TestFloorServesProducerAndGroup(t *testing.T) {
 // partition's byte limit, as any Kafka broker must answer (it cannot split
 // a batch); more whole batches follow while they fit the limit.
 func TestFloorAnswersWholeProducedBatches(t *testing.T) {
+	t.Parallel()
 	_, cl, ctx := startFloor(t)
 	require.NoError(t, CreateTopic(ctx, cl, "t", 1))
 
@@ -92,6 +94,7 @@ func TestFloorAnswersWholeProducedBatches(t *testing.T) {
 // MEMBER_ID_REQUIRED and one to join with, as from Kafka (KIP-394), unless
 // it is a static member's.
 func TestFloorAsksForAMemberID(t *testing.T) {
+	t.Parallel()
 	_, cl, _ := startFloor(t)
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", "consumer", 30000, 30000

@@ -18,7 +18,16 @@ import (
 	"time"
 
 	"github.com/vastfake/vastfake/internal/pages"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
+
+// SelfCPU is this process's own CPU time (user and system), not its
+// children's; 0 where getrusage is missing, so that the client CPU rows of
+// vastbench then read 0.
+func SelfCPU() time.Duration {
+	d, _ := testutil.ProcessCPU()
+	return d
+}
 
 // Process is a broker running in a child process.
 type Process struct {

@@ -13,6 +13,7 @@ import (
 // work done and agrees in size with getrusage, and the resident set is
 // non-zero.
 func TestProcUsageCountsThisProcess(t *testing.T) {
+	t.Parallel()
 	u0, err := ProcUsage(os.Getpid())
 	require.NoError(t, err)
 	self0 := SelfCPU()

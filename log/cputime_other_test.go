@@ -1,5 +1,0 @@
-//go:build !unix
-
-package log
-
-func cpuTime() int64 { return 0 }
