@@ -117,6 +117,7 @@ var apiTable = []api{
 	{key: 20, min: 1, max: 6, handle: handleDeleteTopics, share: anyBroker},
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords, share: partitionLeader},
 	{key: 22, min: 0, max: 5, handle: handleInitProducerID, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 23, min: 2, max: 4, handle: handleOffsetForLeaderEpoch, share: partitionLeader, hiddenBy: "NoOffsetForLeaderEpoch"},
 	{key: 24, min: 0, max: 5, handle: handleAddPartitionsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 25, min: 0, max: 4, handle: handleAddOffsetsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 26, min: 0, max: 5, handle: handleEndTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},

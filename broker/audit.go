@@ -440,6 +440,9 @@ var adviceTable = map[rules.ID]adviceFor{
 	rules.StaleEndOffset: {
 		"": "VAST's end offset (ListOffsets latest, end_offsets, get_watermark_offsets, the high watermark) may trail writes by 10-55 s: do not compare it with what was just produced; wait for the consumer to read the records instead",
 	},
+	rules.NoOffsetForLeaderEpoch: {
+		"": "VAST serves no OffsetForLeaderEpoch: after a leader change the client does not check its position against the new leader's log (KIP-320) and reads on; nothing to change, but do not count on that check to find a truncated log",
+	},
 	rules.MaxMessageBytes: {
 		"":               "keep record batches at most 1 MB (VAST's message size limit)",
 		familyLibrdkafka: "keep batches at most 1 MB: message.max.bytes=1000000 (the default) and smaller records",

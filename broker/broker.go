@@ -89,6 +89,9 @@ type Broker struct {
 	// guarded by appendMu.
 	producers *log.Producers
 	staleEnd  atomic.Int64 // StaleEndOffset in nanoseconds
+	// held are the acks=all produces waiting for a down in-sync replica
+	// (insync.go).
+	held heldProduces
 
 	faults faultState
 	reqLog requestLog
@@ -604,6 +607,7 @@ func New(opts ...Option) (*Broker, error) {
 		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
 		decompress: make(chan struct{}, cfg.decompressions),
+		held:       heldProduces{maxN: MaxHeldProduces, maxBytes: MaxHeldProduceBytes},
 		largeTurn:  make(chan struct{}, 1),
 	}
 	if b.enforced(rules.StaleEndOffset) {
@@ -639,6 +643,10 @@ func New(opts ...Option) (*Broker, error) {
 		}
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	var locate func(string) (int32, bool)
+	if b.elects() { // groups' coordinators move and go down (coordinatorfailover.go)
+		locate = b.locateGroup
+	}
 	b.coord = coordinator.New(coordinator.Config{
 		Rules:                 cfg.rules,
 		Clock:                 cfg.clock,
@@ -659,6 +667,7 @@ func New(opts ...Option) (*Broker, error) {
 		OffsetsTopic:              b.appendOffsetsRecord,
 		TxnOffsetsTopic:           b.appendTxnOffsetsRecords,
 		AssignmentEpochs:          cfg.kafka.AssignmentEpochs(),
+		Locate:                    locate,
 	})
 	b.scheduleRetention()
 	b.scheduleProducerExpiry()

@@ -18,7 +18,10 @@ var noRecords = []byte{}
 // handleFetch answers Fetch v4-v16.
 //
 // v4 adds isolation levels and the last stable offset, v5 the log start
-// offset, v7 fetch sessions, v9 leader epochs, v11 rack ids and preferred
+// offset, v7 fetch sessions, v9 leader epochs (a partition's
+// CurrentLeaderEpoch is checked before its data is read, at a follower
+// too: FENCED_LEADER_EPOCH, naming the leader from v12, or
+// UNKNOWN_LEADER_EPOCH), v11 rack ids and preferred
 // read replicas, v12 flexible encoding, v13 topic IDs. Records are served as
 // stored, never re-encoded. A partition named more than once is answered
 // once, with the last copy's position and limits, as Kafka does. Byte

@@ -337,7 +337,9 @@ func (b *Broker) BrokerDown(id int32) error {
 	b.stopNode(n)
 	n.down = true
 	n.gen++
+	b.setDown(id, true)
 	b.scheduleFence(n, n.gen)
+	b.coordinatorsMoved()
 	return nil
 }
 
@@ -365,7 +367,9 @@ func (b *Broker) BrokerUp(id int32) error {
 	n.down = false
 	n.gen++
 	n.endBlackout()
+	b.setDown(id, false)
 	b.rejoin(n.id)
+	b.coordinatorsMoved()
 	return nil
 }
 
@@ -512,20 +516,6 @@ func (b *Broker) movedCoordinator(key string) (int32, bool) {
 	return id, ok
 }
 
-// checkLeaderEpoch checks the leader epoch a Fetch or ListOffsets
-// partition says it knows (-1: none) against the partition's, as Kafka
-// does: an older one gets FENCED_LEADER_EPOCH (the client's metadata is
-// stale), a newer one UNKNOWN_LEADER_EPOCH; 0 when it matches.
-func (b *Broker) checkLeaderEpoch(topic string, p, known int32) int16 {
-	switch epoch := b.LeaderEpochOf(topic, p); {
-	case known < 0 || known == epoch:
-		return 0
-	case known < epoch:
-		return kerr.FencedLeaderEpoch.Code
-	}
-	return kerr.UnknownLeaderEpoch.Code
-}
-
 // moves are the leaders and coordinators MoveLeader and MoveCoordinator
 // set; any is set once there is one, so that LeaderOf costs no lock until
 // a test moves something.
@@ -566,10 +556,13 @@ func (b *Broker) MoveLeader(topic string, p int32, id int32) error {
 		return fmt.Errorf("%w: no partition %d of topic %q", ErrUnknownPartition, p, topic)
 	}
 	b.moves.mu.Lock()
-	defer b.moves.mu.Unlock()
 	st := b.stateLocked(topic, p)
 	st.id, st.epoch = id, st.epoch+1
 	b.storeLocked(topic, p, st)
+	b.moves.mu.Unlock()
+	if topic == offsetsTopic {
+		b.coordinatorsMoved()
+	}
 	return nil
 }
 
@@ -607,6 +600,16 @@ func (b *Broker) MoveCoordinator(group string, id int32) error {
 	if len(group) > coordinator.MaxGroupIDBytes {
 		return fmt.Errorf("%w: a group name of %d bytes, over the %d bytes of Kafka's group ids", ErrNameTooLong, len(group), coordinator.MaxGroupIDBytes)
 	}
+	if err := b.storeCoordinator(group, id); err != nil {
+		return err
+	}
+	b.coordinatorsMoved() // the new coordinator takes the group over
+	return nil
+}
+
+// storeCoordinator records broker id as group's coordinator, within
+// MaxCoordinatorMoves and MaxCoordinatorMoveBytes.
+func (b *Broker) storeCoordinator(group string, id int32) error {
 	b.moves.mu.Lock()
 	defer b.moves.mu.Unlock()
 	if _, ok := b.moves.coordinators[group]; !ok &&
@@ -644,9 +647,10 @@ func (b *Broker) forgetMoves(topic string) {
 }
 
 // addLeaderHints names the current leader of each partition answered
-// NOT_LEADER_OR_FOLLOWER, and its address, in a Produce (v10+) or Fetch
-// (v12+, addresses v16+) answer, as Kafka does (KIP-951); older versions
-// do not carry the fields, which then go unsent.
+// NOT_LEADER_OR_FOLLOWER (in a Fetch, FENCED_LEADER_EPOCH too), and its
+// address, in a Produce (v10+) or Fetch (v12+, addresses v16+) answer, as
+// Kafka does (KIP-951); older versions do not carry the fields, which then
+// go unsent.
 func (b *Broker) addLeaderHints(resp kmsg.Response) {
 	seen := map[int32]bool{}
 	// hint returns partition p's leader and epoch, and the leader's node
@@ -684,7 +688,7 @@ func (b *Broker) addLeaderHints(resp kmsg.Response) {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
-				if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+				if p.ErrorCode != kerr.NotLeaderForPartition.Code && p.ErrorCode != kerr.FencedLeaderEpoch.Code {
 					continue
 				}
 				var n *node

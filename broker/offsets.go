@@ -24,7 +24,11 @@ const (
 // handleListOffsets answers ListOffsets v1-v10.
 //
 // v2 adds the isolation level (read_committed's latest is the last stable
-// offset: the first offset of the earliest open transaction), v4 leader epochs, v7 the max-timestamp query
+// offset: the first offset of the earliest open transaction), v4 leader
+// epochs (CurrentLeaderEpoch checked first: FENCED_LEADER_EPOCH,
+// UNKNOWN_LEADER_EPOCH; the answer's epoch is the current leader's for
+// latest and the one that wrote the offset otherwise, as Kafka answers),
+// v7 the max-timestamp query
 // (-3), v8 earliest-local (-4, the log start: there is no tiered storage),
 // v9 latest-tiered (-5, answered -1: nothing is tiered), v10 a timeout. A
 // timestamp query returns the first offset whose record timestamp is at or
@@ -67,7 +71,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, b.LeaderEpochOf(rt.Topic, rp.Partition)
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			var part *log.Partition
 			if t != nil {
 				part = t.partition(rp.Partition)
@@ -85,7 +89,7 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 				logStart, hwm := part.Watermarks()
 				switch ts := rp.Timestamp; {
 				case ts == listLatest:
-					sp.Offset = hwm
+					sp.Offset, sp.LeaderEpoch = hwm, b.LeaderEpochOf(rt.Topic, rp.Partition)
 					if req.IsolationLevel == 1 {
 						sp.Offset = part.LastStableOffset()
 					}
@@ -112,6 +116,9 @@ func handleListOffsets(b *Broker, r *request) kmsg.Response {
 					sp.Offset, sp.Timestamp = part.OffsetForTime(ts)
 				default:
 					sp.ErrorCode = kerr.InvalidRequest.Code
+				}
+				if ts := rp.Timestamp; ts != listLatest && sp.Offset >= 0 {
+					sp.LeaderEpoch = part.EpochForOffset(sp.Offset) // the epoch that wrote it, as Kafka answers
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -18,14 +18,16 @@ import (
 // pendingAppend is one validated partition of a produce request, waiting to
 // be appended with the others.
 type pendingAppend struct {
-	resp     *kmsg.ProduceResponseTopicPartition
-	part     *log.Partition
-	batch    log.Batch
-	cfg      topicConfig
-	gap      log.Gap
-	staged   log.Staged
-	isStaged bool
-	loan     *log.Loan // set when the batch is staged in its request's frame (clientConn.loanFor)
+	resp      *kmsg.ProduceResponseTopicPartition
+	topic     string
+	partition int32
+	part      *log.Partition
+	batch     log.Batch
+	cfg       topicConfig
+	gap       log.Gap
+	staged    log.Staged
+	isStaged  bool
+	loan      *log.Loan // set when the batch is staged in its request's frame (clientConn.loanFor)
 	// txn, for a transactional batch, says whether its transaction is
 	// still open; appendPending asks it just before the append.
 	txn coordinator.TxnCheck
@@ -60,7 +62,9 @@ func (p *pendingAppend) stage() log.Staged {
 // base offset is the high watermark unless a gap is due (SkipOffsets,
 // WithOffsetGaps). Every partition of one request
 // is appended under one lock, so a consumer sees all of the request or none
-// of it. acks=0 gets no response; acks 1 and -1 are the same on one broker.
+// of it. acks=0 gets no response; acks 1 and -1 are the same on one broker;
+// with several, acks=-1 waits while an in-sync replica is down and not yet
+// fenced, up to the request's timeout (insync.go).
 // A batch from an idempotent producer (kafka profile) is checked as Kafka
 // checks it, per producer id, epoch and partition (log.Producers.Check):
 // a retry of one of the producer's last five batches is stored once and
@@ -166,7 +170,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 					continue
 				}
 			}
-			pending = append(pending, pendingAppend{resp: sp, part: part, batch: batch, cfg: cfg, gap: b.cfg.gaps[name], txn: txn})
+			pending = append(pending, pendingAppend{resp: sp, topic: name, partition: rp.Partition, part: part, batch: batch, cfg: cfg, gap: b.cfg.gaps[name], txn: txn})
 			if len(batch) >= minKeptBatch {
 				large += len(batch)
 			}
@@ -181,6 +185,9 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 	if len(pending) > 0 {
 		b.appendPending(pending, now)
 		b.notifyData()
+		if req.Acks == -1 {
+			b.awaitInSync(r, req.TimeoutMillis, pending) // a down in-sync replica holds the answer (insync.go)
+		}
 	}
 	return resp
 }

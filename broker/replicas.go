@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -78,6 +79,13 @@ type replication struct {
 	// stopFence cancels the fence timer of a broker that is down and not
 	// fenced yet, by broker id.
 	stopFence map[int32]func() bool
+	// down are the brokers taken down (BrokerDown) and not back up,
+	// fenced or not; lagging counts those not fenced yet, still in
+	// in-sync sets without fetching (insync.go), and isrChanged, when
+	// set, is closed at the next change of either.
+	down       map[int32]bool
+	lagging    atomic.Int32
+	isrChanged chan struct{}
 }
 
 // elects reports whether leaders move when a broker goes down: several
@@ -239,6 +247,7 @@ func (b *Broker) scheduleFence(n *node, gen int) {
 				return // back up (or down again) meanwhile, or closed
 			}
 			b.fence(n.id)
+			b.coordinatorsMoved()
 		})
 	})
 	b.moves.mu.Lock()
@@ -294,11 +303,15 @@ func (b *Broker) fence(id int32) {
 				}
 			}
 			moved++
+			if st.id != -1 {
+				b.beginLeaderEpoch(topic, p, st.epoch)
+			}
 		}
 		b.moves.leaders[topicPartition{topic, p}] = st
 	})
 	b.repl.fenced[id] = true
 	b.moves.any.Store(true)
+	b.noteLaggingLocked() // acks=all produces held for it are answered
 	b.moves.mu.Unlock()
 	b.log.Info("broker fenced: new leaders elected", "broker", id, "partitions", moved)
 	if b.audited(rules.AnyAddressServes) {
@@ -332,6 +345,7 @@ func (b *Broker) rejoin(id int32) {
 		switch {
 		case st.id == -1 && slices.Contains(st.isr, id):
 			st.id, st.epoch = id, st.epoch+1
+			b.beginLeaderEpoch(topic, p, st.epoch)
 		case st.id != -1 && !slices.Contains(st.isr, id):
 		default:
 			return
@@ -392,36 +406,79 @@ func (b *Broker) checkReplicationFactor(f int16) (int16, string) {
 	return 0, ""
 }
 
-// checkAssignment returns INVALID_REPLICA_ASSIGNMENT and a message like
-// Kafka's for explicit replica assignments (CreateTopics, CreatePartitions)
-// the cluster cannot have: an empty list, a broker named twice or one that
-// does not exist, or lists of different lengths (or of another length than
-// factor, when it is above 0). Without elections (VAST) assignments are
-// accepted and ignored.
-func (b *Broker) checkAssignment(assign [][]int32, factor int) (int16, string) {
+// checkReplicaList returns INVALID_REPLICA_ASSIGNMENT and Kafka's message
+// for one partition's explicit replica list (CreateTopics, CreatePartitions)
+// the cluster cannot have, checked as Kafka's controller checks it
+// (ReplicationControlManager.validateManualPartitionAssignment, then the
+// active-replica check): an empty list; in sorted order, a broker that does
+// not exist or one named twice; a length other than factor (when above
+// 0: the previous lists', or the topic's replication factor); every broker
+// of the list fenced. partition names it in that last message. Without
+// elections (VAST) assignments are accepted and ignored.
+func (b *Broker) checkReplicaList(reps []int32, factor int, partition int32) (int16, string) {
 	if b.enforced(rules.AnyAddressServes) {
 		return 0, ""
 	}
-	for i, reps := range assign {
-		switch {
-		case len(reps) == 0:
-			return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes a partition with no replicas."
-		case factor > 0 && len(reps) != factor:
-			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Inconsistent replication factor between partitions: %d, not %d.", len(reps), factor)
+	if len(reps) == 0 {
+		return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(reps))
+	for i, id := range sorted {
+		if b.nodeByID(id) == nil {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
-		if i == 0 && factor <= 0 {
-			factor = len(reps)
-		}
-		for j, id := range reps {
-			if b.nodeByID(id) == nil {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
-			}
-			if slices.Contains(reps[:j], id) {
-				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
-			}
+		if i > 0 && sorted[i-1] == id {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
 		}
 	}
+	if factor > 0 && len(reps) != factor {
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(reps), factor)
+	}
+	b.moves.mu.RLock()
+	defer b.moves.mu.RUnlock()
+	if !slices.ContainsFunc(reps, func(id int32) bool { return !b.repl.fenced[id] }) {
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
+	}
 	return 0, ""
+}
+
+// checkTopicAssignment returns the error Kafka's controller answers for a
+// CreateTopics topic with explicit replica assignments, in its order
+// (ReplicationControlManager.createTopic): INVALID_REQUEST when the topic
+// also sets a replication factor or a partition count; then, list by list
+// in request order, INVALID_REPLICA_ASSIGNMENT for a partition assigned
+// twice or a list checkReplicaList refuses (the first list's length sets
+// the others'); then for partitions that are not 0 to n-1. On success it
+// returns the lists by partition. Without elections (VAST) the lists are
+// accepted (and ignored) whatever they hold.
+func (b *Broker) checkTopicAssignment(rt *kmsg.CreateTopicsRequestTopic) ([][]int32, int16, string) {
+	elects := !b.enforced(rules.AnyAddressServes)
+	if elects && rt.ReplicationFactor != -1 {
+		return nil, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
+	}
+	if elects && rt.NumPartitions != -1 {
+		return nil, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
+	}
+	byPartition := make(map[int32][]int32, len(rt.ReplicaAssignment))
+	factor := 0
+	for _, ra := range rt.ReplicaAssignment {
+		if _, ok := byPartition[ra.Partition]; ok {
+			return nil, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", ra.Partition)
+		}
+		if code, msg := b.checkReplicaList(ra.Replicas, factor, ra.Partition); code != 0 {
+			return nil, code, msg
+		}
+		factor = len(ra.Replicas)
+		byPartition[ra.Partition] = ra.Replicas
+	}
+	assign := make([][]int32, len(byPartition))
+	for p, reps := range byPartition {
+		if p < 0 || int(p) >= len(assign) {
+			return nil, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
+		}
+		assign[p] = reps
+	}
+	return assign, 0, ""
 }
 
 // setAssignment records explicit replica assignments of topic's
@@ -467,6 +524,7 @@ func (b *Broker) ElectPreferredLeader(topic string, p int32) error {
 	if t := b.data.get(topic); t == nil || t.partition(p) == nil {
 		return fmt.Errorf("%w: no partition %d of topic %q", ErrUnknownPartition, p, topic)
 	}
+	defer b.coordinatorsMoved()
 	return b.elect(topic, p, false)
 }
 
@@ -490,6 +548,7 @@ func (b *Broker) ElectPreferredLeaders(name string) (int, error) {
 			}
 		}
 	}
+	b.coordinatorsMoved()
 	return n, nil
 }
 
@@ -532,13 +591,18 @@ func (b *Broker) elect(topic string, p int32, unclean bool) error {
 	return nil
 }
 
-// storeLocked stores a partition's leadership. Call with b.moves.mu held.
+// storeLocked stores a partition's leadership, a new leader with a new
+// epoch, which it begins in the partition's log. Call with b.moves.mu
+// held.
 func (b *Broker) storeLocked(topic string, p int32, st movedLeader) {
 	if b.moves.leaders == nil {
 		b.moves.leaders = map[topicPartition]movedLeader{}
 	}
 	b.moves.leaders[topicPartition{topic, p}] = st
 	b.moves.any.Store(true)
+	if st.id != -1 {
+		b.beginLeaderEpoch(topic, p, st.epoch)
+	}
 }
 
 // handleElectLeaders answers ElectLeaders v0-v2 (kafka-leader-election.sh,
@@ -602,5 +666,6 @@ func handleElectLeaders(b *Broker, r *request) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.coordinatorsMoved() // a __consumer_offsets partition's leader may have moved
 	return resp
 }

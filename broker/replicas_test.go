@@ -485,7 +485,7 @@ func TestReplicaAssignment(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"))
+	b, err := New(WithBrokers(3), WithNodeID(1), WithProfile("kafka"), WithElectionDelay(0))
 	require.NoError(t, err)
 	defer b.Close()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
@@ -510,19 +510,47 @@ func TestReplicaAssignment(t *testing.T) {
 	assert.Equal(t, int16(2), st.ReplicationFactor)
 	assert.Equal(t, state{3, 0, []int32{3, 1}, []int32{3, 1}}, stateOf(b, "assigned", 0))
 	assert.Equal(t, state{1, 0, []int32{1, 2}, []int32{1, 2}}, stateOf(b, "assigned", 1))
+	// Every way Kafka's controller refuses a manual assignment, with its
+	// code: a list is checked before the replication factor it implies,
+	// so more brokers than the cluster has, or none, is
+	// INVALID_REPLICA_ASSIGNMENT, never INVALID_REPLICATION_FACTOR.
 	for name, tc := range map[string]struct {
 		partitions int32
 		factor     int16
 		assign     [][]int32
 		code       int16
 	}{
-		"unknown broker":  {-1, -1, [][]int32{{1, 9}}, kerr.InvalidReplicaAssignment.Code},
-		"broker twice":    {-1, -1, [][]int32{{1, 1}}, kerr.InvalidReplicaAssignment.Code},
-		"lengths differ":  {-1, -1, [][]int32{{1, 2}, {3}}, kerr.InvalidReplicaAssignment.Code},
-		"with partitions": {2, -1, [][]int32{{1, 2}, {2, 3}}, kerr.InvalidRequest.Code},
+		"unknown broker":        {-1, -1, [][]int32{{1, 9}}, kerr.InvalidReplicaAssignment.Code},
+		"more than the brokers": {-1, -1, [][]int32{{1, 2, 3, 4}}, kerr.InvalidReplicaAssignment.Code},
+		"empty list":            {-1, -1, [][]int32{{}}, kerr.InvalidReplicaAssignment.Code},
+		"empty second list":     {-1, -1, [][]int32{{1}, {}}, kerr.InvalidReplicaAssignment.Code},
+		"broker twice":          {-1, -1, [][]int32{{1, 1}}, kerr.InvalidReplicaAssignment.Code},
+		"lengths differ":        {-1, -1, [][]int32{{1, 2}, {3}}, kerr.InvalidReplicaAssignment.Code},
+		"with partitions":       {2, -1, [][]int32{{1, 2}, {2, 3}}, kerr.InvalidRequest.Code},
+		"with a factor":         {-1, 2, [][]int32{{1, 2}, {2, 3}}, kerr.InvalidRequest.Code},
+		"bad list and a factor": {-1, 2, [][]int32{{1, 9}}, kerr.InvalidRequest.Code},
 	} {
 		assert.Equal(t, tc.code, create("bad-"+strings.ReplaceAll(name, " ", "-"), tc.partitions, tc.factor, tc.assign...).ErrorCode, name)
 	}
+	// Partition indexes must be 0 to n-1, each once.
+	indexed := func(name string, parts ...int32) int16 {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		for _, p := range parts {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = p, []int32{1}
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.Topics[0].ErrorCode
+	}
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, indexed("twice", 0, 0), "a partition assigned twice")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, indexed("gap", 0, 2), "partitions 0 and 2")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, indexed("negative", -1), "partition -1")
+	assert.Zero(t, indexed("unordered", 1, 0), "partitions 1 and 0")
 
 	grow := func(count int32, assign ...[]int32) int16 {
 		req := kmsg.NewPtrCreatePartitionsRequest()
@@ -540,6 +568,18 @@ func TestReplicaAssignment(t *testing.T) {
 	}
 	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(4, []int32{2, 3}), "two partitions, one assignment")
 	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(3, []int32{2}), "replication factor 1, not 2")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(3, []int32{}), "an empty list")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(3, []int32{1, 2, 3}), "three replicas, not 2")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(3, []int32{2, 9}), "an unknown broker")
+	assert.Equal(t, kerr.InvalidPartitions.Code, grow(2, []int32{2, 3}), "no new partition")
 	require.Zero(t, grow(3, []int32{2, 3}))
 	assert.Equal(t, state{2, 0, []int32{2, 3}, []int32{2, 3}}, stateOf(b, "assigned", 2))
+
+	// A list of fenced brokers only cannot lead: Kafka refuses it.
+	require.NoError(t, b.BrokerDown(2))
+	require.NoError(t, b.BrokerDown(3))
+	require.Eventually(t, func() bool { return b.isFenced(2) && b.isFenced(3) }, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, grow(4, []int32{2, 3}), "every replica fenced")
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, create("fenced", -1, -1, []int32{3, 2}).ErrorCode, "every replica fenced")
+	assert.Zero(t, grow(4, []int32{1, 3}), "one live replica is enough")
 }

@@ -38,6 +38,11 @@ func (b *Broker) serve(a *api, r *request) kmsg.Response {
 				return resp
 			}
 		}
+		resp := a.handle(b, r)
+		if fr, ok := resp.(*kmsg.FetchResponse); ok && fetchHasError(fr) {
+			b.addLeaderHints(resp) // FENCED_LEADER_EPOCH names the leader too
+		}
+		return resp
 	case groupCoordinator:
 		return b.byCoordinator(a, r, here, "group", b.CoordinatorOf)
 	case txnCoordinator:
@@ -60,11 +65,19 @@ func (b *Broker) servesOnlyOwn(r *request) (int32, bool) {
 }
 
 // notLeader answers r when it names a partition here does not lead: those
-// partitions get NOT_LEADER_OR_FOLLOWER and the others are handled. It
-// returns nil when here leads every partition r names.
+// partitions get NOT_LEADER_OR_FOLLOWER and the others are handled, but for
+// those here is a replica of that r names with another leader epoch than
+// theirs, which the handler answers by their epoch first, as Kafka's
+// followers do (epochFirst), and for partitions that do not exist, which
+// it answers UNKNOWN_TOPIC_OR_PARTITION (or UNKNOWN_TOPIC_ID), as Kafka's
+// brokers do from their metadata. It returns nil when no partition r
+// names gets NOT_LEADER_OR_FOLLOWER.
 func (b *Broker) notLeader(a *api, r *request, here int32) kmsg.Response {
 	key := a.key
-	elsewhere := func(topic string, p int32) bool { return b.LeaderOf(topic, p) != here }
+	byEpoch := b.epochFirst(r, here) // the handler answers them FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH
+	elsewhere := func(topic string, p int32) bool {
+		return b.LeaderOf(topic, p) != here && !byEpoch[topicPartition{topic, p}] && b.partitionExists(topic, p)
+	}
 	first, firstP := "", int32(0)
 	eachTopic(reflect.ValueOf(r.kreq).Elem(), b.topicNameOf, func(topic string, parts reflect.Value) {
 		for i := 0; i < parts.Len() && first == ""; i++ {

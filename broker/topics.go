@@ -346,6 +346,9 @@ func (b *Broker) createOffsetsTopic() {
 	}
 	cfg := defaultTopicConfig(0)
 	cfg.set = maps.Clone(offsetsTopicConfigs)
+	// cleanup.policy=compact, as the configs above say: the log cleaner
+	// and Compact treat it as the compacted topic it is.
+	cfg.compact, cfg.delete = true, false
 	s := b.data
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -388,12 +391,14 @@ func (b *Broker) deleteTopic(t *topic) {
 		b.producers.DropPartition(p)
 	}
 	b.appendMu.Unlock()
-	b.notifyData() // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by ID)
+	b.notifyData()       // fetches waiting on the topic answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by ID)
+	b.wakeHeldProduces() // and produces held for its in-sync replicas are answered
 	b.coord.TopicDeleted(t.name)
 	if t.internal {
 		b.coord.Failover()
 		b.createOffsetsTopic()
 		b.coord.TopicsChanged(offsetsTopic) // it is there again, under a new id
+		b.coordinatorsMoved()               // its partitions' leaders are the preferred ones again
 	}
 }
 
@@ -589,14 +594,18 @@ func duplicates[T any](items []T, name func(T) string) map[string]bool {
 // handleCreateTopics answers CreateTopics v2-v7.
 //
 // v1 adds ValidateOnly and error messages, v5 returns the topic's partitions,
-// replication factor and configs, v7 its id. The replication factor is
-// accepted and ignored (it is not a VAST concept; one broker holds every
-// partition), as are replica assignments beyond their partition count. A
+// replication factor and configs, v7 its id. In the kafka profile the
+// replication factor and explicit replica assignments are checked as
+// Kafka's controller checks them (INVALID_REPLICATION_FACTOR,
+// INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST: see checkReplicationFactor
+// and checkTopicAssignment) and kept (replicas.go). A
 // name listed more than once gets one INVALID_REQUEST answer and is not
 // created, as in Kafka. NumPartitions -1 means the broker's num.partitions.
 // Config values must be of their Kafka type (INVALID_CONFIG otherwise).
 // VAST: only the five VAST topic configs (VASTTopicConfigsOnly); partition
-// limits per topic and per view (MaxPartitionsPerTopic/PerView).
+// limits per topic and per view (MaxPartitionsPerTopic/PerView); the
+// replication factor and replica assignments are accepted and ignored
+// (AnyAddressServes: not a VAST concept).
 // Authorizes: KafkaCreate on the topic or on the view
 // (TOPIC_AUTHORIZATION_FAILED); a deny on either denies.
 func handleCreateTopics(b *Broker, r *request) kmsg.Response {
@@ -639,31 +648,22 @@ func handleCreateTopics(b *Broker, r *request) kmsg.Response {
 		var code int16
 		var msg string
 		factor := rt.ReplicationFactor
+		// Placement: explicit replica assignments, checked as Kafka's
+		// controller checks them, or else the replication factor.
 		var assign [][]int32
-		assignCode, assignMsg := int16(0), ""
+		var placeCode int16
+		var placeMsg string
 		if len(rt.ReplicaAssignment) > 0 {
 			factor = int16(len(rt.ReplicaAssignment[0].Replicas))
-			assign = make([][]int32, len(rt.ReplicaAssignment))
-			for _, ra := range rt.ReplicaAssignment {
-				if ra.Partition < 0 || int(ra.Partition) >= len(assign) || assign[ra.Partition] != nil {
-					assignCode, assignMsg = kerr.InvalidReplicaAssignment.Code, "Partitions should be a consecutive 0-based integer sequence."
-					break
-				}
-				assign[ra.Partition] = ra.Replicas
-			}
-			if assignCode == 0 {
-				assignCode, assignMsg = b.checkAssignment(assign, 0)
-			}
-			if assignCode == 0 && !b.enforced(rules.AnyAddressServes) && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1) {
-				assignCode, assignMsg = kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
-			}
+			assign, placeCode, placeMsg = b.checkTopicAssignment(&rt)
+		} else {
+			placeCode, placeMsg = b.checkReplicationFactor(factor)
 		}
 		if tooMany {
 			code, msg = kerr.PolicyViolation.Code, "Excessively large number of partitions per request."
 		} else if !b.allowCreate(r, rt.Topic) {
 			code, msg = kerr.TopicAuthorizationFailed.Code, "denied by the identity policies: KafkaCreate on "+TopicResource(b.cfg.view, rt.Topic)
-		} else if code, msg = b.checkReplicationFactor(factor); code != 0 {
-		} else if code, msg = assignCode, assignMsg; code != 0 {
+		} else if code, msg = placeCode, placeMsg; code != 0 {
 		} else {
 			code, msg = b.createTopic(r, rt.Topic, partitions, configs, req.ValidateOnly)
 		}
@@ -853,11 +853,16 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 			assign = append(assign, a.Replicas)
 		}
 		assignCode, assignMsg := int16(0), ""
-		if t := b.data.get(rt.Topic); t != nil && len(assign) > 0 && !b.enforced(rules.AnyAddressServes) {
+		if t := b.data.get(rt.Topic); t != nil && rt.Assignment != nil && !b.enforced(rules.AnyAddressServes) {
 			if grow := int(rt.Count) - len(t.partitions); grow > 0 && grow != len(assign) {
-				assignCode, assignMsg = kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", grow, len(assign))
+				assignCode, assignMsg = kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", grow, len(assign))
 			} else {
-				assignCode, assignMsg = b.checkAssignment(assign, b.replicationFactorOf(rt.Topic))
+				factor := b.replicationFactorOf(rt.Topic)
+				for i, reps := range assign {
+					if assignCode, assignMsg = b.checkReplicaList(reps, factor, int32(len(t.partitions)+i)); assignCode != 0 {
+						break
+					}
+				}
 			}
 		}
 		assignFrom := int32(-1) // where the new partitions start, once grown
@@ -876,9 +881,12 @@ func handleCreatePartitions(b *Broker, r *request) kmsg.Response {
 		switch {
 		case t == nil:
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		case int(rt.Count) <= len(t.partitions):
+		case int(rt.Count) == len(t.partitions):
 			st.ErrorCode = kerr.InvalidPartitions.Code
-			st.ErrorMessage = kmsg.StringPtr("the partition count can only grow")
+			st.ErrorMessage = kmsg.StringPtr("Topic already has " + itoa(len(t.partitions)) + " partition(s).")
+		case int(rt.Count) < len(t.partitions):
+			st.ErrorCode = kerr.InvalidPartitions.Code
+			st.ErrorMessage = kmsg.StringPtr("The topic " + t.name + " currently has " + itoa(len(t.partitions)) + " partition(s); " + itoa(int(rt.Count)) + " would not be an increase.")
 		case limitCode != 0:
 			st.ErrorCode, st.ErrorMessage = limitCode, kmsg.StringPtr(limitMsg)
 		case assignCode != 0:

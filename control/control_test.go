@@ -839,3 +839,37 @@ func TestConsumerProtocolGroupView(t *testing.T) {
 	require.Len(t, all, 1)
 	assert.Equal(t, "consumer", all[0]["groupProtocol"])
 }
+
+// TestCompactConsumerOffsets: __consumer_offsets has cleanup.policy=compact,
+// as DescribeConfigs says, so its compact route compacts it: three commits
+// of one group's offset leave one record, and the group reads its offset
+// back.
+func TestCompactConsumerOffsets(t *testing.T) {
+	t.Parallel()
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("orders", 1))
+	url := serve(t, k)
+	adm := k.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	for at := int64(1); at <= 3; at++ {
+		offsets := kadm.Offsets{}
+		offsets.Add(kadm.Offset{Topic: "orders", Partition: 0, At: at, LeaderEpoch: -1})
+		committed, err := adm.CommitOffsets(ctx, "billing", offsets)
+		require.NoError(t, err)
+		require.NoError(t, committed.Error())
+	}
+	var compacted []struct {
+		Partition      int32 `json:"partition"`
+		RecordsRemoved int64 `json:"recordsRemoved"`
+	}
+	var e errorBody
+	require.Equal(t, http.StatusOK, call(t, "POST", url+"/topics/__consumer_offsets/compact", nil, &compacted), e.Error)
+	require.Len(t, compacted, 50)
+	p := broker.OffsetsTopicPartition("billing")
+	assert.Positive(t, compacted[p].RecordsRemoved, "a commit superseded by a later one of the same key is removed")
+	assert.Equal(t, int64(3), k.Committed("billing", "orders", 0))
+
+	vast := fixtures.Start(t)
+	assert.Equal(t, http.StatusNotFound, call(t, "POST", serve(t, vast)+"/topics/__consumer_offsets/compact", nil, &e),
+		"the VAST profile has no __consumer_offsets")
+}

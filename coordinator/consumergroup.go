@@ -987,7 +987,7 @@ func (c *Coordinator) resetConsumerSession(g *group, m *cmember) {
 	m.sessionTimer.cancel()
 	m.sessionTimer = nil
 	m.lastBeat = c.clock.Now()
-	if c.closed {
+	if c.closed || g.paused {
 		return
 	}
 	m.sessionTimer = c.after(c.cgSession, func() {
@@ -996,6 +996,25 @@ func (c *Coordinator) resetConsumerSession(g *group, m *cmember) {
 		}
 		c.log.Debug("coordinator: consumer group member session timeout", "group", g.name, "member", m.id)
 		m.sessionTimer = nil
+		c.removeConsumerMember(g, m, true)
+		c.noteStable(g)
+	})
+}
+
+// startRevocationTimer gives m, which owes a revocation, its rebalance
+// timeout: when it passes before m revokes, m is fenced. Not while the
+// group's coordinator is away (see pauseGroup). Call it with c.mu held.
+func (c *Coordinator) startRevocationTimer(g *group, m *cmember) {
+	if g.paused || c.closed {
+		return
+	}
+	epoch := m.epoch
+	m.rebalanceTimer = c.after(max(m.rebalance, 0), func() {
+		m.rebalanceTimer = nil
+		if c.groups[g.name] != g || g.cg == nil || g.cg.members[m.id] != m || m.state != memberUnrevoked || m.epoch != epoch {
+			return
+		}
+		c.log.Debug("coordinator: consumer group member did not revoke within its rebalance timeout", "group", g.name, "member", m.id)
 		c.removeConsumerMember(g, m, true)
 		c.noteStable(g)
 	})
@@ -1112,16 +1131,7 @@ func (c *Coordinator) reconcile(g *group, m *cmember, owned tpSet) {
 	}
 	if m.state == memberUnrevoked {
 		if m.rebalanceTimer == nil {
-			epoch := m.epoch
-			m.rebalanceTimer = c.after(max(m.rebalance, 0), func() {
-				m.rebalanceTimer = nil
-				if c.groups[g.name] != g || g.cg == nil || g.cg.members[m.id] != m || m.state != memberUnrevoked || m.epoch != epoch {
-					return
-				}
-				c.log.Debug("coordinator: consumer group member did not revoke within its rebalance timeout", "group", g.name, "member", m.id)
-				c.removeConsumerMember(g, m, true)
-				c.noteStable(g)
-			})
+			c.startRevocationTimer(g, m)
 		}
 	} else {
 		m.rebalanceTimer.cancel()

@@ -194,6 +194,14 @@ type Config struct {
 	// joining a consumer group that has this many gets
 	// GROUP_MAX_SIZE_REACHED. Zero means DefaultConsumerGroupMaxSize.
 	ConsumerGroupMaxSize int
+
+	// Locate, when set, says which broker coordinates a group and whether
+	// it serves now (several brokers, kafka profile): a group whose
+	// coordinator does not serve has its timers paused, and the broker
+	// that takes it over gives its members fresh session timeouts
+	// (CoordinatorsMoved). It is called with the coordinator's lock held
+	// and must not call the coordinator.
+	Locate func(group string) (broker int32, serving bool)
 	// Share holds Kafka's share group settings (group.share.*); its zero
 	// value is Kafka's defaults. Share groups are served where
 	// NoShareGroups is not enforced (see sharegroup.go).
@@ -255,6 +263,7 @@ type Coordinator struct {
 	cgMaxSize      int
 	consumerGroups int // how many of groups are consumer groups
 
+	locate func(group string) (broker int32, serving bool) // Config.Locate
 	// Share groups (sharegroup.go, sharepartition.go, sharefetch.go,
 	// shareadmin.go).
 	share         ShareConfig
@@ -368,6 +377,7 @@ func New(cfg Config) *Coordinator {
 		cgSession:        cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
 		cgInterval:       cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
 		cgMaxSize:        cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+		locate:           cfg.Locate,
 		share:            cfg.Share.withDefaults(),
 	}
 	c.refreshTopics()
@@ -562,6 +572,7 @@ func (c *Coordinator) newGroup(name string) *group {
 		emptySince: c.clock.Now(),
 	}
 	c.groups[name] = g
+	c.relocate(g)
 	c.expiryChanged(g)
 	return g
 }

@@ -78,6 +78,14 @@ type group struct {
 	// then Empty without members and Stable with some, for the group
 	// cleanup and DeleteGroups.
 	cg *consumerGroup
+
+	// coordinator is the broker that coordinates the group, as
+	// Config.Locate last said (located: once it has), and paused is set
+	// while that broker does not serve: the group's timers wait for the
+	// broker that takes it over (failover.go).
+	coordinator int32
+	located     bool
+	paused      bool
 	// sg is set for a KIP-932 share group (sharegroup.go): its members
 	// are there, and its state is Empty or Stable as for cg. A share
 	// group stays one until it is deleted.
@@ -926,11 +934,12 @@ func (c *Coordinator) deliverSync(g *group, m *member, r *kmsg.SyncGroupResponse
 }
 
 // resetSession restarts m's session timer, unless m is blocked waiting for a
-// JoinGroup or SyncGroup answer or the coordinator is closed.
+// JoinGroup or SyncGroup answer, the group's coordinator is away (see
+// pauseGroup) or the coordinator is closed.
 func (c *Coordinator) resetSession(g *group, m *member) {
 	m.sessionTimer.cancel()
 	m.sessionTimer = nil
-	if m.joinWait != nil || m.syncWait != nil || c.closed || g.members[m.id] != m {
+	if m.joinWait != nil || m.syncWait != nil || c.closed || g.paused || g.members[m.id] != m {
 		return
 	}
 	m.sessionTimer = c.after(m.session, func() {

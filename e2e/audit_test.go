@@ -244,6 +244,22 @@ var auditCases = map[rules.ID]auditCase{
 		},
 		want: []string{"NoTopicIDs refused"},
 	},
+	rules.NoOffsetForLeaderEpoch: {
+		run: func(t *testing.T, _ *fixtures.Kafka, cl *kgo.Client, _ *kadm.Client) {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.CurrentLeaderEpoch, rp.LeaderEpoch = 0, 0
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(testCtx(t), cl)
+			require.NoError(t, err)
+			assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode, "served as on Kafka")
+			assert.Equal(t, int64(0), resp.Topics[0].Partitions[0].EndOffset)
+		},
+		want: []string{"NoOffsetForLeaderEpoch refused"},
+	},
 	rules.StaleEndOffset: {
 		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
 			k.Produce("t", 0, "just written")

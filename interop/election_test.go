@@ -24,6 +24,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
@@ -61,31 +62,43 @@ func groupOn(b *broker.Broker, id int32) string {
 // produces record i (key(i), value(i)) to partition i%3 with acks=all and
 // returns once it is acknowledged, and seen, which says how often the
 // client's group consumer has read each key so far: 30 records read;
-// broker 1 down; 30 more sent (partition 1's wait for the election) and
-// read, with broker 1 still down; partition 1 and the group's coordinator
+// broker 1 down; record 30, to partition 0, acknowledged only once broker
+// 1 is fenced and out of its in-sync set; 29 more sent (partition 1's wait
+// for the election) and read, with broker 1 still down; partition 1 and the group's coordinator
 // on another broker with a higher leader epoch; every record stored once
 // and read. It returns how many reads were repeats, for the caller to
 // judge by the client's delivery semantics.
 func throughAnElection(t *testing.T, b *broker.Broker, group string, send func(i int) error, seen func() map[string]int) (duplicates int) {
 	t.Helper()
 	require.Equal(t, int32(1), b.CoordinatorOf(group))
-	batch := func(from int) {
-		for i := from; i < from+30; i++ {
-			require.NoError(t, send(i), "record %d", i)
+	sent := 0
+	batch := func(to int) {
+		for ; sent < to; sent++ {
+			require.NoError(t, send(sent), "record %d", sent)
 		}
 		waitFor(t, ckTimeout, func() bool {
 			s := seen()
-			for i := from; i < from+30; i++ {
+			for i := range to {
 				if s[key(i)] == 0 {
 					return false
 				}
 			}
 			return true
-		}, "the group reads records %d to %d", from, from+29)
+		}, "the group reads records 0 to %d", to-1)
 	}
-	batch(0)
-	require.NoError(t, b.BrokerDown(1))
 	batch(30)
+	require.NoError(t, b.BrokerDown(1))
+	// Record 30 goes to partition 0, whose in-sync set holds broker 1
+	// until it is fenced: acks=all answers only then, as Kafka's leader
+	// does (the election delay on the broker's clock, here the wall clock).
+	down := time.Now()
+	require.NoError(t, send(30), "record 30")
+	sent++
+	stall := time.Since(down)
+	_, _, _, isr0 := b.PartitionState("orders", 0)
+	assert.NotContains(t, isr0, int32(1), "acknowledged only once broker 1 left partition 0's in-sync set")
+	t.Logf("acks=all to partition 0 answered %v after broker 1 went down (election delay %v)", stall.Round(time.Millisecond), electionDelay)
+	batch(60)
 	require.True(t, b.BrokerIsDown(1), "the broker stayed down")
 	leader, epoch, _, isr := b.PartitionState("orders", 1)
 	assert.Equal(t, int32(2), leader, "the next in-sync replica leads partition 1")
@@ -98,6 +111,16 @@ func throughAnElection(t *testing.T, b *broker.Broker, group string, send func(i
 		stored += p.HighWatermark
 	}
 	assert.Equal(t, int64(60), stored, "every acknowledged record stored once")
+	validations, failed := 0, 0
+	for _, r := range b.Requests() {
+		if r.API == kmsg.OffsetForLeaderEpoch {
+			validations++
+			if r.ErrorCode != 0 {
+				failed++
+			}
+		}
+	}
+	t.Logf("OffsetForLeaderEpoch (KIP-320): %d requests, %d with an error", validations, failed)
 	s := seen()
 	require.Len(t, s, 60)
 	for k, n := range s {

@@ -29,13 +29,16 @@ import (
 )
 
 // threeBrokers starts a kafka-profile broker with three broker ids and the
-// topic "orders" of three partitions: partition p is led by broker p. A
-// broker taken down keeps its partitions for an hour (the election delay),
-// as a Kafka broker back within its session timeout does: these scenarios
-// are about a leader that comes back (election_test.go elects).
+// topic "orders" of three partitions with one replica each: partition p is
+// led by broker p, and only by it, so that a broker down holds up the
+// partitions it leads and no other (with three replicas, acks=all would
+// wait for it everywhere until it is fenced, as in Kafka:
+// election_test.go). A broker taken down keeps its partitions for an hour
+// (the election delay), as a Kafka broker back within its session timeout
+// does: these scenarios are about a leader that comes back.
 func threeBrokers(t *testing.T) *broker.Broker {
 	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithElectionDelay(time.Hour),
-		broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))
+		broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3, ReplicationFactor: 1}))
 	for p := range int32(3) {
 		require.Equal(t, p, b.LeaderOf("orders", p))
 	}

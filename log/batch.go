@@ -291,6 +291,10 @@ func invalidRecord(i int32, why string) error {
 // BaseOffset is the offset of the batch's first record.
 func (b Batch) BaseOffset() int64 { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
 
+// LeaderEpoch is the batch's partition leader epoch: for a stored batch,
+// the epoch of the leader that appended it; -1 as producers send it.
+func (b Batch) LeaderEpoch() int32 { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
+
 // LastOffset is the offset of the batch's last record.
 func (b Batch) LastOffset() int64 { return b.BaseOffset() + int64(b.LastOffsetDelta()) }
 

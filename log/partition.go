@@ -118,6 +118,10 @@ type Partition struct {
 	open    map[int64]int64
 	openMin int64 // the least first offset in open, while open is not empty
 	aborted []AbortedTxn
+
+	// epochs is the leader-epoch history (epochs.go); nil until a leader
+	// takes the partition over, meaning epoch 0 from the log start.
+	epochs []EpochStart
 }
 
 // NewPartition returns an empty log whose first offset is 0. Its memory is
@@ -515,9 +519,11 @@ func (p *Partition) moveChunkLocked(size int) {
 // Publish appends a staged batch to the log, assigns its base offset and
 // returns it with the log start offset after the append. The base offset is
 // the high watermark, plus a pending SkipOffsets or the Gap of opts. The
-// batch's bytes are stored as received; only the base offset and leader
-// epoch (outside the CRC) are written, as Kafka assigns offsets, and for
-// LogAppendTime the max timestamp and CRC as Kafka does.
+// batch's bytes are stored as received; only the base offset and the
+// partition leader epoch (LeaderEpoch: the epoch of the leader appending
+// it), both outside the CRC, are written in place, as Kafka's leader
+// assigns them, and for LogAppendTime the max timestamp and CRC as Kafka
+// does.
 func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -533,7 +539,7 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 		p.skip, p.sinceGap = 0, 0
 	}
 	p.sinceGap += int64(stored.NumRecords())
-	stored.setBaseOffset(base, 0)
+	stored.setBaseOffset(base, p.leaderEpochLocked())
 	now := opts.Now.UnixMilli()
 	if opts.LogAppendTime {
 		stored.setLogAppendTime(now)
@@ -901,6 +907,7 @@ func (p *Partition) ApplyRetentionBytes(limit int64) int {
 // their chunks can be freed once no reader holds them.
 func (p *Partition) dropBelowStartLocked() {
 	p.dropAbortedBelowStartLocked()
+	p.truncateEpochsLocked()
 	n := 0
 	for n < len(p.entries) && p.entries[n].last < p.logStart {
 		p.bytes -= int64(p.entries[n].n)

@@ -26,6 +26,7 @@ const (
 	NoDelayedFetch
 	NoTopicIDs
 	StaleEndOffset
+	NoOffsetForLeaderEpoch
 	NoIdempotence
 	NoCompression
 	MaxMessageBytes
@@ -47,7 +48,7 @@ var idNames = [numIDs]string{
 	IgnoreGroupInstanceID: "IgnoreGroupInstanceID", MaxGroups: "MaxGroups",
 	OffsetsNeverExpire: "OffsetsNeverExpire", NoOffsetDelete: "NoOffsetDelete",
 	NoFetchSessions: "NoFetchSessions", NoDelayedFetch: "NoDelayedFetch", NoTopicIDs: "NoTopicIDs",
-	StaleEndOffset: "StaleEndOffset", NoIdempotence: "NoIdempotence", NoCompression: "NoCompression",
+	StaleEndOffset: "StaleEndOffset", NoOffsetForLeaderEpoch: "NoOffsetForLeaderEpoch", NoIdempotence: "NoIdempotence", NoCompression: "NoCompression",
 	MaxMessageBytes: "MaxMessageBytes", MaxKeyBytes: "MaxKeyBytes", MaxValueBytes: "MaxValueBytes",
 	NoAutoCreateTopics: "NoAutoCreateTopics", FixedPartitions: "FixedPartitions",
 	MaxPartitionsPerTopic: "MaxPartitionsPerTopic", MaxPartitionsPerView: "MaxPartitionsPerView",
@@ -96,7 +97,7 @@ var idSources = [numIDs]string{
 	ClassicGroupsOnly: sourceConsume, NoShareGroups: sourceConsume + "; " + sourceKB, EagerAssignorsOnly: sourceConsume + "; " + sourceKB,
 	IgnoreGroupInstanceID: sourceConsume, MaxGroups: sourceConsume, OffsetsNeverExpire: sourceConsume,
 	NoOffsetDelete: sourceConsume, NoFetchSessions: sourceConsume, NoDelayedFetch: sourceConsume,
-	NoTopicIDs: sourceKB, StaleEndOffset: sourceConsume, NoIdempotence: sourceKB + "; " + sourceConsume,
+	NoTopicIDs: sourceKB, StaleEndOffset: sourceConsume, NoOffsetForLeaderEpoch: sourceChoice, NoIdempotence: sourceKB + "; " + sourceConsume,
 	NoCompression: sourceKB + "; " + sourceConsume, MaxMessageBytes: sourceKB, MaxKeyBytes: sourceKB,
 	MaxValueBytes: sourceKB, NoAutoCreateTopics: sourceKB, FixedPartitions: sourceKB,
 	MaxPartitionsPerTopic: sourceKB, MaxPartitionsPerView: sourceKB, VASTTopicConfigsOnly: sourceAPI,
@@ -106,29 +107,30 @@ var idSources = [numIDs]string{
 // idActions are the one thing to do about each rule, in any client's
 // terms, as every refusal message ends with it.
 var idActions = [numIDs]string{
-	ClassicGroupsOnly:     "use the classic consumer-group protocol (group.protocol=classic, the default)",
-	NoShareGroups:         "consume with a classic consumer group and commit after processing; send a record to retry to a retry topic instead of releasing it",
-	EagerAssignorsOnly:    "offer an eager assignor such as range (partition.assignment.strategy=range)",
-	IgnoreGroupInstanceID: "do not rely on static membership: a restart of a member with group.instance.id rebalances the group",
-	MaxGroups:             "delete the groups tests and tools leave behind (DeleteGroups) and reuse group ids",
-	OffsetsNeverExpire:    "do not rely on committed offsets expiring: commit the offset to restart from",
-	NoOffsetDelete:        "commit the offset to restart from, or delete the whole group (DeleteGroups)",
-	NoFetchSessions:       "nothing: the client falls back to full fetches (or turn fetch sessions off in the client)",
-	NoDelayedFetch:        "keep fetch.min.bytes=1 (the default) and do not count on fetches gathering larger batches",
-	NoTopicIDs:            "name topics by name: let the client pick Produce and Fetch versions (v12 or lower) from ApiVersions",
-	StaleEndOffset:        "do not compare the end offset with what was just produced; wait for the consumer to read the records",
-	NoIdempotence:         "set enable.idempotence=false and remove transactional.id, or run -profile audit to find every place the app relies on them",
-	NoCompression:         "set compression.type=none",
-	MaxMessageBytes:       "keep record batches at most 1 MB (batch.size, max.request.size, message.max.bytes)",
-	MaxKeyBytes:           "keep record keys at most 126 KB",
-	MaxValueBytes:         "keep record values at most 126 KB: split large payloads, or store them elsewhere and send a reference",
-	NoAutoCreateTopics:    "create the topic first (CreateTopics, the VAST UI or API)",
-	FixedPartitions:       "create the topic with the partitions it needs",
-	MaxPartitionsPerTopic: "create the topic with fewer partitions",
-	MaxPartitionsPerView:  "delete unused topics or create fewer partitions",
-	VASTTopicConfigsOnly:  "drop the other topic configs",
-	NoOffsetsTopic:        "read committed offsets with OffsetFetch and end offsets with ListOffsets",
-	AnyAddressServes:      "nothing: the client retries on the broker Metadata names",
+	ClassicGroupsOnly:      "use the classic consumer-group protocol (group.protocol=classic, the default)",
+	NoShareGroups:          "consume with a classic consumer group and commit after processing; send a record to retry to a retry topic instead of releasing it",
+	EagerAssignorsOnly:     "offer an eager assignor such as range (partition.assignment.strategy=range)",
+	IgnoreGroupInstanceID:  "do not rely on static membership: a restart of a member with group.instance.id rebalances the group",
+	MaxGroups:              "delete the groups tests and tools leave behind (DeleteGroups) and reuse group ids",
+	OffsetsNeverExpire:     "do not rely on committed offsets expiring: commit the offset to restart from",
+	NoOffsetDelete:         "commit the offset to restart from, or delete the whole group (DeleteGroups)",
+	NoFetchSessions:        "nothing: the client falls back to full fetches (or turn fetch sessions off in the client)",
+	NoDelayedFetch:         "keep fetch.min.bytes=1 (the default) and do not count on fetches gathering larger batches",
+	NoTopicIDs:             "name topics by name: let the client pick Produce and Fetch versions (v12 or lower) from ApiVersions",
+	StaleEndOffset:         "do not compare the end offset with what was just produced; wait for the consumer to read the records",
+	NoOffsetForLeaderEpoch: "nothing: the client skips checking its position after a leader change (KIP-320), as against a broker without OffsetForLeaderEpoch",
+	NoIdempotence:          "set enable.idempotence=false and remove transactional.id, or run -profile audit to find every place the app relies on them",
+	NoCompression:          "set compression.type=none",
+	MaxMessageBytes:        "keep record batches at most 1 MB (batch.size, max.request.size, message.max.bytes)",
+	MaxKeyBytes:            "keep record keys at most 126 KB",
+	MaxValueBytes:          "keep record values at most 126 KB: split large payloads, or store them elsewhere and send a reference",
+	NoAutoCreateTopics:     "create the topic first (CreateTopics, the VAST UI or API)",
+	FixedPartitions:        "create the topic with the partitions it needs",
+	MaxPartitionsPerTopic:  "create the topic with fewer partitions",
+	MaxPartitionsPerView:   "delete unused topics or create fewer partitions",
+	VASTTopicConfigsOnly:   "drop the other topic configs",
+	NoOffsetsTopic:         "read committed offsets with OffsetFetch and end offsets with ListOffsets",
+	AnyAddressServes:       "nothing: the client retries on the broker Metadata names",
 }
 
 // Action returns the one thing to do about the rule, as a refusal

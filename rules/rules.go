@@ -104,6 +104,14 @@ type Rules struct {
 	// (0) by default even in the VAST profile; VAST documents 10-55 s. [Consume events]
 	StaleEndOffset time.Duration
 
+	// NoOffsetForLeaderEpoch hides OffsetForLeaderEpoch (key 23), with
+	// which a consumer checks its position after a leader change
+	// (KIP-320): VAST's pages name neither the API nor leader epochs, and
+	// VAST moves a failed node's virtual IPs rather than electing leaders
+	// [choice]. Clients then skip the check, as against any broker without
+	// the API. The kafka profile serves it.
+	NoOffsetForLeaderEpoch bool
+
 	// ---- Producing and topics ----
 
 	// NoIdempotence hides InitProducerID and the transaction APIs, and
@@ -204,6 +212,8 @@ func VAST() Rules {
 		NoFetchSessions: true,
 		NoDelayedFetch:  true,
 		NoTopicIDs:      true,
+
+		NoOffsetForLeaderEpoch: true,
 
 		NoIdempotence:         true,
 		NoCompression:         true,

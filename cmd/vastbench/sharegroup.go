@@ -152,6 +152,7 @@ func shareRows(n int) []row {
 		{label: g + ": every record accepted, ms", key: "share_ms"},
 		{label: "… records accepted per s", key: "share_records_per_s", higher: true},
 		{label: "… deliveries beyond the first (releases redelivered, duplicates)", key: "share_redeliveries"},
+		{label: "… records accepted twice", key: "share_duplicates"},
 		{label: "… broker CPU, ms", key: "share_broker_cpu_ms"},
 		{label: "… broker CPU per record, µs", key: "share_broker_cpu_per"},
 		{label: "… broker RSS growth, MiB", key: "share_rss_mib"},

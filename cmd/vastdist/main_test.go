@@ -81,7 +81,13 @@ func TestWheel(t *testing.T) {
 			for _, tag := range p.wheelTags {
 				require.Contains(t, wheel, "Tag: py3-none-"+tag+"\n")
 			}
-			require.Contains(t, string(files["vastfake-9.8.7.dist-info/METADATA"]), "Name: vastfake\nVersion: 9.8.7\n")
+			meta := string(files["vastfake-9.8.7.dist-info/METADATA"])
+			require.Contains(t, meta, "Name: vastfake\nVersion: 9.8.7\n")
+			require.Contains(t, meta, "Project-URL: Homepage, https://github.com/vastfake/vastfake\n")
+			// PyPI's page: python/README.md, the body, which twine check wants.
+			readme, err := os.ReadFile("../../python/README.md")
+			require.NoError(t, err)
+			require.True(t, strings.HasSuffix(meta, "Description-Content-Type: text/markdown\n\n"+string(readme)), meta)
 			lines := strings.Split(strings.TrimSpace(string(files["vastfake-9.8.7.dist-info/RECORD"])), "\n")
 			require.Len(t, lines, len(files))
 			for _, line := range lines {

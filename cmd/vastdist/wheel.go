@@ -20,6 +20,11 @@ import (
 type pyproject struct {
 	name, version, description, requiresPython string
 	classifiers                                []string
+	// readme is the file, beside pyproject.toml, whose text is the
+	// package's page on PyPI (METADATA's body).
+	readme string
+	// urls are the [project.urls], "Label, URL" as METADATA's Project-URL.
+	urls []string
 	// entryPoints maps a group (pytest11) to its name = object lines.
 	entryPoints map[string][]string
 	packages    []string
@@ -89,9 +94,15 @@ func readPyproject(file string) (pyproject, error) {
 				p.requiresPython, err = str()
 			case "classifiers":
 				p.classifiers, err = strs()
+			case "readme":
+				p.readme, err = str()
 			default:
 				err = fmt.Errorf("%s: vastdist does not know [project] %s; teach wheel.go to put it in the wheel's METADATA", where, key)
 			}
+		case section == "project.urls":
+			var url string
+			url, err = str()
+			p.urls = append(p.urls, strings.Trim(key, `"`)+", "+url)
 		case strings.HasPrefix(section, "project.entry-points."):
 			group := strings.Trim(strings.TrimPrefix(section, "project.entry-points."), `"`)
 			var obj string
@@ -199,6 +210,21 @@ func writeWheel(dir, src string, proj pyproject, p platform, binary []byte) (str
 	}
 	for _, c := range proj.classifiers {
 		fmt.Fprintf(&meta, "Classifier: %s\n", c)
+	}
+	for _, u := range proj.urls {
+		fmt.Fprintf(&meta, "Project-URL: %s\n", u)
+	}
+	if proj.readme != "" {
+		// PyPI renders the body (PEP 566); twine check, which the release
+		// runs before uploading, fails a wheel without one.
+		text, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(proj.readme)))
+		if err != nil {
+			return "", fmt.Errorf("pyproject.toml readme: %w", err)
+		}
+		if !strings.HasSuffix(proj.readme, ".md") {
+			return "", fmt.Errorf("pyproject.toml readme %s: vastdist writes Markdown (.md) only", proj.readme)
+		}
+		fmt.Fprintf(&meta, "Description-Content-Type: text/markdown\n\n%s", text)
 	}
 	entries = append(entries, entry{distInfo + "/METADATA", 0o644, []byte(meta.String())})
 

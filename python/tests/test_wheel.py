@@ -48,6 +48,17 @@ def wheel(tmp_path_factory):
     return found[0]
 
 
+def test_pypi_takes_the_wheel(wheel):
+    """twine check, which the release runs before uploading to PyPI: the
+    metadata is valid and the page (python/README.md) renders."""
+    if shutil.which("twine") is None:
+        if os.environ.get("CI"):
+            pytest.fail("twine: not found (apt-get install -y twine)")
+        pytest.skip("needs twine (apt-get install -y twine)")
+    out = subprocess.run(["twine", "check", "--strict", str(wheel)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_the_wheel_carries_an_executable_binary_and_a_record(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
