@@ -10,7 +10,13 @@ require (
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	github.com/xdg-go/scram v1.4.0
 	go.uber.org/goleak v1.3.0
 )
 
 require go.yaml.in/yaml/v3 v3.0.5
+
+require (
+	github.com/xdg-go/stringprep v1.0.4 // indirect
+	golang.org/x/text v0.3.8 // indirect
+)

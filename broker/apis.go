@@ -130,6 +130,8 @@ var apiTable = []api{
 	{key: 43, min: 0, max: 2, handle: handleElectLeaders, share: anyBroker},
 	{key: 44, min: 0, max: 1, handle: handleIncrementalAlterConfigs, share: anyBroker},
 	{key: 47, min: 0, max: 0, handle: handleOffsetDelete, share: groupCoordinator, hiddenBy: "NoOffsetDelete"},
+	{key: 50, min: 0, max: 0, handle: handleDescribeUserScramCredentials, share: anyBroker, hiddenBy: "PlainSASLOnly"},
+	{key: 51, min: 0, max: 0, handle: handleAlterUserScramCredentials, share: anyBroker, hiddenBy: "PlainSASLOnly"},
 	{key: 61, min: 0, max: 0, handle: handleDescribeProducers, share: partitionLeader, hiddenBy: "NoIdempotence"},
 	{key: 65, min: 0, max: 0, handle: handleDescribeTransactions, share: txnCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 66, min: 0, max: 1, handle: handleListTransactions, share: ownTransactions, hiddenBy: "NoIdempotence"},

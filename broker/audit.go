@@ -176,9 +176,14 @@ func routineError(code int16) bool {
 }
 
 // errorAdvice is the advice for an error answered without a rule, or ""
-// for the error's own description.
-func errorAdvice(key, code int16) string {
+// for the error's own description; denied is why the request was denied,
+// if it was.
+func errorAdvice(key, code int16, denied string) string {
 	switch code {
+	case kerr.SaslAuthenticationFailed.Code:
+		if denied != "" {
+			return "the login failed: " + denied
+		}
 	case kerr.UnknownTopicOrPartition.Code:
 		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
 			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
@@ -474,6 +479,16 @@ var adviceTable = map[rules.ID]adviceFor{
 	},
 	rules.AnyAddressServes: {
 		"": "nothing to change: the client sent a request to a broker that does not lead the partition (or coordinate the group), and retries on the one Metadata names; on VAST any address of the view is assumed to serve it",
+	},
+	rules.PlainSASLOnly: {
+		"":               "VAST offers SASL/PLAIN only: log in with PLAIN over TLS (sasl.mechanism=PLAIN, security.protocol=SASL_SSL)",
+		familyLibrdkafka: "set sasl.mechanism=PLAIN (sasl.mechanisms is its alias), with security.protocol=SASL_SSL so that the password travels encrypted",
+		familyJava:       "set sasl.mechanism=PLAIN and sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\"; with security.protocol=SASL_SSL",
+		familyFranz:      "use kgo.SASL(plain.Auth{User: ..., Pass: ...}.AsMechanism()) (github.com/twmb/franz-go/pkg/sasl/plain) instead of scram.Auth, with kgo.DialTLSConfig(...)",
+		familySarama:     "set config.Net.SASL.Mechanism = sarama.SASLTypePlaintext and drop SCRAMClientGeneratorFunc, with config.Net.TLS.Enable = true",
+		familyKafkaGo:    "use plain.Mechanism{Username: ..., Password: ...} (github.com/segmentio/kafka-go/sasl/plain) instead of scram.Mechanism, with a TLS dialer",
+		familyKafkaJS:    "use sasl: { mechanism: 'plain', username, password } with ssl: true",
+		familyKafkaPy:    "set sasl_mechanism='PLAIN' and security_protocol='SASL_SSL'",
 	},
 	rules.NoShareGroups: {
 		"":               "VAST has no share groups (KIP-932 queues): consume with a classic consumer group and commit each record's offset once it is processed; send a record to retry to a retry topic (and one that keeps failing to a dead-letter topic) instead of releasing or rejecting it, and run more consumers than partitions no more: a partition has one consumer",

@@ -117,6 +117,8 @@ type Broker struct {
 	// show it, from their client id's other connections.
 	clientSoftware clientSoftwareMemory
 	authz          authorizer
+	// creds holds what SASL logins are checked against (scram.go).
+	creds *credentials
 
 	// decompress holds a token for each compressed batch being validated
 	// or compacted; its capacity is WithDecompressions. decompressWaiting
@@ -342,12 +344,15 @@ const (
 	MaxProducerStates = 100_000
 )
 
-// WithUsers adds SASL/PLAIN users, name to password. With at least one user
+// WithUsers adds SASL users, name to password. With at least one user
 // the listener requires authentication, as a VAST view with SASL_PLAINTEXT
 // does (VAST's Consume events page): a client may send only ApiVersions, SaslHandshake and
 // SaslAuthenticate until it has authenticated, anything else closes its
 // connection, and wrong credentials get SASL_AUTHENTICATION_FAILED and a
-// closed connection.
+// closed connection. Each user logs in with PLAIN, and where rule
+// PlainSASLOnly is not enforced (kafka and audit profiles) with
+// SCRAM-SHA-256 and SCRAM-SHA-512 too: New derives a credential for each
+// (a random salt, 4096 iterations) and keeps no password.
 func WithUsers(users map[string]string) Option {
 	return func(c *config) {
 		if c.users == nil {
@@ -529,6 +534,11 @@ func New(opts ...Option) (*Broker, error) {
 			return nil, errors.New("vastfake: a SASL user needs a name")
 		}
 	}
+	creds, err := newCredentials(cfg.users)
+	if err != nil {
+		return nil, err
+	}
+	cfg.users = nil // derived: no password is kept
 	if cfg.maxOffsetMD < 0 {
 		return nil, fmt.Errorf("vastfake: offset.metadata.max.bytes %d: want 0 or more", cfg.maxOffsetMD)
 	}
@@ -606,6 +616,7 @@ func New(opts ...Option) (*Broker, error) {
 		dataNotify: make(chan struct{}),
 		producers:  log.NewProducers(MaxProducerStates),
 		authz:      authorizer{policies: cfg.policies, defaultDeny: cfg.defaultDeny},
+		creds:      creds,
 		decompress: make(chan struct{}, cfg.decompressions),
 		held:       heldProduces{maxN: MaxHeldProduces, maxBytes: MaxHeldProduceBytes},
 		largeTurn:  make(chan struct{}, 1),

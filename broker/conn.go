@@ -65,8 +65,9 @@ type clientConn struct {
 	// SASL state, touched only by the connection's own goroutine.
 	user          string // the authenticated user, or ""
 	authenticated bool
-	mechanism     string // set by a successful SaslHandshake
-	rawSASLNext   bool   // after a v0 SaslHandshake: the next frame is a raw token
+	mechanism     string         // set by a successful SaslHandshake
+	rawSASLNext   bool           // after a v0 SaslHandshake: the next frame is a raw token
+	scram         *scramExchange // the SCRAM conversation under way, or nil
 }
 
 func newClientConn(b *Broker, n *node, nc net.Conn) *clientConn {

@@ -203,7 +203,7 @@ func TestFrameBuffersHoldAtMostTwiceWhatArrived(t *testing.T) {
 // readBufferSize bytes, then a full-size one.
 func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 	t.Parallel()
-	b := &Broker{cfg: config{users: map[string]string{"app": "secret"}}, ctx: context.Background()}
+	b := &Broker{creds: &credentials{plain: map[string][]byte{"app": nil}}, ctx: context.Background()}
 	server, client := net.Pipe()
 	defer server.Close()
 	defer client.Close()

@@ -365,7 +365,7 @@ func (c *clientConn) record(r *request, resp kmsg.Response, fault *Fault) {
 				d += ": " + rec.Message
 			}
 			return d
-		}, func() string { return errorAdvice(key, rec.ErrorCode) })
+		}, func() string { return errorAdvice(key, rec.ErrorCode, r.denied) })
 	}
 	switch {
 	case r.rule != "":

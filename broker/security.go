@@ -1,12 +1,12 @@
 package broker
 
-// Security: SASL/PLAIN authentication (SaslHandshake, SaslAuthenticate and
-// the raw token frame of a v0 handshake) and VAST identity-policy
+// Security: SASL authentication (SaslHandshake, SaslAuthenticate and the
+// raw token frames of a v0 handshake; PLAIN here, SCRAM in scram.go) and VAST identity-policy
 // authorization, which every handler consults for what it touches.
 
 import (
 	"bytes"
-	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/vastfake/vastfake/rules"
 )
 
 // mechanismPlain is the one SASL mechanism VAST offers (VAST's Consume events page and management API).
@@ -24,8 +25,8 @@ const mechanismPlain = "PLAIN"
 // closes the connection before the broker allocates it.
 const maxSASLFrameSize = 512 << 10
 
-// maxSASLTokenSize caps a SASL/PLAIN token (authorization id, user name and
-// password): a longer one fails authentication before it is parsed, so a
+// maxSASLTokenSize caps a SASL token (PLAIN's authorization id, user name
+// and password; a SCRAM client message): a longer one fails authentication before it is parsed, so a
 // client cannot make the broker split, compare and log a name of hundreds
 // of kilobytes. Kafka has no such cap below sasl.server.max.receive.size.
 const maxSASLTokenSize = 8 << 10
@@ -363,7 +364,20 @@ func (b *Broker) clusterAuthorizedOperations(r *request) int32 {
 
 // saslRequired reports whether the listener requires SASL authentication:
 // it does as soon as one user is configured.
-func (b *Broker) saslRequired() bool { return len(b.cfg.users) > 0 }
+func (b *Broker) saslRequired() bool { return b.creds != nil && len(b.creds.plain) > 0 }
+
+// saslMechanisms returns the mechanisms the broker offers: PLAIN, and the
+// SCRAM ones unless rule PlainSASLOnly is enforced.
+func (b *Broker) saslMechanisms() []string {
+	if b.enforced(rules.PlainSASLOnly) {
+		return []string{mechanismPlain}
+	}
+	out := []string{mechanismPlain}
+	for _, m := range scramMechanisms {
+		out = append(out, m.name)
+	}
+	return out
+}
 
 // checkPlain checks a SASL/PLAIN token (authzid NUL user NUL password,
 // RFC 4616). It returns the user named, whether the credentials are good,
@@ -388,11 +402,11 @@ func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string
 		return user, false, "Authentication failed: Client requested an authorization id that is different from username",
 			"SASL/PLAIN authorization id " + fmt.Sprintf("%q", authzid) + " differs from the user name"
 	}
-	want, known := b.cfg.users[user]
+	known, good := b.creds.checkPlain(user, pass)
 	if !known {
 		return user, false, "Authentication failed: Invalid username or password", "SASL/PLAIN: unknown user " + fmt.Sprintf("%q", user)
 	}
-	if subtle.ConstantTimeCompare([]byte(want), pass) != 1 {
+	if !good {
 		return user, false, "Authentication failed: Invalid username or password", "SASL/PLAIN: wrong password for user " + fmt.Sprintf("%q", user)
 	}
 	return user, true, "", ""
@@ -400,54 +414,95 @@ func (b *Broker) checkPlain(token []byte) (user string, ok bool, msg, why string
 
 // tokenTooLong says why a SASL token of size bytes is refused.
 func tokenTooLong(size int) string {
-	return fmt.Sprintf("SASL/PLAIN token of %d bytes is over the broker's %d-byte limit", size, maxSASLTokenSize)
+	return fmt.Sprintf("SASL token of %d bytes is over the broker's %d-byte limit", size, maxSASLTokenSize)
+}
+
+// saslStep takes one SASL token of the connection's mechanism: the whole
+// login for PLAIN, one message of the exchange for SCRAM. It returns the
+// answer to send (SCRAM's server-first or server-final message; nothing for
+// PLAIN), whether the client is now authenticated, the user it names, and
+// on failure the message for the client and, for the request log, why.
+// After a failure the connection must close.
+func (b *Broker) saslStep(c *clientConn, token []byte) (answer []byte, done bool, user, msg, why string) {
+	if c.mechanism == mechanismPlain {
+		user, ok, msg, why := b.checkPlain(token)
+		return nil, ok, user, msg, why
+	}
+	x := c.scram
+	if len(token) > maxSASLTokenSize {
+		why = tokenTooLong(len(token))
+		return nil, false, x.user, scramFailed(x.mech), why
+	}
+	answer, done, why = x.next(token)
+	if why != "" {
+		return nil, false, x.user, scramFailed(x.mech), why
+	}
+	return answer, done, x.user, "", ""
 }
 
 // handleSaslHandshake answers SaslHandshake v0-v1: the client names its
 // mechanism and the broker lists the ones it offers.
 //
-// v0 means the next frame is the raw SASL token, [int32 size][bytes], and
-// its answer raw bytes likewise (KIP-152); v1 means SaslAuthenticate
+// v0 means the next frames are raw SASL tokens, [int32 size][bytes], and
+// their answers raw bytes likewise (KIP-152); v1 means SaslAuthenticate
 // requests follow. An unsupported mechanism gets
 // UNSUPPORTED_SASL_MECHANISM with the list, then the connection closes. A
 // second handshake before authentication closes the connection; after it,
 // or on a listener without users, the answer is ILLEGAL_SASL_STATE, as in
-// Kafka.
-// VAST: PLAIN is the only mechanism (VAST's Consume events page and management API).
+// Kafka. PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are offered, as a Kafka
+// listener with sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512.
+// VAST: PLAIN is the only mechanism (VAST's Consume events page and
+// management API), rule PlainSASLOnly: a SCRAM handshake is refused, with
+// the rule and its action in the request log.
 // Authorizes: nothing; it is served before authentication.
 func handleSaslHandshake(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	c := r.conn
+	scramMech := scramMechanismNamed(req.Mechanism)
 	switch {
 	case !b.saslRequired():
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 	case c.authenticated:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-		resp.SupportedMechanisms = []string{mechanismPlain}
+		resp.SupportedMechanisms = b.saslMechanisms()
 	case c.mechanism != "":
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-		resp.SupportedMechanisms = []string{mechanismPlain}
+		resp.SupportedMechanisms = b.saslMechanisms()
 		r.closeAfter = "a second SaslHandshake before authentication"
-	case req.Mechanism != mechanismPlain:
+	case scramMech != nil && b.vast(r, rules.PlainSASLOnly, rules.Refused, "", "", func() string {
+		return fmt.Sprintf("SaslHandshake v%d asked for %s; VAST offers SASL/PLAIN only", r.version, scramMech.name)
+	}):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		resp.SupportedMechanisms = []string{mechanismPlain}
-		r.closeAfter = fmt.Sprintf("unsupported SASL mechanism %q (only PLAIN)", req.Mechanism)
+		resp.SupportedMechanisms = b.saslMechanisms()
+		r.why = rules.PlainSASLOnly.Refusal("VAST offers SASL/PLAIN only, not "+scramMech.name, "")
+		r.closeAfter = r.why
+	case req.Mechanism != mechanismPlain && scramMech == nil:
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		resp.SupportedMechanisms = b.saslMechanisms()
+		r.closeAfter = fmt.Sprintf("unsupported SASL mechanism %q (offered: %s)", clip(req.Mechanism), strings.Join(resp.SupportedMechanisms, ", "))
 	default:
-		resp.SupportedMechanisms = []string{mechanismPlain}
-		c.mechanism = mechanismPlain
+		resp.SupportedMechanisms = b.saslMechanisms()
+		c.mechanism = req.Mechanism
+		if scramMech != nil {
+			c.scram = b.creds.newScramExchange(scramMech)
+		}
 		c.rawSASLNext = r.version == 0
 	}
 	return resp
 }
 
 // handleSaslAuthenticate answers SaslAuthenticate v0-v2, which carries the
-// SASL token after a v1 handshake.
+// SASL tokens after a v1 handshake: PLAIN's one token, or SCRAM's
+// client-first and client-final messages (answered with the server-first
+// and server-final ones).
 //
 // v1 adds the session lifetime (0: no re-authentication), v2 flexible
-// encoding. Wrong credentials, a malformed token or one over 8 KiB
-// (maxSASLTokenSize, refused unparsed) get SASL_AUTHENTICATION_FAILED with a
-// message, then the connection closes.
+// encoding. Wrong credentials, an unknown user, a malformed token or one
+// over 8 KiB (maxSASLTokenSize, refused unparsed) get
+// SASL_AUTHENTICATION_FAILED with a message, then the connection closes;
+// for SCRAM the message is Kafka's one for every failure, so that it does
+// not tell which users exist.
 // Before a handshake it closes with ILLEGAL_SASL_STATE; after
 // authentication, or on a listener without users, it answers
 // ILLEGAL_SASL_STATE.
@@ -469,28 +524,31 @@ func handleSaslAuthenticate(b *Broker, r *request) kmsg.Response {
 		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate before a v1 SaslHandshake")
 		r.closeAfter = "SaslAuthenticate before a v1 SaslHandshake"
 	default:
-		user, ok, msg, why := b.checkPlain(req.SASLAuthBytes)
+		answer, done, user, msg, why := b.saslStep(c, req.SASLAuthBytes)
 		r.user = user
-		if !ok {
+		if why != "" {
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 			resp.ErrorMessage = kmsg.StringPtr(msg)
 			r.deny(why)
 			r.closeAfter = why
 			break
 		}
-		c.user, c.authenticated = user, true
+		resp.SASLAuthBytes = answer
+		if done {
+			c.user, c.authenticated, c.scram = user, true, nil
+		}
 	}
 	return resp
 }
 
-// rawSASLAuthenticate reads the raw SASL/PLAIN token that follows a v0
-// SaslHandshake ([int32 size][token], not a Kafka request) and answers an
-// empty raw challenge ([int32 0]) when the credentials are good. Bad
-// credentials, a token over maxSASLTokenSize (not read) or a bad frame
-// close the connection without an answer, as Kafka does. The request log
-// records it as SaslAuthenticate version -1.
+// rawSASLAuthenticate reads a raw SASL token that follows a v0
+// SaslHandshake ([int32 size][token], not a Kafka request) and answers it
+// raw: PLAIN's one token with an empty challenge ([int32 0]) when the
+// credentials are good, SCRAM's two with the server-first and server-final
+// messages. Bad credentials, a token over maxSASLTokenSize (not read) or a
+// bad frame close the connection without an answer, as Kafka does. The
+// request log records each token as SaslAuthenticate version -1.
 func (c *clientConn) rawSASLAuthenticate() error {
-	c.rawSASLNext = false
 	size, err := c.readSize()
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -515,16 +573,21 @@ func (c *clientConn) rawSASLAuthenticate() error {
 		}
 		return err
 	}
-	user, ok, _, why := c.b.checkPlain(token)
+	answer, done, user, _, why := c.b.saslStep(c, token)
 	rec.User = user
-	if !ok {
+	if why != "" {
 		rec.ErrorCode, rec.Denied, rec.Closed = kerr.SaslAuthenticationFailed.Code, why, true
 		c.logRequest(rec, nil)
 		return &closeError{reason: why}
 	}
 	c.logRequest(rec, nil)
-	c.user, c.authenticated = user, true
-	return c.send([]byte{0, 0, 0, 0})
+	if done {
+		c.rawSASLNext = false
+		c.user, c.authenticated, c.scram = user, true, nil
+	}
+	frame := make([]byte, 4, 4+len(answer))
+	binary.BigEndian.PutUint32(frame, uint32(len(answer)))
+	return c.send(append(frame, answer...))
 }
 
 // closeError asks serve to close the connection for a reason that is not a

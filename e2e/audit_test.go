@@ -383,6 +383,21 @@ var auditCases = map[rules.ID]auditCase{
 		},
 		want: []string{"AnyAddressServes differs two"},
 	},
+	rules.PlainSASLOnly: {
+		opts: []fixtures.Option{fixtures.User("app", "app-secret")},
+		run: func(t *testing.T, k *fixtures.Kafka, _ *kgo.Client, adm *kadm.Client) {
+			// SCRAM logs in as on Kafka, and the credential APIs answer.
+			cl := newClient(t, k.Addr(), scramOpt("app", "app-secret", 512))
+			produceWith(t, cl, &kgo.Record{Topic: "t", Value: []byte("x")})
+			described, err := adm.DescribeUserSCRAMs(testCtx(t))
+			require.NoError(t, err)
+			require.NoError(t, described.Error())
+			altered, err := adm.AlterUserSCRAMs(testCtx(t), nil, []kadm.UpsertSCRAM{{User: "other", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "p"}})
+			require.NoError(t, err)
+			require.NoError(t, altered.Error())
+		},
+		want: []string{"PlainSASLOnly refused"},
+	},
 }
 
 // TestAuditEveryRule runs one case per rule against the audit profile:

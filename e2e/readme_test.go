@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
@@ -174,6 +175,14 @@ func TestTroubleshootingFranzGo(t *testing.T) {
 			_, err := k.Admin().DescribeShareGroups(ctx, "billing")
 			cl := raw(t, kgo.ShareGroup("billing"), kgo.ConsumeTopics("orders"))
 			return []string{errText(t, err), errText(t, cl.PollFetches(ctx).Err0())}
+		},
+		"PlainSASLOnly": func(t *testing.T) []string {
+			withUser := fixtures.Start(t, fixtures.User("app", "app-secret"))
+			cl, err := kgo.NewClient(kgo.SeedBrokers(withUser.Addr()), kgo.RequestRetries(0),
+				kgo.SASL(scram.Auth{User: "app", Pass: "app-secret"}.AsSha512Mechanism()))
+			require.NoError(t, err)
+			t.Cleanup(cl.Close)
+			return []string{errText(t, cl.Ping(ctx))}
 		},
 		"MaxGroups": func(t *testing.T) []string {
 			offs := kadm.Offsets{}

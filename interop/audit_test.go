@@ -261,6 +261,12 @@ func TestAuditKafkaGo(t *testing.T) {
 // "ok 10".
 func runApp(t *testing.T, addr, dir, name string, args ...string) {
 	t.Helper()
+	runAppEnv(t, addr, nil, dir, name, args...)
+}
+
+// runAppEnv is runApp with more environment variables.
+func runAppEnv(t *testing.T, addr string, env []string, dir, name string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -268,7 +274,7 @@ func runApp(t *testing.T, addr, dir, name string, args ...string) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 10 * time.Second
-	cmd.Env = append(walkthroughEnv(), "PYTHONDONTWRITEBYTECODE=1", "KAFKA_BOOTSTRAP="+addr)
+	cmd.Env = append(append(walkthroughEnv(), "PYTHONDONTWRITEBYTECODE=1", "KAFKA_BOOTSTRAP="+addr), env...)
 	require.NoError(t, cmd.Run(), "%s %v\nstdout:\n%s\nstderr:\n%s", name, args, stdout.String(), walkthroughTail(stderr.String(), 30))
 	assert.Equal(t, fmt.Sprintf("ok %d\n", auditOrders), stdout.String())
 }

@@ -56,8 +56,12 @@ func settledGroup(t *testing.T, b *broker.Broker, group string, n int, poll func
 // real time, so that they find the new coordinator; then the broker's
 // clock passing two sessions in steps of two thirds of one, the members
 // polling between steps. The group must still have the same members in
-// the same generation, with no rebalance recorded.
-func coordinatorFailover(t *testing.T, b *broker.Broker, clk *clock.Manual, group string, poll func()) {
+// the same generation, with no rebalance recorded; with rejoins, the
+// members may have joined again under their member ids (a client that
+// ends its session when it cannot reach its coordinator), which in Kafka
+// rebalances the group once when the leader is among them: then the same
+// members in at most one generation more.
+func coordinatorFailover(t *testing.T, b *broker.Broker, clk *clock.Manual, group string, rejoins bool, poll func()) {
 	t.Helper()
 	before := settledGroup(t, b, group, 2, poll)
 	rebalances := len(b.Rebalances())
@@ -74,9 +78,14 @@ func coordinatorFailover(t *testing.T, b *broker.Broker, clk *clock.Manual, grou
 		clk.Advance(4 * time.Second)
 	}
 	after = settledGroup(t, b, group, 2, poll)
-	assert.Equal(t, before.Generation, after.Generation, "the same generation")
-	assert.Equal(t, memberIDs(before), memberIDs(after), "the same members")
-	assert.Len(t, b.Rebalances(), rebalances, "no rebalance")
+	assert.Equal(t, memberIDs(before), memberIDs(after), "the same members: none expelled and joined anew")
+	if rejoins {
+		assert.LessOrEqual(t, after.Generation, before.Generation+1, "at most the rebalance of the members' rejoin")
+		assert.LessOrEqual(t, len(b.Rebalances()), rebalances+1, "at most the rebalance of the members' rejoin")
+	} else {
+		assert.Equal(t, before.Generation, after.Generation, "the same generation")
+		assert.Len(t, b.Rebalances(), rebalances, "no rebalance")
+	}
 	t.Logf("group %s: coordinator %d -> %d after %v on the broker's clock, generation %d kept, %d members kept",
 		group, 1, b.CoordinatorOf(group), broker.DefaultElectionDelay, after.Generation, len(after.Members))
 }
@@ -107,7 +116,7 @@ func TestConfluentCoordinatorFailover(t *testing.T) {
 			for _, c := range cs {
 				require.NoError(t, c.Subscribe("orders", nil))
 			}
-			coordinatorFailover(t, b, clk, group, func() {
+			coordinatorFailover(t, b, clk, group, false, func() {
 				for _, c := range cs {
 					c.Poll(20)
 				}
@@ -117,7 +126,12 @@ func TestConfluentCoordinatorFailover(t *testing.T) {
 }
 
 // TestSaramaCoordinatorFailover: two sarama members (classic, a session
-// of 6 s) keep their group through their coordinator's failover.
+// of 6 s) keep their group through their coordinator's failover. sarama
+// retries a heartbeat that cannot connect without backing off, so a
+// heartbeat due while the coordinator is down spends its retries at once
+// and ends the session; the members join again under their member ids,
+// which in Kafka rebalances the group once (the leader rejoined) and
+// expels no one.
 func TestSaramaCoordinatorFailover(t *testing.T) {
 	b, clk, group := failoverBrokers(t)
 	cfg := saramaConfig()
@@ -141,5 +155,5 @@ func TestSaramaCoordinatorFailover(t *testing.T) {
 		t.Cleanup(func() { cg.Close() })
 	}
 	defer func() { cancel(); wg.Wait() }()
-	coordinatorFailover(t, b, clk, group, func() { time.Sleep(20 * time.Millisecond) })
+	coordinatorFailover(t, b, clk, group, true, func() { time.Sleep(20 * time.Millisecond) })
 }

@@ -39,6 +39,7 @@ const (
 	VASTTopicConfigsOnly
 	NoOffsetsTopic
 	AnyAddressServes
+	PlainSASLOnly
 
 	numIDs // one past the last ID
 )
@@ -53,7 +54,7 @@ var idNames = [numIDs]string{
 	NoAutoCreateTopics: "NoAutoCreateTopics", FixedPartitions: "FixedPartitions",
 	MaxPartitionsPerTopic: "MaxPartitionsPerTopic", MaxPartitionsPerView: "MaxPartitionsPerView",
 	VASTTopicConfigsOnly: "VASTTopicConfigsOnly", NoOffsetsTopic: "NoOffsetsTopic",
-	AnyAddressServes: "AnyAddressServes",
+	AnyAddressServes: "AnyAddressServes", PlainSASLOnly: "PlainSASLOnly",
 }
 
 // idFields are the rules' field indexes in Rules, looked up once: Modes
@@ -76,6 +77,7 @@ const (
 	sourceKB      = "VAST's Kafka protocol support page"
 	sourceAPI     = "VAST's management API (topic fields)"
 	sourceChoice  = "vastfake's assumption (VAST publishes nothing on it)"
+	sourceAPIView = "VAST's management API (view fields)"
 )
 
 // sourceLinks are the public addresses of the sources that have one a
@@ -101,7 +103,7 @@ var idSources = [numIDs]string{
 	NoCompression: sourceKB + "; " + sourceConsume, MaxMessageBytes: sourceKB, MaxKeyBytes: sourceKB,
 	MaxValueBytes: sourceKB, NoAutoCreateTopics: sourceKB, FixedPartitions: sourceKB,
 	MaxPartitionsPerTopic: sourceKB, MaxPartitionsPerView: sourceKB, VASTTopicConfigsOnly: sourceAPI,
-	NoOffsetsTopic: sourceConsume, AnyAddressServes: sourceChoice,
+	NoOffsetsTopic: sourceConsume, AnyAddressServes: sourceChoice, PlainSASLOnly: sourceConsume + "; " + sourceAPIView,
 }
 
 // idActions are the one thing to do about each rule, in any client's
@@ -131,6 +133,7 @@ var idActions = [numIDs]string{
 	VASTTopicConfigsOnly:   "drop the other topic configs",
 	NoOffsetsTopic:         "read committed offsets with OffsetFetch and end offsets with ListOffsets",
 	AnyAddressServes:       "nothing: the client retries on the broker Metadata names",
+	PlainSASLOnly:          "use SASL/PLAIN over TLS",
 }
 
 // Action returns the one thing to do about the rule, as a refusal

@@ -186,6 +186,17 @@ type Rules struct {
 	// brokers (WithBrokers).
 	AnyAddressServes bool
 
+	// ---- Security ----
+
+	// PlainSASLOnly offers SASL/PLAIN alone: a SaslHandshake for
+	// SCRAM-SHA-256 or SCRAM-SHA-512 gets UNSUPPORTED_SASL_MECHANISM with
+	// the mechanisms VAST offers (PLAIN) and a closed connection, and
+	// DescribeUserScramCredentials and AlterUserScramCredentials are not
+	// served. With it off the broker serves both SCRAM mechanisms as
+	// Kafka does, with a credential for every configured user.
+	// [Consume events][API]
+	PlainSASLOnly bool
+
 	// Audit names the rules (field names) that are audited rather than
 	// enforced: the broker behaves as Kafka for them and records a
 	// finding wherever VAST would have refused a request or behaved
@@ -228,6 +239,8 @@ func VAST() Rules {
 		NoOffsetsTopic:        true,
 
 		AnyAddressServes: true,
+
+		PlainSASLOnly: true,
 	}
 }
 

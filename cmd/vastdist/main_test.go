@@ -154,6 +154,7 @@ func TestNPMPackages(t *testing.T) {
 		require.NoError(t, err, "js/package.json's files are in the package")
 	}
 	require.FileExists(t, filepath.Join(out, "lib", "client.js"))
+	require.FileExists(t, filepath.Join(out, "README.md"), "js/README.md, the package's page on npm")
 }
 
 // js/lib/binary.js looks for the platform packages vastdist builds.

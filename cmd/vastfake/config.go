@@ -79,7 +79,7 @@ type config struct {
 	LogLevel         string
 	LogFormat        string
 
-	// Security: SASL/PLAIN users, identity policies and TLS.
+	// Security: SASL users, identity policies and TLS.
 	Users       map[string]string
 	Policies    []broker.Policy
 	DefaultDeny bool
@@ -355,7 +355,7 @@ func newFlagSet() *flag.FlagSet {
 	list("topic", splitTopics, "topic to create at start: name[:partitions[:key=value,...]]")
 	list("offset-gap", splitPlain, "leave unused offsets in a topic's partitions, as compaction would: topic:skip[:every] skips skip offsets once every records (default 1) were appended since the last gap")
 	list("rule", splitRules, "override one rule of the profile: Field=value with a rules.Rules field name, or Field=enforce|audit|off")
-	list("user", splitPlain, "SASL/PLAIN user name:password; any user makes the listener require SASL")
+	list("user", splitPlain, "SASL user name:password (PLAIN, and SCRAM-SHA-256/512 in the kafka and audit profiles), at most 1000; any user makes the listener require SASL")
 	list("policy", splitPlain, "identity policy \"allow|deny user action resource\", e.g. \"deny app KafkaWrite vast:kafka:topic:vastfake:audit\"")
 	def("default-deny", "false", kindBool, "deny a request no policy matches; VAST allows it")
 	def("view", broker.DefaultView, kindText, fmt.Sprintf("view name in policy resource names, vast:kafka:topic:<view>:<topic>; at most %d bytes", broker.MaxStartName)).maxBytes = broker.MaxStartName
@@ -618,6 +618,9 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 			cfg.Users = map[string]string{}
 		}
 		cfg.Users[name] = pass
+		if len(cfg.Users) > broker.MaxUsers {
+			return nil, wrong("user", it.text, it.from, fmt.Sprintf("at most %d users", broker.MaxUsers))
+		}
 	}
 	policyItems, err := items("policy").check()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -51,6 +52,15 @@ func TestParseSecurityFlags(t *testing.T) {
 		_, err := parseConfig(bad, io.Discard, io.Discard)
 		assert.Error(t, err, "%q", bad)
 	}
+
+	// More users than the broker derives credentials for at start.
+	var many []string
+	for i := range broker.MaxUsers + 1 {
+		many = append(many, "-user", fmt.Sprintf("u%d:pw", i))
+	}
+	_, err = parseConfig(many, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("at most %d users", broker.MaxUsers))
 }
 
 // TestRunWithSecurity starts the binary's run with a user, a policy and a

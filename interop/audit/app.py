@@ -6,7 +6,9 @@ Usage: app.py defaults|vast. "defaults" is the producer at librdkafka's
 defaults and a consumer with partition.assignment.strategy=cooperative-sticky,
 as many apps set it; "vast" is the same app with the settings
 docs/client-settings.md gives. KAFKA_BOOTSTRAP names the
-broker; the topic "orders" exists. Prints "ok N" when every order came back.
+broker; the topic "orders" exists. With KAFKA_SASL_MECHANISM set (PLAIN,
+SCRAM-SHA-256, SCRAM-SHA-512) both log in as KAFKA_USERNAME with
+KAFKA_PASSWORD. Prints "ok N" when every order came back.
 """
 
 import os
@@ -19,6 +21,11 @@ bootstrap = os.environ["KAFKA_BOOTSTRAP"]
 producer_conf = {"bootstrap.servers": bootstrap, "client.id": "orders-py"}
 consumer_conf = {"bootstrap.servers": bootstrap, "client.id": "billing-py", "group.id": "billing-py",
                  "auto.offset.reset": "earliest", "enable.auto.commit": False}
+if os.environ.get("KAFKA_SASL_MECHANISM"):
+    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": os.environ["KAFKA_SASL_MECHANISM"],
+            "sasl.username": os.environ["KAFKA_USERNAME"], "sasl.password": os.environ["KAFKA_PASSWORD"]}
+    producer_conf.update(sasl)
+    consumer_conf.update(sasl)
 if mode == "defaults":
     consumer_conf["partition.assignment.strategy"] = "cooperative-sticky"
 else:

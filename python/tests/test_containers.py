@@ -89,6 +89,18 @@ def test_a_bad_flag_is_a_start_error_and_leaves_nothing(engine):
     assert ours(engine) == []
 
 
+def test_an_image_it_cannot_get_says_how_to_get_it(engine):
+    """An image the engine lacks is pulled, as Testcontainers does; one no
+    registry has is an error that says how to get it, and leaves nothing."""
+    image = "localhost:1/vastfake-absent-%s:none" % RUN.lower()
+    with pytest.raises(DockerError) as e:
+        with VastfakeContainer(image, labels=LABELS):
+            pass
+    assert "image %s: the engine does not have it and could not pull it" % image in str(e.value), str(e.value)
+    assert "docker load -i" in str(e.value)
+    assert ours(engine) == []
+
+
 def test_token_and_several_brokers(engine):
     with VastfakeContainer(brokers=3, token="s3cret", labels=LABELS) as kafka:
         assert len(kafka.addresses) == 3 and kafka.advertised() == kafka.addresses

@@ -236,7 +236,13 @@ class VastfakeContainer(Client):
             "HostConfig": {"PortBindings": {"%d/tcp" % p: [{"HostIp": "", "HostPort": ""}] for p in ports}},
         }
         name = "vastfake-" + uuid.uuid4().hex[:12]
-        created = self._engine.json("POST", "/containers/create?name=" + name, body)
+        try:
+            created = self._engine.json("POST", "/containers/create?name=" + name, body)
+        except DockerError as e:
+            if e.status != 404:
+                raise
+            self._pull()  # an image the engine lacks, as Testcontainers does
+            created = self._engine.json("POST", "/containers/create?name=" + name, body)
         self.id = created["Id"]
         try:
             self._engine.call("POST", "/containers/%s/start" % self.id)
@@ -245,6 +251,30 @@ class VastfakeContainer(Client):
             self._remove()
             raise
         return self
+
+    def _pull(self) -> None:
+        """Pull the image; raise DockerError saying how to get it when the
+        engine cannot. The engine reports a failed pull either as the
+        answer's status or as an "error" line of its progress stream."""
+        ref, tag = self.image, ""
+        if "@" not in ref and ref.rfind(":") > ref.rfind("/"):
+            ref, tag = ref.rsplit(":", 1)
+        query = "fromImage=" + urllib.parse.quote(ref, safe="")
+        if tag:
+            query += "&tag=" + urllib.parse.quote(tag, safe="")
+        try:
+            payload = self._engine.call("POST", "/images/create?" + query, ok=(200,))
+            for line in payload.decode("utf-8", "replace").splitlines():
+                try:
+                    error = json.loads(line).get("error") if line.strip() else None
+                except (ValueError, AttributeError):
+                    error = None
+                if error:
+                    raise DockerError(str(error).strip())
+        except DockerError as e:
+            raise DockerError("image %s: the engine does not have it and could not pull it (%s): load a release's "
+                              "image (docker load -i vastfake-VERSION-image-linux-amd64.tar), or name a published "
+                              "one (the image argument or VASTFAKE_IMAGE)" % (self.image, e), e.status) from None
 
     def _inspect(self) -> Dict[str, Any]:
         return self._engine.json("GET", "/containers/%s/json" % self.id)
