@@ -12,6 +12,7 @@ package broker
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
@@ -89,13 +90,7 @@ func (b *Broker) appendOffsetsRecord(group string, key, value []byte) {
 // that partition when it has grown past its bound. The coordinator calls
 // it with its lock held.
 func (b *Broker) appendOffsetsRecords(group string, records []coordinator.OffsetsRecord) {
-	t := b.data.get(offsetsTopic)
-	if t == nil || !t.internal {
-		return
-	}
-	p := OffsetsTopicPartition(group)
-	part := t.partition(p)
-	if part == nil {
+	if _, _, part := b.offsetsPartition(group); part == nil {
 		return
 	}
 	now := b.clock.Now()
@@ -103,7 +98,38 @@ func (b *Broker) appendOffsetsRecords(group string, records []coordinator.Offset
 	for i, r := range records {
 		keys[i], values[i] = r.Key, r.Value
 	}
-	batch := log.RecordsBatch(keys, values, now)
+	b.appendOffsetsBatch(group, log.RecordsBatch(keys, values, now), now)
+}
+
+// appendTxnOffsetsRecords appends the records of one TxnOffsetCommit to the
+// group's partition of __consumer_offsets as one transactional batch of the
+// producer's id and epoch, as Kafka's group coordinator writes them: the
+// partition's last stable offset stays before them until the transaction's
+// marker (writeTxnMarkers). The coordinator calls it with its lock held.
+func (b *Broker) appendTxnOffsetsRecords(r coordinator.TxnOffsetRecords) {
+	now := b.clock.Now()
+	b.appendOffsetsBatch(r.Group, log.TransactionalRecordBatch(r.Keys, r.Values, r.ProducerID, r.ProducerEpoch, now), now)
+}
+
+// offsetsPartition returns the group's partition of __consumer_offsets, or
+// nil when the topic does not exist (VAST profile).
+func (b *Broker) offsetsPartition(group string) (*topic, int32, *log.Partition) {
+	t := b.data.get(offsetsTopic)
+	if t == nil || !t.internal {
+		return nil, 0, nil
+	}
+	p := OffsetsTopicPartition(group)
+	return t, p, t.partition(p)
+}
+
+// appendOffsetsBatch appends batch to the group's partition of
+// __consumer_offsets, when the topic exists, and compacts that partition
+// when it has grown past its bound.
+func (b *Broker) appendOffsetsBatch(group string, batch log.Batch, now time.Time) {
+	t, p, part := b.offsetsPartition(group)
+	if part == nil {
+		return
+	}
 	b.appendMu.Lock()
 	part.Append(batch, log.AppendOptions{Now: now})
 	b.appendMu.Unlock()

@@ -439,6 +439,19 @@ func RecordBatch(key, value []byte, now time.Time) Batch {
 // (a nil value is a tombstone), as a broker writes to an internal topic:
 // no producer id, no compression, timestamped now.
 func RecordsBatch(keys, values [][]byte, now time.Time) Batch {
+	return internalBatch(keys, values, -1, -1, now)
+}
+
+// TransactionalRecordBatch returns a transactional batch of producerID and
+// epoch holding one record of each key and value, with no sequence number
+// and no compression, timestamped now: what Kafka's group coordinator
+// writes to __consumer_offsets for a TxnOffsetCommit, which the
+// transaction's marker commits or aborts.
+func TransactionalRecordBatch(keys, values [][]byte, producerID int64, epoch int16, now time.Time) Batch {
+	return internalBatch(keys, values, producerID, epoch, now)
+}
+
+func internalBatch(keys, values [][]byte, producerID int64, epoch int16, now time.Time) Batch {
 	rb := kmsg.NewRecordBatch()
 	for i := range keys {
 		rec := kmsg.NewRecord()
@@ -451,7 +464,10 @@ func RecordsBatch(keys, values [][]byte, now time.Time) Batch {
 	rb.Magic = 2
 	rb.LastOffsetDelta = int32(len(keys) - 1)
 	rb.FirstTimestamp, rb.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
-	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = producerID, epoch, -1
+	if producerID >= 0 {
+		rb.Attributes = int16(transactionalBit)
+	}
 	rb.NumRecords = int32(len(keys))
 	out := rb.AppendTo(make([]byte, 0, BatchHeaderSize+len(rb.Records)))
 	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
