@@ -83,12 +83,18 @@ func (c *clientConn) refuseUnserved(in *inbound) error {
 }
 
 // answerUnknownApiVersions answers an ApiVersions at a version this broker
-// does not know as Kafka does: with a v0 response carrying
-// UNSUPPORTED_VERSION and its versions, so that the client can retry at
-// one it knows. The client software a newer version names is noted first.
+// does not know as Kafka does (KIP-511): with a v0 response carrying
+// UNSUPPORTED_VERSION and one key, ApiVersions' own versions, so that the
+// client retries at one it knows. A v0 answer listing every key instead
+// would read to the client as the final one, with no features (kgo then
+// ran its transactions on v1). The client software a newer version names
+// is noted first.
 func (c *clientConn) answerUnknownApiVersions(in *inbound, a *api) error {
-	resp := c.b.apiVersionsResponse(0)
+	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	key := kmsg.NewApiVersionsResponseApiKey()
+	key.ApiKey, key.MinVersion, key.MaxVersion = a.key, a.min, a.advertised
+	resp.ApiKeys = append(resp.ApiKeys, key)
 	if in.version > a.max {
 		c.noteSoftware(a.max, in.hdr)
 	}

@@ -78,20 +78,38 @@ func TestProduceAdvertisedFromV0(t *testing.T) {
 	})
 }
 
+// TestUnsupportedApiVersionsVersion: an ApiVersions newer than the broker
+// serves gets Kafka's KIP-511 answer, v0 with UNSUPPORTED_VERSION and only
+// ApiVersions' own versions, so that the client retries and learns the
+// finalized features (a v0 answer with every key has none).
 func TestUnsupportedApiVersionsVersion(t *testing.T) {
 	t.Parallel()
-	b := fixtures.StartBroker(t)
-	cl := newClient(t, b.Addr())
-	// kgo pins ApiVersions to what the broker first answers; a raw frame
-	// shows the v0 UNSUPPORTED_VERSION answer.
-	conn := dialRaw(t, b.Addr())
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(99)
-	resp := kmsg.NewPtrApiVersionsResponse()
-	roundTrip(t, conn, 99, req, resp, 0)
-	assert.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
-	assert.NotEmpty(t, resp.ApiKeys, "the answer lists the versions the client can retry with")
-	_ = cl
+	for _, version := range []int16{99} {
+		b := fixtures.StartBroker(t, broker.WithProfile("kafka"))
+		conn := dialRaw(t, b.Addr())
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(version)
+		resp := kmsg.NewPtrApiVersionsResponse()
+		roundTrip(t, conn, version, req, resp, 0)
+		assert.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
+		require.Len(t, resp.ApiKeys, 1, "only the versions the client can retry ApiVersions with")
+		assert.Equal(t, int16(kmsg.ApiVersions), resp.ApiKeys[0].ApiKey)
+		assert.Equal(t, int16(4), resp.ApiKeys[0].MaxVersion)
+
+		// A real client (kgo sends v5, one above ours) retries and sees the
+		// features.
+		cl := newClient(t, b.Addr())
+		versions, err := kadm.NewClient(cl).ApiVersions(ctxT(t))
+		require.NoError(t, err)
+		for _, v := range versions.Sorted() {
+			require.NoError(t, v.Err)
+			found := false
+			for _, f := range v.Raw().FinalizedFeatures {
+				found = found || f.Name == "transaction.version" && f.MaxVersionLevel == 2
+			}
+			assert.True(t, found, "transaction.version 2 is finalized in the answer kgo keeps")
+		}
+	}
 }
 
 // TestVASTRules refuses each VAST produce/fetch rule with its error through a
