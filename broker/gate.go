@@ -155,7 +155,7 @@ func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error
 		ErrorCode: kerr.UnsupportedVersion.Code, Message: msg, User: c.user, Closed: true}
 	c.logRequest(rec, nil)
 	c.b.log.Warn("closing connection: unsupported version", c.outcomeAttrs(&rec, "api", name, "version", version)...)
-	c.b.recordError(&request{conn: c, clientID: c.clientID}, key, kerr.UnsupportedVersion.Code,
+	c.b.recordError(&request{conn: c, clientID: c.clientID}, answerError{api: key, code: kerr.UnsupportedVersion.Code},
 		func() string { return msg }, func() string {
 			if version < a.min {
 				return "the client predates Kafka 4: Kafka 4 removed " + name + " v" + strconv.Itoa(int(version)) +
