@@ -36,6 +36,11 @@ type api struct {
 	// advertised is the max version ApiVersions advertises: max, or capTo
 	// while capBy is on. buildAPIs sets it.
 	advertised int16
+	// ceilings lower max while the broker follows an older Kafka version
+	// (WithKafkaVersion): before each ceiling's release the API is served
+	// up to its max at most, and a max below min hides the API, as a
+	// release that did not have it.
+	ceilings []ceiling
 	// beforeAuth marks the APIs a client may call before it has
 	// authenticated on a listener with users; any other closes the
 	// connection, as in Kafka.
@@ -45,6 +50,13 @@ type api struct {
 	// (KAFKA-18659): librdkafka before 2.10 turns compression off, silently,
 	// against a broker whose Produce range does not include v0-v2.
 	advertiseV0 bool
+}
+
+// ceiling is the highest version of an API Kafka releases before one
+// served (see api.ceilings); -1 for an API they did not have.
+type ceiling struct {
+	before KafkaVersion
+	max    int16
 }
 
 const maxAPIKey = kmsg.MaxKey
@@ -85,7 +97,8 @@ const (
 // serve. Minimum versions follow Kafka 4.x, which dropped the pre-2.1
 // versions (and with them message formats v0 and v1).
 var apiTable = []api{
-	{key: 0, min: 3, max: 13, handle: handleProduce, share: partitionLeader, capBy: "NoTopicIDs", capTo: 12, advertiseV0: true},
+	{key: 0, min: 3, max: 13, handle: handleProduce, share: partitionLeader, capBy: "NoTopicIDs", capTo: 12, advertiseV0: true,
+		ceilings: []ceiling{{before: Kafka4_1, max: 12}}}, // v13: topic ids (KIP-516)
 	{key: 1, min: 4, max: 16, handle: handleFetch, share: partitionLeader, capBy: "NoTopicIDs", capTo: 12},
 	{key: 2, min: 1, max: 10, handle: handleListOffsets, share: partitionLeader},
 	{key: 3, min: 0, max: 12, handle: handleMetadata, share: anyBroker},
@@ -105,10 +118,10 @@ var apiTable = []api{
 	{key: 21, min: 0, max: 2, handle: handleDeleteRecords, share: partitionLeader},
 	{key: 22, min: 0, max: 5, handle: handleInitProducerID, share: txnCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 23, min: 2, max: 4, handle: handleOffsetForLeaderEpoch, share: partitionLeader, hiddenBy: "NoOffsetForLeaderEpoch"},
-	{key: 24, min: 0, max: 3, handle: handleAddPartitionsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
-	{key: 25, min: 0, max: 3, handle: handleAddOffsetsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
-	{key: 26, min: 0, max: 3, handle: handleEndTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
-	{key: 28, min: 0, max: 3, handle: handleTxnOffsetCommit, share: groupCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 24, min: 0, max: 5, handle: handleAddPartitionsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 25, min: 0, max: 4, handle: handleAddOffsetsToTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 26, min: 0, max: 5, handle: handleEndTxn, share: txnCoordinator, hiddenBy: "NoIdempotence"},
+	{key: 28, min: 0, max: 5, handle: handleTxnOffsetCommit, share: groupCoordinator, hiddenBy: "NoIdempotence"},
 	{key: 32, min: 1, max: 4, handle: handleDescribeConfigs, share: anyBroker},
 	{key: 33, min: 0, max: 2, handle: handleAlterConfigs, share: anyBroker},
 	{key: 36, min: 0, max: 2, handle: handleSaslAuthenticate, share: anyBroker, beforeAuth: true},
@@ -127,28 +140,39 @@ var apiTable = []api{
 	{key: 69, min: 0, max: 1, handle: handleConsumerGroupDescribe, share: groupCoordinator, hiddenBy: "ClassicGroupsOnly", capBy: "NoTopicIDs", capTo: -1},
 	// Share groups (KIP-932) at Kafka 4.2's versions: v0 of the first four
 	// was Kafka 4.0's early access, removed in 4.1. They come with Kafka
-	// 4.2: a broker that speaks an older Kafka version would hide them
-	// here too. Like KIP-848's, they name topics by ID only.
-	{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
-	{key: 77, min: 1, max: 1, handle: handleShareGroupDescribe, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
-	{key: 78, min: 1, max: 2, handle: handleShareFetch, share: partitionLeader, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
-	{key: 79, min: 1, max: 2, handle: handleShareAcknowledge, share: partitionLeader, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
+	// 4.2: a broker following an older Kafka version hides them
+	// (beforeShareGroups). Like KIP-848's, they name topics by ID only.
+	{key: 76, min: 1, max: 1, handle: handleShareGroupHeartbeat, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 77, min: 1, max: 1, handle: handleShareGroupDescribe, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 78, min: 1, max: 2, handle: handleShareFetch, share: partitionLeader, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 79, min: 1, max: 2, handle: handleShareAcknowledge, share: partitionLeader, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
 	{key: 88, hiddenBy: "ClassicGroupsOnly"}, // StreamsGroupHeartbeat (KIP-1071)
 	{key: 89, hiddenBy: "ClassicGroupsOnly"}, // StreamsGroupDescribe
-	{key: 90, min: 0, max: 1, handle: handleDescribeShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
-	{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
-	{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1},
+	{key: 90, min: 0, max: 1, handle: handleDescribeShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 91, min: 0, max: 0, handle: handleAlterShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
+	{key: 92, min: 0, max: 0, handle: handleDeleteShareGroupOffsets, share: groupCoordinator, hiddenBy: "NoShareGroups", capBy: "NoTopicIDs", capTo: -1, ceilings: beforeShareGroups},
 }
 
-// buildAPIs applies the rules' modes to the table: APIs hidden by an
-// enforced rule are dropped and capped ones lowered. It also returns, per
-// API key, the enforced rule that hides it, or "", so that a request for a
-// hidden API can name the rule, and the audited rule that would hide it or
-// cap its versions, or 0.
-func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, auditedBy [maxAPIKey + 1]rules.ID) {
+// beforeShareGroups hides the share-group APIs before Kafka 4.2, the first
+// release to serve share groups (KIP-932); see KafkaVersion.ShareGroups.
+var beforeShareGroups = []ceiling{{before: Kafka4_2, max: -1}}
+
+// buildAPIs applies the Kafka version (api.ceilings) and the rules' modes
+// to the table: APIs a version does not have, or hidden by an enforced
+// rule, are dropped and capped ones lowered. It also returns, per API key,
+// the enforced rule that hides it, or "", so that a request for a hidden
+// API can name the rule, and the audited rule that would hide it or cap
+// its versions, or 0.
+func buildAPIs(r *rules.Rules, kafka KafkaVersion) (apis []api, hiddenBy [maxAPIKey + 1]string, auditedBy [maxAPIKey + 1]rules.ID) {
 	modes := r.Modes()
 	out := make([]api, 0, len(apiTable))
 	for _, a := range apiTable {
+		served := a.max
+		for _, c := range a.ceilings {
+			if kafka.Before(c.before) {
+				served = min(served, c.max)
+			}
+		}
 		a.advertised = a.max
 		if a.hiddenBy != "" {
 			switch id := tableRule(a.hiddenBy); modes.Of(id) {
@@ -159,9 +183,14 @@ func buildAPIs(r *rules.Rules) (apis []api, hiddenBy [maxAPIKey + 1]string, audi
 				auditedBy[a.key] = id
 			}
 		}
+		if served < a.min {
+			auditedBy[a.key] = 0 // Kafka of this version does not serve it either
+			continue
+		}
 		if a.handle == nil {
 			continue
 		}
+		a.max, a.advertised = served, served
 		if a.hiddenByCap() {
 			switch id := tableRule(a.capBy); modes.Of(id) {
 			case rules.Enforce:
@@ -234,5 +263,27 @@ func (b *Broker) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
+	if version >= 3 {
+		for _, f := range b.features {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+			if f.lvl > 0 {
+				ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+				ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.lvl, f.lvl
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+			}
+		}
+		resp.FinalizedFeaturesEpoch = -1
+		if len(resp.FinalizedFeatures) > 0 {
+			resp.FinalizedFeaturesEpoch = 1
+		}
+	}
 	return resp
+}
+
+// servedVersion reports whether ApiVersions advertises key at version.
+func (b *Broker) servedVersion(key, version int16) bool {
+	a := b.apiByKey[key]
+	return a != nil && version >= a.min && version <= a.advertised
 }

@@ -24,6 +24,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,8 @@ type Broker struct {
 	stopCompact func()
 	sweepMu     sync.Mutex
 	data        *store
-	apis        []api // the table, with the rules applied
+	apis        []api     // the table, with the rules applied
+	features    []feature // what ApiVersions v3+ lists (KafkaVersion.features)
 	apiByKey    [maxAPIKey + 1]*api
 	// hiddenBy names the rule that hides each API key, or "".
 	hiddenBy [maxAPIKey + 1]string
@@ -138,6 +140,7 @@ type config struct {
 	clusterID    string
 	rules        rules.Rules
 	rulesSet     bool
+	kafka        KafkaVersion // WithKafkaVersion
 	clock        clock.Clock
 	logger       *slog.Logger
 	topics       []TopicSpec
@@ -214,6 +217,14 @@ func WithProfile(name string) Option {
 		c.rules, c.rulesSet = r, true
 	}
 }
+
+// WithKafkaVersion sets the Kafka release whose semantics the broker
+// follows where Kafka 4.x releases differ: DefaultKafkaVersion (4.3)
+// unless set. See KafkaVersion for what each changes; ApiVersions and the
+// features it advertises follow it. The VAST profile's rules hide what
+// changes, so there it changes only the metadata.version it advertises.
+// New refuses a version not in KafkaVersions.
+func WithKafkaVersion(v KafkaVersion) Option { return func(c *config) { c.kafka = v } }
 
 // WithClock sets the broker's clock. The default is the wall clock; a
 // *clock.Manual lets a test move time.
@@ -504,8 +515,14 @@ func New(opts ...Option) (*Broker, error) {
 	if !cfg.rulesSet {
 		cfg.rules = rules.VAST()
 	}
+	if cfg.kafka == (KafkaVersion{}) {
+		cfg.kafka = DefaultKafkaVersion
+	}
 	if cfg.err != nil {
 		return nil, cfg.err
+	}
+	if !slices.Contains(KafkaVersions(), cfg.kafka) {
+		return nil, fmt.Errorf("vastfake: unknown Kafka version %s (want one of %s)", cfg.kafka, kafkaVersionNames())
 	}
 	for _, p := range cfg.policies {
 		if err := p.validate(); err != nil {
@@ -607,10 +624,11 @@ func New(opts ...Option) (*Broker, error) {
 	if b.enforced(rules.StaleEndOffset) {
 		b.staleEnd.Store(int64(cfg.rules.StaleEndOffset))
 	}
-	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules)
+	b.apis, b.hiddenBy, b.auditedBy = buildAPIs(&b.rules, cfg.kafka)
 	for i := range b.apis {
 		b.apiByKey[b.apis[i].key] = &b.apis[i]
 	}
+	b.features = cfg.kafka.features(b.servedVersion)
 	b.createOffsetsTopic()
 	if err := b.checkSeedTotal(); err != nil {
 		return nil, err
@@ -658,6 +676,8 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
 		OffsetsTopic:              b.appendOffsetsRecord,
+		TxnOffsetsTopic:           b.appendTxnOffsetsRecords,
+		AssignmentEpochs:          cfg.kafka.AssignmentEpochs(),
 		Locate:                    locate,
 	})
 	b.scheduleRetention()

@@ -138,7 +138,7 @@ func TestRepeatedNamesAreAnsweredOnce(t *testing.T) {
 		if profile == "kafka" {
 			r = rules.Kafka()
 		}
-		apis, _, _ := buildAPIs(&r)
+		apis, _, _ := buildAPIs(&r, DefaultKafkaVersion)
 		for _, a := range apis {
 			versions := []int16{a.min}
 			if a.max != a.min {

@@ -38,7 +38,7 @@ const (
 
 func TestEveryClientStringIsBounded(t *testing.T) {
 	r := rules.Kafka()
-	apis, _, _ := buildAPIs(&r)
+	apis, _, _ := buildAPIs(&r, DefaultKafkaVersion)
 	for _, a := range apis {
 		probe := buildRepeatRequest(a.key, a.max, &repeatWorld{memberID: "m", generation: 1})
 		if !probe.IsFlexible() {

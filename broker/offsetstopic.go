@@ -12,7 +12,9 @@ package broker
 
 import (
 	"sync/atomic"
+	"time"
 
+	"github.com/vastfake/vastfake/coordinator"
 	"github.com/vastfake/vastfake/log"
 )
 
@@ -80,17 +82,39 @@ type offsetsTopicState struct {
 // the VAST profile), and compacts that partition when it has grown past
 // its bound. The coordinator calls it with its lock held.
 func (b *Broker) appendOffsetsRecord(group string, key, value []byte) {
+	now := b.clock.Now()
+	b.appendOffsetsBatch(group, log.RecordBatch(key, value, now), now)
+}
+
+// appendTxnOffsetsRecords appends the records of one TxnOffsetCommit to the
+// group's partition of __consumer_offsets as one transactional batch of the
+// producer's id and epoch, as Kafka's group coordinator writes them: the
+// partition's last stable offset stays before them until the transaction's
+// marker (writeTxnMarkers). The coordinator calls it with its lock held.
+func (b *Broker) appendTxnOffsetsRecords(r coordinator.TxnOffsetRecords) {
+	now := b.clock.Now()
+	b.appendOffsetsBatch(r.Group, log.TransactionalRecordBatch(r.Keys, r.Values, r.ProducerID, r.ProducerEpoch, now), now)
+}
+
+// offsetsPartition returns the group's partition of __consumer_offsets, or
+// nil when the topic does not exist (VAST profile).
+func (b *Broker) offsetsPartition(group string) (*topic, int32, *log.Partition) {
 	t := b.data.get(offsetsTopic)
 	if t == nil || !t.internal {
-		return
+		return nil, 0, nil
 	}
 	p := OffsetsTopicPartition(group)
-	part := t.partition(p)
+	return t, p, t.partition(p)
+}
+
+// appendOffsetsBatch appends batch to the group's partition of
+// __consumer_offsets, when the topic exists, and compacts that partition
+// when it has grown past its bound.
+func (b *Broker) appendOffsetsBatch(group string, batch log.Batch, now time.Time) {
+	t, p, part := b.offsetsPartition(group)
 	if part == nil {
 		return
 	}
-	now := b.clock.Now()
-	batch := log.RecordBatch(key, value, now)
 	b.appendMu.Lock()
 	part.Append(batch, log.AppendOptions{Now: now})
 	b.appendMu.Unlock()

@@ -75,9 +75,13 @@ func (p *pendingAppend) stage() log.Staged {
 // has no state of (new, or expired after producer.id.expiration.ms) may
 // start at any sequence, so UNKNOWN_PRODUCER_ID is never answered. A
 // transactional batch must be for a partition of its producer's open
-// transaction (INVALID_TXN_STATE otherwise) with the producer's current
-// epoch (INVALID_PRODUCER_EPOCH for an older one), as Kafka 3.6+ verifies
-// it with the transaction coordinator (KIP-890).
+// transaction with the producer's current epoch (INVALID_PRODUCER_EPOCH for
+// another), as Kafka 3.6+ verifies it with the transaction coordinator
+// (KIP-890): from v12 the batch adds its partition to the transaction
+// (KIP-890's second part); before, a partition not in it gets
+// TRANSACTION_ABORTABLE (v11) or INVALID_TXN_STATE. A transactional batch
+// in a request without a transactional id gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as in Kafka.
 // A partition named twice is answered once and only its last copy is
 // appended, as Kafka's handler collects partitions into a map.
 // VAST: no compression (NoCompression), no producer ids or transactions
@@ -103,6 +107,11 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, rules.NoIdempotence.Refusal("VAST does not support transactions", noTransactionsAction))
 	}
 
+	if req.TransactionID == nil && !b.enforced(rules.NoIdempotence) && hasTransactionalBatch(req) {
+		// As Kafka's handler: a transactional batch needs the
+		// transactional id it is authorized by.
+		return produceError(req, resp, kerr.TransactionalIDAuthorizationFailed.Code, "transactional record batches need the request's transactional id")
+	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -156,7 +165,7 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 			}
 			var txn coordinator.TxnCheck
 			if batch.Transactional() {
-				if code, msg, txn = b.checkTransactional(batch, name, rp.Partition); code != 0 {
+				if code, msg, txn = b.checkTransactional(*req.TransactionID, r.version, batch, name, rp.Partition); code != 0 {
 					sp.ErrorCode, sp.ErrorMessage = code, kmsg.StringPtr(msg)
 					continue
 				}
@@ -181,6 +190,20 @@ func handleProduce(b *Broker, r *request) kmsg.Response {
 		}
 	}
 	return resp
+}
+
+// hasTransactionalBatch reports whether any partition of req carries a
+// batch whose attributes say it is transactional, read in place, as
+// Kafka's RequestUtils.hasTransactionalRecords looks before parsing.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if len(p.Records) >= log.BatchHeaderSize && log.Batch(p.Records).Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mergeProduce returns req with each topic and partition named once, as

@@ -60,6 +60,7 @@ var hostileStart = map[string][]Option{
 	"electionDelay":       {WithElectionDelay(-time.Second)},
 	"replicationFactor":   {WithDefaultReplicationFactor(-1), WithDefaultReplicationFactor(math.MaxInt16)},
 	"rules":               {WithProfile("zookeeper")},
+	"kafka":               {WithKafkaVersion(KafkaVersion{3, 9}), WithKafkaVersion(KafkaVersion{255, 255})},
 }
 
 var unboundedStart = map[string]string{

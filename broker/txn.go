@@ -7,11 +7,16 @@ package broker
 // logs (log.Partition.AppendMarker), with the producer-state table that
 // idempotent de-duplication uses (log.Producers.Mark).
 //
-// Versions are Kafka's before KIP-890's second part: AddPartitionsToTxn
-// v0-v3 (v4+ is broker-to-broker), AddOffsetsToTxn, EndTxn and
-// TxnOffsetCommit v0-v3, so a client keeps its epoch across transactions
-// and ends each with EndTxn. Produce verifies a transactional batch against
-// its transaction as Kafka 3.6+ does (KIP-890's first part).
+// Versions are Kafka 4.x's: AddPartitionsToTxn v0-v5 (v4+ is the batched
+// form brokers send, txnv2.go), AddOffsetsToTxn v0-v4, EndTxn v0-v5 and
+// TxnOffsetCommit v0-v5. What a request gets follows its version, as in
+// Kafka: a client of the older protocol adds partitions and groups
+// explicitly and keeps its epoch across transactions; one of KIP-890's
+// second part (transaction.version 2, advertised by the Kafka version the
+// broker follows) adds them by producing (Produce v12+) and committing
+// (TxnOffsetCommit v5+), and each EndTxn v5+ bumps its epoch. Produce
+// verifies a transactional batch against its transaction as Kafka 3.6+
+// does (KIP-890's first part).
 // v0-v1 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn, and v0-v3 of
 // InitProducerId, answer INVALID_PRODUCER_EPOCH where later versions answer
 // PRODUCER_FENCED, as Kafka does for clients that predate that code.
@@ -63,16 +68,20 @@ func initTransactionalProducer(b *Broker, r *request, req *kmsg.InitProducerIDRe
 	return resp
 }
 
-// handleAddPartitionsToTxn answers AddPartitionsToTxn v0-v3: the partitions
+// handleAddPartitionsToTxn answers AddPartitionsToTxn v0-v5: the partitions
 // join the producer's transaction, which starts with the first. As in
 // Kafka, if any partition is refused (UNKNOWN_TOPIC_OR_PARTITION,
 // TOPIC_AUTHORIZATION_FAILED) none is added and the others get
 // OPERATION_NOT_ATTEMPTED. A partition named twice is answered once, as
-// Kafka collects the request into a set.
+// Kafka collects the request into a set. v4+ is the batched form Kafka's
+// brokers send the transaction coordinator (handleAddPartitionsToTxnBatch).
 // VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 // Authorizes: KafkaWrite on each topic.
 func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
+	if r.version >= 4 {
+		return b.addPartitionsToTxnBatch(r, req)
+	}
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if topics := mergeTopics(req.Topics,
 		func(t *kmsg.AddPartitionsToTxnRequestTopic) string { return t.Topic },
@@ -128,7 +137,7 @@ func handleAddPartitionsToTxn(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
-// handleAddOffsetsToTxn answers AddOffsetsToTxn v0-v3: the group joins the
+// handleAddOffsetsToTxn answers AddOffsetsToTxn v0-v4: the group joins the
 // producer's transaction, so that TxnOffsetCommit may commit its offsets.
 // VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 // Authorizes: KafkaRead on the group (GROUP_AUTHORIZATION_FAILED).
@@ -143,18 +152,25 @@ func handleAddOffsetsToTxn(b *Broker, r *request) kmsg.Response {
 	return resp
 }
 
-// handleEndTxn answers EndTxn v0-v3: the transaction commits or aborts, its
+// handleEndTxn answers EndTxn v0-v5: the transaction commits or aborts, its
 // markers are in its partitions and its offsets committed (or dropped)
-// when the answer is sent.
+// when the answer is sent. From v5 (KIP-890's second part) the markers
+// carry the next epoch, which the answer returns with the producer id (see
+// coordinator.EndTxnV2); before, the producer keeps its epoch.
 // VAST: not served (NoIdempotence hides it); audited, served as here and recorded.
 func handleEndTxn(b *Broker, r *request) kmsg.Response {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if r.version >= 5 {
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = b.coord.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit,
+			func() int64 { return b.nextProducerID.Add(1) })
+		return resp
+	}
 	resp.ErrorCode = fencedCode(b.coord.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), r.version, 2)
 	return resp
 }
 
-// handleTxnOffsetCommit answers TxnOffsetCommit v0-v3; see
+// handleTxnOffsetCommit answers TxnOffsetCommit v0-v5; see
 // coordinator.TxnOffsetCommit. Partitions of topics that do not exist get
 // UNKNOWN_TOPIC_OR_PARTITION. A partition named twice is answered once
 // and its last copy kept, as OffsetCommit does.
@@ -311,9 +327,11 @@ func handleDescribeProducers(b *Broker, r *request) kmsg.Response {
 }
 
 // writeTxnMarkers writes the markers that end a transaction into its
-// partitions, as Kafka's coordinator has their leaders write them, and
-// gives the producer's state in each the marker's epoch, then wakes the
-// fetches waiting for data. Partitions of deleted topics are skipped. The coordinator calls it with its lock held.
+// partitions and into the __consumer_offsets partition of each group it
+// commits offsets for, as Kafka's coordinator has their leaders write them,
+// and gives the producer's state in each data partition the marker's epoch,
+// then wakes the fetches waiting for data. Partitions of deleted topics are
+// skipped. The coordinator calls it with its lock held.
 func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
 	now := b.clock.Now()
 	marker := log.MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, 0, now)
@@ -334,19 +352,42 @@ func (b *Broker) writeTxnMarkers(m coordinator.TxnMarkers) {
 			b.producers.Mark(part, m.ProducerID, m.ProducerEpoch, now)
 		}
 	}
+	var marked map[int32]bool
+	for _, g := range m.Groups {
+		_, p, part := b.offsetsPartition(g)
+		if part == nil || marked[p] {
+			continue
+		}
+		if marked == nil {
+			marked = make(map[int32]bool)
+		}
+		marked[p] = true
+		part.AppendMarker(marker, m.ProducerID, m.Commit, now)
+	}
 }
 
-// checkTransactional verifies a transactional batch against its producer's
-// transaction (see coordinator.InTransaction) and returns the check to make
-// again just before the append.
-func (b *Broker) checkTransactional(batch log.Batch, topic string, partition int32) (int16, string, coordinator.TxnCheck) {
-	code, still := b.coord.InTransaction(batch.ProducerID(), batch.ProducerEpoch(), coordinator.TopicPartition{Topic: topic, Partition: partition})
+// checkTransactional verifies a transactional batch of the transactional
+// id txnID against its producer's transaction, adding the partition to it
+// from Produce v12 (see coordinator.ProduceInTransaction), and returns the
+// check to make again just before the append. A partition not in the
+// transaction gets TRANSACTION_ABORTABLE from Produce v11 (KIP-890's first
+// part), INVALID_TXN_STATE before, as Kafka maps it.
+func (b *Broker) checkTransactional(txnID string, version int16, batch log.Batch, topic string, partition int32) (int16, string, coordinator.TxnCheck) {
+	pid, epoch := batch.ProducerID(), batch.ProducerEpoch()
+	code, still := b.coord.ProduceInTransaction(txnID, pid, epoch, coordinator.TopicPartition{Topic: topic, Partition: partition}, version >= 12)
+	producer := "producer " + strconv.FormatInt(pid, 10)
 	switch code {
 	case 0:
 		return 0, "", still
 	case kerr.InvalidProducerEpoch.Code:
-		return code, "producer " + strconv.FormatInt(batch.ProducerID(), 10) + " epoch " + strconv.Itoa(int(batch.ProducerEpoch())) + " is fenced by a newer epoch", nil
+		return code, producer + " epoch " + strconv.Itoa(int(epoch)) + " is fenced: transactional id " + strconv.Quote(txnID) + " has another epoch", nil
+	case kerr.InvalidProducerIDMapping.Code:
+		return code, "transactional id " + strconv.Quote(txnID) + " does not have " + producer, nil
+	case kerr.TransactionAbortable.Code:
+		if version < 11 {
+			code = kerr.InvalidTxnState.Code
+		}
+		return code, "partition " + topic + "-" + strconv.Itoa(int(partition)) + " is not in " + producer + "'s open transaction (AddPartitionsToTxn first)", nil
 	}
-	return code, "partition " + topic + "-" + strconv.Itoa(int(partition)) + " is not in producer " +
-		strconv.FormatInt(batch.ProducerID(), 10) + "'s open transaction (AddPartitionsToTxn first)", nil
+	return code, "", nil
 }

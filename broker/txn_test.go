@@ -49,14 +49,14 @@ func TestBatchOfAnEndedTransactionIsNotAppended(t *testing.T) {
 	part := b.data.get("t").partition(0)
 
 	first := txnBatch(pid, epoch, 0)
-	code, msg, check := b.checkTransactional(first, "t", 0)
+	code, msg, check := b.checkTransactional("late", 11, first, "t", 0)
 	require.Zero(t, code, msg)
 	resp := kmsg.NewProduceResponseTopicPartition()
 	b.appendPending([]pendingAppend{{resp: &resp, part: part, batch: first, txn: check}}, b.clock.Now())
 	require.Zero(t, resp.ErrorCode, "appended while the transaction is open")
 
 	late := txnBatch(pid, epoch, 1)
-	code, _, check = b.checkTransactional(late, "t", 0)
+	code, _, check = b.checkTransactional("late", 11, late, "t", 0)
 	require.Zero(t, code)
 	require.Zero(t, b.coord.EndTxn("late", pid, epoch, true)) // ends between the check and the append
 	resp = kmsg.NewProduceResponseTopicPartition()

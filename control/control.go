@@ -269,7 +269,7 @@ func (e *errorWriter) Write(p []byte) (int, error) {
 // ---- inspection ----
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "bootstrap": s.b.AdvertisedAddr()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "bootstrap": s.b.AdvertisedAddr(), "kafkaVersion": s.b.KafkaVersion().String()})
 }
 
 func (s *server) topics(w http.ResponseWriter, r *http.Request) {

@@ -37,7 +37,7 @@ func TestHealthzAndErrors(t *testing.T) {
 
 	var health map[string]string
 	require.Equal(t, http.StatusOK, call(t, "GET", url+"/healthz", nil, &health))
-	assert.Equal(t, map[string]string{"status": "ok", "bootstrap": k.Addr()}, health)
+	assert.Equal(t, map[string]string{"status": "ok", "bootstrap": k.Addr(), "kafkaVersion": "4.3"}, health)
 
 	var e errorBody
 	assert.Equal(t, http.StatusNotFound, call(t, "GET", url+"/topics/nope", nil, &e))

@@ -661,7 +661,7 @@ const liveFindings = 100
 
 // writeLive streams everything the live page draws, as one object:
 //
-//	{"now", "bootstrap", "manualClock", "topics": [...], "groups": [...], "rebalances": [...], "audit": {...}}
+//	{"now", "bootstrap", "kafkaVersion", "manualClock", "topics": [...], "groups": [...], "rebalances": [...], "audit": {...}}
 //
 // with topics and groups as /topics and /groups list them, the latest
 // liveRebalances rebalances, and, when a rule is audited, the first
@@ -670,6 +670,7 @@ const liveFindings = 100
 func (s *server) writeLive(st *jsonStream) {
 	_ = st.raw("{\n  \"now\": ") && st.value(s.b.Clock().Now(), "  ") &&
 		st.raw(",\n  \"bootstrap\": ") && st.value(s.b.AdvertisedAddr(), "  ") &&
+		st.raw(",\n  \"kafkaVersion\": ") && st.value(s.b.KafkaVersion().String(), "  ") &&
 		st.raw(",\n  \"brokers\": ") && st.value(s.brokerViews(), "  ") &&
 		st.raw(",\n  \"manualClock\": ") && st.value(s.manual != nil, "  ") &&
 		st.raw(",\n  \"topics\": ") && st.array(1, s.eachTopic) &&

@@ -174,14 +174,13 @@ func (c *Coordinator) Reset() {
 	c.groupConfigs = nil
 	for _, t := range c.txns.byID {
 		t.timer.cancel()
-		for _, offs := range t.offsets {
-			for _, o := range offs {
-				c.metaBytes -= len(o.meta)
-			}
+	}
+	for _, ps := range c.txns.pending {
+		for po := range ps {
+			c.metaBytes -= po.meta
 		}
 	}
 	clear(c.txns.byID)
-	clear(c.txns.byPID)
 	clear(c.txns.pending)
 	c.txns.idle.Init()
 	c.txns.idBytes, c.txns.idleBytes = 0, 0

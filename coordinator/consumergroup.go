@@ -172,8 +172,13 @@ type cmember struct {
 	assignor string // the server assignor it asked for, or ""
 
 	assigned tpSet // partitions it may consume
-	revoking tpSet // partitions it must revoke
-	target   tpSet // its part of the target assignment
+	// assignedAt is the member epoch at which it was given each partition
+	// of assigned and revoking (KIP-1251's assignment epochs), which
+	// commits at an older epoch are checked against
+	// (Config.AssignmentEpochs).
+	assignedAt map[tp]int32
+	revoking   tpSet // partitions it must revoke
+	target     tpSet // its part of the target assignment
 	// sent is false when assigned changed since the last heartbeat
 	// response carried it.
 	sent bool
@@ -396,6 +401,7 @@ func (c *Coordinator) dropGoneTopics(cg *consumerGroup) {
 				m.sent = false
 			}
 			delete(m.revoking, p)
+			delete(m.assignedAt, p)
 		}
 	}
 }
@@ -780,6 +786,7 @@ func (c *Coordinator) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRe
 			delete(cg.owner, p)
 		}
 		m.revoking = tpSet{}
+		m.assignedAt = nil // its partitions count from the epoch it comes back at (KIP-1251)
 		m.rebalanceTimer.cancel()
 		m.rebalanceTimer = nil
 		m.prevEpoch, m.epoch = m.epoch, epochStaticLeave
@@ -1115,6 +1122,7 @@ func (c *Coordinator) reconcile(g *group, m *cmember, owned tpSet) {
 			if cg.owner[p] == m.id {
 				delete(cg.owner, p)
 			}
+			delete(m.assignedAt, p)
 		}
 		m.revoking = tpSet{}
 		c.nextAssignment(g, m, min(m.epoch+1, cg.targetEpoch))
@@ -1172,6 +1180,16 @@ func (c *Coordinator) nextAssignment(g *group, m *cmember, epoch int32) {
 	if m.epoch != cg.targetEpoch {
 		m.prevEpoch, m.epoch = m.epoch, cg.targetEpoch
 		m.sent = false
+	}
+	if len(m.assignedAt) != len(m.assigned)+len(m.revoking) {
+		if m.assignedAt == nil {
+			m.assignedAt = make(map[tp]int32, len(m.assigned))
+		}
+		for p := range m.assigned {
+			if _, ok := m.assignedAt[p]; !ok {
+				m.assignedAt[p] = m.epoch
+			}
+		}
 	}
 	m.state = memberStable
 	if waiting {
@@ -1324,21 +1342,34 @@ func (c *Coordinator) describeClassic(g *group, dg *kmsg.DescribeGroupsResponseG
 // negative epoch to a group without members is an admin's; otherwise the
 // member must exist (UNKNOWN_MEMBER_ID), commit with OffsetCommit v9+
 // (UNSUPPORTED_VERSION) and carry its current epoch (STALE_MEMBER_EPOCH).
-func (cg *consumerGroup) commitCheck(memberID string, epoch int32, version int16) int16 {
+// With assignmentEpochs (KIP-1251, Kafka 4.3) an older epoch passes too,
+// and the check it returns then decides each partition: accepted when the
+// member holds it since that epoch or an earlier one, else
+// STALE_MEMBER_EPOCH; a newer epoch than the member's is refused whole.
+// The check is nil when every partition passes.
+func (cg *consumerGroup) commitCheck(memberID string, epoch int32, version int16, assignmentEpochs bool) (int16, func(topic string, partition int32) int16) {
 	if epoch < 0 && len(cg.members) == 0 {
-		return errNone
+		return errNone, nil
 	}
 	m := cg.members[memberID]
 	if m == nil {
-		return kerr.UnknownMemberID.Code
+		return kerr.UnknownMemberID.Code, nil
 	}
 	if version < 9 {
-		return kerr.UnsupportedVersion.Code
+		return kerr.UnsupportedVersion.Code, nil
 	}
-	if epoch != m.epoch {
+	switch {
+	case epoch == m.epoch:
+		return errNone, nil
+	case epoch > m.epoch || !assignmentEpochs:
+		return kerr.StaleMemberEpoch.Code, nil
+	}
+	return errNone, func(topic string, partition int32) int16 {
+		if at, ok := m.assignedAt[tp{topic, partition}]; ok && at <= epoch {
+			return errNone
+		}
 		return kerr.StaleMemberEpoch.Code
 	}
-	return errNone
 }
 
 // fetchCheck validates an OffsetFetch v9+ for a consumer group as Kafka's

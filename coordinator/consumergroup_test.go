@@ -728,3 +728,73 @@ func TestConsumerGroupKeepsWhatItStoresBounded(t *testing.T) {
 	_, _, created := caller.told()
 	assert.Equal(t, []string{"g", "s"}, created)
 }
+
+// TestAssignmentEpochCommits: a member one epoch behind commits a
+// partition it held at that epoch. Before Kafka 4.3 every commit must carry
+// the member's epoch; with KIP-1251's assignment epochs
+// (Config.AssignmentEpochs) a partition is refused only when the member
+// was given it at a later epoch or does not hold it, and a newer epoch than
+// the member's is refused whole. TxnOffsetCommit checks the same way.
+func TestAssignmentEpochCommits(t *testing.T) {
+	for _, relaxed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AssignmentEpochs=%v", relaxed), func(t *testing.T) {
+			h := newCGHarness(t, func(c *Config) { c.AssignmentEpochs = relaxed })
+			h.addTopic("t", 1)
+			m := h.member("g", "m")
+			require.Equal(t, int16(0), m.join("t", "u").ErrorCode)
+			h.settle("g", m)
+			old := m.epoch
+			h.addTopic("u", 1) // a new group epoch gives m u-0
+			g := h.settle("g", m)
+			require.Equal(t, map[string][]int32{"t": {0}, "u": {0}}, g.Members[0].Current)
+			require.Greater(t, m.epoch, old)
+
+			commit := func(epoch int32) map[string]int16 {
+				req := commitReq("g", "m", epoch, "t", map[int32]int64{0: 5})
+				req.Version = 9
+				for _, topic := range []string{"u", "v"} {
+					rt := kmsg.NewOffsetCommitRequestTopic()
+					rt.Topic = topic
+					rp := kmsg.NewOffsetCommitRequestTopicPartition()
+					rp.Offset = 5
+					rt.Partitions = append(rt.Partitions, rp)
+					req.Topics = append(req.Topics, rt)
+				}
+				out := map[string]int16{}
+				for _, rt := range h.c.OffsetCommit(NoCaller, req).Topics {
+					out[rt.Topic] = rt.Partitions[0].ErrorCode
+				}
+				return out
+			}
+			stale := kerr.StaleMemberEpoch.Code
+			assert.Equal(t, map[string]int16{"t": 0, "u": 0, "v": 0}, commit(m.epoch), "the member's epoch")
+			assert.Equal(t, map[string]int16{"t": stale, "u": stale, "v": stale}, commit(m.epoch+1), "a newer epoch")
+			want := map[string]int16{"t": stale, "u": stale, "v": stale}
+			if relaxed {
+				want["t"] = 0 // held since the older epoch; u-0 came later, v-0 is not its own
+			}
+			assert.Equal(t, want, commit(old), "an older epoch")
+
+			th := &txnHarness{harness: h.harness}
+			pid, epoch := th.init("etl")
+			require.Zero(t, h.c.AddOffsetsToTxn("etl", pid, epoch, "g"))
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version = 3
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch = "etl", pid, epoch
+			req.Group, req.MemberID, req.Generation = "g", "m", old
+			for _, topic := range []string{"t", "u"} {
+				rt := kmsg.NewTxnOffsetCommitRequestTopic()
+				rt.Topic = topic
+				rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+				req.Topics = append(req.Topics, rt)
+			}
+			resp := h.c.TxnOffsetCommit(req)
+			wantT := stale
+			if relaxed {
+				wantT = 0
+			}
+			assert.Equal(t, wantT, resp.Topics[0].Partitions[0].ErrorCode, "TxnOffsetCommit of t-0 at the older epoch")
+			assert.Equal(t, stale, resp.Topics[1].Partitions[0].ErrorCode, "TxnOffsetCommit of u-0 at the older epoch")
+		})
+	}
+}

@@ -157,6 +157,19 @@ type Config struct {
 	// in the order the changes happen, and must not call back into the
 	// Coordinator. It may be nil (VAST keeps no such topic).
 	OffsetsTopic func(group string, key, value []byte)
+	// AssignmentEpochs checks a KIP-848 member's OffsetCommit and
+	// TxnOffsetCommit by per-partition assignment epochs, as Kafka 4.3
+	// does (KIP-1251): a commit is refused only when its epoch is newer
+	// than the member's, or older than the epoch the member was given the
+	// partition at. Off, as before Kafka 4.3, the epoch must be the
+	// member's.
+	AssignmentEpochs bool
+	// TxnOffsetsTopic receives the records of each TxnOffsetCommit, to be
+	// written to __consumer_offsets as one transactional batch of the
+	// producer's id and epoch, which the transaction's marker (see
+	// TxnMarkers.Groups) commits or aborts. The same rules as OffsetsTopic
+	// apply; nil writes none.
+	TxnOffsetsTopic func(TxnOffsetRecords)
 	// Topics returns every topic KIP-848 consumer groups may be assigned,
 	// internal ones included, as Kafka matches a regex against them. The coordinator calls it, with its lock
 	// held, when it starts and on TopicsChanged and TopicDeleted; it must
@@ -234,6 +247,11 @@ type Coordinator struct {
 	txns         txns
 	writeMarkers func(TxnMarkers)
 	offsetsLog   func(group string, key, value []byte)
+	// txnOffsetsLog is Config.TxnOffsetsTopic; offsetSeq numbers committed
+	// and pending offsets in the order of their records (nextOffsetSeq).
+	txnOffsetsLog    func(TxnOffsetRecords)
+	assignmentEpochs bool // Config.AssignmentEpochs
+	offsetSeq        uint64
 
 	// KIP-848 consumer groups (consumergroup.go).
 	topicsFn       func() []TopicMeta
@@ -348,17 +366,19 @@ func New(cfg Config) *Coordinator {
 		log:          log,
 		done:         make(chan struct{}),
 		groups:       make(map[string]*group),
-		txns: txns{byID: make(map[string]*transaction), byPID: make(map[int64]*transaction),
-			pending: make(map[string]map[TopicPartition]int)},
-		writeMarkers: cfg.WriteTxnMarkers,
-		offsetsLog:   cfg.OffsetsTopic,
-		topicsFn:     cfg.Topics,
-		topicFn:      cfg.Topic,
-		cgSession:    cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
-		cgInterval:   cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
-		cgMaxSize:    cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
-		locate:       cfg.Locate,
-		share:        cfg.Share.withDefaults(),
+		txns: txns{byID: make(map[string]*transaction),
+			pending: make(map[string]map[*pendingOffsets]struct{})},
+		writeMarkers:     cfg.WriteTxnMarkers,
+		offsetsLog:       cfg.OffsetsTopic,
+		txnOffsetsLog:    cfg.TxnOffsetsTopic,
+		assignmentEpochs: cfg.AssignmentEpochs,
+		topicsFn:         cfg.Topics,
+		topicFn:          cfg.Topic,
+		cgSession:        cmp.Or(cfg.ConsumerSessionTimeout, DefaultConsumerSessionTimeout),
+		cgInterval:       cmp.Or(cfg.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval),
+		cgMaxSize:        cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
+		locate:           cfg.Locate,
+		share:            cfg.Share.withDefaults(),
 	}
 	c.refreshTopics()
 	return c

@@ -7,7 +7,7 @@ package coordinator
 // member, and the broker that takes the group over loads it and gives
 // every member a fresh session timeout (and a KIP-848 member that owes a
 // revocation a fresh rebalance timeout), as its GroupMetadataManager does
-// when it loads a group. Here one coordinator holds every group whatever
+// when it loads a group, share groups' members included. Here one coordinator holds every group whatever
 // broker coordinates it, so the broker says where each group is
 // coordinated (Config.Locate) and calls CoordinatorsMoved whenever that
 // may have changed: a group whose coordinator stops serving has its timers
@@ -52,8 +52,10 @@ func (c *Coordinator) relocate(g *group) {
 }
 
 // pauseGroup stops g's timers while its coordinator is away: every
-// member's session timer, a KIP-848 member's rebalance timer, and a
-// classic group's join and sync phase timers. Call it with c.mu held.
+// member's session timer (classic, KIP-848 and share group members), a
+// KIP-848 member's rebalance timer, and a classic group's join and sync
+// phase timers. A share partition's acquisition locks run on: the
+// partition's leader holds them, not the coordinator. Call it with c.mu held.
 func (c *Coordinator) pauseGroup(g *group) {
 	g.paused = true
 	c.log.Debug("coordinator: group paused while its coordinator is away", "group", g.name)
@@ -70,6 +72,12 @@ func (c *Coordinator) pauseGroup(g *group) {
 			m.sessionTimer.cancel()
 			m.rebalanceTimer.cancel()
 			m.sessionTimer, m.rebalanceTimer = nil, nil
+		}
+	}
+	if g.sg != nil {
+		for _, m := range g.sg.members {
+			m.sessionTimer.cancel()
+			m.sessionTimer = nil
 		}
 	}
 }
@@ -105,6 +113,11 @@ func (c *Coordinator) takeOver(g *group) {
 			if m.state == memberUnrevoked {
 				c.startRevocationTimer(g, m)
 			}
+		}
+	}
+	if g.sg != nil {
+		for _, m := range g.sg.members {
+			c.resetShareSession(g, m)
 		}
 	}
 }

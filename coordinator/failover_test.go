@@ -141,3 +141,32 @@ func TestGroupsCreatedWhileAwayWait(t *testing.T) {
 	h.clk.Advance(9 * time.Second)
 	assert.Equal(t, errNone, h.c.Heartbeat(hbReq("g", ids[0], gen)).ErrorCode, "a fresh session at the move")
 }
+
+// TestShareGroupSessionsWaitForTheCoordinator: the same for a share group
+// (KIP-932): no member is fenced while the coordinator is away, and each
+// gets a fresh share session timeout when another broker takes the group
+// over, as Kafka's coordinator schedules them when it loads the group.
+func TestShareGroupSessionsWaitForTheCoordinator(t *testing.T) {
+	t.Parallel()
+	loc := &location{at: 1, serving: true}
+	h := newShareHarness(t, func(c *Config) { c.Locate = loc.locate })
+	a, b := shareMemberID(1), shareMemberID(2)
+	h.join("g", a)
+	h.join("g", b)
+	h.clk.Advance(DefaultShareSessionTimeout - time.Second)
+
+	loc.set(1, false)
+	h.c.CoordinatorsMoved()
+	h.clk.Advance(time.Hour)
+	assert.Len(t, h.c.groups["g"].sg.members, 2, "no member fenced while the coordinator was away")
+
+	loc.set(2, true)
+	h.c.CoordinatorsMoved()
+	h.clk.Advance(DefaultShareSessionTimeout - time.Second)
+	assert.Len(t, h.c.groups["g"].sg.members, 2, "a fresh session from the takeover")
+	for _, m := range []string{a, b} {
+		require.Zero(t, h.heartbeat("g", m, h.c.groups["g"].sg.members[m].epoch).ErrorCode)
+	}
+	h.clk.Advance(DefaultShareSessionTimeout)
+	assert.Empty(t, h.c.groups["g"].sg.members, "sessions run out as ever once the coordinator serves")
+}

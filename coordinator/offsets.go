@@ -16,6 +16,10 @@ type offset struct {
 	epoch int32
 	meta  string
 	at    time.Time // commit time on the coordinator's clock
+	// seq orders the offset's record among every offset record the
+	// coordinator wrote (nextOffsetSeq): of a pending transactional offset
+	// and a committed one, the later record wins.
+	seq uint64
 }
 
 // OffsetCommit stores committed offsets, validated as Kafka 4.x validates a
@@ -44,7 +48,7 @@ func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest)
 	defer c.unlock()
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
-	g, code := c.commitGroup(caller, req)
+	g, code, partCheck := c.commitGroup(caller, req)
 	now := c.clock.Now()
 	for _, t := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
@@ -58,7 +62,10 @@ func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest)
 			if g != nil {
 				old = g.offsets[t.Topic][p.Partition]
 			}
-			if code == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
+			if code == errNone && partCheck != nil {
+				sp.ErrorCode = partCheck(t.Topic, p.Partition)
+			}
+			if sp.ErrorCode == errNone && p.Metadata != nil && (len(*p.Metadata) > c.maxMetadata ||
 				len(*p.Metadata) > len(old.meta) && c.metaBytes-len(old.meta)+len(*p.Metadata) > c.metaBudget) {
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			}
@@ -66,7 +73,7 @@ func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest)
 			if sp.ErrorCode != errNone {
 				continue
 			}
-			o := offset{off: p.Offset, epoch: -1, at: now}
+			o := offset{off: p.Offset, epoch: -1, at: now, seq: c.nextOffsetSeq()}
 			if req.Version >= 6 {
 				o.epoch = p.LeaderEpoch
 			}
@@ -94,10 +101,12 @@ func (c *Coordinator) OffsetCommit(caller Caller, req *kmsg.OffsetCommitRequest)
 }
 
 // commitGroup validates a commit and returns the group it goes to, creating
-// it for a generation -1 commit.
-func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) (*group, int16) {
+// it for a generation -1 commit, and for a consumer group's member
+// committing at an older epoch the check of each partition (see
+// consumerGroup.commitCheck).
+func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) (*group, int16, func(string, int32) int16) {
 	if c.closed {
-		return nil, kerr.CoordinatorNotAvailable.Code
+		return nil, kerr.CoordinatorNotAvailable.Code, nil
 	}
 	generation, memberID := req.Generation, req.MemberID
 	if req.Version == 0 {
@@ -108,45 +117,46 @@ func (c *Coordinator) commitGroup(caller Caller, req *kmsg.OffsetCommitRequest) 
 	if g == nil {
 		if generation >= 0 {
 			if req.Version >= 9 {
-				return nil, kerr.GroupIDNotFound.Code
+				return nil, kerr.GroupIDNotFound.Code, nil
 			}
-			return nil, kerr.IllegalGeneration.Code
+			return nil, kerr.IllegalGeneration.Code, nil
 		}
 		if len(req.Group) > MaxGroupIDBytes {
-			return nil, kerr.InvalidGroupID.Code
+			return nil, kerr.InvalidGroupID.Code, nil
 		}
 		if !c.canCreateGroup(caller, "OffsetCommit", req.Group) {
-			return nil, kerr.GroupMaxSizeReached.Code
+			return nil, kerr.GroupMaxSizeReached.Code, nil
 		}
 		g = c.newGroup(req.Group)
 		caller.GroupCreated(req.Group)
-		return g, errNone
+		return g, errNone, nil
 	}
 	if g.sg != nil {
-		return nil, kerr.GroupIDNotFound.Code // a share group commits no offsets
+		return nil, kerr.GroupIDNotFound.Code, nil // a share group commits no offsets
 	}
 	if g.cg != nil {
-		if code := g.cg.commitCheck(memberID, generation, req.Version); code != errNone {
-			return nil, code
+		code, check := g.cg.commitCheck(memberID, generation, req.Version, c.assignmentEpochs)
+		if code != errNone {
+			return nil, code, nil
 		}
-		return g, errNone
+		return g, errNone, check
 	}
 	if generation < 0 && g.state == stateEmpty {
-		return g, errNone
+		return g, errNone, nil
 	}
 	if generation >= 0 || memberID != "" || instanceID != nil {
 		m, code := g.validate(instanceID, memberID, generation)
 		if m == nil {
-			return nil, code
+			return nil, code, nil
 		}
 		if g.state == stateCompletingRebalance {
-			return nil, kerr.RebalanceInProgress.Code
+			return nil, kerr.RebalanceInProgress.Code, nil
 		}
 		c.resetSession(g, m)
-		return g, errNone
+		return g, errNone, nil
 	}
 	// Generation -1 and no member id on a group with members.
-	return nil, kerr.UnknownMemberID.Code
+	return nil, kerr.UnknownMemberID.Code, nil
 }
 
 // OffsetFetch returns committed offsets: v0-v7 for one group, v8+ for a
@@ -464,6 +474,20 @@ func (c *Coordinator) expiryChanged(g *group) {
 	if at, ok := c.nextExpiry(g); ok {
 		c.scheduleExpiry(at)
 	}
+}
+
+// offsetsCommitted is expiryChanged for offsets just committed to g, the
+// earliest of them at at: it makes sure the expiry timer runs by the time
+// they expire, without reading g's other offsets, so that committing a
+// chunk of a large transaction costs the chunk. Call it with c.mu held.
+func (c *Coordinator) offsetsCommitted(g *group, at time.Time) {
+	if g.state != stateEmpty || c.closed || c.enforced(rules.OffsetsNeverExpire) || c.rules.OffsetsRetention <= 0 {
+		return
+	}
+	if g.emptySince.After(at) {
+		at = g.emptySince
+	}
+	c.scheduleExpiry(at.Add(c.rules.OffsetsRetention))
 }
 
 // scheduleExpiry makes the expiry timer due at at, unless it is due

@@ -97,6 +97,10 @@ type TxnMarkers struct {
 	ProducerEpoch   int16
 	Commit          bool
 	Partitions      []TopicPartition
+	// Groups are the consumer groups whose offsets the transaction
+	// commits (AddOffsetsToTxn): Kafka adds each group's partition of
+	// __consumer_offsets to the transaction and writes a marker there too.
+	Groups []string
 }
 
 // TxnInfo describes one transactional id, as DescribeTransactions does.
@@ -123,14 +127,21 @@ type transaction struct {
 	producerID int64
 	epoch      int16
 	lastEpoch  int16 // the epoch before the coordinator last bumped it, or -1
-	timeout    time.Duration
-	state      TxnState
-	start      time.Time
-	idle       *list.Element // in txns.idle while no transaction is open
-	parts      partSet       // of the open transaction
-	groups     map[string]struct{}
-	offsets    map[string]map[TopicPartition]offset // by group, committed at commit
-	timer      *timer
+	// prevProducerID is the producer id before the epoch ran out and the
+	// coordinator gave a new one, or -1 (Kafka's previousProducerId).
+	prevProducerID int64
+	// v2 says the last transaction ended by an EndTxn v5+, which bumped
+	// the epoch (KIP-890's second part): an EndTxn v5+ with the epoch
+	// before is then a retry (endTxnV2).
+	v2      bool
+	timeout time.Duration
+	state   TxnState
+	start   time.Time
+	idle    *list.Element // in txns.idle while no transaction is open
+	parts   partSet       // of the open transaction
+	groups  map[string]struct{}
+	offsets map[string]*pendingOffsets // by group, applied at commit (txnoffsets.go)
+	timer   *timer
 	// number counts the transactions begun; open is number while one is
 	// open and 0 once it ends, read without the coordinator's lock by
 	// InTransaction's check (TxnCheck).
@@ -151,35 +162,17 @@ type TxnCheck func() bool
 // txns is the coordinator's transaction state; its fields are guarded by
 // Coordinator.mu.
 type txns struct {
-	byID  map[string]*transaction
-	byPID map[int64]*transaction
+	byID map[string]*transaction
 	// idle lists the ids with no open transaction, least recently used
 	// first: the ones roomForTxn may forget.
 	idle list.List
-	// pending counts, per group and partition, the open transactions
-	// holding an offset for it, for OffsetFetch's require_stable.
-	pending map[string]map[TopicPartition]int
+	// pending holds, per group, the offsets of open transactions and of
+	// committed ones not yet applied (txnoffsets.go), for OffsetFetch's
+	// require_stable.
+	pending map[string]map[*pendingOffsets]struct{}
 	// idBytes is the length of every id in byID together
 	// (TransactionalIDTotalMaxBytes), idleBytes of those in idle.
 	idBytes, idleBytes int
-}
-
-// addPending and dropPending keep txns.pending; call them with c.mu held.
-func (x *txns) addPending(group string, tp TopicPartition) {
-	if x.pending[group] == nil {
-		x.pending[group] = make(map[TopicPartition]int)
-	}
-	x.pending[group][tp]++
-}
-
-func (x *txns) dropPending(group string, tp TopicPartition) {
-	ps := x.pending[group]
-	if ps[tp]--; ps[tp] <= 0 {
-		delete(ps, tp)
-		if len(ps) == 0 {
-			delete(x.pending, group)
-		}
-	}
 }
 
 // sortedParts returns the partitions of t's open transaction by topic and
@@ -224,16 +217,15 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 		if !c.roomForTxn(len(id)) {
 			return -1, -1, kerr.CoordinatorNotAvailable.Code
 		}
-		t = &transaction{id: id, producerID: newID(), lastEpoch: -1}
+		t = &transaction{id: id, producerID: newID(), lastEpoch: -1, prevProducerID: -1}
 		c.txns.byID[id] = t
 		c.txns.idBytes += len(id)
-		c.txns.byPID[t.producerID] = t
 	} else {
-		if producerID >= 0 && epoch >= 0 && (producerID != t.producerID || epoch != t.epoch && epoch != t.lastEpoch) {
+		if producerID >= 0 && epoch >= 0 && !t.initFrom(producerID, epoch) {
 			return -1, -1, kerr.ProducerFenced.Code
 		}
 		if t.state == TxnOngoing {
-			c.endTxn(t, false, true)
+			c.endTxn(t, false, endFence)
 		}
 		c.bumpEpoch(t, newID)
 	}
@@ -241,6 +233,18 @@ func (c *Coordinator) InitProducerID(id string, timeout time.Duration, producerI
 	t.state = TxnEmpty
 	c.touch(t)
 	return t.producerID, t.epoch, errNone
+}
+
+// initFrom reports whether an InitProducerId naming producerID and epoch
+// (v3+, KIP-360) may bump t: the current epoch, the one before the
+// coordinator's last bump (a transaction it timed out or an EndTxn v5
+// bumped), or, after the epoch ran out, the previous producer id at its
+// last epoch, as Kafka's isValidProducerId accepts.
+func (t *transaction) initFrom(producerID int64, epoch int16) bool {
+	if producerID == t.producerID {
+		return epoch == t.epoch || epoch == t.lastEpoch
+	}
+	return producerID == t.prevProducerID && epoch >= math.MaxInt16-1
 }
 
 // roomForTxn makes room for one more transactional id of size bytes under
@@ -263,7 +267,6 @@ func (c *Coordinator) roomForTxn(size int) bool {
 		oldest := c.txns.idle.Remove(c.txns.idle.Front()).(*transaction)
 		c.txns.idleBytes -= len(oldest.id)
 		delete(c.txns.byID, oldest.id)
-		delete(c.txns.byPID, oldest.producerID)
 		c.txns.idBytes -= len(oldest.id)
 	}
 	return true
@@ -274,9 +277,8 @@ func (c *Coordinator) roomForTxn(size int) bool {
 func (c *Coordinator) bumpEpoch(t *transaction, newID func() int64) {
 	if t.epoch >= math.MaxInt16-1 {
 		if newID != nil {
-			delete(c.txns.byPID, t.producerID)
+			t.prevProducerID = t.producerID
 			t.producerID, t.epoch, t.lastEpoch = newID(), 0, -1
-			c.txns.byPID[t.producerID] = t
 		} else if t.epoch < math.MaxInt16 {
 			t.lastEpoch, t.epoch = t.epoch, math.MaxInt16
 		}
@@ -330,7 +332,7 @@ func (c *Coordinator) begin(t *transaction) {
 	t.open.Store(t.number)
 	c.touch(t) // no longer idle
 	t.parts, t.groups, t.offsets = partSet{}, make(map[string]struct{}), nil
-	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, true) })
+	t.timer = c.after(t.timeout, func() { c.endTxn(t, false, endFence) })
 }
 
 // AddPartitionsToTxn adds partitions to the producer's transaction,
@@ -368,35 +370,14 @@ func (c *Coordinator) AddOffsetsToTxn(id string, producerID int64, epoch int16, 
 	return errNone
 }
 
-// InTransaction reports whether a transactional batch of producerID and
-// epoch may be written to a partition: 0 when the partition is in the
-// producer's open transaction, INVALID_PRODUCER_EPOCH for an older epoch
-// than the producer's, and INVALID_TXN_STATE otherwise, as Kafka's partition
-// leaders verify a transactional write with its coordinator (KIP-890). With
-// 0 it returns the check to make again just before the append (TxnCheck).
-func (c *Coordinator) InTransaction(producerID int64, epoch int16, p TopicPartition) (int16, TxnCheck) {
-	c.mu.Lock()
-	defer c.unlock()
-	t := c.txns.byPID[producerID]
-	switch {
-	case t == nil:
-		return kerr.InvalidTxnState.Code, nil
-	case epoch < t.epoch:
-		return kerr.InvalidProducerEpoch.Code, nil
-	case epoch > t.epoch || t.state != TxnOngoing:
-		return kerr.InvalidTxnState.Code, nil
-	}
-	if !t.parts.has(p) {
-		return kerr.InvalidTxnState.Code, nil
-	}
-	n := t.number
-	return errNone, func() bool { return t.open.Load() == n }
-}
-
-// TxnOffsetCommit stores offsets a transaction commits for a group; they
-// become the group's committed offsets when the transaction commits and are
-// dropped when it aborts. The transaction must have added the group
-// (AddOffsetsToTxn), else INVALID_TXN_STATE. From v3 a commit naming a
+// TxnOffsetCommit stores offsets a transaction commits for a group: they
+// are written to __consumer_offsets at once, as one transactional batch
+// (Config.TxnOffsetsTopic), and become the group's committed offsets when
+// the transaction commits; they are dropped when it aborts (see
+// txnoffsets.go). The transaction must have added the group
+// (AddOffsetsToTxn), else INVALID_TXN_STATE (v0-v3) or
+// TRANSACTION_ABORTABLE (v4); from v5 (KIP-890's second part) the commit
+// adds the group itself, and starts the transaction if none is open. From v3 a commit naming a
 // member is checked as OffsetCommit checks one (UNKNOWN_MEMBER_ID,
 // ILLEGAL_GENERATION, FENCED_INSTANCE_ID). Metadata is bounded as
 // OffsetCommit bounds it. Topics are taken by name; the broker answers
@@ -407,147 +388,184 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	resp.Version = req.Version
 	t, code := c.producer(req.TransactionalID, req.ProducerID, req.ProducerEpoch)
+	var partCheck func(string, int32) int16
 	if t != nil {
-		code = c.txnCommitCheck(t, req)
+		code, partCheck = c.txnCommitCheck(t, req)
 	}
+	var recs TxnOffsetRecords
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition, sp.ErrorCode = rp.Partition, code
-			if code == errNone {
-				sp.ErrorCode = c.pendTxnOffset(t, req.Group, rt.Topic, rp)
+			if code == errNone && partCheck != nil {
+				sp.ErrorCode = partCheck(rt.Topic, rp.Partition)
+			}
+			if sp.ErrorCode == errNone {
+				var o offset
+				if o, sp.ErrorCode = c.pendTxnOffset(t, req.Group, rt.Topic, rp); sp.ErrorCode == errNone && c.txnOffsetsLog != nil {
+					k, v := offsetRecord(req.Group, TopicPartition{rt.Topic, rp.Partition}, o)
+					recs.Keys, recs.Values = append(recs.Keys, k), append(recs.Values, v)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	if len(recs.Keys) > 0 {
+		recs.Group, recs.ProducerID, recs.ProducerEpoch = req.Group, t.producerID, t.epoch
+		c.txnOffsetsLog(recs)
+	}
 	return resp
 }
 
-// txnCommitCheck checks a TxnOffsetCommit against t and its group.
-func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) int16 {
+// txnCommitCheck checks a TxnOffsetCommit against t and its group, and
+// returns the check of each partition a consumer group's member committing
+// at an older epoch gets (see consumerGroup.commitCheck).
+func (c *Coordinator) txnCommitCheck(t *transaction, req *kmsg.TxnOffsetCommitRequest) (int16, func(string, int32) int16) {
 	if req.Group == "" || len(req.Group) > MaxGroupIDBytes {
-		return kerr.InvalidGroupID.Code
+		return kerr.InvalidGroupID.Code, nil
 	}
 	if _, ok := t.groups[req.Group]; !ok || t.state != TxnOngoing {
-		return kerr.InvalidTxnState.Code
+		switch {
+		case req.Version >= 5: // KIP-890's second part: the commit adds the group
+			if code := c.addGroupImplicitly(t, req.Group); code != errNone {
+				return code, nil
+			}
+		case req.Version == 4: // KIP-890's first part: the client aborts
+			return kerr.TransactionAbortable.Code, nil
+		default:
+			return kerr.InvalidTxnState.Code, nil
+		}
 	}
 	if req.Version < 3 || req.MemberID == "" && req.Generation < 0 {
-		return errNone
+		return errNone, nil
 	}
 	g := c.lookup(req.Group)
 	if g == nil {
-		return kerr.IllegalGeneration.Code
+		return kerr.IllegalGeneration.Code, nil
 	}
 	if g.sg != nil {
-		return kerr.GroupIDNotFound.Code // a share group commits no offsets
+		return kerr.GroupIDNotFound.Code, nil // a share group commits no offsets
 	}
 	if g.cg != nil {
 		// A consumer group's member commits with its member epoch, as
 		// an OffsetCommit v9+ (Kafka's validateOffsetCommit).
-		return g.cg.commitCheck(req.MemberID, req.Generation, 9)
+		return g.cg.commitCheck(req.MemberID, req.Generation, 9, c.assignmentEpochs)
 	}
 	if _, code := g.validate(c.instanceID(req.InstanceID, true), req.MemberID, req.Generation); code != errNone {
-		return code
+		return code, nil
 	}
-	return errNone
-}
-
-// pendTxnOffset keeps one partition's offset in t until it ends.
-func (c *Coordinator) pendTxnOffset(t *transaction, group, topic string, rp kmsg.TxnOffsetCommitRequestTopicPartition) int16 {
-	key := TopicPartition{topic, rp.Partition}
-	old := t.offsets[group][key]
-	meta := ""
-	if rp.Metadata != nil {
-		meta = *rp.Metadata
-	}
-	if len(meta) > c.maxMetadata || len(meta) > len(old.meta) && c.metaBytes-len(old.meta)+len(meta) > c.metaBudget {
-		return kerr.OffsetMetadataTooLarge.Code
-	}
-	if t.offsets == nil {
-		t.offsets = make(map[string]map[TopicPartition]offset)
-	}
-	if t.offsets[group] == nil {
-		t.offsets[group] = make(map[TopicPartition]offset)
-	}
-	if _, ok := t.offsets[group][key]; !ok {
-		c.txns.addPending(group, key)
-	}
-	c.metaBytes += len(meta) - len(old.meta)
-	t.offsets[group][key] = offset{off: rp.Offset, epoch: rp.LeaderEpoch, meta: meta, at: c.clock.Now()}
-	return errNone
+	return errNone, nil
 }
 
 // EndTxn commits or aborts the producer's open transaction: its markers are
 // written (Config.WriteTxnMarkers) and, for a commit, its offsets become
-// their groups' committed offsets. Ending again the way the last
-// transaction ended answers no error (a retry); anything else without an
-// open transaction gets INVALID_TXN_STATE.
+// their groups' committed offsets before EndTxn returns, applied a chunk at
+// a time so that other clients wait at most one chunk (see txnoffsets.go).
+// Ending again the way the last transaction ended answers no error (a
+// retry); anything else without an open transaction gets
+// INVALID_TXN_STATE.
 func (c *Coordinator) EndTxn(id string, producerID int64, epoch int16, commit bool) int16 {
 	c.mu.Lock()
-	defer c.unlock()
+	code, apply := c.endTxnRequest(id, producerID, epoch, commit)
+	for {
+		apply = c.applyPendingOffsets(apply, applyOffsetsChunk)
+		c.unlock()
+		if len(apply) == 0 {
+			return code
+		}
+		c.mu.Lock()
+	}
+}
+
+// endTxnRequest is EndTxn's answer and the pending offsets its commit is to
+// apply. Call it with c.mu held.
+func (c *Coordinator) endTxnRequest(id string, producerID int64, epoch int16, commit bool) (int16, []*pendingOffsets) {
 	t, code := c.producer(id, producerID, epoch)
 	if t == nil {
-		return code
+		return code, nil
 	}
 	switch {
 	case t.state == TxnOngoing:
-		c.endTxn(t, commit, false)
-		return errNone
+		return errNone, c.endTxn(t, commit, endByClient)
 	case commit && t.state == TxnCompleteCommit, !commit && t.state == TxnCompleteAbort:
-		return errNone
+		return errNone, nil
 	}
-	return kerr.InvalidTxnState.Code
+	return kerr.InvalidTxnState.Code, nil
 }
 
-// endTxn ends t's open transaction. An abort the coordinator makes itself
-// (a timeout, or a new InitProducerId fencing the open transaction) first
-// bumps the producer's epoch, as Kafka's coordinator does, so the producer
-// that began it is fenced. Call it with c.mu held.
-func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
+// endHow is who ends a transaction, which decides its markers' epoch.
+type endHow int8
+
+const (
+	// endByClient: an EndTxn v0-v4; the epoch stays.
+	endByClient endHow = iota
+	// endByClientV2: an EndTxn v5+ (KIP-890's second part); the markers
+	// carry the next epoch, which the producer gets back, or, with the
+	// epoch run out, a new producer id (newID) at epoch 0.
+	endByClientV2
+	// endFence: the coordinator's own abort (a timeout, or a new
+	// InitProducerId fencing the open transaction); the epoch is bumped
+	// first, as Kafka's coordinator does, so the producer that began it
+	// is fenced.
+	endFence
+)
+
+// endTxn ends t's open transaction and returns, for a commit, the pending
+// offsets to apply (applyPendingOffsets); an abort drops them. newID gives
+// a new producer id for endByClientV2 when the epoch has run out. Call it
+// with c.mu held.
+func (c *Coordinator) endTxn(t *transaction, commit bool, how endHow, newID ...func() int64) []*pendingOffsets {
 	t.timer.cancel()
 	t.timer = nil
-	if fence && t.state != TxnOngoing {
-		return // the timer fired after the transaction ended
+	if how == endFence && t.state != TxnOngoing {
+		return nil // the timer fired after the transaction ended
 	}
 	t.open.Store(0) // before the markers: see TxnCheck
-	if fence {
+	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
+	switch how {
+	case endFence:
 		c.bumpEpoch(t, nil)
+		m.ProducerEpoch = t.epoch
+		t.v2 = false // the producer is fenced, not retrying
 		if c.clock.Now().Sub(t.start) >= t.timeout {
 			t.timedOut++
 		}
+	case endByClientV2:
+		m.ProducerEpoch = t.epoch + 1
+		if t.epoch == math.MaxInt16 {
+			m.ProducerEpoch = t.epoch
+		}
 	}
-	m := TxnMarkers{TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch, Commit: commit}
 	m.Partitions = t.sortedParts()
-	if c.writeMarkers != nil && len(m.Partitions) > 0 {
+	for g := range t.groups {
+		m.Groups = append(m.Groups, g)
+	}
+	sort.Strings(m.Groups)
+	if c.writeMarkers != nil && len(m.Partitions)+len(m.Groups) > 0 {
 		c.writeMarkers(m)
 	}
-	for name, offs := range t.offsets {
-		var g *group
-		if commit {
-			if g = c.lookup(name); g == nil && len(name) <= MaxGroupIDBytes {
-				g = c.newGroup(name)
-			}
+	if how == endByClientV2 {
+		var id func() int64
+		if len(newID) > 0 {
+			id = newID[0]
 		}
-		for tp, o := range offs {
-			c.metaBytes -= len(o.meta)
-			c.txns.dropPending(name, tp)
-			if g == nil {
-				continue
-			}
-			ps := g.offsets[tp.Topic]
-			if ps == nil {
-				ps = make(map[int32]offset)
-				g.offsets[tp.Topic] = ps
-			}
-			c.metaBytes += len(o.meta) - len(ps[tp.Partition].meta)
-			ps[tp.Partition] = o
-			c.logOffset(g.name, tp.Topic, tp.Partition, o)
-		}
-		if g != nil {
-			c.expiryChanged(g)
+		c.bumpEpoch(t, id)
+		t.v2 = true
+	} else if how == endByClient {
+		t.v2 = false
+	}
+	var apply []*pendingOffsets
+	for _, name := range m.Groups {
+		po := t.offsets[name]
+		switch {
+		case po == nil:
+		case commit:
+			apply = append(apply, po)
+		default:
+			c.dropPendingOffsets(po)
 		}
 	}
 	if commit {
@@ -559,13 +577,7 @@ func (c *Coordinator) endTxn(t *transaction, commit, fence bool) {
 	}
 	t.parts, t.groups, t.offsets = partSet{}, nil, nil
 	c.touch(t)
-}
-
-// unstableOffset reports whether an open transaction holds an offset for
-// the group's partition: OffsetFetch with require_stable answers it
-// UNSTABLE_OFFSET_COMMIT.
-func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool {
-	return c.txns.pending[group][TopicPartition{topic, partition}] > 0
+	return apply
 }
 
 // txnTopicDeleted forgets a deleted topic's partitions and offsets in every
@@ -573,16 +585,8 @@ func (c *Coordinator) unstableOffset(group, topic string, partition int32) bool 
 func (c *Coordinator) txnTopicDeleted(topic string) {
 	for _, t := range c.txns.byID {
 		t.parts.dropTopic(topic)
-		for group, offs := range t.offsets {
-			for tp, o := range offs {
-				if tp.Topic == topic {
-					c.metaBytes -= len(o.meta)
-					c.txns.dropPending(group, tp)
-					delete(offs, tp)
-				}
-			}
-		}
 	}
+	c.pendingTopicDeleted(topic)
 }
 
 // Transactions returns every transactional id the coordinator keeps, by id.

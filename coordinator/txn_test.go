@@ -129,7 +129,11 @@ func TestTxnOffsetsCommitOnlyWithTheTransaction(t *testing.T) {
 	assert.Equal(t, int64(7), got.Offset)
 	assert.Equal(t, 2, h.c.metaBytes)
 	assert.Empty(t, h.c.txns.pending, "no transaction holds an offset")
-	require.Len(t, h.markers, 0, "no partition was added: no marker")
+	require.Len(t, h.markers, 2, "one marker each, for the group's partition of __consumer_offsets")
+	for _, m := range h.markers {
+		assert.Empty(t, m.Partitions, "no partition was added")
+		assert.Equal(t, []string{"g"}, m.Groups)
+	}
 }
 
 // TestTransactionTimeoutFencesAndAborts: a transaction past its timeout is
@@ -146,7 +150,7 @@ func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
 	require.Len(t, h.markers, 1)
 	assert.Equal(t, TxnMarkers{TransactionalID: "slow", ProducerID: pid, ProducerEpoch: epoch + 1, Partitions: []TopicPartition{{"t", 0}, {"t", 1}}}, h.markers[0])
 	assert.Equal(t, kerr.ProducerFenced.Code, h.c.EndTxn("slow", pid, epoch, true))
-	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 0})
+	code, _ = h.c.ProduceInTransaction("slow", pid, epoch, TopicPartition{"t", 0}, false)
 	assert.Equal(t, kerr.InvalidProducerEpoch.Code, code)
 
 	newPid, newEpoch, code := h.c.InitProducerID("slow", 10*time.Second, pid, epoch, h.newID)
@@ -159,7 +163,7 @@ func TestTransactionTimeoutFencesAndAborts(t *testing.T) {
 	assert.Equal(t, 1, info.TimedOut)
 }
 
-// TestTxnCheckClosesWithTheTransaction: the check InTransaction hands out
+// TestTxnCheckClosesWithTheTransaction: the check ProduceInTransaction hands out
 // holds while the transaction is open and fails once it ends, even if a new
 // one has begun since, so a batch checked against a transaction is never
 // appended after that transaction's marker.
@@ -169,15 +173,15 @@ func TestTxnCheckClosesWithTheTransaction(t *testing.T) {
 	pid, epoch := h.init("gate")
 	tp := []TopicPartition{{"t", 0}}
 	require.Zero(t, h.c.AddPartitionsToTxn("gate", pid, epoch, tp))
-	code, still := h.c.InTransaction(pid, epoch, tp[0])
+	code, still := h.c.ProduceInTransaction("gate", pid, epoch, tp[0], false)
 	require.Zero(t, code)
 	assert.True(t, still())
 	require.Zero(t, h.c.EndTxn("gate", pid, epoch, true))
 	assert.False(t, still(), "the transaction ended")
 	require.Zero(t, h.c.AddPartitionsToTxn("gate", pid, epoch, tp))
 	assert.False(t, still(), "a new transaction is not the one checked")
-	code, _ = h.c.InTransaction(pid, epoch, TopicPartition{"t", 1})
-	assert.Equal(t, kerr.InvalidTxnState.Code, code, "a partition not added")
+	code, _ = h.c.ProduceInTransaction("gate", pid, epoch, TopicPartition{"t", 1}, false)
+	assert.Equal(t, kerr.TransactionAbortable.Code, code, "a partition not added: the broker answers Produce v11 so, older versions INVALID_TXN_STATE")
 }
 
 // TestTransactionalIDBytesBound: an id longer than MaxTransactionalIDBytes

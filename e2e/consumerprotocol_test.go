@@ -206,7 +206,8 @@ func (c *cuttable) kill() {
 // TestConsumerProtocolSessionTimeout: a member killed without leaving keeps
 // its partitions until its session timeout passes on the broker's (manual)
 // clock; then it is fenced, its partitions move to the member left, and a
-// commit with its member id is refused, as is one with a stale epoch.
+// commit with its member id is refused, as is one at an older epoch for a
+// partition the member left was given after it.
 func TestConsumerProtocolSessionTimeout(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
@@ -222,13 +223,16 @@ func TestConsumerProtocolSessionTimeout(t *testing.T) {
 	survivor := serverSideMember(t, k.Addr(), "fence-g", "fence", kgo.ClientID("survivor"))
 	g := stableWithMembers(t, b, "fence-g", 2)
 	var victimID, survivorID string
+	var victimParts, survivorParts []int32
 	for _, m := range g.Members {
 		if m.ClientID == "victim" {
-			victimID = m.MemberID
+			victimID, victimParts = m.MemberID, m.Current["fence"]
 		} else {
-			survivorID = m.MemberID
+			survivorID, survivorParts = m.MemberID, m.Current["fence"]
 		}
 	}
+	require.NotEmpty(t, victimParts)
+	require.NotEmpty(t, survivorParts)
 	require.NotEmpty(t, victimID)
 	require.NotEmpty(t, survivorID)
 	go survivor.PollFetches(ctxT(t)) // keep the survivor consuming
@@ -255,23 +259,28 @@ func TestConsumerProtocolSessionTimeout(t *testing.T) {
 	assert.Equal(t, survivorID, g.Members[0].MemberID, "the silent member was fenced")
 	assert.Equal(t, map[string][]int32{"fence": {0, 1, 2, 3}}, g.Members[0].Current, "its partitions moved to the survivor")
 
-	// The fenced member's commit is refused; so is a stale epoch.
-	commit := func(member string, epoch int32) int16 {
+	// The fenced member's commit is refused; so is one at an older epoch
+	// of a partition the survivor was given later, while one of a
+	// partition it held since that epoch passes (KIP-1251, Kafka 4.3).
+	commit := func(member string, epoch, partition int32) int16 {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.Group, req.MemberID, req.Generation = "fence-g", member, epoch
 		rt := kmsg.NewOffsetCommitRequestTopic()
 		rt.Topic = "fence"
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 0, 1
+		rp.Partition, rp.Offset = partition, 1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctxT(t), k.Client())
 		require.NoError(t, err)
 		return resp.Topics[0].Partitions[0].ErrorCode
 	}
-	assert.Equal(t, kerr.UnknownMemberID.Code, commit(victimID, g.Members[0].MemberEpoch))
-	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit(survivorID, g.Members[0].MemberEpoch-1))
-	assert.Equal(t, int16(0), commit(survivorID, g.Members[0].MemberEpoch))
+	epoch := g.Members[0].MemberEpoch
+	assert.Equal(t, kerr.UnknownMemberID.Code, commit(victimID, epoch, victimParts[0]))
+	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit(survivorID, epoch-1, victimParts[0]))
+	assert.Equal(t, int16(0), commit(survivorID, epoch-1, survivorParts[0]))
+	assert.Equal(t, kerr.StaleMemberEpoch.Code, commit(survivorID, epoch+1, survivorParts[0]))
+	assert.Equal(t, int16(0), commit(survivorID, epoch, victimParts[0]))
 }
 
 // TestConsumerProtocolProfiles: the kafka profile serves KIP-848, the audit

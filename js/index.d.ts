@@ -7,8 +7,10 @@
 export type Duration = string | number
 
 export interface StartOptions {
-  /** "vast" (the default) or "kafka". */
-  profile?: 'vast' | 'kafka' | string
+  /** "vast" (the default), "kafka" or "audit". */
+  profile?: 'vast' | 'kafka' | 'audit' | string
+  /** The Kafka release the kafka and audit profiles follow where 4.x releases differ (-kafka-version): "4.0" to "4.3", the default. */
+  kafkaVersion?: '4.0' | '4.1' | '4.2' | '4.3' | string
   /** Topics to create at start: "name[:partitions[:key=value,...]]". */
   topics?: string[]
   /** Rule overrides: {MaxGroups: 10} or ["MaxGroups=10"]. */
@@ -37,7 +39,7 @@ export interface StartOptions {
   waitTimeoutMs?: number
 }
 
-export interface Health { status: string; bootstrap: string }
+export interface Health { status: string; bootstrap: string; kafkaVersion: string }
 export interface Clock { now: string; manual: boolean }
 
 export interface Partition {

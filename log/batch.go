@@ -432,16 +432,36 @@ func (b Batch) setLogAppendTime(nowMillis int64) {
 // an internal topic: no producer id, no compression, timestamped now. A
 // nil value is a tombstone.
 func RecordBatch(key, value []byte, now time.Time) Batch {
-	rec := kmsg.NewRecord()
-	rec.Key, rec.Value = key, value
-	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the body: a zero Length encodes as one byte
+	return internalBatch([][]byte{key}, [][]byte{value}, -1, -1, now)
+}
+
+// TransactionalRecordBatch returns a transactional batch of producerID and
+// epoch holding one record of each key and value, with no sequence number
+// and no compression, timestamped now: what Kafka's group coordinator
+// writes to __consumer_offsets for a TxnOffsetCommit, which the
+// transaction's marker commits or aborts.
+func TransactionalRecordBatch(keys, values [][]byte, producerID int64, epoch int16, now time.Time) Batch {
+	return internalBatch(keys, values, producerID, epoch, now)
+}
+
+func internalBatch(keys, values [][]byte, producerID int64, epoch int16, now time.Time) Batch {
 	rb := kmsg.NewRecordBatch()
+	for i := range keys {
+		rec := kmsg.NewRecord()
+		rec.Key, rec.Value = keys[i], values[i]
+		rec.OffsetDelta = int32(i)
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // the body: a zero Length encodes as one byte
+		rb.Records = rec.AppendTo(rb.Records)
+	}
 	rb.PartitionLeaderEpoch = -1
 	rb.Magic = 2
+	rb.LastOffsetDelta = int32(len(keys) - 1)
 	rb.FirstTimestamp, rb.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
-	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
-	rb.NumRecords = 1
-	rb.Records = rec.AppendTo(nil)
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = producerID, epoch, -1
+	if producerID >= 0 {
+		rb.Attributes = int16(transactionalBit)
+	}
+	rb.NumRecords = int32(len(keys))
 	out := rb.AppendTo(make([]byte, 0, BatchHeaderSize+len(rb.Records)))
 	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))

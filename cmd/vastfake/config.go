@@ -40,6 +40,7 @@ type config struct {
 	Listen                 string
 	Advertise              string
 	Profile                string
+	KafkaVersion           broker.KafkaVersion
 	Topics                 []broker.TopicSpec
 	Rules                  rules.Rules
 	InitialRebalanceDelay  time.Duration
@@ -324,6 +325,7 @@ func newFlagSet() *flag.FlagSet {
 	def("advertise", "", kindText, "host:port clients are told to connect to, or with -brokers one per broker, comma-separated; ports 1 to 65535; default the listen addresses")
 	num("brokers", "1", 1, broker.MaxBrokers, fmt.Sprintf("broker ids, each with its own listener, listed in Metadata: the first on -listen, the others on the ports after it (all picked by the system when its port is 0); 1 to %d", broker.MaxBrokers))
 	def("profile", "vast", kindText, "rules to apply: vast (enforce every VAST rule), kafka (none) or audit (behave as Kafka and report what VAST would refuse or do differently)")
+	def("kafka-version", broker.DefaultKafkaVersion.String(), kindText, "Kafka release whose semantics the kafka and audit profiles follow where 4.x releases differ: 4.0 (transactions v1, KIP-848 commits at the member's exact epoch), 4.1 (transactions v2), 4.2 (share groups), 4.3 (KIP-1251 assignment epochs); ApiVersions follows it")
 	def("audit-report", "", kindText, "at exit, write the findings of audited rules to FILE.md and FILE.json (or only FILE, when it ends in .md or .json)")
 	dur("initial-rebalance-delay", true, "group.initial.rebalance.delay.ms: how long a new group waits for more members; default 0, and Kafka's 3s with -profile kafka (but not with -manual-clock, where it would hold every new group until the clock is advanced)")
 	dur("min-session-timeout", true, "group.min.session.timeout.ms: a JoinGroup with a shorter session timeout gets INVALID_SESSION_TIMEOUT; default 6s as in Kafka, 0 for no bound")
@@ -533,6 +535,17 @@ func parseConfig(args []string, stdout, stderr io.Writer) (*config, error) {
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("-tls-cert (VASTFAKE_TLS_CERT) and -tls-key (VASTFAKE_TLS_KEY) go together: want both or neither")
+	}
+	kafkaVersion, err := get("kafka-version").checkText()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.KafkaVersion, err = broker.ParseKafkaVersion(kafkaVersion); err != nil {
+		var names []string
+		for _, v := range broker.KafkaVersions() {
+			names = append(names, v.String())
+		}
+		return nil, get("kafka-version").wrong("one of " + strings.Join(names, ", "))
 	}
 	r, ok := rules.ForProfile(cfg.Profile)
 	if !ok {

@@ -144,6 +144,7 @@ var flagSamples = map[string][][2]string{
 	"listen":                    {{"listen", "127.0.0.1:1234"}},
 	"advertise":                 {{"advertise", "kafka.example:9092"}},
 	"profile":                   {{"profile", "kafka"}},
+	"kafka-version":             {{"kafka-version", "4.0"}},
 	"audit-report":              {{"audit-report", "vast-audit"}},
 	"topic":                     {{"topic", "orders:3"}},
 	"rule":                      {{"rule", "MaxGroups=7"}},

@@ -232,6 +232,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 		broker.WithBrokers(cfg.Brokers),
 		advertiseOption(cfg.Advertise),
 		broker.WithRules(cfg.Rules),
+		broker.WithKafkaVersion(cfg.KafkaVersion),
 		broker.WithTopics(cfg.Topics...),
 		broker.WithInitialRebalanceDelay(cfg.InitialRebalanceDelay),
 		broker.WithDefaultPartitions(cfg.NumPartitions),
@@ -302,7 +303,7 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	// Each listener is named as GET /brokers names it: the address it is
 	// bound to (the host asked for, the port it got) beside the one
 	// clients are told.
-	logger.Info("vastfake started", "brokers", len(b.BrokerIDs()), "profile", cfg.Profile,
+	logger.Info("vastfake started", "brokers", len(b.BrokerIDs()), "profile", cfg.Profile, "kafka_version", cfg.KafkaVersion.String(),
 		"topics", len(cfg.Topics), "manual_clock", cfg.ManualClock,
 		"sasl_users", len(cfg.Users), "policies", len(cfg.Policies), "tls", cfg.TLSCert != "")
 	advertised := b.Advertised()

@@ -133,7 +133,9 @@ class Broker extends Client {
 
 /**
  * Start a vastfake broker on free ports and resolve once it listens.
- * Options: profile ("vast" or "kafka"), topics (["orders:3"]), rules
+ * Options: profile ("vast", "kafka" or "audit"), kafkaVersion (the Kafka
+ * release the kafka and audit profiles follow, "4.0" to "4.3", the default;
+ * -kafka-version), topics (["orders:3"]), rules
  * ({MaxGroups: 10} or ["MaxGroups=10"]), manualClock, brokers (broker ids,
  * each on its own address, 1 to 16; bootstrap is the first), args (more flags),
  * listen and http (addresses, free ports on 127.0.0.1 by default), binary,
@@ -159,6 +161,7 @@ async function startBroker (options = {}) {
   let token = crypto.randomBytes(18).toString('base64url')
   const args = ['-http-token', token, '-listen', o.listen, '-http', o.http, '-exit-on-stdin-close']
   if (o.profile) args.push('-profile', o.profile)
+  if (o.kafkaVersion) args.push('-kafka-version', o.kafkaVersion)
   for (const t of o.topics || []) args.push('-topic', t)
   const rules = Array.isArray(o.rules) ? o.rules : Object.entries(o.rules || {}).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : v}`)
   for (const r of rules) args.push('-rule', r)

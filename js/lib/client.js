@@ -166,7 +166,7 @@ class Client {
 
   // ---- inspection ----
 
-  /** GET /healthz: {status, bootstrap}. */
+  /** GET /healthz: {status, bootstrap, kafkaVersion}. */
   health () { return this._get('healthz') }
   /** GET /rules: the VAST rules in force, by rules.Rules field name. */
   rules () { return this._get('rules') }

@@ -47,6 +47,16 @@ function script (dir, body) {
   return file
 }
 
+test('kafkaVersion is a start argument', async () => {
+  const b = await startBroker({ binary: bin, profile: 'kafka', kafkaVersion: '4.0' })
+  try {
+    assert.strictEqual((await b.health()).kafkaVersion, '4.0')
+  } finally {
+    await b.stop()
+  }
+  await assert.rejects(startBroker({ binary: bin, kafkaVersion: '3.9' }), /-kafka-version .*want one of 4\.0, 4\.1, 4\.2, 4\.3/)
+})
+
 test('starts, answers and stops cleanly', async () => {
   const b = await startBroker({ binary: bin, topics: ['orders:3'], rules: { MaxGroups: 5, NoCompression: false } })
   try {

@@ -33,6 +33,15 @@ def refused(bootstrap, timeout=30.0):
     return False
 
 
+def test_kafka_version_is_a_start_argument(vastfake_bin):
+    with Broker(binary=vastfake_bin, profile="kafka", kafka_version="4.0") as b:
+        assert b.health().kafka_version == "4.0"
+    with Broker(binary=vastfake_bin) as b:
+        assert b.health().kafka_version == "4.3", "the default"
+    with pytest.raises(vastfake.StartError, match=r"-kafka-version .*want one of 4\.0, 4\.1, 4\.2, 4\.3"):
+        Broker(binary=vastfake_bin, kafka_version="3.9").start()
+
+
 def test_context_manager_starts_and_stops(vastfake_bin):
     with Broker(binary=vastfake_bin, topics=["orders:3"], rules={"MaxGroups": 5, "NoCompression": False}) as b:
         assert b.running()

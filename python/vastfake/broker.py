@@ -295,7 +295,10 @@ class Broker(Client):
 
     Options (all keyword-only; every other flag goes in ``args``):
 
-    - ``profile``: "vast" (the default) or "kafka".
+    - ``profile``: "vast" (the default), "kafka" or "audit".
+    - ``kafka_version``: the Kafka release the kafka and audit profiles
+      follow where 4.x releases differ, "4.0" to "4.3" (the default,
+      -kafka-version).
     - ``topics``: topic specs created at start, "name[:partitions[:key=value,...]]".
     - ``rules``: rule overrides, {"MaxGroups": 10} or ["MaxGroups=10"].
     - ``manual_clock``: the broker's clock moves only by ``advance``.
@@ -314,7 +317,7 @@ class Broker(Client):
     with -exit-on-stdin-close, so even a SIGKILL of this process ends it.
     """
 
-    def __init__(self, *, profile: Optional[str] = None, topics: Iterable[str] = (),
+    def __init__(self, *, profile: Optional[str] = None, kafka_version: Optional[str] = None, topics: Iterable[str] = (),
                  rules: Union[Mapping[str, Any], Iterable[str], None] = None, manual_clock: bool = False,
                  brokers: int = 1, args: Sequence[str] = (), listen: str = "127.0.0.1:0", http: str = "127.0.0.1:0",
                  binary: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
@@ -322,6 +325,7 @@ class Broker(Client):
                  wait_timeout: float = 30.0):
         super().__init__("http://unstarted/", token=None, timeout=timeout, wait_timeout=wait_timeout)
         self.profile = profile
+        self.kafka_version = kafka_version
         self.topic_specs = list(topics)
         if isinstance(rules, Mapping):
             self.rule_specs = ["%s=%s" % (k, _rule_value(v)) for k, v in rules.items()]
@@ -347,6 +351,8 @@ class Broker(Client):
         args = [self.binary or "vastfake", "-listen", self.listen, "-http", self.http, "-exit-on-stdin-close"]
         if self.profile:
             args += ["-profile", self.profile]
+        if self.kafka_version:
+            args += ["-kafka-version", self.kafka_version]
         for t in self.topic_specs:
             args += ["-topic", t]
         for r in self.rule_specs:

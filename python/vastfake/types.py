@@ -47,11 +47,14 @@ def _bytes(text: Optional[str], b64: Optional[str]) -> Optional[bytes]:
 class Health:
     status: str
     bootstrap: str
-    raw: Dict[str, Any] = field(repr=False, compare=False)
+    #: The Kafka release the broker follows (-kafka-version), e.g. "4.3".
+    kafka_version: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Health":
-        return cls(status=d.get("status", ""), bootstrap=d.get("bootstrap", ""), raw=d)
+        return cls(status=d.get("status", ""), bootstrap=d.get("bootstrap", ""),
+                   kafka_version=d.get("kafkaVersion", ""), raw=d)
 
 
 @dataclass(frozen=True)
