@@ -217,14 +217,13 @@ func TestAppAdvice(t *testing.T) {
 		{"librdkafka", "rdkafka", rules.NoCompression, "kcat: run kcat with -X compression.type=none"},
 		{"librdkafka", "rdkafka", rules.NoCompression, "set the app's client.id to its name"},
 		{"", "rsyslog", rules.MaxKeyBytes, "keep record keys at most 126 KB"},
-		{"kgo", "kgo", rules.NoIdempotence, "otel-collector: in the Collector's kafka exporter, set producer: {required_acks: 1}"},
 	} {
 		k := findingKey{rule: c.rule, kind: rules.Refused, software: c.software, clientID: c.clientID}
 		assert.Contains(t, findingAdvice(k, "compressed batch (snappy)"), c.want, "%+v", c)
 	}
 	// Never one app's form to another library's client, nor app forms to
 	// an app of the user's own.
-	for _, c := range []struct{ software, clientID string }{{"librdkafka", "otel-collector"}, {"kgo", "rsyslog"}, {"kgo", "billing"}, {"librdkafka", "billing"}} {
+	for _, c := range []struct{ software, clientID string }{{"librdkafka", "otel-collector"}, {"kgo", "rsyslog"}, {"kgo", "billing"}, {"librdkafka", "billing"}, {"kgo", "kgo"}, {"sarama", "sarama"}} {
 		got := findingAdvice(findingKey{rule: rules.NoCompression, kind: rules.Refused, software: c.software, clientID: c.clientID}, "compressed batch (gzip)")
 		for _, form := range []string{"YAML", "confParam", "config(", "run kcat"} {
 			assert.NotContains(t, got, form, "%+v", c)

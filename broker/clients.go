@@ -199,11 +199,13 @@ var appFamilies = map[string][]string{
 	appKcat:          {familyLibrdkafka},
 }
 
-// appsEmbedding lists the known apps built on a client library, in the
-// order their advice is given.
+// appsEmbedding lists the known apps built on a client library that send
+// its default client id unless configured otherwise, in the order their
+// advice is given. The Collector is not one: its default client id,
+// "otel-collector", names it.
 func appsEmbedding(family string) []string {
 	var out []string
-	for _, app := range []string{appRsyslog, appSyslogNG, appKcat, appOTelCollector} {
+	for _, app := range []string{appRsyslog, appSyslogNG, appKcat} {
 		if slices.Contains(appFamilies[app], family) {
 			out = append(out, app)
 		}
