@@ -107,12 +107,18 @@ type Broker struct {
 	reclaimMu sync.Mutex
 	// readers are free large read buffers (takeReader), closedConns the
 	// connections closed since the last collection (connClosed).
-	readersMu   sync.Mutex
-	readers     []*bufio.Reader
-	closedConns int
+	readersMu sync.Mutex
+	readers   []*bufio.Reader
+	// smallReaders are free readBufferBeforeAuth ones (idleconn.go).
+	smallReaders []*bufio.Reader
+	closedConns  int
 	// largeTurn holds the one turn to decode and handle a large request
 	// (startLarge).
 	largeTurn chan struct{}
+	// answers is the budget of large answers (answers.go);
+	// largeAnswerForTest, when set, replaces largeAnswerBytes.
+	answers            answerBudget
+	largeAnswerForTest int
 	// clientSoftware names the software of connections that do not
 	// show it, from their client id's other connections.
 	clientSoftware clientSoftwareMemory
@@ -675,7 +681,7 @@ func New(opts ...Option) (*Broker, error) {
 		ConsumerSessionTimeout:    cfg.cgSession,
 		ConsumerHeartbeatInterval: cfg.cgInterval,
 		ConsumerGroupMaxSize:      cfg.cgMaxSize,
-		OffsetsTopic:              b.appendOffsetsRecord,
+		OffsetsTopic:              b.appendOffsetsRecords,
 		TxnOffsetsTopic:           b.appendTxnOffsetsRecords,
 		AssignmentEpochs:          cfg.kafka.AssignmentEpochs(),
 		Locate:                    locate,

@@ -738,6 +738,9 @@ func (b *Broker) alterTopicConfigs(r *request, typ kmsg.ConfigResourceType, name
 	if code != 0 {
 		return code, kmsg.StringPtr(msg)
 	}
+	if t.internal {
+		pinOffsetsCompaction(&next) // accepted as Kafka does, bounded as memory needs (offsetsbound.go)
+	}
 	if !validateOnly {
 		t.cfg = next
 	}

@@ -32,8 +32,10 @@ type clientConn struct {
 	b      *Broker
 	node   *node // the broker id whose listener accepted it
 	nc     net.Conn
-	rd     deadlineReader // what r reads from
-	r      *bufio.Reader
+	rd     deadlineReader // what pre reads from
+	r      *bufio.Reader  // reads pre; nil while idle (idleconn.go)
+	pre    prefixReader   // first, then rd
+	first  [firstRead]byte
 	ctx    context.Context
 	cancel context.CancelFunc
 	remote string
@@ -45,6 +47,7 @@ type clientConn struct {
 	readBytes  int64     // the bytes of the frames read so far, for the read buffer's size (readSize)
 	out        []byte    // the answer buffer for small answers, reused across requests
 	lastAnswer int       // the size of the last answer written
+	answerHint int       // the measured size of a large answer about to be written (budgetAnswer)
 
 	clientID string // the last request's client id; only serve's goroutine touches it
 	// software and softwareVersion are what ApiVersions v3+ said the
@@ -81,7 +84,6 @@ func newClientConn(b *Broker, n *node, nc net.Conn) *clientConn {
 		cancel: cancel,
 		remote: nc.RemoteAddr().String(),
 	}
-	c.r = bufio.NewReaderSize(&c.rd, readBufferBeforeAuth) // see readSize
 	return c
 }
 
@@ -90,10 +92,11 @@ func newClientConn(b *Broker, n *node, nc net.Conn) *clientConn {
 // requests arrive with one read. Until then a connection has a
 // readBufferBeforeAuth one, so that its buffer is never larger than what it
 // sent: a burst of connections that each send a request or two (and ones
-// that never log in) hold little. A closed connection's large buffer goes
-// to a free list of at most maxFreeReaders for the next connection that
-// needs one; the rest is garbage, which the broker collects once
-// reclaimConns connections have closed since it last did.
+// that never log in) hold little. A connection holds a read buffer only
+// while a request arrives (awaitRequest); buffers go back to free lists of
+// at most maxFreeReaders large and maxFreeSmallReaders small ones for the
+// next connection that needs one; the rest is garbage, which the broker
+// collects once reclaimConns connections have closed since it last did.
 const (
 	readBufferSize       = 64 << 10
 	readBufferBeforeAuth = 4 << 10
@@ -101,31 +104,14 @@ const (
 	reclaimConns         = 1024
 )
 
-// takeReader returns a free large read buffer reading r, or a new one.
-func (b *Broker) takeReader(r io.Reader) *bufio.Reader {
-	b.readersMu.Lock()
-	defer b.readersMu.Unlock()
-	if n := len(b.readers); n > 0 {
-		br := b.readers[n-1]
-		b.readers[n-1] = nil
-		b.readers = b.readers[:n-1]
-		br.Reset(r)
-		return br
-	}
-	return bufio.NewReaderSize(r, readBufferSize)
-}
-
 // connClosed gives a closed connection's large read buffer back to the free
 // list, if it has room, and every reclaimConns closed connections collects
 // the garbage they left: a burst of connections must not leave its buffers
 // resident until the heap goal they raised is reached again.
 func (b *Broker) connClosed(c *clientConn) {
-	b.readersMu.Lock()
-	if c.r.Size() == readBufferSize && len(b.readers) < maxFreeReaders {
-		c.r.Reset(nil)
-		b.readers = append(b.readers, c.r)
-	}
+	b.giveBackReader(c.r)
 	c.r = nil
+	b.readersMu.Lock()
 	b.closedConns++
 	reclaim := b.closedConns >= reclaimConns
 	if reclaim {
@@ -206,40 +192,60 @@ func (c *clientConn) serve() {
 			c.b.log.Error("handler panic; closing connection", "remote", c.remote, "panic", r)
 		}
 	}()
-	if tc, ok := c.nc.(*tls.Conn); ok {
-		if err := c.handshake(tc); err != nil {
-			level := slog.LevelInfo
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.ctx.Err() != nil {
-				level = slog.LevelDebug // a port probe (connect, close), or the broker closing
-			}
-			c.b.log.Log(c.ctx, level, "closing connection: TLS handshake failed", "remote", c.remote, "err", err)
-			return
-		}
+	if !c.handshakeTLS() {
+		return
 	}
 	for {
-		err := c.handleOne()
+		err := c.awaitRequest() // outside handleOne: a shallow stack while idle
+		if err == nil {
+			err = c.handleOne()
+		}
 		if c.reclaim { // handleOne has returned: its request is garbage now
 			c.reclaim = false
 			c.b.reclaimLarge()
 		}
-		if err == nil {
-			continue
+		if err != nil {
+			c.logEnd(err)
+			return
 		}
-		var pe *protocolError
-		var ce *closeError
-		switch {
-		case errors.As(err, &pe):
-			c.b.log.Warn("closing connection: bad request", "remote", c.remote, "client_id", c.clientID, "reason", pe.msg)
-		case errors.As(err, &ce):
-			c.b.log.Info("closing connection", "remote", c.remote, "client_id", c.clientID, "user", c.user, "reason", ce.reason)
-		case errors.Is(err, errIdle):
-			c.b.log.Debug("closing idle connection", "remote", c.remote, "client_id", c.clientID, "idle_timeout", c.rd.idle)
-		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
-		default:
-			c.b.log.Debug("connection closed", "remote", c.remote, "err", err)
-		}
-		return
 	}
+}
+
+// logEnd logs why the connection ends. It is a function of its own so that
+// serve's frame, under every idle connection's wait, stays small.
+func (c *clientConn) logEnd(err error) {
+	var pe *protocolError
+	var ce *closeError
+	switch {
+	case errors.As(err, &pe):
+		c.b.log.Warn("closing connection: bad request", "remote", c.remote, "client_id", c.clientID, "reason", pe.msg)
+	case errors.As(err, &ce):
+		c.b.log.Info("closing connection", "remote", c.remote, "client_id", c.clientID, "user", c.user, "reason", ce.reason)
+	case errors.Is(err, errIdle):
+		c.b.log.Debug("closing idle connection", "remote", c.remote, "client_id", c.clientID, "idle_timeout", c.rd.idle)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+	default:
+		c.b.log.Debug("connection closed", "remote", c.remote, "err", err)
+	}
+}
+
+// handshakeTLS runs the TLS handshake of a TLS connection, logging why it
+// failed; it reports whether the connection may go on.
+func (c *clientConn) handshakeTLS() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	err := c.handshake(tc)
+	if err == nil {
+		return true
+	}
+	level := slog.LevelInfo
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.ctx.Err() != nil {
+		level = slog.LevelDebug // a port probe (connect, close), or the broker closing
+	}
+	c.b.log.Log(c.ctx, level, "closing connection: TLS handshake failed", "remote", c.remote, "err", err)
+	return false
 }
 
 // handshake runs the TLS handshake within the TLS handshake timeout.
@@ -371,7 +377,13 @@ func (c *clientConn) answer(corr int32, r *request, resp kmsg.Response, fault *F
 	// ApiVersions answers with a v0 response header even when flexible,
 	// so that clients can always parse it.
 	flexHeader := r.kreq.IsFlexible() && r.kreq.Key() != int16(kmsg.ApiVersions)
-	if err := c.write(corr, resp, flexHeader); err != nil {
+	endAnswer := c.budgetAnswer(r.kreq.Key(), resp) // a large answer waits for its share (answers.go)
+	if endAnswer == nil {
+		return c.ctx.Err()
+	}
+	err := c.write(corr, resp, flexHeader)
+	endAnswer()
+	if err != nil {
 		return err
 	}
 	if r.closeAfter != "" {
@@ -388,7 +400,8 @@ func (c *clientConn) write(corr int32, resp kmsg.Response, flexHeader bool) erro
 	// encoded into a buffer of the free list, given back once written, so
 	// that an idle consumer's connection holds none. A first large answer
 	// of another kind grows c.out on the heap and is dropped below.
-	need := responseSizeHint(resp)
+	need := max(responseSizeHint(resp), c.answerHint)
+	c.answerHint = 0
 	if c.lastAnswer > maxKeptAnswer {
 		need = max(need, c.lastAnswer)
 	}
@@ -508,10 +521,6 @@ func parseRequestHeader(b []byte, flexible bool) (body []byte, clientID []byte, 
 // the first byte, then the read timeout for each later read until the
 // frame is complete. It returns io.ErrUnexpectedEOF for a size cut short.
 func (c *clientConn) readSize() (int32, error) {
-	if c.r.Size() < readBufferSize && c.r.Buffered() == 0 && c.readBytes >= readBufferSize &&
-		(c.authenticated || !c.b.saslRequired()) {
-		c.r = c.b.takeReader(&c.rd)
-	}
 	c.rd.betweenReq = true
 	first, err := c.r.ReadByte()
 	c.rd.betweenReq = false

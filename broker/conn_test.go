@@ -209,10 +209,11 @@ func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 	defer client.Close()
 	c := newClientConn(b, nil, server)
 	defer c.cancel()
-	assert.LessOrEqual(t, c.r.Size(), 4<<10, "read buffer before authentication")
+	assert.Nil(t, c.r, "no read buffer before the first request")
 
 	c.readBytes = readBufferSize
 	go client.Write([]byte{0, 0, 0, 8, 0, 0, 0, 8})
+	require.NoError(t, c.awaitRequest())
 	size, err := c.readSize()
 	require.NoError(t, err)
 	assert.Equal(t, int32(8), size)
@@ -221,6 +222,7 @@ func TestSmallReadBufferBeforeAuthentication(t *testing.T) {
 	c.authenticated = true
 	c.r.Discard(c.r.Buffered())
 	go client.Write([]byte{0, 0, 0, 8})
+	require.NoError(t, c.awaitRequest())
 	size, err = c.readSize()
 	require.NoError(t, err)
 	assert.Equal(t, int32(8), size)
@@ -238,17 +240,67 @@ func TestReadBufferFollowsWhatWasSent(t *testing.T) {
 	c := newClientConn(b, nil, server)
 	defer c.cancel()
 	go client.Write([]byte{0, 0, 0, 8})
+	require.NoError(t, c.awaitRequest())
 	_, err := c.readSize()
 	require.NoError(t, err)
 	assert.LessOrEqual(t, c.r.Size(), 4<<10, "a connection that sent 12 bytes")
 	c.readBytes = readBufferSize
 	go client.Write([]byte{0, 0, 0, 8})
+	require.NoError(t, c.awaitRequest())
 	_, err = c.readSize()
 	require.NoError(t, err)
 	assert.Equal(t, readBufferSize, c.r.Size(), "a connection that sent readBufferSize bytes")
 	server.Close()
 	b.connClosed(c)
 	assert.Len(t, b.readers, 1, "its buffer is free for the next connection")
+}
+
+// TestIdleConnectionHoldsNoReadBuffer: waiting for its next request, a
+// connection gives its read buffer back to the broker's free list and holds
+// only its small first-read array; bytes that arrive in pieces, or two
+// requests in one write, are read whole.
+func TestIdleConnectionHoldsNoReadBuffer(t *testing.T) {
+	b := &Broker{ctx: context.Background()}
+	server, client := net.Pipe()
+	defer client.Close()
+	c := newClientConn(b, nil, server)
+	defer c.cancel()
+	frame := func(body string) []byte { return append([]byte{0, 0, 0, byte(len(body))}, body...) }
+	go client.Write(append(frame("first request"), frame("second")...))
+	for _, want := range []string{"first request", "second"} {
+		require.NoError(t, c.awaitRequest())
+		size, err := c.readSize()
+		require.NoError(t, err)
+		body := make([]byte, size)
+		_, err = io.ReadFull(c.r, body)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(body))
+	}
+	free := func() int {
+		b.readersMu.Lock()
+		defer b.readersMu.Unlock()
+		return len(b.smallReaders)
+	}
+	waited := make(chan error)
+	go func() { waited <- c.awaitRequest() }()
+	deadline := time.Now().Add(time.Minute)
+	for free() != 1 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	assert.Equal(t, 1, free(), "the idle connection gave its read buffer back")
+	go func() {
+		client.Write([]byte{0, 0})
+		client.Write([]byte{0, 5, 't', 'h', 'i'})
+		client.Write([]byte{'r', 'd'})
+	}()
+	require.NoError(t, <-waited)
+	size, err := c.readSize()
+	require.NoError(t, err)
+	body := make([]byte, size)
+	_, err = io.ReadFull(c.r, body)
+	require.NoError(t, err)
+	assert.Equal(t, "third", string(body), "a request whose bytes arrive in pieces")
+	assert.Zero(t, free(), "it took the buffer again")
 }
 
 // failingListener fails Accept with EMFILE, as accept does when the process

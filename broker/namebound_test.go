@@ -27,9 +27,10 @@ import (
 // string. A string the broker kept needs a bound (Kafka's where it has one:
 // 32,767 bytes for group and transactional ids, 249 for topics, the group
 // record's 1 MiB for what members send, 4 KiB of offset metadata), and a
-// refusal with Kafka's error past it. Heavy (test.sh runs it with -tags
-// heavy): some hundreds of requests of over a megabyte, each measured on the
-// live heap after two collections.
+// refusal with Kafka's error past it. The answer to each such request is
+// bounded like the request: it may echo the string once, never more. Heavy
+// (test.sh runs it with -tags heavy): some hundreds of requests of over a
+// megabyte, each measured on the live heap after two collections.
 
 const (
 	nameBoundLong   = 1<<20 + 64<<10 // over a group's 1 MiB record, so no bound lets one through
@@ -50,10 +51,12 @@ func TestEveryClientStringIsBounded(t *testing.T) {
 		for _, p := range stringPaths(reflect.ValueOf(probe).Elem(), "") {
 			name := fmt.Sprintf("%s/v%d/%s", kmsg.NameForKey(a.key), a.max, p)
 			t.Run(name, func(t *testing.T) {
-				kept := sendLongStrings(t, a.key, a.max, p)
-				t.Logf("heap kept after %d requests with a %d-byte string: %+d B", nameBoundRounds, nameBoundLong, kept)
+				kept, answer := sendLongStrings(t, a.key, a.max, p)
+				t.Logf("heap kept after %d requests with a %d-byte string: %+d B; largest answer %d B", nameBoundRounds, nameBoundLong, kept, answer)
 				require.Less(t, kept, int64(nameBoundLong),
 					"the broker keeps %s: give it a bound and refuse longer ones with Kafka's error", p)
+				require.Less(t, answer, 2*nameBoundLong,
+					"the answer echoes %s more than once: answer it once, or clip it", p)
 			})
 		}
 	}
@@ -61,8 +64,8 @@ func TestEveryClientStringIsBounded(t *testing.T) {
 
 // sendLongStrings sends nameBoundRounds requests for key at version, each
 // with a different long string at path, after one to warm the connection's
-// buffers, and returns how much the live heap grew.
-func sendLongStrings(t *testing.T, key, version int16, path string) int64 {
+// buffers, and returns how much the live heap grew and the largest answer.
+func sendLongStrings(t *testing.T, key, version int16, path string) (kept int64, answer int) {
 	w := newRepeatWorld(t, "kafka")
 	nc, err := net.Dial("tcp", w.b.Addr())
 	require.NoError(t, err)
@@ -84,7 +87,9 @@ func sendLongStrings(t *testing.T, key, version int16, path string) int64 {
 		require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
 		_, err := nc.Write(frame)
 		require.NoError(t, err)
-		if err := readAnswer(nc); err != nil {
+		n, err := readAnswerSize(nc)
+		answer = max(answer, n)
+		if err != nil {
 			// The broker may close a connection it will not serve (a SASL
 			// request without SASL); a new one serves the next round.
 			nc.Close()
@@ -109,7 +114,7 @@ func sendLongStrings(t *testing.T, key, version int16, path string) int64 {
 		send(round)
 	}
 	settle()
-	return int64(liveHeap()) - int64(w.b.buffers.freeBytes()) - before
+	return int64(liveHeap()) - int64(w.b.buffers.freeBytes()) - before, answer
 }
 
 const nameBoundTxn = "txn"
@@ -143,13 +148,20 @@ func fillTransactional(v reflect.Value, pid int64, epoch int16) {
 // readAnswer reads one answer frame, or returns the error that ended the
 // connection.
 func readAnswer(nc net.Conn) error {
+	_, err := readAnswerSize(nc)
+	return err
+}
+
+// readAnswerSize reads one answer frame and returns its size, or the error
+// that ended the connection.
+func readAnswerSize(nc net.Conn) (int, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(nc, size[:]); err != nil {
-		return err
+		return 0, err
 	}
 	n := int(size[0])<<24 | int(size[1])<<16 | int(size[2])<<8 | int(size[3])
-	_, err := io.ReadFull(nc, make([]byte, n))
-	return err
+	_, err := io.CopyN(io.Discard, nc, int64(n))
+	return 4 + n, err
 }
 
 func liveHeap() uint64 {

@@ -77,13 +77,28 @@ type offsetsTopicState struct {
 	compacted [offsetsTopicPartitions]atomic.Int64
 }
 
-// appendOffsetsRecord appends one record the coordinator hands out to the
-// group's partition of __consumer_offsets, when the topic exists (not in
-// the VAST profile), and compacts that partition when it has grown past
-// its bound. The coordinator calls it with its lock held.
+// appendOffsetsRecord appends one record to the group's partition of
+// __consumer_offsets; see appendOffsetsRecords.
 func (b *Broker) appendOffsetsRecord(group string, key, value []byte) {
+	b.appendOffsetsRecords(group, []coordinator.OffsetsRecord{{Key: key, Value: value}})
+}
+
+// appendOffsetsRecords appends the records the coordinator hands out for a
+// group at the end of a call to the group's partition of
+// __consumer_offsets, as one batch, as Kafka writes the records of one
+// request, when the topic exists (not in the VAST profile), and compacts
+// that partition when it has grown past its bound. The coordinator calls
+// it with its lock held.
+func (b *Broker) appendOffsetsRecords(group string, records []coordinator.OffsetsRecord) {
+	if _, _, part := b.offsetsPartition(group); part == nil {
+		return
+	}
 	now := b.clock.Now()
-	b.appendOffsetsBatch(group, log.RecordBatch(key, value, now), now)
+	keys, values := make([][]byte, len(records)), make([][]byte, len(records))
+	for i, r := range records {
+		keys[i], values[i] = r.Key, r.Value
+	}
+	b.appendOffsetsBatch(group, log.RecordsBatch(keys, values, now), now)
 }
 
 // appendTxnOffsetsRecords appends the records of one TxnOffsetCommit to the

@@ -55,10 +55,10 @@ func handleDescribeUserScramCredentials(b *Broker, r *request) kmsg.Response {
 		case duplicate[u]:
 			res.CredentialInfos = nil
 			res.ErrorCode = kerr.DuplicateResource.Code
-			res.ErrorMessage = kmsg.StringPtr("Cannot describe SCRAM credentials for the same user twice in a single request: " + u)
+			res.ErrorMessage = kmsg.StringPtr("Cannot describe SCRAM credentials for the same user twice in a single request: " + clip(u))
 		case len(res.CredentialInfos) == 0:
 			res.ErrorCode = kerr.ResourceNotFound.Code
-			res.ErrorMessage = kmsg.StringPtr("Attempt to describe nonexistent SCRAM credential for user " + u)
+			res.ErrorMessage = kmsg.StringPtr("Attempt to describe nonexistent SCRAM credential for user " + clip(u))
 		}
 		resp.Results = append(resp.Results, res)
 	}

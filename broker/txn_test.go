@@ -66,10 +66,3 @@ func TestBatchOfAnEndedTransactionIsNotAppended(t *testing.T) {
 	assert.Equal(t, part.HighWatermark(), part.LastStableOffset(), "no transaction left open")
 	assert.Empty(t, part.OpenTransactions())
 }
-
-// markerCostBound is the most memory one commit or abort marker may cost
-// (measured: 335 bytes with 1 marker a partition, 271 with 20, 251 with
-// 200; it was 4,431, 489 and 397 when every partition's first chunk was
-// 4 KiB, its index doubled and every producer state had room for five
-// batches).
-const markerCostBound = 360

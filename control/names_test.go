@@ -60,7 +60,8 @@ var namelessRoutes = map[string]string{
 // endpoint that changes the broker either keeps no client-named string
 // (namelessRoutes says why) or bounds it (namedRoutes): a name at the bound
 // is kept, one byte more is refused with 400 and a JSON error naming the
-// bound, never 404 or success. The topic of a fault is bounded as topics
+// bound, never 404 or success, and quoting at most a short prefix of the
+// name. The topic of a fault is bounded as topics
 // are (249 bytes).
 func TestEveryRouteBoundsTheNamesItStores(t *testing.T) {
 	t.Parallel()
@@ -84,6 +85,7 @@ func TestEveryRouteBoundsTheNamesItStores(t *testing.T) {
 			method, path, body = r.call(url, strings.Repeat("n", r.bound+1))
 			assert.Equal(t, http.StatusBadRequest, call(t, method, path, body, &e))
 			assert.Contains(t, e.Error, fmt.Sprint(r.bound), "the refusal names the bound")
+			assert.Less(t, len(e.Error), 1024, "the refusal quotes at most a short prefix of the name: an answer is bounded like its request")
 		})
 	}
 	var e struct{ Error string }

@@ -32,7 +32,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -57,9 +56,10 @@ const (
 )
 
 // MaxSubscribedTopicRegexBytes bounds a member's SubscribedTopicRegex.
-// Kafka has no such bound; vastfake evaluates each regex against every
-// topic whenever topics change, so a longer one gets
-// INVALID_REGULAR_EXPRESSION.
+// Kafka has no such bound; vastfake keeps each regex in memory and matches
+// it against every topic, so a longer one gets INVALID_REGULAR_EXPRESSION,
+// as does one whose program passes MaxSubscribedTopicRegexInstructions
+// (regex.go).
 const MaxSubscribedTopicRegexBytes = 4096
 
 // MaxSubscribedTopicNames bounds how many topic names one member may
@@ -151,6 +151,9 @@ type consumerGroup struct {
 	// brought it, as Kafka resolves new regexes asynchronously (see
 	// resolveRegex).
 	resolved map[string]bool
+	// regexRefs counts the members using each regex (regex.go): a regex
+	// counts once in bytes however many members share it.
+	regexRefs map[*topicRegex]int
 }
 
 // cmember is one member of a consumer group.
@@ -168,8 +171,8 @@ type cmember struct {
 
 	names    []string // subscribed topic names, sorted
 	regex    string
-	re       *regexp.Regexp
-	assignor string // the server assignor it asked for, or ""
+	rx       *topicRegex // the compiled regex, shared (regex.go); nil without one
+	assignor string      // the server assignor it asked for, or ""
 
 	assigned tpSet // partitions it may consume
 	// assignedAt is the member epoch at which it was given each partition
@@ -208,9 +211,9 @@ func (m *cmember) storedBytes(instanceID, rackID *string, clientID, clientHost s
 }
 
 // fits reports whether m, with the strings a heartbeat brings (req's
-// where it carries them, else m's own), keeps the group within
-// MaxConsumerGroupBytes.
-func (cg *consumerGroup) fits(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) bool {
+// where it carries them, else m's own) and its compiled regex rx, keeps
+// the group within MaxConsumerGroupBytes.
+func (cg *consumerGroup) fits(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, rx *topicRegex) bool {
 	instanceID, rackID, names, regex := m.instanceID, m.rackID, m.names, m.regex
 	if req.InstanceID != nil {
 		instanceID = req.InstanceID
@@ -221,10 +224,12 @@ func (cg *consumerGroup) fits(m *cmember, req *kmsg.ConsumerGroupHeartbeatReques
 	if req.SubscribedTopicNames != nil {
 		names = req.SubscribedTopicNames
 	}
+	delta := 0
 	if req.SubscribedTopicRegex != nil {
 		regex = *req.SubscribedTopicRegex
+		delta = cg.regexBytesDelta(m, rx)
 	}
-	return cg.bytes-m.bytes+m.storedBytes(instanceID, rackID, clientID, clientHost, names, regex) <= MaxConsumerGroupBytes
+	return cg.bytes-m.bytes+m.storedBytes(instanceID, rackID, clientID, clientHost, names, regex)+delta <= MaxConsumerGroupBytes
 }
 
 // account brings the group's byte count up to date with m's strings.
@@ -239,7 +244,7 @@ func (m *cmember) subscribes(topic string) bool {
 	if _, ok := slices.BinarySearch(m.names, topic); ok {
 		return true
 	}
-	return m.re != nil && m.re.MatchString(topic)
+	return m.rx != nil && m.rx.matches(topic)
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -250,6 +255,7 @@ func newConsumerGroup() *consumerGroup {
 		owner:     make(map[tp]string),
 		unsettled: make(map[string]struct{}),
 		resolved:  make(map[string]bool),
+		regexRefs: make(map[*topicRegex]int),
 	}
 }
 
@@ -289,9 +295,11 @@ func newConsumerMemberID() string {
 // TopicsChanged tells the coordinator that topics were created, deleted or
 // grew: it reads them again through Config.Topics (or only the names given,
 // through Config.Topic) and bumps the epoch of every consumer group one of
-// whose subscriptions (by name or by regular expression) sees a change,
-// recomputing its target assignment. Partitions of a deleted topic leave
-// every member at once, as a client cannot report them by id any more. It
+// whose subscriptions (by name, or by a regular expression that matched
+// the topic) sees a change, recomputing its target assignment. Partitions
+// of a deleted topic leave every member at once, as a client cannot report
+// them by id any more. A new topic is matched against regular expressions
+// afterwards, off the lock (regex.go): it never waits for matching. It
 // costs the topics that changed times the groups, plus every topic when no
 // names are given.
 func (c *Coordinator) TopicsChanged(names ...string) {
@@ -332,6 +340,7 @@ func (c *Coordinator) refreshTopics(names ...string) {
 		return
 	}
 	c.shareTopicsChanged(changed)
+	var hits []*group
 	for _, g := range c.groups {
 		cg := g.cg
 		if cg == nil || len(cg.members) == 0 {
@@ -349,11 +358,23 @@ func (c *Coordinator) refreshTopics(names ...string) {
 				break
 			}
 		}
-		if !hit {
-			continue
+		if hit {
+			hits = append(hits, g)
 		}
-		c.dropGoneTopics(cg)
-		for _, m := range cg.members {
+	}
+	var gone, present []string
+	for _, name := range changed {
+		if _, ok := c.topics[name]; ok {
+			present = append(present, name)
+		} else {
+			gone = append(gone, name)
+		}
+	}
+	c.topicsGone(gone)
+	c.topicsCreated(present)
+	for _, g := range hits {
+		c.dropGoneTopics(g.cg)
+		for _, m := range g.cg.members {
 			m.sent = false // a topic recreated under its name has a new id: send it again
 		}
 		c.bumpGroupEpoch(g)
@@ -424,13 +445,28 @@ func (c *Coordinator) dropGoneTopics(cg *consumerGroup) {
 // FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, and
 // GROUP_ID_NOT_FOUND for a classic group with members; an Empty classic
 // group becomes a consumer group, keeping its offsets. It never blocks.
+//
+// The regex a heartbeat carries is compiled before the coordinator's lock
+// is taken, or found compiled (regex.go).
 func (c *Coordinator) ConsumerGroupHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
-	c.mu.Lock()
-	defer c.unlock()
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = req.Version
 	resp.HeartbeatIntervalMillis = int32(c.cgInterval / time.Millisecond)
-	code, msg := c.consumerHeartbeat(caller, req, resp)
+	code, msg := checkHeartbeat(req)
+	var hold regexHold
+	if code == errNone && req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		r, err := c.regexes.acquire(*req.SubscribedTopicRegex)
+		if err != nil {
+			code, msg = kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", clipQuoted(*req.SubscribedTopicRegex), err)
+		}
+		hold.r = r
+	}
+	c.mu.Lock()
+	defer c.unlock()
+	defer hold.release(c)
+	if code == errNone {
+		code, msg = c.consumerHeartbeat(caller, req, resp, &hold)
+	}
 	if g := c.groups[req.Group]; g != nil {
 		c.noteStable(g)
 	}
@@ -493,11 +529,6 @@ func checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	default:
 		return invalid("MemberEpoch is invalid.")
 	}
-	if req.SubscribedTopicRegex != nil {
-		if _, err := compileTopicRegex(*req.SubscribedTopicRegex); err != nil {
-			return kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", clipRegex(*req.SubscribedTopicRegex), err)
-		}
-	}
 	if a := req.ServerAssignor; a != nil && *a != AssignorUniform && *a != AssignorRange {
 		return kerr.UnsupportedAssignor.Code, "ServerAssignor " + *a + " is not supported. Supported assignors: " + AssignorUniform + ", " + AssignorRange + "."
 	}
@@ -511,29 +542,18 @@ func blank(s string) bool {
 	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
 }
 
-func clipRegex(s string) string {
+// clipQuoted clips a client's string quoted in an error message to 100
+// bytes, so that an answer is never much larger than its request.
+func clipQuoted(s string) string {
 	if len(s) > 100 {
 		return s[:100] + "…"
 	}
 	return s
 }
 
-// compileTopicRegex compiles a SubscribedTopicRegex. Kafka matches it
-// against the whole topic name with RE2/J, whose syntax Go's regexp
-// shares.
-func compileTopicRegex(s string) (*regexp.Regexp, error) {
-	if len(s) > MaxSubscribedTopicRegexBytes {
-		return nil, fmt.Errorf("longer than %d bytes", MaxSubscribedTopicRegexBytes)
-	}
-	return regexp.Compile("^(?:" + s + ")$")
-}
-
-func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, hold *regexHold) (int16, string) {
 	if c.closed {
 		return kerr.CoordinatorNotAvailable.Code, ""
-	}
-	if code, msg := checkHeartbeat(req); code != errNone {
-		return code, msg
 	}
 	g := c.groups[req.Group]
 	switch {
@@ -556,11 +576,11 @@ func (c *Coordinator) consumerHeartbeat(caller Caller, req *kmsg.ConsumerGroupHe
 	}
 	switch req.MemberEpoch {
 	case epochJoin:
-		return c.consumerJoin(caller, g, req, resp)
+		return c.consumerJoin(caller, g, req, resp, hold)
 	case epochLeave, epochStaticLeave:
 		return c.consumerLeave(g, req, resp)
 	}
-	return c.consumerBeat(g, req, resp)
+	return c.consumerBeat(g, req, resp, hold)
 }
 
 // toConsumerGroup makes g, new or Empty and classic, a consumer group,
@@ -599,7 +619,7 @@ func (cg *consumerGroup) staticHolder(instanceID, memberID string) (*cmember, in
 // was fenced or lost its state (its partitions stay its own unless the
 // target moved them), or a static member taking over from its previous
 // instance that left with epoch -2.
-func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, hold *regexHold) (int16, string) {
 	cg := g.cg
 	id := req.MemberID
 	if id == "" {
@@ -625,7 +645,7 @@ func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGr
 	if probe == nil {
 		probe = &cmember{id: id}
 	}
-	if !cg.fits(probe, req, clientID, clientHost) {
+	if !cg.fits(probe, req, clientID, clientHost, hold.r) {
 		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	changed := false
@@ -639,7 +659,11 @@ func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGr
 			// unless the subscription differs (Kafka's static member
 			// replacement).
 			m.epoch, m.prevEpoch = 0, 0
-			m.names, m.regex, m.re, m.assignor = inherit.names, inherit.regex, inherit.re, inherit.assignor
+			m.names, m.regex, m.assignor = inherit.names, inherit.regex, inherit.assignor
+			if inherit.rx != nil {
+				c.regexes.retain(inherit.rx)
+				c.setMemberRegex(cg, m, inherit.rx)
+			}
 			m.target = inherit.target
 			for p := range inherit.assigned {
 				m.assigned[p] = struct{}{}
@@ -664,7 +688,7 @@ func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGr
 		s := *req.RackID
 		m.rackID = &s
 	}
-	if c.updateSubscription(g, m, req) {
+	if c.updateSubscription(g, m, req, hold) {
 		changed = true
 	}
 	cg.account(m)
@@ -678,20 +702,27 @@ func (c *Coordinator) consumerJoin(caller Caller, g *group, req *kmsg.ConsumerGr
 	return errNone, ""
 }
 
-// resolveRegex resolves m's regular expression once the heartbeat that
-// brought it has been answered: Kafka resolves a regex the group does not
-// know yet asynchronously, so that heartbeat's assignment holds only the
-// topics named and the regexes already resolved, and the regex's topics
-// come in a new group epoch, seen on the member's next heartbeat. Regexes
-// no member uses any more are forgotten.
+// resolveRegex resolves m's regular expression for its group once the
+// heartbeat that brought it has been answered: Kafka resolves a regex the
+// group does not know yet asynchronously, so that heartbeat's assignment
+// holds only the topics named and the regexes already resolved, and the
+// regex's topics come in a new group epoch, seen on the member's next
+// heartbeat. A regex the worker has already matched against the topics
+// (another member's, in any group) is resolved at once; any other is left
+// to the worker (regex.go), which starts the new epoch when it is done.
+// Regexes no member uses any more are forgotten.
 func (c *Coordinator) resolveRegex(g *group, m *cmember) {
 	cg := g.cg
-	if m.re == nil || cg.resolved[m.regex] {
+	if m.rx == nil || cg.resolved[m.regex] {
+		return
+	}
+	if !m.rx.resolved {
+		c.kickRegexes()
 		return
 	}
 	used := make(map[string]bool, len(cg.resolved)+1)
 	for _, o := range cg.members {
-		if o.re != nil && cg.resolved[o.regex] {
+		if o.rx != nil && cg.resolved[o.regex] {
 			used[o.regex] = true
 		}
 	}
@@ -712,7 +743,7 @@ func (cg *consumerGroup) forgetUnusedRegexes() {
 	}
 	used := make(map[string]bool, len(cg.resolved))
 	for _, o := range cg.members {
-		if o.re != nil {
+		if o.rx != nil {
 			used[o.regex] = true
 		}
 	}
@@ -725,8 +756,9 @@ func (cg *consumerGroup) forgetUnusedRegexes() {
 
 // updateSubscription applies the rebalance timeout, subscription and
 // assignor a heartbeat carries (nil: unchanged) and reports whether what
-// the assignment depends on changed.
-func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest) bool {
+// the assignment depends on changed. A new regex is the one compiled in
+// hold, which m then holds.
+func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, hold *regexHold) bool {
 	if req.RebalanceTimeoutMillis >= 0 {
 		m.rebalance = millis(req.RebalanceTimeoutMillis)
 	}
@@ -742,10 +774,8 @@ func (c *Coordinator) updateSubscription(g *group, m *cmember, req *kmsg.Consume
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
 		m.regex = *req.SubscribedTopicRegex
-		m.re = nil
-		if m.regex != "" {
-			m.re, _ = compileTopicRegex(m.regex) // checkHeartbeat compiled it
-		}
+		c.setMemberRegex(g.cg, m, hold.r)
+		hold.r = nil
 		changed = true
 		g.cg.forgetUnusedRegexes()
 	}
@@ -821,6 +851,7 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember, bump bool) {
 	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
 		delete(cg.static, *m.instanceID)
 	}
+	c.setMemberRegex(cg, m, nil)
 	cg.forgetUnusedRegexes()
 	if bump {
 		c.bumpGroupEpoch(g)
@@ -844,7 +875,7 @@ func (c *Coordinator) consumerMembersChanged(g *group) {
 }
 
 // consumerBeat handles a heartbeat with a positive epoch.
-func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse, hold *regexHold) (int16, string) {
 	cg := g.cg
 	m, code := cg.memberOf(req)
 	if m == nil {
@@ -863,7 +894,7 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 				than, req.MemberEpoch, m.epoch)
 		}
 	}
-	if !cg.fits(m, req, m.clientID, m.clientHost) {
+	if !cg.fits(m, req, m.clientID, m.clientHost, hold.r) {
 		return kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group's members would keep more than %d bytes of ids and subscriptions.", MaxConsumerGroupBytes)
 	}
 	c.resetConsumerSession(g, m)
@@ -872,7 +903,7 @@ func (c *Coordinator) consumerBeat(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 		s := *req.RackID
 		m.rackID = &s
 	}
-	if c.updateSubscription(g, m, req) {
+	if c.updateSubscription(g, m, req, hold) {
 		c.bumpGroupEpoch(g)
 	}
 	cg.account(m)
@@ -1057,27 +1088,20 @@ func (c *Coordinator) computeTarget(g *group) {
 		members[i] = cg.members[id]
 	}
 	// Each member's subscribed topics that exist, sorted, and its part of
-	// the last target.
-	topicNames := make([]string, 0, len(c.topics))
-	for name := range c.topics {
-		topicNames = append(topicNames, name)
-	}
-	sort.Strings(topicNames)
+	// the last target. A regex counts with the topics it matched when last
+	// resolved (regex.go), once its group resolved it.
 	in := make([]assignee, len(members))
 	for i, m := range members {
 		in[i].current = m.target
-		if m.re == nil || !cg.resolved[m.regex] {
-			for _, n := range m.names {
-				if _, ok := c.topics[n]; ok {
-					in[i].topics = append(in[i].topics, n)
-				}
+		for _, n := range m.names {
+			if _, ok := c.topics[n]; ok {
+				in[i].topics = append(in[i].topics, n)
 			}
-		} else {
-			for _, n := range topicNames {
-				if m.subscribes(n) {
-					in[i].topics = append(in[i].topics, n)
-				}
-			}
+		}
+		if m.rx != nil && cg.resolved[m.regex] {
+			in[i].topics = append(in[i].topics, c.regexTopics(m.rx)...)
+			sort.Strings(in[i].topics)
+			in[i].topics = slices.Compact(in[i].topics)
 		}
 	}
 	var targets []tpSet
@@ -1233,10 +1257,10 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
-			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
+			dg.ErrorMessage = kmsg.StringPtr("Group " + clipQuoted(name) + " not found.") // the name is in the answer already
 		case g.cg == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
-			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a consumer group.")
+			dg.ErrorMessage = kmsg.StringPtr("Group " + clipQuoted(name) + " is not a consumer group.")
 		default:
 			cg := g.cg
 			dg.State = cg.stateName()
@@ -1312,13 +1336,10 @@ func (c *Coordinator) describeClassic(g *group, dg *kmsg.DescribeGroupsResponseG
 		md.Version = 3
 		md.Generation = m.epoch
 		md.Topics = slices.Clone(m.names)
-		if m.re != nil {
-			for name := range c.topics {
-				if m.re.MatchString(name) && !slices.Contains(md.Topics, name) {
-					md.Topics = append(md.Topics, name)
-				}
-			}
+		if m.rx != nil {
+			md.Topics = append(md.Topics, c.regexTopics(m.rx)...)
 			sort.Strings(md.Topics)
+			md.Topics = slices.Compact(md.Topics)
 		}
 		if m.rackID != nil {
 			md.Rack = m.rackID

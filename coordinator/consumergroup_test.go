@@ -60,7 +60,9 @@ func (tt *topicTable) add(name string, partitions int32) TopicMeta {
 }
 
 // cgHarness is a coordinator with topics, and helpers to drive KIP-848
-// members by hand as a client would.
+// members by hand as a client would. Its regex worker runs by hand, after
+// every heartbeat and topic change the helpers make (a worker that is
+// never late), unless a test calls the coordinator itself.
 type cgHarness struct {
 	*harness
 	topics *topicTable
@@ -69,7 +71,10 @@ type cgHarness struct {
 
 func newCGHarness(t testing.TB, opts ...func(*Config)) *cgHarness {
 	tt := &topicTable{}
-	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) { c.Topics, c.Topic = tt.get, tt.lookup }}, opts...)...)
+	h := newHarness(t, rules.Kafka(), append([]func(*Config){func(c *Config) {
+		c.Topics, c.Topic = tt.get, tt.lookup
+		c.regexesByHand = true
+	}}, opts...)...)
 	return &cgHarness{harness: h, topics: tt, caller: NoCaller}
 }
 
@@ -89,6 +94,7 @@ type cmem struct {
 func (h *cgHarness) addTopic(name string, partitions int32) {
 	h.topics.add(name, partitions)
 	h.c.TopicsChanged(name)
+	h.c.resolveRegexes()
 }
 
 // TestTopicChangesReadOnlyTheTopicsNamed: with Config.Topic, creating and
@@ -155,6 +161,7 @@ func (m *cmem) beat(edit func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.Consum
 		edit(req)
 	}
 	resp := m.h.c.ConsumerGroupHeartbeat(m.h.caller, req)
+	m.h.c.resolveRegexes()
 	if resp.ErrorCode == 0 {
 		m.epoch = resp.MemberEpoch
 		if resp.Assignment != nil {

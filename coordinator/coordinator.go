@@ -23,11 +23,11 @@
 // timeout, rebalance timeout, initial rebalance delay and offset retention is
 // measured on the clock.Clock it is given, and so is every transaction
 // timeout, so a test that owns a clock.Manual decides when each of them
-// passes. Timers run on the clock;
-// the only goroutine of its own is the short one context.AfterFunc runs when
-// a connection closes, to forget the member ids handed out on it (Close
-// waits for those). The only calls that block are JoinGroup and SyncGroup,
-// in the caller's goroutine.
+// passes. Timers run on the clock. Its own goroutines are the short one
+// context.AfterFunc runs when a connection closes, to forget the member ids
+// handed out on it, and the worker that matches KIP-848 regular expressions
+// against topics off the lock (regex.go); Close waits for both. The only
+// calls that block are JoinGroup and SyncGroup, in the caller's goroutine.
 //
 // The broker passes each decoded request and gets the response back with
 // the request's version. With the requests whose work depends on the client
@@ -152,11 +152,13 @@ type Config struct {
 	WriteTxnMarkers func(TxnMarkers)
 	// OffsetsTopic receives, for every offset commit and group change, the
 	// record Kafka's group coordinator writes to __consumer_offsets for
-	// it, in Kafka's formats (see offsetstopic.go): key and value, value
-	// nil for a tombstone. It is called with the coordinator's lock held,
-	// in the order the changes happen, and must not call back into the
-	// Coordinator. It may be nil (VAST keeps no such topic).
-	OffsetsTopic func(group string, key, value []byte)
+	// it, in Kafka's formats (see offsetstopic.go): each group's records
+	// of one call at once, as the call ends, in the order the changes
+	// happened, so that they are written as one batch, as Kafka writes the
+	// records of one request (an OffsetCommit's offsets) in one. It is
+	// called with the coordinator's lock held and must not call back into
+	// the Coordinator. It may be nil (VAST keeps no such topic).
+	OffsetsTopic func(group string, records []OffsetsRecord)
 	// AssignmentEpochs checks a KIP-848 member's OffsetCommit and
 	// TxnOffsetCommit by per-partition assignment epochs, as Kafka 4.3
 	// does (KIP-1251): a commit is refused only when its epoch is newer
@@ -167,8 +169,9 @@ type Config struct {
 	// TxnOffsetsTopic receives the records of each TxnOffsetCommit, to be
 	// written to __consumer_offsets as one transactional batch of the
 	// producer's id and epoch, which the transaction's marker (see
-	// TxnMarkers.Groups) commits or aborts. The same rules as OffsetsTopic
-	// apply; nil writes none.
+	// TxnMarkers.Groups) commits or aborts. It is called with the
+	// coordinator's lock held, at once (not as the call ends), and must
+	// not call back into the Coordinator; nil writes none.
 	TxnOffsetsTopic func(TxnOffsetRecords)
 	// Topics returns every topic KIP-848 consumer groups may be assigned,
 	// internal ones included, as Kafka matches a regex against them. The coordinator calls it, with its lock
@@ -202,10 +205,15 @@ type Config struct {
 	// (CoordinatorsMoved). It is called with the coordinator's lock held
 	// and must not call the coordinator.
 	Locate func(group string) (broker int32, serving bool)
+
 	// Share holds Kafka's share group settings (group.share.*); its zero
 	// value is Kafka's defaults. Share groups are served where
 	// NoShareGroups is not enforced (see sharegroup.go).
 	Share ShareConfig
+
+	// regexesByHand (tests) starts no regex worker: the test resolves
+	// regexes with resolveRegexes.
+	regexesByHand bool
 }
 
 // Coordinator holds every group and its committed offsets. All methods are
@@ -246,7 +254,12 @@ type Coordinator struct {
 
 	txns         txns
 	writeMarkers func(TxnMarkers)
-	offsetsLog   func(group string, key, value []byte)
+	offsetsLog   func(group string, records []OffsetsRecord)
+	// offsetsPending are the records handed out under the lock, by group
+	// in the order groups first had one (offsetsPendingAt: where each
+	// group's are); unlock gives them to offsetsLog.
+	offsetsPending   []groupRecords
+	offsetsPendingAt map[string]int
 	// txnOffsetsLog is Config.TxnOffsetsTopic; offsetSeq numbers committed
 	// and pending offsets in the order of their records (nextOffsetSeq).
 	txnOffsetsLog    func(TxnOffsetRecords)
@@ -262,6 +275,14 @@ type Coordinator struct {
 	cgInterval     time.Duration
 	cgMaxSize      int
 	consumerGroups int // how many of groups are consumer groups
+
+	// Regular expressions of KIP-848 subscriptions (regex.go).
+	regexes       regexRegistry
+	regexesByHand bool
+	regexKick     chan struct{}       // wakes the worker
+	regexWorker   sync.WaitGroup      // the worker, which Close waits for
+	regexPass     sync.Mutex          // held through each of the worker's passes
+	regexPending  map[string]struct{} // topics created since the worker's last pass
 
 	locate func(group string) (broker int32, serving bool) // Config.Locate
 	// Share groups (sharegroup.go, sharepartition.go, sharefetch.go,
@@ -379,7 +400,10 @@ func New(cfg Config) *Coordinator {
 		cgMaxSize:        cmp.Or(cfg.ConsumerGroupMaxSize, DefaultConsumerGroupMaxSize),
 		locate:           cfg.Locate,
 		share:            cfg.Share.withDefaults(),
+
+		regexesByHand: cfg.regexesByHand,
 	}
+	c.startRegexWorker()
 	c.refreshTopics()
 	return c
 }
@@ -414,10 +438,12 @@ func (c *Coordinator) Close() {
 	close(c.done)
 	c.unlock()
 	c.watchers.Wait()
+	c.regexWorker.Wait()
 }
 
 // unlock releases c.mu and wakes anything waiting for a change of state.
 func (c *Coordinator) unlock() {
+	c.flushOffsetsRecords()
 	if c.changed != nil {
 		close(c.changed)
 		c.changed = nil
@@ -539,6 +565,9 @@ func (c *Coordinator) removeGroup(g *group) {
 	g.stopTimers(c)
 	if g.cg != nil {
 		c.consumerGroups--
+		for _, m := range g.cg.members {
+			c.setMemberRegex(g.cg, m, nil)
+		}
 	}
 	if g.sg != nil {
 		c.shareGroups--

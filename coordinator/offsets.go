@@ -373,7 +373,7 @@ func (g *group) subscribedTopics() map[string]bool {
 			for _, t := range m.names {
 				out[t] = true
 			}
-			if m.re != nil {
+			if m.rx != nil {
 				out[""] = true // a regex may match any topic
 			}
 		}

@@ -59,7 +59,11 @@ func TestOffsetsTopicRecordsEveryChange(t *testing.T) {
 	r := rules.Kafka()
 	r.OffsetsRetention = time.Hour
 	h := newHarness(t, r, func(c *Config) {
-		c.OffsetsTopic = func(group string, key, value []byte) { got = append(got, decodeOffsetsRecord(t, group, key, value)) }
+		c.OffsetsTopic = func(group string, records []OffsetsRecord) {
+			for _, r := range records {
+				got = append(got, decodeOffsetsRecord(t, group, r.Key, r.Value))
+			}
+		}
 	})
 	take := func() []offsetsEntry {
 		h.c.mu.Lock()
@@ -99,4 +103,31 @@ func TestOffsetsTopicRecordsEveryChange(t *testing.T) {
 	// Expiry tombstones the rest, and the cleanup the group.
 	h.clk.Advance(2 * time.Hour)
 	assert.Equal(t, []offsetsEntry{{group: "g", topic: "orders", partition: 0, offset: -1}, {group: "g", offset: -1, metadata: true}}, take())
+}
+
+// TestOffsetsTopicRecordsOfOneCallGoTogether: the records one call makes
+// for a group reach Config.OffsetsTopic at once, as the call ends, so that
+// they are written as one batch, as Kafka writes an OffsetCommit's offsets:
+// a commit of 100 partitions is one call of 100 records; a call touching
+// several groups makes one call per group, in the order of their first
+// records.
+func TestOffsetsTopicRecordsOfOneCallGoTogether(t *testing.T) {
+	type call struct {
+		group   string
+		records int
+	}
+	var calls []call
+	h := newHarness(t, rules.Kafka(), func(c *Config) {
+		c.OffsetsTopic = func(group string, records []OffsetsRecord) { calls = append(calls, call{group, len(records)}) }
+	})
+	offsets := map[int32]int64{}
+	for p := range int32(100) {
+		offsets[p] = int64(p)
+	}
+	require.Equal(t, 100, len(commitCodes(h.c.OffsetCommit(NoCaller, commitReq("g", "", -1, "t", offsets)))))
+	assert.Equal(t, []call{{"g", 100}}, calls)
+	calls = nil
+	require.Equal(t, 1, len(commitCodes(h.c.OffsetCommit(NoCaller, commitReq("h", "", -1, "t", map[int32]int64{0: 1})))))
+	h.c.TopicDeleted("t") // tombstones for both groups' offsets, in one call
+	assert.ElementsMatch(t, []call{{"h", 1}, {"g", 100}, {"h", 1}}, calls)
 }

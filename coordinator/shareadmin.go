@@ -87,20 +87,20 @@ func (c *Coordinator) checkGroupConfig(name, v string) string {
 		if _, ok := parseByDuration(v); ok {
 			return ""
 		}
-		return "Invalid value " + clipRegex(v) + " for configuration " + name + ": must be earliest, latest or by_duration:<ISO-8601 duration>."
+		return "Invalid value " + clipQuoted(v) + " for configuration " + name + ": must be earliest, latest or by_duration:<ISO-8601 duration>."
 	case ShareIsolationLevel:
 		if v == "read_committed" || v == "read_uncommitted" {
 			return ""
 		}
-		return "Invalid value " + clipRegex(v) + " for configuration " + name + ": must be read_committed or read_uncommitted."
+		return "Invalid value " + clipQuoted(v) + " for configuration " + name + ": must be read_committed or read_uncommitted."
 	}
 	b, ok := groupConfigBounds[name]
 	if !ok {
-		return "Unknown group config name: " + clipRegex(name) + " (vastfake takes " + strings.Join(GroupConfigNames(), ", ") + ")."
+		return "Unknown group config name: " + clipQuoted(name) + " (vastfake takes " + strings.Join(GroupConfigNames(), ", ") + ")."
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil {
-		return "Invalid value " + clipRegex(v) + " for configuration " + name + ": Not a number of type INT."
+		return "Invalid value " + clipQuoted(v) + " for configuration " + name + ": Not a number of type INT."
 	}
 	lo, hi := b[0], b[1]
 	if def := c.groupConfigDefault(name); def < lo {
@@ -295,9 +295,9 @@ func (c *Coordinator) DescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffs
 		case c.closed:
 			dg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case g == nil:
-			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+rg.GroupID+" not found.")
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+clipQuoted(rg.GroupID)+" not found.")
 		case g.sg == nil:
-			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+rg.GroupID+" is not a share group.")
+			dg.ErrorCode, dg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr("Group "+clipQuoted(rg.GroupID)+" is not a share group.")
 		default:
 			topics := rg.Topics
 			if topics == nil {

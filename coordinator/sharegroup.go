@@ -584,10 +584,10 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
-			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
+			dg.ErrorMessage = kmsg.StringPtr("Group " + clipQuoted(name) + " not found.")
 		case g.sg == nil:
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
-			dg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a share group.")
+			dg.ErrorMessage = kmsg.StringPtr("Group " + clipQuoted(name) + " is not a share group.")
 		default:
 			sg := g.sg
 			dg.GroupState = sg.stateName()

@@ -38,7 +38,7 @@ func TestTxnOffsetsAreWrittenAtTxnOffsetCommit(t *testing.T) {
 	h.harness = newHarness(t, rules.Kafka(), func(c *Config) {
 		c.WriteTxnMarkers = func(m TxnMarkers) { h.markers = append(h.markers, m) }
 		c.TxnOffsetsTopic = func(r TxnOffsetRecords) { written = append(written, r) }
-		c.OffsetsTopic = func(string, []byte, []byte) { plain++ }
+		c.OffsetsTopic = func(string, []OffsetsRecord) { plain++ }
 	})
 	pid, epoch := h.init("etl")
 	require.Zero(t, h.c.AddOffsetsToTxn("etl", pid, epoch, "g"))

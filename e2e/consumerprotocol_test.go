@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -405,6 +406,11 @@ func TestConsumerProtocolBadInput(t *testing.T) {
 			r.MemberID, r.SubscribedTopicNames = "m2", nil
 			r.SubscribedTopicRegex = kmsg.StringPtr(string(make([]byte, coordinator.MaxSubscribedTopicRegexBytes+1)))
 		}, kerr.InvalidRegularExpression},
+		{"regex whose program passes the bound", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			// 220 bytes, over 20,000 instructions of Go's regexp program.
+			r.MemberID, r.SubscribedTopicNames = "m2", nil
+			r.SubscribedTopicRegex = kmsg.StringPtr(strings.Repeat("[a-z]{1000}", 20))
+		}, kerr.InvalidRegularExpression},
 		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
 			r.MemberID, r.ServerAssignor = "m2", kmsg.StringPtr("sticky")
 		}, kerr.UnsupportedAssignor},
@@ -419,6 +425,13 @@ func TestConsumerProtocolBadInput(t *testing.T) {
 		assert.Equal(t, c.want.Code, resp.ErrorCode, "%s: got %s", c.name, kerr.ErrorForCode(resp.ErrorCode))
 		assert.Nil(t, resp.Assignment, c.name)
 	}
+
+	costly := beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+		r.MemberID, r.SubscribedTopicNames = "m2", nil
+		r.SubscribedTopicRegex = kmsg.StringPtr(strings.Repeat("[a-z]{1000}", 20))
+	})
+	require.NotNil(t, costly.ErrorMessage)
+	assert.Contains(t, *costly.ErrorMessage, "more than 10000 instructions", "the refusal names the bound")
 
 	// The member still heartbeats at its epoch on the same connection.
 	ok := beat(func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 1 })

@@ -432,7 +432,14 @@ func (b Batch) setLogAppendTime(nowMillis int64) {
 // an internal topic: no producer id, no compression, timestamped now. A
 // nil value is a tombstone.
 func RecordBatch(key, value []byte, now time.Time) Batch {
-	return internalBatch([][]byte{key}, [][]byte{value}, -1, -1, now)
+	return RecordsBatch([][]byte{key}, [][]byte{value}, now)
+}
+
+// RecordsBatch returns a plain batch of one record for each key and value
+// (a nil value is a tombstone), as a broker writes to an internal topic:
+// no producer id, no compression, timestamped now.
+func RecordsBatch(keys, values [][]byte, now time.Time) Batch {
+	return internalBatch(keys, values, -1, -1, now)
 }
 
 // TransactionalRecordBatch returns a transactional batch of producerID and

@@ -453,7 +453,9 @@ func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res
 			}
 			if keep {
 				out = append(out, kept{e: e})
-				size += int(e.n)
+				if !e.unencoded() {
+					size += int(e.n)
+				}
 			}
 			continue
 		}
@@ -525,6 +527,12 @@ func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res
 	buf := make([]byte, 0, size)
 	entriesOut := make([]entry, len(out), len(out)+tailRoom)
 	for i, k := range out {
+		res.BatchesAfter++
+		if k.e.unencoded() { // a marker stays as it is kept (markers.go)
+			entriesOut[i] = k.e
+			res.BytesAfter += int64(k.e.n)
+			continue
+		}
 		raw := k.batch
 		if raw == nil {
 			raw = k.e.raw()
@@ -532,13 +540,14 @@ func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res
 		k.e.pos, k.e.n = int32(len(buf)), int32(len(raw))
 		buf = append(buf, raw...)
 		entriesOut[i] = k.e
-		res.BatchesAfter++
 		res.BytesAfter += int64(len(raw))
 	}
 	prefix := int64(-1)
 	for i := range entriesOut {
 		e := &entriesOut[i]
-		e.chunk, e.loan = buf, nil
+		if !e.unencoded() {
+			e.chunk, e.loan = buf, nil
+		}
 		if i == 0 || e.maxTS > prefix {
 			prefix = e.maxTS
 		}

@@ -119,6 +119,10 @@ type Partition struct {
 	openMin int64 // the least first offset in open, while open is not empty
 	aborted []AbortedTxn
 
+	// encodeMarkers stores every transaction marker encoded (tests
+	// compare a log that keeps markers unencoded with one that does not;
+	// markers.go).
+	encodeMarkers bool
 	// epochs is the leader-epoch history (epochs.go); nil until a leader
 	// takes the partition over, meaning epoch 0 from the log start.
 	epochs []EpochStart
@@ -554,12 +558,21 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 		maxTS:      stored.MaxTimestamp(),
 		appendedAt: now,
 	}
+	if e.loan != nil && e.loan.holds.Add(1) == 1 {
+		panic("log: a batch published under a loan already given back")
+	}
+	p.addEntryLocked(e)
+	p.noteTransactionalLocked(stored, base)
+	return base, p.logStart
+}
+
+// addEntryLocked appends e, a batch or an unencoded marker (markers.go)
+// at the high watermark, to the index, with its timestamp prefix, and
+// counts it in the partition's size, high watermark and max timestamp.
+func (p *Partition) addEntryLocked(e entry) {
 	e.prefixMax = e.maxTS
 	if k := len(p.entries); k > 0 && p.entries[k-1].prefixMax > e.prefixMax {
 		e.prefixMax = p.entries[k-1].prefixMax
-	}
-	if e.loan != nil && e.loan.holds.Add(1) == 1 {
-		panic("log: a batch published under a loan already given back")
 	}
 	if k := len(p.entries); k == cap(p.entries) && k < slowGrowEntries {
 		// A short index grows by a quarter, not by doubling as append
@@ -571,12 +584,10 @@ func (p *Partition) Publish(s Staged, opts AppendOptions) (base, logStart int64)
 	}
 	p.entries = append(p.entries, e)
 	p.hwm = e.last + 1
-	p.bytes += int64(s.n)
-	p.noteTransactionalLocked(stored, base)
+	p.bytes += int64(e.n)
 	if e.maxTS > p.maxTS {
 		p.maxTS, p.maxTSOffset = e.maxTS, e.last
 	}
-	return base, p.logStart
 }
 
 // Append stages a parsed batch and publishes it at once; see Stage and
@@ -649,6 +660,14 @@ func (p *Partition) read(offset int64, maxBytes int, committed bool) (ReadResult
 		return res, nil
 	}
 	first := &p.entries[i]
+	if first.unencoded() {
+		var next int64
+		res.Records, next = p.readMarkersLocked(i, maxBytes, committed, lso)
+		if committed && len(p.aborted) > 0 {
+			res.Aborted = p.abortedLocked(offset, next)
+		}
+		return res, nil
+	}
 	end := first.pos + first.n
 	next := first.last + 1
 	for j := i + 1; j < len(p.entries); j++ {
@@ -683,8 +702,14 @@ func EachBatch(records []byte, fn func(Batch) bool) {
 	}
 }
 
-// raw returns the stored batch.
-func (e *entry) raw() Batch { return Batch(e.chunk[e.pos : e.pos+e.n : e.pos+e.n]) }
+// raw returns the stored batch: for an unencoded marker, a new encoding of
+// it (markers.go).
+func (e *entry) raw() Batch {
+	if e.unencoded() {
+		return e.encodeMarker()
+	}
+	return Batch(e.chunk[e.pos : e.pos+e.n : e.pos+e.n])
+}
 
 func sameChunk(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 

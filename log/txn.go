@@ -189,10 +189,20 @@ func (b Batch) MarkerType() (isMarker, commit bool) {
 // producerID and ends that producer's open transaction in the partition: a
 // commit makes its data readable to read_committed readers, an abort adds
 // it to the aborted transactions they skip. A producer with nothing written
-// in the partition still gets its marker, as in Kafka. It returns the
-// marker's offset.
+// in the partition still gets its marker, as in Kafka. A marker that does
+// not follow a batch in its chunk is kept unencoded (markers.go). It
+// returns the marker's offset.
 func (p *Partition) AppendMarker(marker Batch, producerID int64, commit bool, now time.Time) int64 {
-	base, _ := p.Publish(p.Stage(marker), AppendOptions{Now: now})
+	p.mu.Lock()
+	if p.released {
+		defer p.mu.Unlock()
+		return p.hwm
+	}
+	base, ok := p.appendMarkerLocked(marker, now)
+	p.mu.Unlock()
+	if !ok {
+		base, _ = p.Publish(p.Stage(marker), AppendOptions{Now: now})
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.released {
