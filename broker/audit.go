@@ -391,6 +391,11 @@ var adviceTable = map[rules.ID]adviceFor{
 	},
 }
 
+// topicIDAsNameAdvice is NoTopicIDs' advice for a client that sends a
+// topic ID where the name belongs: a client bug no setting fixes, as the
+// client already picked its versions from ApiVersions.
+const topicIDAsNameAdvice = "no client setting fixes this: the client picked Fetch v12 or lower from ApiVersions and then sent the topic's ID where its name belongs, a bug of the client; upgrade the client to a release that fixes it, or use another client for this topic (kcat, kafkajs, kgo name topics by name at these versions)"
+
 // transactional reports whether a request is part of a transaction: the
 // transaction APIs, a transactional produce, an InitProducerId with a
 // transactional id, a FindCoordinator for a transaction coordinator.
@@ -425,6 +430,9 @@ var transactionAdvice = adviceFor{
 // detail describes: in the app's own terms when the app is one appAdvice
 // knows, else in its client library's.
 func findingAdvice(k findingKey, detail string) string {
+	if k.rule == rules.NoTopicIDs && strings.Contains(detail, "sent a topic ID as a name") {
+		return topicIDAsNameAdvice
+	}
 	app := appOf(k.software, k.clientID)
 	if s := appAdvice[app][k.rule]; s != "" {
 		return s

@@ -519,6 +519,9 @@ func TestAuditTopicIDAsName(t *testing.T) {
 		if f.Rule == "NoTopicIDs" {
 			topics = append(topics, f.Topic)
 			assert.Contains(t, f.Detail, "the client sent a topic ID as a name; it cannot fetch from VAST")
+			assert.Contains(t, f.Advice, "no client setting fixes this", "a client bug: no setting to suggest")
+			assert.Contains(t, f.Advice, "upgrade the client")
+			assert.NotContains(t, f.Advice, "let the client pick versions from ApiVersions", "it already did")
 			assert.Equal(t, "Fetch", f.API)
 			assert.Equal(t, "raw-test", f.ClientID)
 		}
