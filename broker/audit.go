@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/vastfake/vastfake/rules"
 )
@@ -84,127 +83,6 @@ type auditLog struct {
 	errByKey   map[errorKey]*ErrorCount
 	errOrder   []*ErrorCount
 	errDropped int64
-}
-
-// ErrorCount is how often one client got one error from one API where no
-// VAST rule was the cause: a topic that does not exist, a version the
-// broker does not serve, a request Kafka would refuse too. The audit
-// report lists them, so that an app that fails for a reason no rule names
-// never gets a clean-looking report. The JSON names are the control
-// plane's GET /audit contract.
-type ErrorCount struct {
-	// API is the request's name, "ListOffsets"; Error the error's name,
-	// "UNSUPPORTED_VERSION", and Code its number.
-	API   string `json:"api"`
-	Error string `json:"error"`
-	Code  int16  `json:"code"`
-	// ClientID, ClientSoftware and ClientVersion are as in Finding.
-	ClientID       string `json:"clientId"`
-	ClientSoftware string `json:"clientSoftware"`
-	ClientVersion  string `json:"clientVersion"`
-	// Retriable reports whether clients retry the error on their own
-	// (kerr's retriable errors: NOT_COORDINATOR, LEADER_NOT_AVAILABLE...),
-	// so that it shows a passing state rather than a failure.
-	Retriable bool `json:"retriable"`
-	// Count is how many answers carried it; First and Last when, on the
-	// broker's clock.
-	Count int64     `json:"count"`
-	First time.Time `json:"first"`
-	Last  time.Time `json:"last"`
-	// Detail is the first answer's message and version, "ListOffsets v0
-	// is older than ...".
-	Detail string `json:"detail"`
-	// Advice says what the error means for the app and what to change.
-	Advice string `json:"advice"`
-}
-
-// maxErrorCounts bounds the distinct (API, error, client) rows kept;
-// further distinct ones are counted in AuditReport.ErrorsDropped.
-const maxErrorCounts = 1000
-
-type errorKey struct {
-	api                        int16
-	code                       int16
-	clientID, software, swVers string
-}
-
-// recordError counts one answer carrying error code to a request of api
-// that no rule refused. r names the client (nil: none); detail describes
-// the first occurrence and advice says what to do (empty: the error's
-// description).
-func (b *Broker) recordError(r *request, api, code int16, detail func() string, advice func() string) {
-	k := errorKey{api: api, code: code}
-	if r != nil {
-		k.clientID, k.software, k.swVers = b.clientOf(r)
-	}
-	now := b.clock.Now()
-	a := &b.audit
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if e := a.errByKey[k]; e != nil {
-		e.Count++
-		e.Last = now
-		return
-	}
-	if len(a.errOrder) >= maxErrorCounts {
-		a.errDropped++
-		return
-	}
-	if a.errByKey == nil {
-		a.errByKey = make(map[errorKey]*ErrorCount)
-	}
-	e := &ErrorCount{API: kmsg.NameForKey(api), Code: code, ClientID: k.clientID, ClientSoftware: k.software,
-		ClientVersion: k.swVers, Count: 1, First: now, Last: now, Detail: logMessage(detail())}
-	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		e.Error, e.Retriable = ke.Message, ke.Retriable
-		e.Advice = ke.Description
-	}
-	if advice != nil {
-		if s := advice(); s != "" {
-			e.Advice = s
-		}
-	}
-	a.errByKey[k] = e
-	a.errOrder = append(a.errOrder, e)
-}
-
-// routineErrors are answers that are steps of the protocol rather than
-// failures, left out of the error counts: KIP-394's MEMBER_ID_REQUIRED
-// asks every new member to join again with the id it carries.
-func routineError(code int16) bool {
-	return code == kerr.MemberIDRequired.Code
-}
-
-// errorAdvice is the advice for an error answered without a rule, or ""
-// for the error's own description; denied is why the request was denied,
-// if it was.
-func errorAdvice(key, code int16, denied string) string {
-	switch code {
-	case kerr.SaslAuthenticationFailed.Code:
-		if denied != "" {
-			return "the login failed: " + denied
-		}
-	case kerr.UnknownTopicOrPartition.Code:
-		if key == int16(kmsg.Produce) || key == int16(kmsg.Fetch) || key == int16(kmsg.Metadata) || key == int16(kmsg.ListOffsets) {
-			return "the topic or partition does not exist: create the topic first (VAST never creates one on first use)"
-		}
-	case kerr.TopicAuthorizationFailed.Code, kerr.GroupAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code,
-		kerr.TransactionalIDAuthorizationFailed.Code:
-		return "an identity policy denies it: grant the user the permission (GET /denials names it)"
-	}
-	return ""
-}
-
-// Errors returns the errors answered without a rule, in the order first
-// seen.
-func (b *Broker) Errors() []ErrorCount {
-	b.audit.mu.Lock()
-	defer b.audit.mu.Unlock()
-	out := make([]ErrorCount, len(b.audit.errOrder))
-	for i, e := range b.audit.errOrder {
-		out[i] = *e
-	}
-	return out
 }
 
 // record adds one occurrence of a finding seen at now; detail describes
@@ -280,6 +158,9 @@ func (b *Broker) recordFinding(r *request, id rules.ID, kind rules.Kind, topic, 
 			k.txn = id == rules.NoIdempotence && transactional(r.kreq)
 		}
 		r.finding, r.findings = addRule(r.finding, r.findings, id.String())
+		if kind == rules.Refused {
+			r.refusedFindings = append(r.refusedFindings, findingRef{rule: id.String(), topic: k.topic, group: k.group})
+		}
 	}
 	b.audit.record(k, detail, b.clock.Now())
 }
@@ -355,6 +236,8 @@ var appAdvice = map[string]map[rules.ID]string{
 		rules.MaxMessageBytes:       "in the Collector's kafka exporter, keep producer: {max_message_bytes: 1000000} or less (YAML)",
 		rules.NoAutoCreateTopics:    "create the exporter's topics first: the Collector's kafka exporter cannot create them on VAST",
 		rules.IgnoreGroupInstanceID: "in the Collector's kafka receiver, remove group_instance_id: VAST makes the member dynamic, so a restart rebalances",
+		rules.NoIdempotence:         "in the Collector's kafka exporter, set producer: {required_acks: 1} (YAML): the exporter writes idempotently only with required_acks: -1, its default",
+		rules.PlainSASLOnly:         "in the Collector's kafka receiver and exporter, set auth: {sasl: {mechanism: PLAIN}} with tls (YAML)",
 	},
 	appRsyslog: {
 		rules.NoCompression:      `in omkafka, set confParam=["compression.type=none"] (compression.codec is its alias: replace either)`,
@@ -362,18 +245,21 @@ var appAdvice = map[string]map[rules.ID]string{
 		rules.EagerAssignorsOnly: `in imkafka, set confParam=["partition.assignment.strategy=range"]`,
 		rules.MaxMessageBytes:    `in omkafka, keep confParam "message.max.bytes" at 1000000 or less`,
 		rules.NoAutoCreateTopics: "create omkafka's topic first: VAST never creates one on first use",
+		rules.PlainSASLOnly:      `in omkafka and imkafka, set confParam=["sasl.mechanism=PLAIN", "security.protocol=SASL_SSL"]`,
 	},
 	appSyslogNG: {
 		rules.NoCompression:      `in the kafka() destination, set config("compression.type" => "none") (compression.codec is its alias: replace either)`,
 		rules.NoIdempotence:      `in the kafka() destination, set config("enable.idempotence" => "false")`,
 		rules.MaxMessageBytes:    `in the kafka() destination, keep config("message.max.bytes" => "1000000") or less`,
 		rules.NoAutoCreateTopics: "create the kafka() destination's topic first: VAST never creates one on first use",
+		rules.PlainSASLOnly:      `in the kafka() destination, set config("sasl.mechanism" => "PLAIN" "security.protocol" => "SASL_SSL")`,
 	},
 	appKcat: {
 		rules.NoCompression:      "run kcat with -X compression.type=none (compression.codec is its alias) and without -z",
 		rules.NoIdempotence:      "run kcat with -X enable.idempotence=false",
 		rules.EagerAssignorsOnly: "run kcat with -X partition.assignment.strategy=range",
 		rules.NoAutoCreateTopics: "create the topic first: kcat cannot create it on VAST",
+		rules.PlainSASLOnly:      "run kcat with -X sasl.mechanism=PLAIN -X security.protocol=SASL_SSL",
 	},
 }
 
@@ -505,6 +391,11 @@ var adviceTable = map[rules.ID]adviceFor{
 	},
 }
 
+// topicIDAsNameAdvice is NoTopicIDs' advice for a client that sends a
+// topic ID where the name belongs: a client bug no setting fixes, as the
+// client already picked its versions from ApiVersions.
+const topicIDAsNameAdvice = "no client setting fixes this: the client picked Fetch v12 or lower from ApiVersions and then sent the topic's ID where its name belongs, a bug of the client; upgrade the client to a release that fixes it, or use another client for this topic (kcat, kafkajs, kgo name topics by name at these versions)"
+
 // transactional reports whether a request is part of a transaction: the
 // transaction APIs, a transactional produce, an InitProducerId with a
 // transactional id, a FindCoordinator for a transaction coordinator.
@@ -539,10 +430,49 @@ var transactionAdvice = adviceFor{
 // detail describes: in the app's own terms when the app is one appAdvice
 // knows, else in its client library's.
 func findingAdvice(k findingKey, detail string) string {
-	if s := appAdvice[appOf(k.software, k.clientID)][k.rule]; s != "" {
+	if k.rule == rules.NoTopicIDs && strings.Contains(detail, "sent a topic ID as a name") {
+		return topicIDAsNameAdvice
+	}
+	app := appOf(k.software, k.clientID)
+	if s := appAdvice[app][k.rule]; s != "" {
 		return s
 	}
 	family := clientFamily(k.software, k.clientID)
+	if app != "" && family == "" {
+		family = appFamilies[app][0]
+	}
+	if app != "" && (family == familyFranz || family == familySarama) {
+		// The app is configured, not coded: the library's code would not
+		// help, the general advice does.
+		return advice(k.rule, k.kind, "")
+	}
+	s := libraryAdvice(k, family, detail)
+	if app == "" && libraryDefaultID(k.clientID) {
+		s += embeddingAdvice(family, k.rule)
+	}
+	return s
+}
+
+// embeddingAdvice is what follows a library's advice for a client at the
+// library's default client id: the forms of the known apps built on the
+// library that have one for rule, and how to get one app's form alone.
+func embeddingAdvice(family string, rule rules.ID) string {
+	var forms, names []string
+	for _, app := range appsEmbedding(family) {
+		names = append(names, app)
+		if s := appAdvice[app][rule]; s != "" {
+			forms = append(forms, app+": "+s)
+		}
+	}
+	if len(forms) == 0 {
+		return ""
+	}
+	return ". If the client is an app built on " + family + ": " + strings.Join(forms, "; ") +
+		" (set the app's client.id to its name, " + strings.Join(names, ", ") + ", for its form alone)"
+}
+
+// libraryAdvice is a finding's advice in its client library's terms.
+func libraryAdvice(k findingKey, family, detail string) string {
 	if k.rule == rules.NoCompression && family == familyFranz && !strings.Contains(detail, "snappy") {
 		// kgo's default codec is snappy: a batch of another codec is the
 		// app's own choice, so the default is not the cause.
@@ -614,7 +544,8 @@ func (b *Broker) AuditReport() AuditReport {
 	b.audit.mu.Unlock()
 	slices.SortStableFunc(rep.Errors, func(a, b ErrorCount) int {
 		return cmp.Or(cmp.Compare(a.API, b.API), cmp.Compare(a.Error, b.Error),
-			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID))
+			cmp.Compare(a.ClientSoftware, b.ClientSoftware), cmp.Compare(a.ClientID, b.ClientID),
+			cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group))
 	})
 	for _, id := range rules.IDs() {
 		switch b.modes.Of(id) {
@@ -719,35 +650,6 @@ func (a AuditReport) markdownGroups(sb *strings.Builder) {
 	sb.WriteString("\n## Consumer groups\n\nVAST keeps at most 256 consumer groups per view and never expires their offsets, so every group an app creates counts until it is deleted:\n\n")
 	for _, g := range a.Groups {
 		fmt.Fprintf(sb, "- %s created %s (%d of them empty now)\n", clientLabel(g.ClientSoftware, g.ClientVersion, g.ClientID), count(g.Created, "group"), g.Empty)
-	}
-}
-
-// markdownErrors writes the section of errors answered without a rule,
-// when there are any.
-func (a AuditReport) markdownErrors(sb *strings.Builder) {
-	if len(a.Errors) == 0 && a.ErrorsDropped == 0 {
-		return
-	}
-	var n, retriable int64
-	for _, e := range a.Errors {
-		n += e.Count
-		if e.Retriable {
-			retriable += e.Count
-		}
-	}
-	fmt.Fprintf(sb, "\n## Errors answered without a rule\n\n%s carried an error that no VAST rule caused (%d of them retriable, which clients retry on their own); the app meets these on VAST too, and one that is not retriable is likely why an app fails:\n\n",
-		count(int(n), "answer"), retriable)
-	if a.ErrorsDropped > 0 {
-		fmt.Fprintf(sb, "%s not kept (the broker keeps %d).\n\n", count(int(a.ErrorsDropped), "more distinct error"), maxErrorCounts)
-	}
-	sb.WriteString("| API | error | client | count | first answer | advice |\n| --- | --- | --- | --- | --- | --- |\n")
-	for _, e := range a.Errors {
-		name := e.Error
-		if e.Retriable {
-			name += " (retriable)"
-		}
-		fmt.Fprintf(sb, "| %s | %s | %s | %d | %s | %s |\n", mdCell(e.API), mdCell(name),
-			mdCell(clientLabel(e.ClientSoftware, e.ClientVersion, e.ClientID)), e.Count, mdCell(e.Detail), mdCell(e.Advice))
 	}
 }
 

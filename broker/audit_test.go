@@ -209,10 +209,25 @@ func TestAppAdvice(t *testing.T) {
 		{"librdkafka", "syslog-ng", rules.NoCompression, `config("compression.type" => "none")`},
 		{"kcat", "rdkafka", rules.EagerAssignorsOnly, "-X partition.assignment.strategy=range"},
 		{"kgo", "otel-collector", rules.NoCompression, "producer: {compression: none}"},
-		{"kgo", "otel-collector", rules.NoIdempotence, "kgo.DisableIdempotentWrite()"}, // no app advice: the library's
+		{"kgo", "otel-collector", rules.NoIdempotence, "producer: {required_acks: 1}"},
+		{"kgo", "otel-collector", rules.NoFetchSessions, "VAST has no fetch sessions"},     // no app form: the general advice, not kgo code
+		{"librdkafka", "otel-collector", rules.NoCompression, "set compression.type=none"}, // kcat named otel-collector: librdkafka's, no YAML
+		{"librdkafka", "rdkafka", rules.NoCompression, `rsyslog: in omkafka, set confParam=["compression.type=none"]`},
+		{"librdkafka", "rdkafka", rules.NoCompression, `syslog-ng: in the kafka() destination, set config("compression.type" => "none")`},
+		{"librdkafka", "rdkafka", rules.NoCompression, "kcat: run kcat with -X compression.type=none"},
+		{"librdkafka", "rdkafka", rules.NoCompression, "set the app's client.id to its name"},
+		{"", "rsyslog", rules.MaxKeyBytes, "keep record keys at most 126 KB"},
 	} {
 		k := findingKey{rule: c.rule, kind: rules.Refused, software: c.software, clientID: c.clientID}
 		assert.Contains(t, findingAdvice(k, "compressed batch (snappy)"), c.want, "%+v", c)
+	}
+	// Never one app's form to another library's client, nor app forms to
+	// an app of the user's own.
+	for _, c := range []struct{ software, clientID string }{{"librdkafka", "otel-collector"}, {"kgo", "rsyslog"}, {"kgo", "billing"}, {"librdkafka", "billing"}, {"kgo", "kgo"}, {"sarama", "sarama"}} {
+		got := findingAdvice(findingKey{rule: rules.NoCompression, kind: rules.Refused, software: c.software, clientID: c.clientID}, "compressed batch (gzip)")
+		for _, form := range []string{"YAML", "confParam", "config(", "run kcat"} {
+			assert.NotContains(t, got, form, "%+v", c)
+		}
 	}
 }
 
@@ -225,7 +240,7 @@ func TestAuditSideTablesAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	for i := range maxErrorCounts + 10 {
-		b.recordError(&request{clientID: "c" + strconv.Itoa(i)}, int16(kmsg.Metadata), 3, func() string { return "x" }, nil)
+		b.recordError(&request{clientID: "c" + strconv.Itoa(i)}, answerError{api: int16(kmsg.Metadata), code: 3}, func() string { return "x" }, nil)
 	}
 	rep := b.AuditReport()
 	assert.Len(t, rep.Errors, maxErrorCounts)

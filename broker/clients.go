@@ -179,6 +179,53 @@ const (
 // kafka() destination and kcat (kafkacat), when their name appears in
 // either; "" for any other.
 func appOf(software, clientID string) string {
+	app := appNamed(software, clientID)
+	if family := clientFamily(software, clientID); app != "" && family != "" && !slices.Contains(appFamilies[app], family) {
+		return "" // another library's client that took the app's name
+	}
+	return app
+}
+
+// appFamilies are the client libraries each app is built on: the
+// Collector's kafka receiver and exporter on franz-go (sarama before
+// v0.125), rsyslog's omkafka and imkafka, syslog-ng's kafka() and kcat on
+// librdkafka. An app is recognised only on a client of one of them (or of
+// a library not known), so that kcat run with client id "otel-collector"
+// never gets the Collector's YAML.
+var appFamilies = map[string][]string{
+	appOTelCollector: {familyFranz, familySarama},
+	appRsyslog:       {familyLibrdkafka},
+	appSyslogNG:      {familyLibrdkafka},
+	appKcat:          {familyLibrdkafka},
+}
+
+// appsEmbedding lists the known apps built on a client library that send
+// its default client id unless configured otherwise, in the order their
+// advice is given. The Collector is not one: its default client id,
+// "otel-collector", names it.
+func appsEmbedding(family string) []string {
+	var out []string
+	for _, app := range []string{appRsyslog, appSyslogNG, appKcat} {
+		if slices.Contains(appFamilies[app], family) {
+			out = append(out, app)
+		}
+	}
+	return out
+}
+
+// libraryDefaultID reports whether clientID is the client id a library
+// sends when the app sets none (librdkafka's "rdkafka", kgo's "kgo",
+// sarama's "sarama"): the app could then be any that embeds it.
+func libraryDefaultID(clientID string) bool {
+	switch strings.ToLower(clientID) {
+	case "rdkafka", "kgo", "sarama", "":
+		return true
+	}
+	return false
+}
+
+// appNamed names the app a software name or client id names, or "".
+func appNamed(software, clientID string) string {
 	for _, s := range []string{strings.ToLower(software), strings.ToLower(clientID)} {
 		switch {
 		case strings.Contains(s, "otel-collector"), strings.Contains(s, "otelcol"):
@@ -211,7 +258,8 @@ const (
 func clientFamily(software, clientID string) string {
 	s := strings.ToLower(software)
 	switch {
-	case strings.Contains(s, "librdkafka"), strings.Contains(s, "confluent-kafka"), strings.Contains(s, "rdkafka"):
+	case strings.Contains(s, "librdkafka"), strings.Contains(s, "confluent-kafka"), strings.Contains(s, "rdkafka"),
+		strings.Contains(s, "kcat"), strings.Contains(s, "kafkacat"):
 		return familyLibrdkafka
 	case s == "kgo", strings.Contains(s, "franz"):
 		return familyFranz

@@ -161,13 +161,13 @@ func (c *clientConn) refuseVersion(a *api, key, version int16, hdr []byte) error
 		ErrorCode: kerr.UnsupportedVersion.Code, Message: msg, User: c.user, Closed: true}
 	c.logRequest(rec, nil)
 	c.b.log.Warn("closing connection: unsupported version", c.outcomeAttrs(&rec, "api", name, "version", version)...)
-	c.b.recordError(&request{conn: c, clientID: c.clientID}, key, kerr.UnsupportedVersion.Code,
+	c.b.recordError(&request{conn: c, clientID: c.clientID}, answerError{api: key, code: kerr.UnsupportedVersion.Code},
 		func() string { return msg }, func() string {
 			if version < a.min {
 				return "the client predates Kafka 4: Kafka 4 removed " + name + " v" + strconv.Itoa(int(version)) +
 					" (KIP-896) and VAST does not accept it either, so the app fails on both; upgrade the client (or the tool: Burrow 1.2 sends ListOffsets v0)"
 			}
-			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions"
+			return "the client sent a version newer than this broker knows without asking ApiVersions first; let it pick versions from ApiVersions where it has a setting for that (api.version.request=true in librdkafka), else no setting fixes it: upgrade the client or use another"
 		})
 	return &closeError{reason: msg}
 }

@@ -43,6 +43,9 @@ type request struct {
 
 	createdGroup string // the group the request created (JoinGroup, OffsetCommit), for the group forecast
 	refusedAbout string // the topic (or group) of the first refusal, for the server log
+	// refusedFindings are the findings of kind refused the request caused
+	// (audit), so that an error its answer carries is counted as theirs.
+	refusedFindings []findingRef
 }
 
 // releaseReads ends the log reads the request's answer aliased; the answer

@@ -358,8 +358,8 @@ func (c *clientConn) record(r *request, resp kmsg.Response, fault *Fault) {
 		run = &c.fetchRun
 	}
 	c.logRequest(rec, run)
-	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil && !routineError(rec.ErrorCode) {
-		c.b.recordError(r, key, rec.ErrorCode, func() string {
+	if rec.ErrorCode != 0 && rec.Rule == "" && fault == nil {
+		c.b.recordError(r, c.b.answerErrorOf(r, resp, rec.ErrorCode), func() string {
 			d := kmsg.NameForKey(key) + " v" + strconv.Itoa(int(version))
 			if rec.Message != "" {
 				d += ": " + rec.Message

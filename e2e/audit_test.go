@@ -519,6 +519,9 @@ func TestAuditTopicIDAsName(t *testing.T) {
 		if f.Rule == "NoTopicIDs" {
 			topics = append(topics, f.Topic)
 			assert.Contains(t, f.Detail, "the client sent a topic ID as a name; it cannot fetch from VAST")
+			assert.Contains(t, f.Advice, "no client setting fixes this", "a client bug: no setting to suggest")
+			assert.Contains(t, f.Advice, "upgrade the client")
+			assert.NotContains(t, f.Advice, "let the client pick versions from ApiVersions", "it already did")
 			assert.Equal(t, "Fetch", f.API)
 			assert.Equal(t, "raw-test", f.ClientID)
 		}
@@ -528,7 +531,14 @@ func TestAuditTopicIDAsName(t *testing.T) {
 	require.Len(t, rep.Errors, 1, "%+v", rep.Errors)
 	assert.Equal(t, "UNKNOWN_TOPIC_OR_PARTITION", rep.Errors[0].Error)
 	assert.Equal(t, "Fetch", rep.Errors[0].API)
-	assert.Contains(t, rep.Markdown(), "## Errors answered without a rule")
+	assert.Equal(t, "11111111-2222-3333-4444-555555555555", rep.Errors[0].Topic)
+	assert.Equal(t, "NoTopicIDs", rep.Errors[0].Finding, "the error is the finding's, not a failure of its own")
+	md := rep.Markdown()
+	assert.Contains(t, md, "## Errors answered without a rule")
+	assert.Contains(t, md, "1 answer carried an error whose cause is a finding above, counted there rather than here")
+	assert.Contains(t, md, "| Fetch | UNKNOWN_TOPIC_OR_PARTITION | client id raw-test | 11111111-2222-3333-4444-555555555555 | 1 | NoTopicIDs |")
+	assert.NotContains(t, md, "likely why an app fails")
+	assert.NotContains(t, md, "create the topic first", "no advice that contradicts the finding's")
 
 	// A name that only resembles one is left alone.
 	k.Broker().ResetFindings()

@@ -247,8 +247,15 @@ export interface ErrorCount {
   clientId: string
   clientSoftware: string
   clientVersion: string
+  /** The topic and group the first answer's error was about, when it names one. */
+  topic: string
+  group: string
   /** Clients retry it on their own. */
   retriable: boolean
+  /** A protocol step every client recovers from (a rebalance in progress, a coordinator moving): never a failure. */
+  routine: boolean
+  /** The rule of the finding that already explains it; the report counts it there. */
+  finding?: string
   count: number
   first: string
   last: string

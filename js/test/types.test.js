@@ -38,7 +38,7 @@ test('interfaces match the Go views', () => {
   assert.deepStrictEqual(sorted(tsFields('BrokerInfo')), sorted(goTags('control/control.go', 'brokerView')))
   assert.deepStrictEqual(sorted(tsFields('Finding')), sorted(goTags('broker/audit.go', 'Finding')))
   assert.deepStrictEqual(sorted(tsFields('FetchDetail')), sorted(goTags('control/views.go', 'fetchView')))
-  assert.deepStrictEqual(sorted(tsFields('ErrorCount')), sorted(goTags('broker/audit.go', 'ErrorCount')))
+  assert.deepStrictEqual(sorted(tsFields('ErrorCount')), sorted(goTags('broker/auditerrors.go', 'ErrorCount')))
   assert.deepStrictEqual(sorted(tsFields('GroupsCreated')), sorted(goTags('broker/groupforecast.go', 'GroupsCreated')))
   assert.deepStrictEqual(sorted(tsFields('FetchPartition')), sorted(goTags('control/views.go', 'fetchPartitionView')))
 })

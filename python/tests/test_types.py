@@ -103,5 +103,5 @@ def test_typed_fields_match_the_go_views():
     assert fields(BrokerInfo) == go_tags("control/control.go", "brokerView")
     assert fields(Finding) == go_tags("broker/audit.go", "Finding")
     assert fields(FetchPartition) == go_tags("control/views.go", "fetchPartitionView")
-    assert fields(ErrorCount) == go_tags("broker/audit.go", "ErrorCount")
+    assert fields(ErrorCount) == go_tags("broker/auditerrors.go", "ErrorCount")
     assert fields(GroupsCreated) == go_tags("broker/groupforecast.go", "GroupsCreated")

@@ -522,7 +522,11 @@ class ErrorCount:
     client_id: str
     client_software: str
     client_version: str
+    topic: str  # the topic the first answer's error was about, if any
+    group: str  # the group, if any
     retriable: bool  # clients retry it on their own
+    routine: bool  # a protocol step every client recovers from: never a failure
+    finding: str  # the rule of the finding that already explains it, or ""
     count: int
     first: Optional[datetime.datetime]
     last: Optional[datetime.datetime]
@@ -534,7 +538,8 @@ class ErrorCount:
     def from_json(cls, d: Dict[str, Any]) -> "ErrorCount":
         return cls(api=d.get("api", ""), error=d.get("error", ""), code=d.get("code", 0),
                    client_id=d.get("clientId", ""), client_software=d.get("clientSoftware", ""),
-                   client_version=d.get("clientVersion", ""), retriable=bool(d.get("retriable")),
+                   client_version=d.get("clientVersion", ""), topic=d.get("topic", ""), group=d.get("group", ""),
+                   retriable=bool(d.get("retriable")), routine=bool(d.get("routine")), finding=d.get("finding", ""),
                    count=d.get("count", 0), first=_time_or_none(d.get("first")), last=_time_or_none(d.get("last")),
                    detail=d.get("detail", ""), advice=d.get("advice", ""), raw=d)
 
