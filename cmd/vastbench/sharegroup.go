@@ -62,7 +62,12 @@ func shareGroup(broker, bin string, n int) (map[string]float64, error) {
 
 	// Every record is accepted once; one in ten is released on its first
 	// delivery and accepted on its second.
-	accepted := make([]atomic.Bool, n*2)
+	// Indexed by partition, then offset: the producer's partitioner may
+	// put any number of the n records on one partition.
+	accepted := make([][]atomic.Bool, sharePartitions)
+	for p := range accepted {
+		accepted[p] = make([]atomic.Bool, n)
+	}
 	var acceptedN, released, deliveries, duplicates atomic.Int64
 	done := make(chan struct{})
 	var once sync.Once
@@ -97,8 +102,7 @@ func shareGroup(broker, bin string, n int) (map[string]float64, error) {
 						continue
 					}
 					r.Ack(kgo.AckAccept)
-					i := int(r.Offset)*sharePartitions + int(r.Partition)
-					if i >= len(accepted) || accepted[i].Swap(true) {
+					if int(r.Partition) >= len(accepted) || r.Offset >= int64(n) || accepted[r.Partition][r.Offset].Swap(true) {
 						duplicates.Add(1)
 						continue
 					}
