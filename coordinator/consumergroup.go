@@ -860,10 +860,13 @@ func (c *Coordinator) removeConsumerMember(g *group, m *cmember, bump bool) {
 }
 
 // consumerMembersChanged keeps the classic state of a consumer group in
-// step with its members, which the group cleanup and DeleteGroups read:
-// Empty without members, Stable with some.
-func (c *Coordinator) consumerMembersChanged(g *group) {
-	if len(g.cg.members) == 0 {
+// step with its members, which the group cleanup and DeleteGroups read.
+func (c *Coordinator) consumerMembersChanged(g *group) { c.membersChanged(g, len(g.cg.members)) }
+
+// membersChanged keeps the classic state of a KIP-848 or share group in
+// step with its count of members: Empty without members, Stable with some.
+func (c *Coordinator) membersChanged(g *group, members int) {
+	if members == 0 {
 		if g.state != stateEmpty {
 			g.state = stateEmpty
 			g.emptySince = c.clock.Now()

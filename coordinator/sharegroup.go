@@ -387,19 +387,9 @@ func (c *Coordinator) removeShareMember(g *group, m *shareMember) {
 }
 
 // shareMembersChanged keeps the classic state of a share group in step
-// with its members, as for consumer groups: Empty without members, Stable
-// with some, for the group cleanup and DeleteGroups.
-func (c *Coordinator) shareMembersChanged(g *group) {
-	if len(g.sg.members) == 0 {
-		if g.state != stateEmpty {
-			g.state = stateEmpty
-			g.emptySince = c.clock.Now()
-			c.expiryChanged(g)
-		}
-		return
-	}
-	g.state = stateStable
-}
+// with its members, as for consumer groups, for the group cleanup and
+// DeleteGroups.
+func (c *Coordinator) shareMembersChanged(g *group) { c.membersChanged(g, len(g.sg.members)) }
 
 // resetShareSession restarts m's session timeout (share.session.timeout.ms
 // for the group): when it passes without a heartbeat, m is fenced.
