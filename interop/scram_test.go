@@ -150,6 +150,15 @@ func TestSCRAMConfluentGo(t *testing.T) {
 		"sasl.username", scramUser, "sasl.password", "wrong"))
 	require.NoError(t, bad.Subscribe("orders", nil))
 	assert.Equal(t, kafka.ErrAuthentication, ckWaitError(t, bad).Code())
+
+	// VAST offers PLAIN only: librdkafka reports the refused mechanism, in
+	// the words docs/troubleshooting.md quotes.
+	vast := scramBroker(t, "vast")
+	refused := ckConsumer(t, ckGroupConf(vast.Addr(), "ck-scram", sasl...))
+	require.NoError(t, refused.Subscribe("orders", nil))
+	kerr := ckWaitError(t, refused)
+	assert.Equal(t, kafka.ErrAuthentication, kerr.Code())
+	checkQuoted(t, "librdkafka", "PlainSASLOnly", kerr.Error())
 }
 
 // saramaSCRAM is sarama's SCRAMClient, which sarama leaves to the app;
