@@ -522,6 +522,10 @@ type AuditReport struct {
 	// Groups says, per client, how many consumer groups it created and
 	// how many of them are empty now: the forecast of rule MaxGroups.
 	Groups []GroupsCreated `json:"groups"`
+	// Formations says how each group formed: the rebalances of members
+	// joining one by one, which VAST's first-generation wait would fold
+	// into one.
+	Formations []GroupFormation `json:"formations"`
 }
 
 // RuleRefusals is how many requests one enforced rule refused, as the
@@ -538,7 +542,7 @@ func (b *Broker) AuditReport() AuditReport {
 	fs := b.Findings()
 	SortFindings(fs)
 	rep := AuditReport{Audited: []string{}, Enforced: []string{}, Findings: fs, Dropped: b.FindingsDropped(), Refusals: []RuleRefusals{},
-		Errors: b.Errors(), Groups: b.GroupsCreated()}
+		Errors: b.Errors(), Groups: b.GroupsCreated(), Formations: b.GroupFormations()}
 	b.audit.mu.Lock()
 	rep.ErrorsDropped = b.audit.errDropped
 	b.audit.mu.Unlock()
@@ -642,14 +646,41 @@ func (a AuditReport) Markdown() string {
 }
 
 // markdownGroups writes the group forecast: how many consumer groups each
-// client created, when any did.
+// client created, and how the groups formed, when there are any.
 func (a AuditReport) markdownGroups(sb *strings.Builder) {
-	if len(a.Groups) == 0 {
+	if len(a.Groups) == 0 && len(a.Formations) == 0 {
 		return
 	}
-	sb.WriteString("\n## Consumer groups\n\nVAST keeps at most 256 consumer groups per view and never expires their offsets, so every group an app creates counts until it is deleted:\n\n")
-	for _, g := range a.Groups {
-		fmt.Fprintf(sb, "- %s created %s (%d of them empty now)\n", clientLabel(g.ClientSoftware, g.ClientVersion, g.ClientID), count(g.Created, "group"), g.Empty)
+	sb.WriteString("\n## Consumer groups\n")
+	if len(a.Groups) > 0 {
+		sb.WriteString("\nVAST keeps at most 256 consumer groups per view and never expires their offsets, so every group an app creates counts until it is deleted:\n\n")
+		for _, g := range a.Groups {
+			fmt.Fprintf(sb, "- %s created %s (%d of them empty now)\n", clientLabel(g.ClientSoftware, g.ClientVersion, g.ClientID), count(g.Created, "group"), g.Empty)
+		}
+	}
+	rebalances, oneByOne := 0, 0
+	for _, f := range a.Formations {
+		rebalances += f.Rebalances
+		oneByOne += f.OneByOne
+	}
+	if rebalances == 0 {
+		return
+	}
+	if oneByOne == 0 {
+		fmt.Fprintf(sb, "\nNo rebalance came from members joining one by one: VAST's wait for a new group's members (a few seconds) would not change the %s of %s.\n",
+			count(rebalances, "rebalance"), count(len(a.Formations), "group"))
+		return
+	}
+	fmt.Fprintf(sb, "\n%s of %s came from members joining one by one while a group formed, each within %v of the generation before. "+
+		"VAST waits a few seconds for a new group's members before its first generation, so on VAST they would have joined that generation and these rebalances would not happen "+
+		"(run with -initial-rebalance-delay 3s to see it here):\n\n",
+		count(oneByOne, "rebalance"), count(rebalances, "rebalance"), VASTFirstGenerationWait)
+	for _, f := range a.Formations {
+		if f.OneByOne == 0 {
+			continue
+		}
+		fmt.Fprintf(sb, "- group %s: %d of its %s; its first generation had %s, and would have had %d with VAST's wait\n",
+			mdCell(f.Group), f.OneByOne, count(f.Rebalances, "rebalance"), count(f.FirstMembers, "member"), f.MembersWithWait)
 	}
 }
 

@@ -456,7 +456,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) {
 // finding headers (10,000 at most) and one encoded finding at a time.
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	rep := s.b.AuditReport()
-	tail := newAuditView(broker.AuditReport{Refusals: rep.Refusals, Errors: rep.Errors, Groups: rep.Groups})
+	tail := newAuditView(broker.AuditReport{Refusals: rep.Refusals, Errors: rep.Errors, Groups: rep.Groups, Formations: rep.Formations})
 	st := startStream(w)
 	_ = st.raw("{\n  \"audited\": ") && st.value(rep.Audited, "  ") &&
 		st.raw(",\n  \"enforced\": ") && st.value(rep.Enforced, "  ") &&
@@ -470,7 +470,8 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		st.raw(",\n  \"refusals\": ") && st.value(tail.Refusals, "  ") &&
 		st.raw(",\n  \"errors\": ") && st.value(tail.Errors, "  ") &&
 		(rep.ErrorsDropped == 0 || st.raw(",\n  \"errorsDropped\": ") && st.value(rep.ErrorsDropped, "  ")) &&
-		st.raw(",\n  \"groups\": ") && st.value(tail.Groups, "  ") && st.raw("\n}")
+		st.raw(",\n  \"groups\": ") && st.value(tail.Groups, "  ") &&
+		st.raw(",\n  \"formations\": ") && st.value(tail.Formations, "  ") && st.raw("\n}")
 	st.end()
 }
 

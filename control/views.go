@@ -203,6 +203,7 @@ func (v findingView) MarshalJSON() ([]byte, error)         { return withBase64(v
 func (v refusalsView) MarshalJSON() ([]byte, error)        { return withBase64(v) }
 func (v errorCountView) MarshalJSON() ([]byte, error)      { return withBase64(v) }
 func (v groupsCreatedView) MarshalJSON() ([]byte, error)   { return withBase64(v) }
+func (v formationView) MarshalJSON() ([]byte, error)       { return withBase64(v) }
 func (v fetchPartitionView) MarshalJSON() ([]byte, error)  { return withBase64(v) }
 
 // findingView is an audit finding as GET /audit shows it.
@@ -219,9 +220,11 @@ type auditView struct {
 	Findings []findingView  `json:"findings"`
 	Dropped  int64          `json:"dropped,omitempty"`
 	Refusals []refusalsView `json:"refusals"`
-	// Errors and Groups are filled for GET /audit, which streams them.
-	Errors []errorCountView    `json:"-"`
-	Groups []groupsCreatedView `json:"-"`
+	// Errors, Groups and Formations are filled for GET /audit, which
+	// streams them.
+	Errors     []errorCountView    `json:"-"`
+	Groups     []groupsCreatedView `json:"-"`
+	Formations []formationView     `json:"-"`
 }
 
 // errorCountView is an error answered without a rule, as GET /audit shows it.
@@ -229,6 +232,9 @@ type errorCountView broker.ErrorCount
 
 // groupsCreatedView is a client's group forecast, as GET /audit shows it.
 type groupsCreatedView broker.GroupsCreated
+
+// formationView is how a group formed, as GET /audit shows it.
+type formationView broker.GroupFormation
 
 func newAuditView(a broker.AuditReport) auditView {
 	v := auditView{Audited: a.Audited, Enforced: a.Enforced, Dropped: a.Dropped}
@@ -254,6 +260,12 @@ func newAuditView(a broker.AuditReport) auditView {
 		v.Groups = make([]groupsCreatedView, len(a.Groups))
 		for i, g := range a.Groups {
 			v.Groups[i] = groupsCreatedView(g)
+		}
+	}
+	if a.Formations != nil {
+		v.Formations = make([]formationView, len(a.Formations))
+		for i, f := range a.Formations {
+			v.Formations[i] = formationView(f)
 		}
 	}
 	return v

@@ -614,3 +614,49 @@ func TestAuditAdviceInTheAppsTerms(t *testing.T) {
 	assert.Equal(t, "add kgo.ProducerBatchCompression(kgo.NoCompression())", advice["NoCompression gzip-app"])
 	assert.Contains(t, advice["NoCompression snappy-app"], "snappy by default")
 }
+
+// TestAuditGroupFormation: two kgo consumers join a new group one after
+// the other, which forms a first generation with one member and rebalances
+// to add the second; the report counts that rebalance as one VAST's
+// first-generation wait would fold away. A second group whose members join
+// more than that wait apart (on the broker's clock) counts none.
+func TestAuditGroupFormation(t *testing.T) {
+	t.Parallel()
+	k := fixtures.Start(t, fixtures.Audit(), fixtures.ManualClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)), fixtures.Topic("orders", 3))
+	join := func(group string) {
+		k.Client(kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.HeartbeatInterval(100*time.Millisecond))
+	}
+	join("billing")
+	k.WaitGroup("billing", "Stable", 1)
+	join("billing")
+	k.WaitGroup("billing", "Stable", 2)
+	assert.Contains(t, k.Broker().AuditReport().Markdown(), "\n\n1 rebalance of 2 rebalances came from members joining one by one while a group formed, "+
+		"each within 3s of the generation before. VAST waits a few seconds for a new group's members before its first generation, "+
+		"so on VAST they would have joined that generation and these rebalances would not happen (run with -initial-rebalance-delay 3s to see it here):\n\n"+
+		"- group billing: 1 of its 2 rebalances; its first generation had 1 member, and would have had 2 with VAST's wait\n",
+		"docs/audit.md's example")
+
+	join("reports")
+	k.WaitGroup("reports", "Stable", 1)
+	k.Advance(broker.VASTFirstGenerationWait + time.Second)
+	join("reports")
+	k.WaitGroup("reports", "Stable", 2)
+
+	rep := k.Broker().AuditReport()
+	assert.Equal(t, []broker.GroupFormation{
+		{Group: "billing", Rebalances: 2, OneByOne: 1, FirstMembers: 1, MembersWithWait: 2},
+		{Group: "reports", Rebalances: 2, OneByOne: 0, FirstMembers: 1, MembersWithWait: 1},
+	}, rep.Formations)
+	md := rep.Markdown()
+	assert.Contains(t, md, "1 rebalance of 4 rebalances came from members joining one by one while a group formed, each within 3s of the generation before")
+	assert.Contains(t, md, "- group billing: 1 of its 2 rebalances; its first generation had 1 member, and would have had 2 with VAST's wait")
+	assert.NotContains(t, md, "- group reports")
+
+	k.Broker().ResetFindings()
+	assert.Empty(t, k.Broker().AuditReport().Formations, "a reset audit counts the rebalances after it")
+	k.Advance(time.Second)
+	join("billing")
+	k.WaitGroup("billing", "Stable", 3)
+	assert.Equal(t, []broker.GroupFormation{{Group: "billing", Rebalances: 1, OneByOne: 0, FirstMembers: 0, MembersWithWait: 0}},
+		k.Broker().AuditReport().Formations, "a group that formed before the reset is not forming")
+}
