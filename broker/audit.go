@@ -236,7 +236,7 @@ var appAdvice = map[string]map[rules.ID]string{
 		rules.MaxMessageBytes:       "in the Collector's kafka exporter, keep producer: {max_message_bytes: 1000000} or less (YAML)",
 		rules.NoAutoCreateTopics:    "create the exporter's topics first: the Collector's kafka exporter cannot create them on VAST",
 		rules.IgnoreGroupInstanceID: "in the Collector's kafka receiver, remove group_instance_id: VAST makes the member dynamic, so a restart rebalances",
-		rules.NoIdempotence:         "in the Collector's kafka exporter, set producer: {required_acks: 1} (YAML): the exporter writes idempotently only with required_acks: -1, its default",
+		rules.NoIdempotence:         "in the Collector's kafka exporter, set producer: {required_acks: 1} (YAML), its default: the exporter writes idempotently only with required_acks: all (-1)",
 		rules.PlainSASLOnly:         "in the Collector's kafka receiver and exporter, set auth: {sasl: {mechanism: PLAIN}} with tls (YAML)",
 	},
 	appRsyslog: {
@@ -248,11 +248,11 @@ var appAdvice = map[string]map[rules.ID]string{
 		rules.PlainSASLOnly:      `in omkafka and imkafka, set confParam=["sasl.mechanism=PLAIN", "security.protocol=SASL_SSL"]`,
 	},
 	appSyslogNG: {
-		rules.NoCompression:      `in the kafka() destination, set config("compression.type" => "none") (compression.codec is its alias: replace either)`,
-		rules.NoIdempotence:      `in the kafka() destination, set config("enable.idempotence" => "false")`,
-		rules.MaxMessageBytes:    `in the kafka() destination, keep config("message.max.bytes" => "1000000") or less`,
-		rules.NoAutoCreateTopics: "create the kafka() destination's topic first: VAST never creates one on first use",
-		rules.PlainSASLOnly:      `in the kafka() destination, set config("sasl.mechanism" => "PLAIN" "security.protocol" => "SASL_SSL")`,
+		rules.NoCompression:      `in the kafka-c() destination, set config("compression.type" => "none") (compression.codec is its alias: replace either)`,
+		rules.NoIdempotence:      `in the kafka-c() destination, set config("enable.idempotence" => "false")`,
+		rules.MaxMessageBytes:    `in the kafka-c() destination, keep config("message.max.bytes" => "1000000") or less`,
+		rules.NoAutoCreateTopics: "create the kafka-c() destination's topic first: VAST never creates one on first use",
+		rules.PlainSASLOnly:      `in the kafka-c() destination, set config("sasl.mechanism" => "PLAIN" "security.protocol" => "SASL_SSL")`,
 	},
 	appKcat: {
 		rules.NoCompression:      "run kcat with -X compression.type=none (compression.codec is its alias) and without -z",

@@ -209,11 +209,13 @@ func TestAppAdvice(t *testing.T) {
 		{"librdkafka", "syslog-ng", rules.NoCompression, `config("compression.type" => "none")`},
 		{"kcat", "rdkafka", rules.EagerAssignorsOnly, "-X partition.assignment.strategy=range"},
 		{"kgo", "otel-collector", rules.NoCompression, "producer: {compression: none}"},
-		{"kgo", "otel-collector", rules.NoIdempotence, "producer: {required_acks: 1}"},
+		{"kgo", "otel-collector", rules.NoIdempotence, "producer: {required_acks: 1} (YAML), its default"},
+		{"kgo", "otel-collector", rules.NoIdempotence, "only with required_acks: all (-1)"},
+		{"librdkafka", "syslog-ng", rules.NoCompression, "in the kafka-c() destination"},   // Debian 12's syslog-ng 3.38 has no kafka()
 		{"kgo", "otel-collector", rules.NoFetchSessions, "VAST has no fetch sessions"},     // no app form: the general advice, not kgo code
 		{"librdkafka", "otel-collector", rules.NoCompression, "set compression.type=none"}, // kcat named otel-collector: librdkafka's, no YAML
 		{"librdkafka", "rdkafka", rules.NoCompression, `rsyslog: in omkafka, set confParam=["compression.type=none"]`},
-		{"librdkafka", "rdkafka", rules.NoCompression, `syslog-ng: in the kafka() destination, set config("compression.type" => "none")`},
+		{"librdkafka", "rdkafka", rules.NoCompression, `syslog-ng: in the kafka-c() destination, set config("compression.type" => "none")`},
 		{"librdkafka", "rdkafka", rules.NoCompression, "kcat: run kcat with -X compression.type=none"},
 		{"librdkafka", "rdkafka", rules.NoCompression, "set the app's client.id to its name"},
 		{"", "rsyslog", rules.MaxKeyBytes, "keep record keys at most 126 KB"},

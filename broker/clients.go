@@ -176,7 +176,7 @@ const (
 // appOf names the app a client is, from its software name or client id:
 // the OpenTelemetry Collector's kafka receiver and exporter (client_id
 // "otel-collector" by default), rsyslog's omkafka and imkafka, syslog-ng's
-// kafka() destination and kcat (kafkacat), when their name appears in
+// kafka-c() destination and kcat (kafkacat), when their name appears in
 // either; "" for any other.
 func appOf(software, clientID string) string {
 	app := appNamed(software, clientID)
@@ -188,7 +188,7 @@ func appOf(software, clientID string) string {
 
 // appFamilies are the client libraries each app is built on: the
 // Collector's kafka receiver and exporter on franz-go (sarama before
-// v0.125), rsyslog's omkafka and imkafka, syslog-ng's kafka() and kcat on
+// v0.125), rsyslog's omkafka and imkafka, syslog-ng's kafka-c() and kcat on
 // librdkafka. An app is recognised only on a client of one of them (or of
 // a library not known), so that kcat run with client id "otel-collector"
 // never gets the Collector's YAML.
