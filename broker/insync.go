@@ -110,9 +110,43 @@ func (b *Broker) noteLaggingLocked() {
 		}
 	}
 	b.repl.lagging.Store(n)
+	if n > 0 || b.repl.holding {
+		b.holdHighWatermarksLocked()
+	}
 	if b.repl.isrChanged != nil {
 		close(b.repl.isrChanged)
 		b.repl.isrChanged = nil
+	}
+}
+
+// holdHighWatermarksLocked holds the high watermark of every partition
+// whose in-sync set has a broker that is down and not fenced, and releases
+// the others': a Kafka leader's high watermark does not pass what every
+// in-sync replica has, so what is appended while a follower is down and
+// still in the set (acks=1, or acks=all held for it) is stored but not
+// readable until the follower is fenced or back, when it all becomes
+// readable at once. Call with b.moves.mu held.
+func (b *Broker) holdHighWatermarksLocked() {
+	holding, released := false, false
+	b.eachPartition(func(name string, p int32) {
+		t := b.data.get(name)
+		if t == nil {
+			return
+		}
+		part := t.partition(p)
+		if part == nil {
+			return
+		}
+		if b.lagsLocked(b.stateLocked(name, p).isr) {
+			part.HoldHighWatermark()
+			holding = true
+		} else if part.ReleaseHighWatermark() {
+			released = true
+		}
+	})
+	b.repl.holding = holding
+	if released {
+		b.notifyData() // fetches waiting at the old high watermark
 	}
 }
 

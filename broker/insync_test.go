@@ -99,8 +99,9 @@ func answer(t *testing.T, ch <-chan produceResult) kmsg.ProduceResponseTopicPart
 // fenced, an acks=all produce is stored at once and answered once the
 // follower is fenced, the election delay later on the broker's clock, as
 // Kafka's leader answers once the controller takes the follower out of the
-// in-sync set; acks=1 is answered at once; the records are readable
-// meanwhile (one shared log).
+// in-sync set; acks=1 is answered at once. Meanwhile both records are
+// stored but not readable: the high watermark stays where it was until the
+// follower is fenced, as a Kafka leader's does.
 func TestAcksAllWaitsForADownInSyncReplica(t *testing.T) {
 	t.Parallel()
 	b, clk := inSyncBroker(t)
@@ -109,10 +110,13 @@ func TestAcksAllWaitsForADownInSyncReplica(t *testing.T) {
 	held(t, b, 1)
 	one := answer(t, produceAsync(t, b, 1, "t", 0, 1, 30_000))
 	assert.Zero(t, one.ErrorCode, "acks=1 is not held")
-	assert.Equal(t, int64(2), b.data.get("t").partition(0).HighWatermark(), "both stored")
+	part := b.data.get("t").partition(0)
+	assert.Equal(t, int64(2), part.LogEndOffset(), "both stored")
+	assert.Equal(t, int64(0), part.HighWatermark(), "neither readable while the follower is in the in-sync set")
 	clk.Advance(DefaultElectionDelay - time.Millisecond)
 	notYet(t, all)
 	clk.Advance(time.Millisecond) // broker 2 is fenced
+	assert.Equal(t, int64(2), part.HighWatermark(), "readable once the follower is fenced")
 	got := answer(t, all)
 	assert.Zero(t, got.ErrorCode)
 	assert.Equal(t, int64(0), got.BaseOffset)
@@ -133,7 +137,8 @@ func TestAcksAllHeldUntilTheRequestTimeout(t *testing.T) {
 	notYet(t, ch)
 	clk.Advance(time.Millisecond)
 	assert.Equal(t, kerr.RequestTimedOut.Code, answer(t, ch).ErrorCode)
-	assert.Equal(t, int64(1), b.data.get("t").partition(0).HighWatermark(), "the record stays, as in Kafka's leader log")
+	assert.Equal(t, int64(1), b.data.get("t").partition(0).LogEndOffset(), "the record stays, as in Kafka's leader log")
+	assert.Equal(t, int64(0), b.data.get("t").partition(0).HighWatermark(), "unreadable while broker 3 is in the in-sync set")
 	assert.Equal(t, kerr.RequestTimedOut.Code, answer(t, produceAsync(t, b, 1, "t", 0, -1, 0)).ErrorCode)
 	held(t, b, 0)
 }
@@ -147,8 +152,10 @@ func TestAcksAllReleasedWhenTheReplicaComesBack(t *testing.T) {
 	ch := produceAsync(t, b, 3, "t", 2, -1, 30_000)
 	held(t, b, 1)
 	notYet(t, ch)
+	assert.Equal(t, int64(0), b.data.get("t").partition(2).HighWatermark())
 	require.NoError(t, b.BrokerUp(2))
 	assert.Zero(t, answer(t, ch).ErrorCode)
+	assert.Equal(t, int64(1), b.data.get("t").partition(2).HighWatermark(), "the follower caught up: readable")
 }
 
 // TestAcksAllAfterAppendBelowMinInsync: when the fence takes the in-sync
@@ -179,7 +186,7 @@ func TestHeldProducesHoldNothingElse(t *testing.T) {
 	held(t, b, 2)
 	third := answer(t, produceAsync(t, b, 1, "t", 0, -1, 30_000))
 	assert.Zero(t, third.ErrorCode, "past the bound: answered at once")
-	assert.Equal(t, int64(3), b.data.get("t").partition(0).HighWatermark())
+	assert.Equal(t, int64(3), b.data.get("t").partition(0).LogEndOffset())
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.BrokerAddr(1)))
 	require.NoError(t, err)
@@ -200,7 +207,8 @@ func TestHeldProducesHoldNothingElse(t *testing.T) {
 	require.NoError(t, err)
 	fr := resp.(*kmsg.FetchResponse)
 	require.NoError(t, err)
-	assert.Equal(t, int64(3), fr.Topics[0].Partitions[0].HighWatermark, "the held records are readable (one shared log)")
+	assert.Zero(t, fr.Topics[0].Partitions[0].ErrorCode)
+	assert.Equal(t, int64(0), fr.Topics[0].Partitions[0].HighWatermark, "the fetch is answered, at the held high watermark")
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); b.Close() }()

@@ -86,6 +86,9 @@ type replication struct {
 	down       map[int32]bool
 	lagging    atomic.Int32
 	isrChanged chan struct{}
+	// holding is set while a partition's high watermark is held for a
+	// lagging broker (holdHighWatermarksLocked).
+	holding bool
 }
 
 // elects reports whether leaders move when a broker goes down: several

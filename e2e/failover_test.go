@@ -187,3 +187,71 @@ func memberIDs(g coordinator.GroupInfo) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestHighWatermarkWaitsForADownFollower: with a follower down and still
+// in the in-sync set, a record produced with acks=1 is stored but not
+// readable: ListOffsets and Fetch answer the old high watermark, as a
+// Kafka leader does. Once the follower is fenced (the election delay on
+// the broker's clock) the high watermark moves and a kgo consumer reads
+// the record.
+func TestHighWatermarkWaitsForADownFollower(t *testing.T) {
+	t.Parallel()
+	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Brokers(3), fixtures.ManualClock(time.Now()),
+		fixtures.BrokerOptions(broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 1, ReplicationFactor: 3})))
+	b := k.Broker()
+	producer := newClient(t, k.Addr(), kgo.DefaultProduceTopic("orders"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	consumer := newClient(t, k.Addr(), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	read := func(want string) {
+		ctx := ctxT(t)
+		for {
+			fs := consumer.PollFetches(ctx)
+			require.NoError(t, ctx.Err(), "waiting for %q", want)
+			var got []string
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+			if len(got) > 0 {
+				require.Equal(t, []string{want}, got)
+				return
+			}
+		}
+	}
+	endOffset := func() int64 {
+		ends, err := k.Admin().ListEndOffsets(ctxT(t), "orders")
+		require.NoError(t, err)
+		o, ok := ends.Lookup("orders", 0)
+		require.True(t, ok)
+		require.NoError(t, o.Err)
+		return o.Offset
+	}
+
+	produceSync(t, producer, &kgo.Record{Value: []byte("a")})
+	read("a")
+	leader, _, _, isr := b.PartitionState("orders", 0)
+	require.Len(t, isr, 3)
+	follower := isr[0]
+	if follower == leader {
+		follower = isr[1]
+	}
+	require.NoError(t, b.BrokerDown(follower))
+	produceSync(t, producer, &kgo.Record{Value: []byte("b")})
+	assert.Equal(t, int64(1), endOffset(), "ListOffsets: the high watermark waits for the follower")
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	info, ok := b.Topic("orders")
+	require.True(t, ok)
+	ft.Topic, ft.TopicID = "orders", info.ID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset, fp.PartitionMaxBytes = 1, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	resp, err := newClient(t, k.Addr()).Broker(int(leader)).RetriableRequest(ctxT(t), fetch)
+	require.NoError(t, err)
+	fr := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	assert.Zero(t, fr.ErrorCode)
+	assert.Equal(t, int64(1), fr.HighWatermark)
+	assert.Empty(t, fr.RecordBatches, "the record past the high watermark is not served")
+
+	k.Advance(broker.DefaultElectionDelay) // the follower is fenced
+	assert.Equal(t, int64(2), endOffset())
+	read("b")
+}

@@ -114,8 +114,8 @@ func (p *Partition) appendMarkerLocked(marker Batch, now time.Time) (int64, bool
 // and the offset after the last; for a read_committed reader only those
 // below the last stable offset lso.
 func (p *Partition) readMarkersLocked(i, maxBytes int, committed bool, lso int64) ([]byte, int64) {
-	j := i + 1
-	for j < len(p.entries) && p.entries[j].unencoded() && (j-i+1)*markerSize <= maxBytes && !(committed && p.entries[j].base >= lso) {
+	j, hw := i+1, p.highWatermarkLocked()
+	for j < len(p.entries) && p.entries[j].unencoded() && (j-i+1)*markerSize <= maxBytes && p.entries[j].base < hw && !(committed && p.entries[j].base >= lso) {
 		j++
 	}
 	out := make([]byte, 0, (j-i)*markerSize)

@@ -93,8 +93,12 @@ type Partition struct {
 	chunkBase int64
 	mapped    int // chunk[:mapped] is in memory: written, prefaulted or reused from a Memory
 	logStart  int64
-	hwm       int64
+	hwm       int64 // the log end offset: the offset the next record gets
 	bytes     int64 // stored batch bytes still in the log
+	// held, while set, keeps the high watermark readers see at heldAt:
+	// HoldHighWatermark.
+	held   bool
+	heldAt int64
 
 	// maxTS and maxTSOffset answer ListOffsets(-3, max timestamp).
 	maxTS       int64
@@ -650,13 +654,13 @@ func (p *Partition) ReadCommitted(offset int64, maxBytes int) (ReadResult, error
 func (p *Partition) read(offset int64, maxBytes int, committed bool) (ReadResult, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	lso := p.lastStableLocked()
-	res := ReadResult{HighWatermark: p.hwm, LogStartOffset: p.logStart, LastStableOffset: lso}
+	lso, hw := p.lastStableLocked(), p.highWatermarkLocked()
+	res := ReadResult{HighWatermark: hw, LogStartOffset: p.logStart, LastStableOffset: lso}
 	if offset < p.logStart || offset > p.hwm {
 		return res, ErrOffsetOutOfRange
 	}
 	i := p.find(offset)
-	if i == len(p.entries) || p.released || committed && p.entries[i].base >= lso {
+	if i == len(p.entries) || p.released || p.entries[i].base >= hw || committed && p.entries[i].base >= lso {
 		return res, nil
 	}
 	first := &p.entries[i]
@@ -672,7 +676,7 @@ func (p *Partition) read(offset int64, maxBytes int, committed bool) (ReadResult
 	next := first.last + 1
 	for j := i + 1; j < len(p.entries); j++ {
 		e := &p.entries[j]
-		if !sameChunk(e.chunk, first.chunk) || e.pos != end || int(end+e.n-first.pos) > maxBytes || committed && e.base >= lso {
+		if !sameChunk(e.chunk, first.chunk) || e.pos != end || int(end+e.n-first.pos) > maxBytes || e.base >= hw || committed && e.base >= lso {
 			break
 		}
 		end += e.n
@@ -718,11 +722,54 @@ func (p *Partition) find(offset int64) int {
 	return sort.Search(len(p.entries), func(i int) bool { return p.entries[i].last >= offset })
 }
 
-// HighWatermark returns the offset the next record will get.
+// HighWatermark returns the offset readers may read up to: the offset the
+// next record will get, or, while the high watermark is held
+// (HoldHighWatermark), where it was held.
 func (p *Partition) HighWatermark() int64 {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	return p.highWatermarkLocked()
+}
+
+// LogEndOffset returns the offset the next record will get, past the high
+// watermark while it is held.
+func (p *Partition) LogEndOffset() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	return p.hwm
+}
+
+func (p *Partition) highWatermarkLocked() int64 {
+	if p.held {
+		return p.heldAt
+	}
+	return p.hwm
+}
+
+// HoldHighWatermark keeps the high watermark where it is now while
+// records are appended after it, until ReleaseHighWatermark: a Kafka
+// leader does not move its high watermark past what every replica of the
+// in-sync set has, so while a follower that stopped fetching is still in
+// that set, records appended after it stop are stored but not readable,
+// listed by ListOffsets(latest), nor counted in lag. A hold already in
+// place stays where it is.
+func (p *Partition) HoldHighWatermark() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held {
+		p.held, p.heldAt = true, p.hwm
+	}
+}
+
+// ReleaseHighWatermark moves the high watermark to the log end again, as a
+// Kafka leader does once the stopped follower is out of the in-sync set or
+// has caught up. It reports whether a hold was released.
+func (p *Partition) ReleaseHighWatermark() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.held
+	p.held = false
+	return was
 }
 
 // LogStartOffset returns the earliest offset still readable.
@@ -736,7 +783,7 @@ func (p *Partition) LogStartOffset() int64 {
 func (p *Partition) Watermarks() (logStart, highWatermark int64) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.logStart, p.hwm
+	return p.logStart, p.highWatermarkLocked()
 }
 
 // HighWatermarkAt returns the high watermark as it was at time t: the end of
@@ -832,7 +879,7 @@ func (p *Partition) OffsetForTime(ts int64) (offset, timestamp int64) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	i := sort.Search(len(p.entries), func(i int) bool { return p.entries[i].prefixMax >= ts })
-	for ; i < len(p.entries); i++ {
+	for hw := p.highWatermarkLocked(); i < len(p.entries) && p.entries[i].base < hw; i++ {
 		e := &p.entries[i]
 		if e.maxTS < ts {
 			continue
@@ -863,9 +910,9 @@ func (p *Partition) DeleteBefore(offset int64) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if offset == -1 {
-		offset = p.hwm
+		offset = p.highWatermarkLocked()
 	}
-	if offset < 0 || offset > p.hwm {
+	if offset < 0 || offset > p.highWatermarkLocked() {
 		return p.logStart, ErrOffsetOutOfRange
 	}
 	if offset > p.logStart {

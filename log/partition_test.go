@@ -1361,3 +1361,49 @@ func TestMaxTimestampAfterCompactionAndLargeBatches(t *testing.T) {
 	assert.LessOrEqual(t, buf.Cap(), poolMax)
 	assert.Zero(t, buf.Len())
 }
+
+// TestHeldHighWatermark: while the high watermark is held, appends are
+// stored past it but reads, ListOffsets by time, the last stable offset
+// and DeleteRecords stop at it, and an offset between it and the log end
+// reads nothing rather than out of range, as on a Kafka leader whose
+// follower lags; the release makes everything readable.
+func TestHeldHighWatermark(t *testing.T) {
+	t.Parallel()
+	p := NewPartition()
+	appendRaw(t, p, batch(t, []int64{100}, "before"), AppendOptions{})
+	p.HoldHighWatermark()
+	appendRaw(t, p, batch(t, []int64{200}, "after"), AppendOptions{})
+	p.HoldHighWatermark() // a second hold keeps the first's place
+	appendRaw(t, p, batch(t, []int64{300}, "later"), AppendOptions{})
+
+	assert.Equal(t, int64(3), p.LogEndOffset())
+	assert.Equal(t, int64(1), p.HighWatermark())
+	_, hw := p.Watermarks()
+	assert.Equal(t, int64(1), hw)
+	assert.Equal(t, int64(1), p.LastStableOffset())
+	res, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.HighWatermark)
+	var values []string
+	EachBatch(res.Records, func(b Batch) bool {
+		_ = b.EachRecord(func(r Record) bool { values = append(values, string(r.Value)); return true })
+		return true
+	})
+	assert.Equal(t, []string{"before"}, values)
+	res, err = p.Read(2, 1<<20)
+	require.NoError(t, err, "between the high watermark and the log end: nothing yet, not out of range")
+	assert.Empty(t, res.Records)
+	off, _ := p.OffsetForTime(150)
+	assert.Equal(t, int64(-1), off, "no record past the high watermark is found by time")
+	_, err = p.DeleteBefore(2)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+
+	assert.True(t, p.ReleaseHighWatermark())
+	assert.False(t, p.ReleaseHighWatermark(), "nothing held")
+	assert.Equal(t, int64(3), p.HighWatermark())
+	off, _ = p.OffsetForTime(150)
+	assert.Equal(t, int64(1), off)
+	res, err = p.Read(1, 1<<20)
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Records)
+}

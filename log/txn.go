@@ -53,7 +53,7 @@ func (p *Partition) noteTransactionalLocked(b Batch, base int64) {
 // earliest open transaction, or the high watermark when none is open; never
 // below the log start.
 func (p *Partition) lastStableLocked() int64 {
-	lso := p.hwm
+	lso := p.highWatermarkLocked()
 	if len(p.open) > 0 {
 		lso = min(lso, p.openMin)
 	}
