@@ -750,3 +750,38 @@ func handleNext(c *clientConn) error {
 	}
 	return c.handleOne()
 }
+
+// BenchmarkOffsetCommitOnePartition answers an OffsetCommit of one
+// partition (kafka profile), cycling over the 400 partitions of a topic for
+// one group, as a consumer committing after each partition's records does:
+// each commit is a batch of its own in __consumer_offsets, whose
+// compaction (and merging of those batches) is part of the cost.
+func BenchmarkOffsetCommitOnePartition(b *testing.B) {
+	br, err := New(WithProfile("kafka"), WithTopics(TopicSpec{Name: "orders", Partitions: 400}))
+	require.NoError(b, err)
+	b.Cleanup(func() { br.Close() })
+	roundTrip := dialBench(b, br)
+	frames := make([][]byte, 400)
+	for p := range frames {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		req.Group, req.Generation = "billing", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "orders"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = int32(p), int64(1000+p), 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		frames[p] = kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	}
+	b.ReportAllocs()
+	var cpu cpuMeter
+	i := 0
+	for b.Loop() {
+		cpu.begin()
+		roundTrip(frames[i%len(frames)])
+		cpu.end()
+		i++
+	}
+	cpu.report(b)
+}

@@ -92,8 +92,7 @@ func (b *Broker) Compact(topic string) ([]PartitionCompaction, error) {
 	if !cfg.compact {
 		return nil, fmt.Errorf("%w: %s", ErrNotCompacted, topic)
 	}
-	opts := cfg.compactOptions(b.clock.Now())
-	opts.Turn = b.storedBatchTurn
+	opts := b.compactOptions(t, cfg, b.clock.Now())
 	opts.MinDirtyRatio = 0
 	out := make([]PartitionCompaction, 0, len(t.partitions))
 	for i, p := range t.partitions {
@@ -106,6 +105,25 @@ func (b *Broker) Compact(topic string) ([]PartitionCompaction, error) {
 	return out, nil
 }
 
+// offsetsMergedBatchBytes is how large the batches compaction merges
+// __consumer_offsets' one-commit batches into may grow
+// (log.CompactOptions.MergeBatchBytes): a fetch of the topic stays small,
+// and a committed offset costs its record rather than a batch header and
+// an index entry.
+const offsetsMergedBatchBytes = 64 << 10
+
+// compactOptions returns how t's partitions are compacted at now: its
+// configs (cfg), the broker's decompression turns and, for
+// __consumer_offsets, merged batches.
+func (b *Broker) compactOptions(t *topic, cfg topicConfig, now time.Time) log.CompactOptions {
+	opts := cfg.compactOptions(now)
+	opts.Turn = b.storedBatchTurn
+	if t.name == offsetsTopic && t.internal {
+		opts.MergeBatchBytes = offsetsMergedBatchBytes
+	}
+	return opts
+}
+
 // compactDirty is the periodic compaction: every compacted topic's
 // partitions whose dirty ratio calls for it. A partition that fails to
 // compact is logged and left as it was.
@@ -116,8 +134,7 @@ func (b *Broker) compactDirty() {
 		if !cfg.compact {
 			continue
 		}
-		opts := cfg.compactOptions(now)
-		opts.Turn = b.storedBatchTurn
+		opts := b.compactOptions(t, cfg, now)
 		for i, p := range t.partitions {
 			if b.ctx.Err() != nil {
 				return // Close waits for this pass: end it

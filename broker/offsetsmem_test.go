@@ -22,8 +22,9 @@ import (
 // one OffsetCommit, as clients do: the commit's records are one batch in
 // __consumer_offsets, as in Kafka (one batch per record kept 2.8 times as
 // much). A consumer committing one partition per request makes one batch
-// per commit, in Kafka too: its batch header and index entry cost about
-// three times the VAST profile's entry. The request log, which
+// per commit, in Kafka too; compaction merges those batches, so that an
+// offset costs its record rather than a batch header and an index entry,
+// and stays within twice too. The request log, which
 // keeps requests rather than offsets and has a bound of its own, is
 // emptied before measuring.
 func TestMemoryOfCommittedOffsets(t *testing.T) {
@@ -37,7 +38,7 @@ func TestMemoryOfCommittedOffsets(t *testing.T) {
 		factor        float64
 	}{
 		{"500 partitions a commit", 200, 500, 500, 2},
-		{"one partition a commit", 50, 400, 1, 4},
+		{"one partition a commit", 50, 400, 1, 2},
 	}
 	for _, shape := range shapes {
 		t.Run(shape.name, func(t *testing.T) {

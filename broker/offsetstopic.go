@@ -66,10 +66,12 @@ func javaStringHash(s string) int32 {
 
 // offsetsCompactMinBytes bounds what __consumer_offsets holds beyond its
 // live records: a partition is compacted once it holds this much more than
-// after its last compaction, or twice as much, whichever is more, as
-// Kafka's log cleaner keeps the topic compacted (its dirty ratio is 0.5).
-// Without it every commit of a long-running consumer would stay in memory.
-const offsetsCompactMinBytes = 1 << 20
+// after its last compaction, or half as much more, whichever is more, as
+// Kafka's log cleaner keeps the topic compacted. Without it every commit of
+// a long-running consumer would stay in memory; compacted often, the
+// one-commit batches are merged (offsetsMergedBatchBytes) before many pile
+// up, so a committed offset costs about its record.
+const offsetsCompactMinBytes = 8 << 10
 
 // offsetsTopicState is what the broker keeps about __consumer_offsets'
 // partitions: their bytes after the last compaction.
@@ -136,10 +138,10 @@ func (b *Broker) appendOffsetsBatch(group string, batch log.Batch, now time.Time
 	b.notifyData()
 
 	base := b.offsetsState.compacted[p].Load()
-	if size := part.Bytes(); size >= max(base+offsetsCompactMinBytes, 2*base) {
-		cfg := t.config()
-		opts := cfg.compactOptions(now)
+	if size := part.Bytes(); size >= max(base+offsetsCompactMinBytes, base+base/2) {
+		opts := b.compactOptions(t, t.config(), now)
 		opts.MinDirtyRatio = 0
+		opts.Turn = nil // under the coordinator's lock: never wait for a turn (the broker writes no compressed batch here)
 		if _, err := part.Compact(opts); err != nil {
 			b.log.Error("compaction failed", "topic", offsetsTopic, "partition", p, "err", err)
 			return

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"hash/maphash"
+	"math/bits"
 	"sort"
 	"time"
 
@@ -45,6 +46,15 @@ type CompactOptions struct {
 	// tombstone's delete horizon has passed. On-demand compaction leaves
 	// it 0.
 	MinDirtyRatio float64
+	// MergeBatchBytes, when above 0, merges runs of consecutive batches
+	// the compaction keeps into batches of up to this many bytes, where
+	// they are plain records of one leader epoch: uncompressed, not
+	// transactional nor idempotent, not control batches, create-time
+	// timestamps, no tombstone. Kafka's cleaner keeps batch boundaries;
+	// the broker merges only the batches of __consumer_offsets, one per
+	// commit, which a store of small batches would otherwise keep with a
+	// header and an index entry each.
+	MergeBatchBytes int
 	// Turn, when set, is called before a compressed batch is decompressed
 	// and blocks until the compaction may go on; the compaction calls done
 	// once it is done with that batch's records, and lets a decompressed
@@ -94,7 +104,10 @@ var errLogChanged = errors.New("the log changed during compaction")
 // timestamp, record count and CRC recomputed, as Kafka's cleaner rebuilds
 // a batch (so a compressed batch never comes back many times its size). A batch
 // that loses nothing is kept byte for byte (also a compressed one); one
-// that loses everything goes.
+// that loses everything goes. With MergeBatchBytes, small plain batches are
+// then merged (see CompactOptions), each record at its offset; after a
+// compaction the partition's active chunk starts again at the size of the
+// batches left in it (restartChunkLocked).
 //
 // Transactions are cleaned as Kafka's cleaner cleans them: the cleanable
 // range ends at the last stable offset, so no batch of an open transaction
@@ -174,7 +187,7 @@ func (p *Partition) compactOnce(opts CompactOptions) (CompactResult, error) {
 		return res, nil
 	}
 	c := compactor{now: now, deleteRetention: opts.DeleteRetention.Milliseconds(), logStart: snap.logStart, dirtyFrom: snap.cleanedTo,
-		turn: opts.Turn}
+		turn: opts.Turn, mergeBytes: opts.MergeBatchBytes}
 	defer c.release()
 	dirty := sort.Search(end, func(i int) bool { return snap.entries[i].last >= snap.cleanedTo })
 	var dirtyStart int64
@@ -256,11 +269,12 @@ type compactor struct {
 	// (the offsets from dirtyFrom on, appended since the last compaction)
 	// to the offset of its newest record there, as Kafka's SkimpyOffsetMap
 	// does; the part before was cleaned already.
-	latest    map[keyHash]int64
-	dirtyFrom int64
-	buf       *bytes.Buffer          // a decompressed record section
-	turn      func() (func(), error) // CompactOptions.Turn
-	endTurn   func()                 // ends the turn the section in buf holds, or nil
+	latest     map[keyHash]int64
+	dirtyFrom  int64
+	mergeBytes int                    // CompactOptions.MergeBatchBytes
+	buf        *bytes.Buffer          // a decompressed record section
+	turn       func() (func(), error) // CompactOptions.Turn
+	endTurn    func()                 // ends the turn the section in buf holds, or nil
 }
 
 func (c *compactor) release() {
@@ -424,10 +438,6 @@ func (c *compactor) index(entries []entry, txns *txnTracker) (int, error) {
 // the transaction markers that no record of their transaction precedes
 // any more, which go after their delete horizon.
 func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res *CompactResult) ([]entry, bool, error) {
-	type kept struct {
-		e     entry
-		batch []byte // nil: the source batch unchanged
-	}
 	var out []kept
 	size, changed := 0, false
 	for i := range entries {
@@ -521,8 +531,22 @@ func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res
 		size += len(rebuilt)
 	}
 	c.finishSection() // nothing kept aliases the last section
+	if c.mergeBytes > 0 {
+		var merged bool
+		var err error
+		if out, merged, err = mergeSmallBatches(out, c.mergeBytes); err != nil {
+			return nil, false, err
+		}
+		changed = changed || merged
+	}
 	if !changed {
 		return nil, false, nil
+	}
+	size = 0
+	for _, k := range out {
+		if !k.e.unencoded() {
+			size += k.size()
+		}
 	}
 	buf := make([]byte, 0, size)
 	entriesOut := make([]entry, len(out), len(out)+tailRoom)
@@ -554,6 +578,133 @@ func (c *compactor) rewrite(entries []entry, txns *txnTracker, tailRoom int, res
 		e.prefixMax = prefix
 	}
 	return entriesOut, true, nil
+}
+
+// kept is a batch a compaction keeps: its entry, and its new encoding.
+type kept struct {
+	e     entry
+	batch []byte // nil: the source batch unchanged
+}
+
+// raw returns the batch as it will be stored.
+func (k *kept) raw() Batch {
+	if k.batch != nil {
+		return Batch(k.batch)
+	}
+	return k.e.raw()
+}
+
+func (k *kept) size() int {
+	if k.batch != nil {
+		return len(k.batch)
+	}
+	return int(k.e.n)
+}
+
+// mergeable reports whether k may be merged with its neighbours
+// (CompactOptions.MergeBatchBytes).
+func (k *kept) mergeable() bool {
+	if k.e.unencoded() || k.e.horizon != 0 {
+		return false
+	}
+	b := k.raw()
+	return !b.Control() && !b.Transactional() && b.ProducerID() < 0 && b.Compression() == 0 && !b.LogAppendTime()
+}
+
+// mergeSmallBatches merges each run of consecutive mergeable batches of
+// one leader epoch in out into as few batches of up to limit bytes as it
+// takes, and reports whether it merged any.
+func mergeSmallBatches(out []kept, limit int) ([]kept, bool, error) {
+	merged := out[:0:0]
+	did := false
+	for i := 0; i < len(out); {
+		if !out[i].mergeable() {
+			merged = append(merged, out[i])
+			i++
+			continue
+		}
+		epoch := out[i].raw().LeaderEpoch()
+		j, size := i+1, out[i].size()
+		for j < len(out) && out[j].mergeable() && out[j].raw().LeaderEpoch() == epoch && size+out[j].size()-BatchHeaderSize <= limit {
+			size += out[j].size() - BatchHeaderSize
+			j++
+		}
+		if j-i == 1 {
+			merged = append(merged, out[i])
+			i++
+			continue
+		}
+		batches := make([]Batch, j-i)
+		for k := range batches {
+			batches[k] = out[i+k].raw()
+		}
+		raw, maxTS, err := mergeBatches(batches)
+		if err != nil {
+			return nil, false, err
+		}
+		e := out[i].e
+		e.last, e.maxTS, e.appendedAt = out[j-1].e.last, maxTS, out[j-1].e.appendedAt
+		merged = append(merged, kept{e: e, batch: raw})
+		did = true
+		i = j
+	}
+	return merged, did, nil
+}
+
+// mergeBatches encodes one batch holding the records of batches
+// (uncompressed, of one leader epoch, in offset order) at their offsets and
+// timestamps: the first batch's base offset, the last's last offset, the
+// first record's timestamp as the first timestamp. Each record is copied
+// with only its timestamp and offset deltas, and its length, written anew.
+// It returns the batch and its max timestamp.
+func mergeBatches(batches []Batch) ([]byte, int64, error) {
+	size := BatchHeaderSize
+	for _, b := range batches {
+		size += len(b) - BatchHeaderSize + 8*int(b.NumRecords()) // room for longer deltas
+	}
+	out := make([]byte, BatchHeaderSize, size)
+	copy(out, batches[0][:BatchHeaderSize])
+	base, first, maxTS := batches[0].BaseOffset(), int64(0), int64(-1)
+	n := int32(0)
+	var body []byte
+	for _, b := range batches {
+		var bad bool
+		err := eachRawRecord(b[BatchHeaderSize:], b.NumRecords(), func(raw []byte, f recordFields) {
+			_, attributes := varint32(raw, 0)   // after the length
+			_, p := varint64(raw, attributes+1) // after the timestamp delta
+			_, p = varint32(raw, p)             // after the offset delta
+			if attributes < 0 || p < 0 {
+				bad = true
+				return
+			}
+			ts := b.FirstTimestamp() + f.timestampDelta
+			if n == 0 {
+				first = ts
+			}
+			maxTS = max(maxTS, ts)
+			body = append(body[:0], raw[attributes])
+			body = binary.AppendVarint(body, ts-first)
+			body = binary.AppendVarint(body, b.BaseOffset()+int64(f.offsetDelta)-base)
+			body = append(body, raw[p:]...)
+			out = binary.AppendVarint(out, int64(len(body)))
+			out = append(out, body...)
+			n++
+		})
+		if err == nil && bad {
+			err = ErrCorrupt
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	last := batches[len(batches)-1].LastOffset()
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[offLastOffsetDelta:], uint32(last-base))
+	binary.BigEndian.PutUint64(out[offFirstTimestamp:], uint64(first))
+	binary.BigEndian.PutUint64(out[offMaxTimestamp:], uint64(maxTS))
+	binary.BigEndian.PutUint32(out[offNumRecords:], uint32(n))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
+	return out, maxTS, nil
 }
 
 // swap replaces the first end entries of the log with out, unless the front
@@ -594,8 +745,49 @@ func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed boo
 	p.entries = entries
 	p.maxTS, p.maxTSOffset = p.maxTimestampLocked()
 	p.bytes += res.BytesAfter - res.BytesBefore
+	p.restartChunkLocked(len(out))
 	res.Compacted = true
 	return nil
+}
+
+// restartChunkLocked moves the batches of the active chunk that are past
+// the compacted range (entries from first on: the tail the compaction left,
+// and what was appended meanwhile) into a chunk of their size, which the
+// next appends then fill. The old chunk, mostly batches the compaction
+// just replaced, is left to the garbage collector (a read may still use
+// it), rather than staying the partition's until it fills. A batch staged
+// in the old chunk and not yet published stays there, as in growLocked.
+func (p *Partition) restartChunkLocked(first int) {
+	old := p.chunk
+	if cap(old) == 0 {
+		return
+	}
+	used := 0
+	for i := first; i < len(p.entries); i++ {
+		if e := &p.entries[i]; !e.unencoded() && sameChunk(e.chunk, old) {
+			used += int(e.n)
+		}
+	}
+	if 2*used > len(old) {
+		return // mostly live: keep filling it
+	}
+	p.newChunkLocked(max(minSmallChunk, 1<<bits.Len(uint(max(used, 1)-1))))
+	whole := p.chunk[:cap(p.chunk)]
+	pos := int32(0)
+	for i := first; i < len(p.entries); i++ {
+		e := &p.entries[i]
+		if e.unencoded() || !sameChunk(e.chunk, old) {
+			continue
+		}
+		if pos == 0 {
+			p.chunkBase = e.base
+		}
+		copy(whole[pos:pos+e.n], e.chunk[e.pos:e.pos+e.n])
+		e.chunk, e.pos = whole, pos
+		pos += e.n
+	}
+	p.chunk = p.chunk[:pos]
+	p.mapped = max(p.mapped, int(pos))
 }
 
 // maxTimestampLocked finds the largest batch max timestamp and the last

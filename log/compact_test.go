@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -553,4 +555,132 @@ func BenchmarkCompactTransactions(b *testing.B) {
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(before), "log-B-before")
 	b.ReportMetric(float64(after), "log-B-after")
+}
+
+// TestCompactMergesSmallBatches: with MergeBatchBytes, the batches a
+// compaction keeps are merged into as few batches of up to that size as it
+// takes, each record at its offset with its timestamp, key, value and
+// headers; batches that may not be merged (idempotent, compressed, with a
+// tombstone, of another leader epoch) and the active tail stay as they are.
+// The merged log keeps less, reads the same, and compacts again as before.
+func TestCompactMergesSmallBatches(t *testing.T) {
+	t.Parallel()
+	p := NewPartition()
+	hdr := []kmsg.Header{{Key: "h", Value: []byte("x")}}
+	want := map[int64]string{}
+	for i := range 40 { // one commit a batch, as __consumer_offsets gets them
+		key := fmt.Sprintf("group-%02d", i)
+		appendKeyed(t, p, kv{Key: []byte(key), Value: []byte("v" + key), TS: 1000 + int64(i), Headers: hdr})
+		want[int64(i)] = "v" + key
+	}
+	idem := keyed(0, nil, t, rec("idem", "i", 2000))
+	binary.BigEndian.PutUint64(idem[offProducerID:], 7)
+	binary.BigEndian.PutUint32(idem[offCRC:], crc32.Checksum(idem[offAttributes:], crc32c))
+	appendRaw(t, p, idem, AppendOptions{}) // 40
+	want[40] = "i"
+	appendKeyed(t, p, tombstone("gone", 2001)) // 41: a tombstone, kept until its horizon
+	want[41] = "<tombstone>"
+	for i := 42; i < 50; i++ {
+		appendKeyed(t, p, rec(fmt.Sprintf("late-%d", i), "l", 3000+int64(i)))
+		want[int64(i)] = "l"
+	}
+	before := p.Bytes()
+
+	res, err := p.Compact(CompactOptions{Now: t0, DeleteRetention: time.Hour, MergeBatchBytes: 1 << 10})
+	require.NoError(t, err)
+	assert.True(t, res.Compacted)
+	assert.Zero(t, res.RecordsRemoved)
+	assert.Equal(t, 49, res.BatchesBefore, "all but the active tail")
+	assert.Less(t, res.BatchesAfter, 12, "the plain batches merged into 1 KiB batches")
+	assert.Less(t, p.Bytes(), before)
+	got := readAll(t, p)
+	assert.Equal(t, want, values(got))
+	for i := range int64(40) {
+		assert.Equal(t, 1000+i, got[i].Timestamp, "offset %d", i)
+		assert.Equal(t, fmt.Sprintf("group-%02d", i), string(got[i].Key))
+		assert.Equal(t, hdr, got[i].Headers)
+	}
+	assert.Equal(t, int64(3049), got[49].Timestamp)
+	res0, err := p.Read(0, 1)
+	require.NoError(t, err)
+	first := Batch(res0.Records)
+	assert.Equal(t, int64(0), first.BaseOffset())
+	assert.Greater(t, first.NumRecords(), int32(1))
+	assert.LessOrEqual(t, len(first), 1<<10+64, "up to about MergeBatchBytes")
+	assert.Equal(t, int64(1000), first.FirstTimestamp())
+	res40, err := p.Read(40, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), Batch(res40.Records).ProducerID(), "the idempotent batch stays as it was")
+	o, ts := p.OffsetForTime(1020)
+	assert.Equal(t, []int64{20, 1020}, []int64{o, ts}, "ListOffsets by time finds a record inside a merged batch")
+	maxTS, maxOff := p.MaxTimestamp()
+	assert.Equal(t, []int64{3049, 49}, []int64{maxTS, maxOff})
+
+	// A newer value of a merged key: the next pass drops the old one from
+	// its merged batch.
+	appendKeyed(t, p, rec("group-05", "again", 4000)) // 50
+	appendKeyed(t, p, rec("tail", "t", 4001))         // 51, the active tail
+	res, err = p.Compact(CompactOptions{Now: t0, DeleteRetention: time.Hour, MergeBatchBytes: 1 << 10})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.RecordsRemoved)
+	got = readAll(t, p)
+	delete(want, 5)
+	want[50], want[51] = "again", "t"
+	assert.Equal(t, want, values(got))
+}
+
+// TestMergingChangesNoRecord: over random logs of small batches (keys
+// reused, tombstones, idempotent batches among them) and random merge
+// sizes, compacting with MergeBatchBytes keeps exactly the records,
+// offsets and timestamps that compacting without it keeps, pass after
+// pass as more is appended.
+func TestMergingChangesNoRecord(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	smaller := 0
+	for round := range 30 {
+		plain, merged := NewPartition(), NewPartition()
+		limit := 64 + rng.IntN(4<<10)
+		ts := int64(1000)
+		for pass := range 4 {
+			for range 1 + rng.IntN(60) {
+				var recs []kv
+				for range 1 + rng.IntN(3) {
+					ts += int64(rng.IntN(3))
+					key := fmt.Sprintf("k%d", rng.IntN(25))
+					if rng.IntN(10) == 0 {
+						recs = append(recs, tombstone(key, ts))
+					} else {
+						recs = append(recs, rec(key, strings.Repeat("v", rng.IntN(40)), ts))
+					}
+				}
+				raw := keyed(0, nil, t, recs...)
+				if rng.IntN(8) == 0 {
+					binary.BigEndian.PutUint64(raw[offProducerID:], uint64(rng.IntN(5)+1))
+					binary.BigEndian.PutUint32(raw[offCRC:], crc32.Checksum(raw[offAttributes:], crc32c))
+				}
+				appendRaw(t, plain, raw, AppendOptions{})
+				appendRaw(t, merged, raw, AppendOptions{})
+			}
+			now := t0.Add(time.Duration(pass) * time.Hour)
+			_, err := plain.Compact(CompactOptions{Now: now, DeleteRetention: 90 * time.Minute})
+			require.NoError(t, err)
+			_, err = merged.Compact(CompactOptions{Now: now, DeleteRetention: 90 * time.Minute, MergeBatchBytes: limit})
+			require.NoError(t, err)
+			want, got := readAll(t, plain), readAll(t, merged)
+			require.Equal(t, len(want), len(got), "round %d pass %d", round, pass)
+			for o, w := range want {
+				g := got[o]
+				require.Equal(t, string(w.Key), string(g.Key), "round %d pass %d offset %d", round, pass, o)
+				require.Equal(t, w.Value, g.Value)
+				require.Equal(t, w.Timestamp, g.Timestamp)
+			}
+			require.Equal(t, plain.HighWatermark(), merged.HighWatermark())
+			require.LessOrEqual(t, merged.Bytes(), plain.Bytes())
+			if merged.Bytes() < plain.Bytes() {
+				smaller++
+			}
+		}
+	}
+	assert.Greater(t, smaller, 60, "of 120 passes, most merged something")
 }
