@@ -314,7 +314,13 @@ func TestLeaderMove(t *testing.T) {
 		assert.Equal(t, 1, seen[strconv.Itoa(i)], "record %d read once", i)
 	}
 
-	adm := kadm.NewClient(p)
+	// A client of its own: kgo answers a Metadata request from its cache
+	// for MetadataMinAge, and p learnt the move from the refusal's leader
+	// hint (KIP-951) without asking for metadata since.
+	fresh, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	require.NoError(t, err)
+	defer fresh.Close()
+	adm := kadm.NewClient(fresh)
 	md, err := adm.Metadata(ctx, "orders")
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), md.Topics["orders"].Partitions[0].Leader)
