@@ -759,8 +759,8 @@ func (p *Partition) swap(snap compactSnapshot, end int, out []entry, changed boo
 // in the old chunk and not yet published stays there, as in growLocked.
 func (p *Partition) restartChunkLocked(first int) {
 	old := p.chunk
-	if cap(old) == 0 {
-		return
+	if len(old) == 0 {
+		return // nothing written in it: it is all room for the next appends
 	}
 	used := 0
 	for i := first; i < len(p.entries); i++ {
