@@ -234,16 +234,10 @@ func TestHighWatermarkWaitsForADownFollower(t *testing.T) {
 	require.NoError(t, b.BrokerDown(follower))
 	produceSync(t, producer, &kgo.Record{Value: []byte("b")})
 	assert.Equal(t, int64(1), endOffset(), "ListOffsets: the high watermark waits for the follower")
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.MaxBytes = 1 << 20
-	ft := kmsg.NewFetchRequestTopic()
+	fetch := fetchRequest("orders")
 	info, ok := b.Topic("orders")
 	require.True(t, ok)
-	ft.Topic, ft.TopicID = "orders", info.ID
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.FetchOffset, fp.PartitionMaxBytes = 1, 1<<20
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
+	fetch.Topics[0].TopicID, fetch.Topics[0].Partitions[0].FetchOffset = info.ID, 1
 	resp, err := newClient(t, k.Addr()).Broker(int(leader)).RetriableRequest(ctxT(t), fetch)
 	require.NoError(t, err)
 	fr := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
