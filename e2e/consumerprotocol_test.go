@@ -569,6 +569,9 @@ func TestConsumerProtocolRegexSeesNewTopics(t *testing.T) {
 	k := fixtures.Start(t, fixtures.Profile("kafka"), fixtures.Topic("rx-a", 1), fixtures.BrokerOptions(fastConsumerGroups))
 	b := k.Broker()
 	cl := serverSideMember(t, k.Addr(), "rx-g", "rx-.*", kgo.ConsumeRegex())
+	// The coordinator resolves a regex after the heartbeat that brings it,
+	// as Kafka does: the member is first reconciled with nothing.
+	k.WaitAssignment("rx-g", 1)
 	k.WaitGroupReconciled("rx-g", 1)
 	g := consumerGroupOf(t, b, "rx-g")
 	assert.Contains(t, g.Members[0].Regex, "rx-.*", "kgo wraps it to match anywhere in a name")
@@ -580,6 +583,7 @@ func TestConsumerProtocolRegexSeesNewTopics(t *testing.T) {
 	k.Produce("rx-b", 1, "new")
 	recs := pollN(t, cl, 1)
 	assert.Equal(t, "rx-b", recs[0].Topic)
+	k.WaitAssignment("rx-g", 3)
 	k.WaitGroupReconciled("rx-g", 1)
 	assert.Equal(t, map[string][]int32{"rx-a": {0}, "rx-b": {0, 1}}, consumerGroupOf(t, b, "rx-g").Members[0].Current)
 
