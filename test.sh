@@ -88,12 +88,37 @@ done
 # numbers in docs/performance.md come from keep working; the numbers here mean nothing.
 go test -run '^$' -bench . -benchtime 1x ./...
 go run ./cmd/vastbench -n 2000 -rounds 1 -quick
+# The interop tests spend their time waiting on the clients' own timers
+# (sessions, retries, elections), not on the CPU: each owns its broker and
+# runs in parallel, eight at a time rather than go test's one per core.
 if [ -d interop ]; then
-  (cd interop && go vet ./... && go test -race -count=1 ./...)
+  (cd interop && go vet ./... && go test -race -count=1 -parallel 8 ./...)
 fi
 # The launcher packages run the binary built here.
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# together runs the functions it is given at once, each in a subshell with
+# its output kept to a file of its own, then prints each output whole, in
+# the order given, as each ends. It fails if any of them failed, naming them.
+together() {
+  local pids=() failed=() i
+  mkdir -p "$tmp/together"
+  for i in "$@"; do
+    ("$i") >"$tmp/together/$i" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed+=("$1")
+    echo "--- $1"
+    cat "$tmp/together/$1"
+    shift
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "failed: ${failed[*]}" >&2
+    return 1
+  fi
+}
 go build -o "$tmp/vastfake" ./cmd/vastfake
 # The wheel and npm packages that carry the binary, for this machine's
 # platform only (docs/packages.md: the one command builds every platform);
@@ -101,11 +126,15 @@ go build -o "$tmp/vastfake" ./cmd/vastfake
 # offline and run a broker from them with no Go on PATH.
 go run ./cmd/vastdist -o "$tmp/dist" -platforms host >/dev/null
 export VASTFAKE_DIST="$tmp/dist"
+# The three below wait on brokers and clients more than on the CPU, so they
+# run at once (together): each has its own brokers on ports of their own.
+packages=()
 # The code blocks of Getting started, Packages and Containers that need no
 # container engine, run as written against those packages
 # (internal/docblocks); containers/test.sh runs the others.
+docblocks() { go test -count=1 -timeout 30m -run 'TestDocBlocksRun' ./internal/docblocks; }
 if [ -z "$docs_missing$py_missing" ]; then
-  go test -count=1 -timeout 30m -run 'TestDocBlocksRun' ./internal/docblocks
+  packages+=(docblocks)
 elif [ -n "${CI:-}" ]; then
   echo "the pages' code blocks (internal/docblocks) need$docs_missing $py_missing: apt-get install -y nodejs npm python3-venv $py_missing" >&2
   exit 1
@@ -118,12 +147,15 @@ fi
 # confluent-kafka and kafka-python. pip installs it into a temporary
 # directory, offline, so that pytest loads the plugin through its pytest11
 # entry point as it does for users.
-if [ -z "$py_missing" ]; then
+python_package() {
   /usr/bin/python3 -m pip install -q --no-index --no-build-isolation --no-deps --root-user-action=ignore \
     --target "$tmp/site" ./python
   rm -rf python/build python/vastfake.egg-info
   PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 VASTFAKE_BIN="$tmp/vastfake" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider --ignore=python/tests/test_containers.py python/tests examples/pytest
+}
+if [ -z "$py_missing" ]; then
+  packages+=(python_package)
 elif [ -n "${CI:-}" ]; then
   echo "python/ needs Debian packages for /usr/bin/python3: apt-get install -y $py_missing" >&2
   exit 1
@@ -131,13 +163,15 @@ fi
 
 # The JavaScript package (js/, with the first JavaScript test of Getting started)
 # under node --test, with kafkajs from npm ci.
+# containers.test.js runs in containers/test.sh, with a container engine.
+js_package() { (cd js && VASTFAKE_BIN="$tmp/vastfake" node --test $(ls test/*.test.js | grep -v '/containers\.test\.js$')); }
 if command -v node >/dev/null && [ -f js/node_modules/kafkajs/package.json ]; then
-  # containers.test.js runs in containers/test.sh, with a container engine.
-  (cd js && VASTFAKE_BIN="$tmp/vastfake" node --test $(ls test/*.test.js | grep -v '/containers\.test\.js$'))
+  packages+=(js_package)
 elif [ -n "${CI:-}" ]; then
   echo "js/ needs node and its devDependencies: cd js && npm ci" >&2
   exit 1
 fi
+together "${packages[@]}"
 
 # The container image (go run ./cmd/vastimage) and the Testcontainers
 # helper (containers/), run by a real client through the mapped ports.

@@ -17,6 +17,7 @@ import (
 // unknown broker, or a broker twice is INVALID_REPLICA_ASSIGNMENT, never
 // INVALID_REPLICATION_FACTOR; a valid one is created with its replicas.
 func TestConfluentReplicaAssignments(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"))
 	adm := ckAdmin(t, b.Addr())
 	for name, tc := range map[string]struct {

@@ -85,6 +85,7 @@ func confluentApp(t *testing.T, addr string, producer, consumer kafka.ConfigMap)
 }
 
 func TestAuditConfluentGo(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults", func(t *testing.T) {
 		b := auditBroker(t)
 		confluentApp(t, b.Addr(), kafka.ConfigMap{}, kafka.ConfigMap{})
@@ -178,6 +179,7 @@ func (h *auditHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 }
 
 func TestAuditSarama(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults", func(t *testing.T) {
 		b := auditBroker(t)
 		saramaApp(t, b.Addr(), sarama.NewConfig())
@@ -239,6 +241,7 @@ func kafkaGoApp(t *testing.T, addr string, w *kafkago.Writer, rc kafkago.ReaderC
 }
 
 func TestAuditKafkaGo(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults", func(t *testing.T) {
 		b := auditBroker(t)
 		kafkaGoApp(t, b.Addr(), &kafkago.Writer{}, kafkago.ReaderConfig{})
@@ -280,6 +283,7 @@ func runAppEnv(t *testing.T, addr string, env []string, dir, name string, args .
 }
 
 func TestAuditConfluentPython(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	t.Run("defaults", func(t *testing.T) {
 		b := auditBroker(t)
@@ -298,6 +302,7 @@ func TestAuditConfluentPython(t *testing.T) {
 }
 
 func TestAuditKafkaJS(t *testing.T) {
+	t.Parallel()
 	node := needKafkaJS(t)
 	b := auditBroker(t)
 	runApp(t, b.Addr(), "kafkajs", node, "audit.js")
@@ -311,6 +316,7 @@ func TestAuditKafkaJS(t *testing.T) {
 // -audit-report, points the Python app at it unchanged, stops the binary
 // with SIGTERM, and reads the report it printed and wrote.
 func TestAuditBinaryPythonApp(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "vastfake")
@@ -372,6 +378,7 @@ func saramaProduce(t *testing.T, addr string, v sarama.KafkaVersion, value func(
 // names itself "apache-kafka-java" the same way; it is not run here (no
 // Maven repository), broker's TestFingerprint covers its advice.
 func TestAuditRecognisesClients(t *testing.T) {
+	t.Parallel()
 	const clientID = "orders-app"
 	compressible := func(i int) []byte { return []byte(strings.Repeat(value(i), 20)) }
 	for _, tc := range []struct {

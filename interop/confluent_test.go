@@ -224,6 +224,7 @@ func ckPollUntil(t *testing.T, cond func() bool, msg string, cs ...*kafka.Consum
 // page's (13, 6, 11): the same partitioner, the same keys. A second consumer
 // in the group resumes after the commit.
 func TestConfluentProduceConsume(t *testing.T) {
+	t.Parallel()
 	ckProfiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		const topic, group = "ck-orders", "ck-billing"
 		ckCreateTopic(t, b.Addr(), topic, 3)
@@ -328,6 +329,7 @@ func TestConfluentProduceConsume(t *testing.T) {
 // TestConfluentGroupSharesPartitions: two consumers of one group share a
 // three-partition topic, one and two partitions (the seed page's [1, 2]).
 func TestConfluentGroupSharesPartitions(t *testing.T) {
+	t.Parallel()
 	ckProfiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		const topic, group = "ck-shared", "ck-rebalance"
 		ckCreateTopic(t, b.Addr(), topic, 3)
@@ -367,6 +369,7 @@ func TestConfluentGroupSharesPartitions(t *testing.T) {
 // Apache Kafka as against vastfake; this bundled librdkafka is newer, so a
 // hang here would be vastfake's.
 func TestConfluentCloseAfterReset(t *testing.T) {
+	t.Parallel()
 	ckProfiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		const topic, group = "ck-reset", "ck-reset-group"
 		ckCreateTopic(t, b.Addr(), topic, 3)
@@ -398,6 +401,7 @@ func TestConfluentCloseAfterReset(t *testing.T) {
 // only; librdkafka surfaces the JoinGroup error INCONSISTENT_GROUP_PROTOCOL
 // as a consumer error event. Under the kafka profile the group forms.
 func TestConfluentCooperativeSticky(t *testing.T) {
+	t.Parallel()
 	ckProfiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		const topic, group = "ck-coop", "ck-coop-group"
 		ckCreateTopic(t, b.Addr(), topic, 3)
@@ -444,6 +448,7 @@ func TestConfluentCooperativeSticky(t *testing.T) {
 // membership) the new consumer takes the old one's place without a
 // rebalance.
 func TestConfluentStaticMemberRestart(t *testing.T) {
+	t.Parallel()
 	ckProfiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		const topic, group, instance = "ck-static", "ck-static-group", "ck-instance-1"
 		ckCreateTopic(t, b.Addr(), topic, 3)
@@ -506,6 +511,7 @@ func TestConfluentStaticMemberRestart(t *testing.T) {
 // with UNSUPPORTED_COMPRESSION_TYPE (librdkafka does not retry it) and
 // nothing is written; the kafka profile stores and serves it.
 func TestConfluentCompression(t *testing.T) {
+	t.Parallel()
 	ckProfiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		const topic = "ck-snappy"
 		ckCreateTopic(t, b.Addr(), topic, 1)
@@ -647,6 +653,7 @@ func ctxCK(t *testing.T) context.Context {
 // revoked. With no delay the first forms a generation alone and the
 // second's join starts a rebalance.
 func TestStaticMembersShareTheFirstGeneration(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "vastfake")
 	walkthroughBuild(t, bin, "github.com/vastfake/vastfake/cmd/vastfake")
 	addr := walkthroughStartBinaryLines(t, bin, 1, "-listen", "127.0.0.1:0", "-profile", "kafka", "-topic", "static-orders:3")[0]
@@ -705,6 +712,7 @@ func TestStaticMembersShareTheFirstGeneration(t *testing.T) {
 // the down broker until it is fenced, as in Kafka:
 // TestConfluentThroughAnElection.)
 func TestProduceThroughABrokerDown(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile("kafka"), broker.WithElectionDelay(time.Hour),
 		broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 6, ReplicationFactor: 1}))
 	down := b.BrokerIDs()[1]

@@ -35,6 +35,7 @@ func ckConsumerProtocolConf(addr, group string, kv ...any) *kafka.ConfigMap {
 // read at least once and the final commits are at the end offsets. The
 // audit profile records the KIP-848 requests with librdkafka's advice.
 func TestConfluentConsumerProtocol(t *testing.T) {
+	t.Parallel()
 	for _, profile := range []string{"kafka", "audit"} {
 		t.Run(profile, func(t *testing.T) {
 			t.Parallel()
@@ -148,6 +149,7 @@ func TestConfluentConsumerProtocol(t *testing.T) {
 // debug log (debug=cgrp) says why. The wait is bounded: five seconds,
 // many of librdkafka's coordinator retries.
 func TestConfluentConsumerProtocolOnVAST(t *testing.T) {
+	t.Parallel()
 	const topic, group = "ck848-vast", "ck848-vast-g"
 	b := fixtures.StartBroker(t, broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 2}))
 	p := ckProducer(t, ckConf(b.Addr()))

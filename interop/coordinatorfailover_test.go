@@ -103,6 +103,7 @@ func memberIDs(g coordinator.GroupInfo) []string {
 // (session.timeout.ms=6000) and KIP-848 (group.protocol=consumer), keep
 // their group through their coordinator's failover.
 func TestConfluentCoordinatorFailover(t *testing.T) {
+	t.Parallel()
 	for _, protocol := range []string{"classic", "consumer"} {
 		t.Run(protocol, func(t *testing.T) {
 			b, clk, group := failoverBrokers(t)
@@ -133,6 +134,7 @@ func TestConfluentCoordinatorFailover(t *testing.T) {
 // which in Kafka rebalances the group once (the leader rejoined) and
 // expels no one.
 func TestSaramaCoordinatorFailover(t *testing.T) {
+	t.Parallel()
 	b, clk, group := failoverBrokers(t)
 	cfg := saramaConfig()
 	cfg.Consumer.Group.Session.Timeout = 6 * time.Second

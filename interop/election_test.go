@@ -136,6 +136,7 @@ func throughAnElection(t *testing.T, b *broker.Broker, group string, send func(i
 // sarama consumer group, committing each message, ride through the
 // election.
 func TestSaramaThroughAnElection(t *testing.T) {
+	t.Parallel()
 	b := electionBrokers(t)
 	group := groupOn(b, 1)
 	p := saramaRetrying(t, b)
@@ -165,6 +166,7 @@ func TestSaramaThroughAnElection(t *testing.T) {
 // TestConfluentThroughAnElection: a confluent-kafka-go producer (acks=all)
 // and consumer group (librdkafka) ride through the election.
 func TestConfluentThroughAnElection(t *testing.T) {
+	t.Parallel()
 	b := electionBrokers(t)
 	group := groupOn(b, 1)
 	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all", "retry.backoff.ms": 20,
@@ -209,6 +211,7 @@ func TestConfluentThroughAnElection(t *testing.T) {
 // partition, and a Reader in a group, committing each message, ride through
 // the election.
 func TestKafkaGoThroughAnElection(t *testing.T) {
+	t.Parallel()
 	b := electionBrokers(t)
 	group := groupOn(b, 1)
 	var ws []*kafkago.Writer
@@ -242,6 +245,7 @@ var electionBinaryArgs = []string{"-brokers", "3", "-profile", "kafka", "-electi
 // needs Debian's python3-confluent-kafka and python3-kafka: skipped
 // without them, failed when CI is set.
 func TestPythonClientsThroughAnElection(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	bin := buildVastfake(t)
 	t.Run("confluent-kafka-python", func(t *testing.T) {
@@ -271,6 +275,7 @@ func needKafkaPython(t *testing.T) {
 // (election/expected.txt). It needs node and kafkajs/node_modules, as
 // TestKafkaJSMatrix does.
 func TestKafkaJSThroughAnElection(t *testing.T) {
+	t.Parallel()
 	node := needKafkaJS(t)
 	runScript(t, buildVastfake(t), "kafkajs", "../election/expected.txt", node, "election.js", electionBinaryArgs...)
 }

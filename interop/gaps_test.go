@@ -81,6 +81,7 @@ func gapProfiles(t *testing.T, fn func(t *testing.T, b *broker.Broker)) {
 }
 
 func TestSaramaReadsAcrossGaps(t *testing.T) {
+	t.Parallel()
 	gapProfiles(t, func(t *testing.T, b *broker.Broker) {
 		msgs, hwm := saramaReadPartition(t, saramaClient(t, b.Addr(), nil), gapsTopic, 0, len(gapOffsets))
 		var offsets []int64
@@ -102,6 +103,7 @@ func TestSaramaReadsAcrossGaps(t *testing.T) {
 }
 
 func TestKafkaGoReadsAcrossGaps(t *testing.T) {
+	t.Parallel()
 	gapProfiles(t, func(t *testing.T, b *broker.Broker) {
 		e := newKgoEnv(t, b)
 		var offsets []int64
@@ -122,6 +124,7 @@ func TestKafkaGoReadsAcrossGaps(t *testing.T) {
 }
 
 func TestConfluentReadsAcrossGaps(t *testing.T) {
+	t.Parallel()
 	gapProfiles(t, func(t *testing.T, b *broker.Broker) {
 		c := ckConsumer(t, ckGroupConf(b.Addr(), "g"))
 		require.NoError(t, c.Subscribe(gapsTopic, nil))

@@ -74,6 +74,7 @@ func checkLostAnswers(t *testing.T, b *broker.Broker, idempotent bool) {
 }
 
 func TestSaramaIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	for _, idempotent := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
 			t.Parallel()
@@ -96,6 +97,7 @@ func TestSaramaIdempotentRetry(t *testing.T) {
 }
 
 func TestConfluentIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	for _, idempotent := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
 			t.Parallel()
@@ -141,6 +143,7 @@ for line in sys.stdin:
 `
 
 func TestConfluentPythonIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	for _, idempotent := range []bool{true, false} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {

@@ -101,6 +101,7 @@ func (e *kgoEnv) readPartition(t *testing.T, topic string, partition, n int) []k
 // keyed messages to three partitions, read each partition back without a
 // group, check offsets with Client.ListOffsets.
 func TestKafkaGoProduceConsume(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		e := newKgoEnv(t, b)
 		ctx := ctxT(t)
@@ -145,6 +146,7 @@ func TestKafkaGoProduceConsume(t *testing.T) {
 // TestKafkaGoCompression: a compressed write is refused under VAST with
 // UNSUPPORTED_COMPRESSION_TYPE and accepted and read back under kafka.
 func TestKafkaGoCompression(t *testing.T) {
+	t.Parallel()
 	codecs := []compress.Compression{kafka.Snappy, kafka.Gzip}
 	text := strings.Repeat("compress me ", 100)
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
@@ -169,6 +171,7 @@ func TestKafkaGoCompression(t *testing.T) {
 // TestKafkaGoMessageTooLarge: a 127 KB value is refused by VAST (126 KB cap)
 // and accepted by kafka.
 func TestKafkaGoMessageTooLarge(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		e := newKgoEnv(t, b)
 		w := e.writer(t, func(w *kafka.Writer) { w.Topic = "big" })
@@ -190,6 +193,7 @@ func TestKafkaGoMessageTooLarge(t *testing.T) {
 // error from WriteMessages, without retrying) and creates nothing; kafka
 // creates the topic.
 func TestKafkaGoUnknownTopic(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		e := newKgoEnv(t, b)
 		w := e.writer(t, func(w *kafka.Writer) { w.Topic, w.AllowAutoTopicCreation = "nope", true })
@@ -364,6 +368,7 @@ func (cooperativeOnly) ProtocolName() string { return "cooperative-sticky" }
 // named cooperative-sticky is refused by VAST (INCONSISTENT_GROUP_PROTOCOL,
 // returned by ConsumerGroup.Next) and forms under kafka.
 func TestKafkaGoCooperativeRefused(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 			ID:                "coop",
@@ -416,6 +421,7 @@ func TestKafkaGoDeleteActiveGroup(t *testing.T) {
 // and backs off, so a caught-up consumer sees new messages late. Kafka, and
 // vastfake since this test found it, send an empty records field.)
 func TestKafkaGoCaughtUpReader(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		e := newKgoEnv(t, b)
 		// kafka-go's read deadline is exactly MaxWait. The VAST profile

@@ -23,6 +23,7 @@ import (
 // "otel-collector" is still librdkafka and never gets the Collector's YAML;
 // named "kcat" it gets kcat's form alone.
 func TestAuditKcat(t *testing.T) {
+	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed (apt-get install kcat)")

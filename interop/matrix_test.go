@@ -19,6 +19,7 @@ import (
 // output (matrix/expected.txt). Like TestSeedWalkthrough it needs
 // python3-confluent-kafka: skipped without it, failed when CI is set.
 func TestPythonClientMatrix(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	_, stderr := runScript(t, buildVastfake(t), "matrix", "expected.txt", pythonWithConfluent, "matrix.py")
 	if strings.Contains(stderr, "|PROTOERR|") {
@@ -41,6 +42,7 @@ func TestPythonClientMatrix(t *testing.T) {
 // without them the test is skipped, or fails when CI is set (.ci/run
 // installs them).
 func TestKafkaJSMatrix(t *testing.T) {
+	t.Parallel()
 	node := needKafkaJS(t)
 	bin := buildVastfake(t)
 	for _, tc := range []struct{ profile, expected string }{

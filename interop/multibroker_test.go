@@ -127,11 +127,13 @@ func saramaSend(p sarama.SyncProducer) func(int32, string) error {
 }
 
 func TestSaramaThroughABrokerDown(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	throughABrokerDown(t, b, saramaSend(saramaRetrying(t, b)))
 }
 
 func TestSaramaThroughALeaderMove(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	throughALeaderMove(t, b, saramaSend(saramaRetrying(t, b)))
 }
@@ -154,11 +156,13 @@ func kafkaGoSend(t *testing.T, b *broker.Broker) func(int32, string) error {
 }
 
 func TestKafkaGoThroughABrokerDown(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	throughABrokerDown(t, b, kafkaGoSend(t, b))
 }
 
 func TestKafkaGoThroughALeaderMove(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	throughALeaderMove(t, b, kafkaGoSend(t, b))
 }
@@ -240,6 +244,7 @@ func (h *moveHandler) snapshot() map[string]int {
 // virtual-IP failover. sarama reads at least once: a message read but not
 // yet committed when its session ends is read again; here none is.
 func TestSaramaGroupThroughMoves(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	cfg := saramaConfig()
 	cfg.Metadata.Retry.Max, cfg.Metadata.Retry.Backoff = 100, 20*time.Millisecond
@@ -270,6 +275,7 @@ func TestSaramaGroupThroughMoves(t *testing.T) {
 // read again. Nothing is lost, and what is read again is bounded by what
 // one rejoin can repeat: the records of one batch (30).
 func TestKafkaGoGroupThroughMoves(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	dups := groupThroughMoves(t, b, kafkaGoGroupReader(t, b.Addr(), "billing", "orders"))
 	assert.LessOrEqual(t, dups, 30, "at least once, each record read again at most once per move")
@@ -278,6 +284,7 @@ func TestKafkaGoGroupThroughMoves(t *testing.T) {
 // TestConfluentThroughALeaderMove: librdkafka follows a partition whose
 // leader moves (NOT_LEADER_OR_FOLLOWER, then a metadata refresh).
 func TestConfluentThroughALeaderMove(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all", "retry.backoff.ms": 20})
 	throughALeaderMove(t, b, func(partition int32, v string) error {
@@ -292,6 +299,7 @@ func TestConfluentThroughALeaderMove(t *testing.T) {
 // failover of the new coordinator's address: every record is read once and
 // the group's commit goes through.
 func TestConfluentGroupThroughMoves(t *testing.T) {
+	t.Parallel()
 	b := threeBrokers(t)
 	p := ckProducer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "acks": "all"})
 	c := ckConsumer(t, &kafka.ConfigMap{"bootstrap.servers": b.Addr(), "group.id": "billing", "auto.offset.reset": "earliest",
@@ -328,6 +336,7 @@ func TestConfluentGroupThroughMoves(t *testing.T) {
 // coordinator. In the VAST profile every address lists every group, as
 // VAST's virtual IPs front one cluster; librdkafka's sum repeats each.
 func TestConfluentListConsumerGroupsAtThreeBrokers(t *testing.T) {
+	t.Parallel()
 	for _, profile := range []string{"kafka", "vast"} {
 		t.Run(profile, func(t *testing.T) {
 			b := fixtures.StartBroker(t, broker.WithBrokers(3), broker.WithProfile(profile), broker.WithTopics(broker.TopicSpec{Name: "orders", Partitions: 3}))

@@ -130,6 +130,7 @@ func checkKafkaJSQuotes(t *testing.T, out string) {
 // TestTroubleshootingKafkaPython runs kafka-python (Debian's python3-kafka)
 // into the VAST profile's refusals and compares its texts with the troubleshooting table's.
 func TestTroubleshootingKafkaPython(t *testing.T) {
+	t.Parallel()
 	if out, err := exec.Command(pythonWithConfluent, "-c", "import kafka").CombinedOutput(); err != nil {
 		msg := "TestTroubleshootingKafkaPython needs " + pythonWithConfluent + " with kafka-python (apt-get install -y python3-kafka): " + strings.TrimSpace(string(out))
 		if os.Getenv("CI") != "" {

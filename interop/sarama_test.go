@@ -106,6 +106,7 @@ func saramaReadPartition(t *testing.T, cl sarama.Client, topic string, partition
 // TestSaramaProduceConsume: create a topic with ClusterAdmin, produce keyed
 // messages to three partitions, read each partition back without a group.
 func TestSaramaProduceConsume(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		adm := saramaAdmin(t, b.Addr())
 		require.NoError(t, adm.CreateTopic("orders", &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false))
@@ -153,6 +154,7 @@ func TestSaramaProduceConsume(t *testing.T) {
 // TestSaramaCompression: a compressed produce is refused under VAST with
 // UNSUPPORTED_COMPRESSION_TYPE and accepted and read back under kafka.
 func TestSaramaCompression(t *testing.T) {
+	t.Parallel()
 	codecs := []sarama.CompressionCodec{sarama.CompressionSnappy, sarama.CompressionGZIP}
 	text := strings.Repeat("compress me ", 100)
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
@@ -193,6 +195,7 @@ func TestSaramaTopicConfigRefused(t *testing.T) {
 // TestSaramaMessageTooLarge: a 127 KB value is refused by VAST (126 KB cap)
 // and accepted by kafka; sarama's own limit (1 MB) lets it through.
 func TestSaramaMessageTooLarge(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		prod := saramaProducer(t, b.Addr(), nil)
 		_, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "big", Value: sarama.ByteEncoder(make([]byte, 127<<10))})
@@ -215,6 +218,7 @@ func TestSaramaMessageTooLarge(t *testing.T) {
 // Metadata.AllowAutoTopicCreation=true); VAST refuses and creates nothing,
 // kafka creates the topic.
 func TestSaramaUnknownTopic(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		cfg := saramaConfig()
 		require.True(t, cfg.Metadata.AllowAutoTopicCreation)
@@ -405,6 +409,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 // cooperative-sticky is refused by VAST (INCONSISTENT_GROUP_PROTOCOL from
 // JoinGroup, returned by Consume) and forms under kafka.
 func TestSaramaCooperativeRefused(t *testing.T) {
+	t.Parallel()
 	profiles(t, func(t *testing.T, profile string, b *broker.Broker) {
 		cfg := saramaConfig()
 		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyCooperativeSticky()}

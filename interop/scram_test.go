@@ -88,6 +88,7 @@ func scramAppCase(t *testing.T, dir, interpreter, script, mode, scram512, plain,
 // the request log and the errors of the audit report naming the client bug
 // and the upgrade, while PLAIN works.
 func TestSCRAMConfluentPython(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	out, err := exec.Command(pythonWithConfluent, "-c", "import confluent_kafka; print(confluent_kafka.libversion()[1])").Output()
 	require.NoError(t, err)
@@ -131,11 +132,13 @@ sys.exit("no error within 30 s")
 }
 
 func TestSCRAMKafkaJS(t *testing.T) {
+	t.Parallel()
 	node := needKafkaJS(t)
 	scramAppCase(t, "kafkajs", node, "audit.js", "", "scram-sha-512", "plain", "mechanism: 'plain'")
 }
 
 func TestSCRAMConfluentGo(t *testing.T) {
+	t.Parallel()
 	b := scramBroker(t, "kafka")
 	sasl := []any{"security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "SCRAM-SHA-512", "sasl.username", scramUser, "sasl.password", scramPass}
 	p := ckProducer(t, ckConf(b.Addr(), sasl...))
@@ -181,6 +184,7 @@ func (s *saramaSCRAM) Step(challenge string) (string, error) { return s.conv.Ste
 func (s *saramaSCRAM) Done() bool                            { return s.conv.Done() }
 
 func TestSCRAMSarama(t *testing.T) {
+	t.Parallel()
 	cfg := func(version int16, pass string) *sarama.Config {
 		c := saramaConfig()
 		c.Net.SASL.Enable = true

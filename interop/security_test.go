@@ -36,6 +36,7 @@ import (
 // topics on the view, write and delete the topic). The page must print
 // exactly what it shows.
 func TestSeedWalkthroughWithSASL(t *testing.T) {
+	t.Parallel()
 	if out, err := exec.Command(pythonWithConfluent, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
 		msg := "TestSeedWalkthroughWithSASL needs " + pythonWithConfluent + " with confluent_kafka: " + err.Error() + ": " + strings.TrimSpace(string(out))
 		if os.Getenv("CI") != "" {
@@ -135,6 +136,7 @@ func ckWaitError(t *testing.T, c *kafka.Consumer) kafka.Error {
 // checks the errors it surfaces for a denied write, a denied group, a
 // wrong password and missing credentials.
 func TestConfluentSASLAndPolicies(t *testing.T) {
+	t.Parallel()
 	const topic, audit = "ck-sasl-orders", "ck-sasl-audit"
 	b := fixtures.StartBroker(t,
 		broker.WithTopics(broker.TopicSpec{Name: topic, Partitions: 1}, broker.TopicSpec{Name: audit, Partitions: 1}),
@@ -224,6 +226,7 @@ func TestConfluentSASLAndPolicies(t *testing.T) {
 // which the SASL token travels as a raw frame (KIP-152), and with a wrong
 // password, which closes the connection.
 func TestSaramaSASLHandshakeV0(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t,
 		broker.WithTopics(broker.TopicSpec{Name: "sarama-sasl", Partitions: 1}),
 		broker.WithUsers(map[string]string{"app": "app-secret"}))

@@ -67,6 +67,7 @@ func ckMsg(topic, value string) *kafka.Message {
 // sees every record once, and the group's committed offset is the input's
 // end.
 func TestConfluentTransactionalETL(t *testing.T) {
+	t.Parallel()
 	for _, profile := range []string{"kafka", "audit"} {
 		t.Run(profile, func(t *testing.T) {
 			t.Parallel()
@@ -188,6 +189,7 @@ func partitionEnds(t *testing.T, b *broker.Broker, topic string) (int64, int64) 
 // transactional id fences the first, whose commit then fails fatally; only
 // the second's records are committed.
 func TestConfluentTransactionFencedZombie(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithTopics(broker.TopicSpec{Name: "ck-fence", Partitions: 1}))
 	addr := b.Addr()
 	zombie := ckTxnProducer(t, addr, "ck-fenced")
@@ -218,6 +220,7 @@ func TestConfluentTransactionFencedZombie(t *testing.T) {
 // passes the timeout; the producer's commit then fails, and a
 // read_committed reader never sees its record.
 func TestConfluentTransactionTimesOut(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewManual(time.Now())
 	b := fixtures.StartBroker(t, broker.WithProfile("kafka"), broker.WithClock(clk),
 		broker.WithTopics(broker.TopicSpec{Name: "ck-slow", Partitions: 1}))
@@ -252,6 +255,7 @@ func TestConfluentTransactionTimesOut(t *testing.T) {
 // transactions/expected.txt: consume-transform-produce with an abort, a
 // fenced zombie, and a timeout the control plane's clock drives.
 func TestPythonTransactions(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	runScript(t, buildVastfake(t), "transactions", "expected.txt", pythonWithConfluent, "transactions.py", "-profile", "kafka", "-manual-clock")
 }
@@ -263,6 +267,7 @@ func TestPythonTransactions(t *testing.T) {
 // first aborted, a fenced zombie, and a timeout the control plane's clock
 // drives.
 func TestKafkaJSTransactions(t *testing.T) {
+	t.Parallel()
 	node := needKafkaJS(t)
 	runScript(t, buildVastfake(t), "kafkajs", "expected-transactions.txt", node, "transactions.js", "-profile", "kafka", "-manual-clock")
 }
@@ -309,6 +314,7 @@ func saramaReadCommitted(t *testing.T, addr, topic string, want int) []string {
 // producer with its transactional id. A read_committed sarama consumer reads
 // only what committed.
 func TestSaramaTransactions(t *testing.T) {
+	t.Parallel()
 	b := fixtures.StartBroker(t, broker.WithProfile("kafka"),
 		broker.WithTopics(broker.TopicSpec{Name: "sr-in", Partitions: 1}, broker.TopicSpec{Name: "sr-out", Partitions: 1}))
 	addr := b.Addr()

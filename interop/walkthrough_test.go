@@ -28,6 +28,7 @@ const pythonWithConfluent = "/usr/bin/python3"
 // It needs python3-confluent-kafka: without it the test is skipped, or fails
 // when CI is set (CI installs the package).
 func TestSeedWalkthrough(t *testing.T) {
+	t.Parallel()
 	needConfluentPython(t)
 	expected, err := os.ReadFile(filepath.Join("walkthrough", "expected.txt"))
 	if err != nil {
