@@ -96,7 +96,7 @@ if [ -d interop ]; then
 fi
 # The launcher packages run the binary built here.
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 # together runs the functions it is given at once, each in a subshell with
 # its output kept to a file of its own, then prints each output whole, in
