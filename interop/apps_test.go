@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vastfake/vastfake/fixtures"
+	"github.com/vastfake/vastfake/internal/testutil"
 )
 
 // needApp returns the first of paths that is an executable (a bare name
@@ -43,7 +44,7 @@ func missingApp(t *testing.T, want string) {
 type daemon struct {
 	name   string
 	cmd    *exec.Cmd
-	out    syncBuffer
+	out    testutil.LockedBuffer
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
@@ -97,25 +98,6 @@ func (d *daemon) waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		return cond()
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the writes of a running process
-// and a test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // topicRecords counts the records of topic's partitions 0 to n-1 by
