@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vastfake/vastfake/broker"
 	"github.com/vastfake/vastfake/fixtures"
 	"github.com/vastfake/vastfake/internal/testutil"
 )
@@ -117,4 +120,18 @@ func logLines(n int) string {
 		fmt.Fprintf(&b, "app: order %d shipped\n", i)
 	}
 	return b.String()
+}
+
+// librdkafkaCompression checks that rep holds one finding: NoCompression on
+// the topic logs, from a librdkafka app under librdkafka's default client
+// id. It returns the finding, whose advice each app's test checks.
+func librdkafkaCompression(t *testing.T, rep broker.AuditReport) broker.Finding {
+	t.Helper()
+	require.Len(t, rep.Findings, 1, "%+v", rep.Findings)
+	f := rep.Findings[0]
+	assert.Equal(t, "NoCompression", f.Rule)
+	assert.Equal(t, "rdkafka", f.ClientID)
+	assert.Equal(t, "librdkafka", f.ClientSoftware)
+	assert.Equal(t, "logs", f.Topic)
+	return f
 }

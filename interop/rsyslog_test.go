@@ -34,12 +34,7 @@ func TestAuditRsyslog(t *testing.T) {
 	}
 
 	rep := runRsyslog(t, rsyslogd, `confParam=["compression.codec=gzip"]`)
-	require.Len(t, rep.Findings, 1, "%+v", rep.Findings)
-	f := rep.Findings[0]
-	assert.Equal(t, "NoCompression", f.Rule)
-	assert.Equal(t, "rdkafka", f.ClientID)
-	assert.Equal(t, "librdkafka", f.ClientSoftware)
-	assert.Equal(t, "logs", f.Topic)
+	f := librdkafkaCompression(t, rep)
 	const advice = `in omkafka, set confParam=["compression.type=none"]`
 	assert.Contains(t, f.Advice, "rsyslog: "+advice)
 	assertRoutineGroup(t, rep, "rsyslog")

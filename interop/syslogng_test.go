@@ -31,12 +31,7 @@ func TestAuditSyslogNG(t *testing.T) {
 	syslogNG, env, args := needSyslogNG(t)
 
 	rep := runSyslogNG(t, syslogNG, env, args, `config("compression.codec" => "gzip")`)
-	require.Len(t, rep.Findings, 1, "%+v", rep.Findings)
-	f := rep.Findings[0]
-	assert.Equal(t, "NoCompression", f.Rule)
-	assert.Equal(t, "rdkafka", f.ClientID)
-	assert.Equal(t, "librdkafka", f.ClientSoftware)
-	assert.Equal(t, "logs", f.Topic)
+	f := librdkafkaCompression(t, rep)
 	const advice = `in the kafka-c() destination, set config("compression.type" => "none")`
 	assert.Contains(t, f.Advice, "syslog-ng: "+advice)
 	assert.Empty(t, rep.Errors)
